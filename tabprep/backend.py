@@ -1,0 +1,398 @@
+"""Every difference between the CPU (pandas) and GPU (cuDF) backends lives here.
+
+Ops never import pandas or cuDF to compute: they ask this module for arrays
+(:func:`float_values`, :func:`int_values`), masks (:func:`isnull`), lookups
+(:func:`index_of`), hashes (:func:`murmur3`) and new columns (:func:`new_series`).
+Each function dispatches on the type of its argument, so one op implementation
+runs on both backends and gives the same ids and float32-rounded values.
+
+Conventions:
+* Nulls: a missing value is a null; on float columns NaN counts as null too
+  (pandas cannot tell them apart, so cuDF is made to agree).
+* Integers of any width are widened to int64 before hashing or lookups, so an
+  int32 and an int64 column with the same values get the same ids.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------
+# availability
+# ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def has_cudf() -> bool:
+    """True when cuDF and dask-cuDF import and a CUDA device is visible."""
+    try:
+        import cudf  # noqa: F401
+        import dask_cudf  # noqa: F401
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception as exc:  # noqa: BLE001 - any import/driver failure means "no GPU backend"
+        log.debug("cuDF backend unavailable: %s", exc)
+        return False
+
+
+def resolve_cpu(cpu: Optional[bool]) -> bool:
+    """``cpu=None`` picks the GPU when cuDF is usable, else the CPU; True/False force."""
+    if cpu is None:
+        return not has_cudf()
+    if cpu is False and not has_cudf():
+        raise RuntimeError(
+            "cpu=False asks for the GPU backend, but cuDF/dask-cuDF or a CUDA device is not available; "
+            "install the 'gpu' extra (pip install tabprep[gpu]) on a machine with an NVIDIA GPU, or use cpu=True."
+        )
+    return bool(cpu)
+
+
+def is_gpu(obj: Any) -> bool:
+    """True for cuDF / dask-cuDF objects and cupy arrays."""
+    mod = type(obj).__module__
+    return mod.startswith("cudf") or mod.startswith("dask_cudf") or mod.startswith("cupy")
+
+
+def frame_lib(obj: Any):
+    """The dataframe module of ``obj``: ``cudf`` or ``pandas``."""
+    if is_gpu(obj):
+        import cudf
+
+        return cudf
+    return pd
+
+
+def array_module(obj: Any):
+    """``cupy`` for GPU objects, else ``numpy``."""
+    if is_gpu(obj):
+        import cupy
+
+        return cupy
+    return np
+
+
+def to_numpy(arr: Any) -> np.ndarray:
+    """Host numpy copy of a numpy/cupy array or a pandas/cuDF series."""
+    if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
+        if is_gpu(arr):
+            return arr.to_numpy()
+        return arr.to_numpy()
+    if is_gpu(arr):
+        return arr.get()
+    return np.asarray(arr)
+
+
+# ---------------------------------------------------------------------------
+# reading / conversion
+# ---------------------------------------------------------------------------
+def arrow_to_frame(table: pa.Table, cpu: bool = True):
+    """Convert an Arrow table to a pandas (``cpu=True``) or cuDF frame.
+
+    pandas conversion keeps integer columns integer: a column without nulls becomes a
+    numpy int column, one with nulls a nullable ``Int64``-style column (not float64,
+    which would change hashes and vocabularies). List columns become ``pd.ArrowDtype``
+    lists, strings pandas' string dtype.
+    """
+    if not cpu:
+        import cudf
+
+        return cudf.DataFrame.from_arrow(table)
+    data = {}
+    for name, col in zip(table.column_names, table.columns):
+        typ = col.type
+        if pa.types.is_dictionary(typ):
+            col = col.cast(typ.value_type)
+            typ = typ.value_type
+        if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+            data[name] = pd.Series(pd.arrays.ArrowExtensionArray(col), name=name)
+        elif pa.types.is_integer(typ) and col.null_count > 0:
+            data[name] = col.to_pandas(types_mapper=_nullable_int_mapper)
+        elif pa.types.is_boolean(typ) and col.null_count > 0:
+            data[name] = col.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
+        else:
+            data[name] = col.to_pandas()
+    frame = pd.DataFrame(data, columns=table.column_names)
+    frame.index = pd.RangeIndex(len(frame))
+    return frame
+
+
+def _nullable_int_mapper(typ: pa.DataType):
+    if pa.types.is_integer(typ):
+        return pd.api.types.pandas_dtype(str(typ).replace("int", "Int").replace("uInt", "UInt"))
+    return None
+
+
+def frame_to_arrow(df: Any, preserve_index: bool = False) -> pa.Table:
+    """Arrow table of a pandas or cuDF frame (index dropped)."""
+    if is_gpu(df):
+        return df.to_arrow(preserve_index=preserve_index)
+    return pa.Table.from_pandas(df, preserve_index=preserve_index)
+
+
+def to_host(df: Any):
+    """pandas copy of a cuDF frame (identity for pandas)."""
+    if is_gpu(df):
+        return df.to_pandas()
+    return df
+
+
+def from_host(df: pd.DataFrame, cpu: bool):
+    """Frame on the requested backend."""
+    if cpu:
+        return df
+    import cudf
+
+    return cudf.from_pandas(df)
+
+
+def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
+                       cpu: bool, filesystem: Any = None):
+    """Read some row groups of one parquet file on either backend."""
+    if not cpu:
+        import cudf
+
+        return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None)
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path, filesystem=filesystem)
+    if row_groups is None:
+        table = pf.read(columns=columns, use_threads=False)
+    else:
+        table = pf.read_row_groups(list(row_groups), columns=columns, use_threads=False)
+    return arrow_to_frame(table, cpu=True)
+
+
+def empty_frame_like(df: Any):
+    """A zero-row frame with the columns and dtypes of ``df``."""
+    return df.iloc[:0]
+
+
+def concat_columns(frames: Sequence[Any]):
+    """Concatenate frames side by side (same rows, same order)."""
+    frames = [f for f in frames if f is not None]
+    if len(frames) == 1:
+        return frames[0]
+    lib = frame_lib(frames[0])
+    if lib is pd:
+        out = {}
+        for f in frames:
+            for name in f.columns:
+                out[name] = f[name]
+        index = frames[0].index
+        return pd.DataFrame(out, index=index, copy=False)
+    return lib.concat(frames, axis=1)
+
+
+def concat_rows(frames: Sequence[Any]):
+    """Concatenate frames of the same columns one under the other, index reset."""
+    frames = list(frames)
+    lib = frame_lib(frames[0])
+    return lib.concat(frames, axis=0, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------
+# column values
+# ---------------------------------------------------------------------------
+def is_list_series(series: Any) -> bool:
+    """True for list (multi-hot) columns on either backend."""
+    if is_gpu(series):
+        return str(series.dtype).startswith("list")
+    dtype = series.dtype
+    return isinstance(dtype, pd.ArrowDtype) and (
+        pa.types.is_list(dtype.pyarrow_dtype) or pa.types.is_large_list(dtype.pyarrow_dtype)
+        or pa.types.is_fixed_size_list(dtype.pyarrow_dtype))
+
+
+def is_string_series(series: Any) -> bool:
+    dtype = series.dtype
+    if is_gpu(series):
+        return str(dtype) in ("object", "str", "string")
+    return pd.api.types.is_string_dtype(dtype) or (
+        isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype))
+
+
+def is_float_series(series: Any) -> bool:
+    return not is_list_series(series) and np.dtype(_numpy_kind_dtype(series.dtype)).kind == "f"
+
+
+def _numpy_kind_dtype(dtype: Any):
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", dtype))
+    except TypeError:
+        return np.dtype("O")
+
+
+def isnull(series: Any):
+    """Boolean array (numpy or cupy): True where the value is null or NaN."""
+    if is_gpu(series):
+        mask = series.isna()
+        if is_float_series(series):
+            mask = mask | series.isnan().fillna(False) if hasattr(series, "isnan") else mask
+        return mask.values
+    return series.isna().to_numpy()
+
+
+def float_values(series: Any, dtype: str = "float64"):
+    """Values as a float array, NaN where null."""
+    if is_gpu(series):
+        return series.astype(dtype).to_cupy(na_value=np.nan)
+    return series.to_numpy(dtype=dtype, na_value=np.nan)
+
+
+def int_values(series: Any, fill: int = 0):
+    """Values as an int64 array, ``fill`` where null. Bools become 0/1."""
+    if is_gpu(series):
+        return series.astype("int64").fillna(fill).values
+    if series.dtype.kind == "b" if hasattr(series.dtype, "kind") else False:
+        return series.to_numpy(dtype="int64")
+    return series.to_numpy(dtype="int64", na_value=fill)
+
+
+def new_series(values: Any, like: Any, name: Optional[str] = None, dtype: Optional[str] = None):
+    """A series of ``values`` on the backend of ``like``, with ``like``'s index."""
+    lib = frame_lib(like)
+    out = lib.Series(values, index=like.index, name=name if name is not None else like.name)
+    if dtype is not None and str(out.dtype) != dtype:
+        out = out.astype(dtype)
+    return out
+
+
+def murmur3(series: Any, seed: int = 0):
+    """MurmurHash3_x86_32 of each value (uint32 array on the series' backend); nulls hash to 0.
+
+    cuDF's ``hash_values(method="murmur3")`` is the reference; the CPU path in
+    :mod:`tabprep.hashing` reproduces it byte for byte. Integer columns are widened to int64
+    and floats to float64 first on both backends.
+    """
+    mask = isnull(series)
+    if is_gpu(series):
+        s = series
+        if s.dtype.kind in "iub":
+            s = s.astype("int64")
+        elif s.dtype.kind == "f":
+            s = s.astype("float64")
+        out = s.hash_values(method="murmur3", seed=seed).values.astype("uint32")
+        out[mask] = 0
+        return out
+    from .hashing import murmur3_32
+
+    if is_string_series(series):
+        values = series.to_numpy(dtype=object, na_value="")
+    elif series.dtype.kind == "f" if hasattr(series.dtype, "kind") else False:
+        values = series.to_numpy(dtype="float64", na_value=0.0)
+    elif _numpy_kind_dtype(series.dtype).kind == "f":
+        values = series.to_numpy(dtype="float64", na_value=0.0)
+    else:
+        values = int_values(series, 0)
+    out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
+    if mask.any():
+        out = out.copy()
+        out[mask] = 0
+    return out
+
+
+def index_of(series: Any, vocab: Any):
+    """Position of each value of ``series`` in ``vocab`` (unique values), -1 when absent or null.
+
+    CPU: a hash lookup (``pandas.Index.get_indexer``); GPU: a sort + searchsorted on cuDF.
+    ``vocab`` is a pandas Index built once per vocabulary on the CPU, or a cuDF Series.
+    """
+    if is_gpu(series):
+        import cudf
+        import cupy
+
+        voc = vocab if is_gpu(vocab) else cudf.Series(vocab)
+        order = voc.argsort()
+        sorted_voc = voc.take(order).reset_index(drop=True)
+        s = series.astype(sorted_voc.dtype) if series.dtype != sorted_voc.dtype and series.dtype.kind in "iuf" else series
+        pos = sorted_voc.searchsorted(s.fillna(sorted_voc.iloc[0] if len(sorted_voc) else 0))
+        pos = cupy.asarray(pos)
+        n = len(sorted_voc)
+        safe = cupy.minimum(pos, max(n - 1, 0))
+        found = (pos < n) & (cupy.asarray(sorted_voc.take(safe).values) == cupy.asarray(s.fillna(0).values if s.dtype.kind in "iuf" else s.fillna("").values)) if n else cupy.zeros(len(s), dtype=bool)
+        out = cupy.where(found, cupy.asarray(order.take(safe).values), -1)
+        out[isnull(series)] = -1
+        return out
+    if not isinstance(vocab, pd.Index):
+        vocab = pd.Index(vocab)
+    if is_string_series(series):
+        values = series
+    else:
+        # widen ints so an int32 column finds int64 vocabulary entries
+        values = series.to_numpy(dtype="int64", na_value=0) if _numpy_kind_dtype(series.dtype).kind in "iub" else series
+    pos = vocab.get_indexer(values)
+    mask = isnull(series)
+    if mask.any():
+        pos[mask] = -1
+    return pos
+
+
+def value_counts(series: Any) -> Tuple[Any, int]:
+    """(counts indexed by value, excluding nulls; number of nulls) of one column or list leaves."""
+    nulls = int(isnull(series).sum())
+    if not is_gpu(series) and _numpy_kind_dtype(series.dtype).kind in "iub" and not is_string_series(series):
+        # nullable ints: count on the int64 view of the non-null values (faster, stable dtype)
+        values = series.to_numpy(dtype="int64", na_value=0)
+        if nulls:
+            values = values[~series.isna().to_numpy()]
+        counts = pd.Series(values).value_counts(sort=False)
+        return counts, nulls
+    counts = series.value_counts(sort=False, dropna=True)
+    if is_gpu(series) and is_float_series(series):
+        counts = counts[~counts.index.to_series().isnan()] if len(counts) else counts
+    return counts, nulls
+
+
+# ---------------------------------------------------------------------------
+# list (multi-hot) columns
+# ---------------------------------------------------------------------------
+def list_leaves(series: Any):
+    """(flat element series, row offsets as int64 array of len(series)+1) of a list column.
+
+    Null rows are treated as empty lists; null elements stay null in the leaves.
+    """
+    if is_gpu(series):
+        import cupy
+
+        col = series.list
+        leaves = col.leaves
+        lengths = col.len().fillna(0).astype("int64").values
+        offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
+        return leaves.reset_index(drop=True), offsets
+    arr = pa.chunked_array(series.array._pa_array) if hasattr(series.array, "_pa_array") else pa.chunked_array([pa.array(series)])
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    arr = arr.fill_null(pa.scalar([], type=arr.type)) if arr.null_count else arr
+    lengths = pa.compute.list_value_length(arr).to_numpy(zero_copy_only=False).astype("int64")
+    offsets = np.zeros(len(lengths) + 1, dtype="int64")
+    np.cumsum(lengths, out=offsets[1:])
+    flat = pa.compute.list_flatten(arr)
+    leaves = arrow_to_frame(pa.table({"v": flat}), cpu=True)["v"]
+    return leaves, offsets
+
+
+def list_from_leaves(values: Any, offsets: Any, like: Any, name: Optional[str] = None):
+    """Rebuild a list column from flat values (array or series) and row offsets."""
+    name = name if name is not None else like.name
+    if is_gpu(like):
+        import cudf
+        import cupy
+
+        vals = cudf.Series(values)
+        col = cudf.core.column.ListColumn if False else None  # noqa: F841 - placeholder to keep flake quiet
+        offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
+        from cudf.core.column import as_column  # type: ignore
+
+        list_col = cudf.core.column.ListColumn(  # type: ignore[attr-defined]
+            data=None, size=len(offs) - 1, dtype=cudf.ListDtype(vals.dtype), mask=None,
+            offset=0, null_count=0, children=(as_column(offs), vals._column))
+        return cudf.Series._from_column(list_col, name=name, index=like.index)  # type: ignore[attr-defined]
+    flat = values if isinstance(values, pa.Array) else pa.array(to_numpy(values) if not isinstance(values, pd.Series) else values)
+    arr = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype="int32")), flat)
+    return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=like.index, name=name)

@@ -1,0 +1,4 @@
+"""Reading and writing datasets (parquet, csv, TFRecord) and synthetic data."""
+from .dataset import Dataset
+
+__all__ = ["Dataset"]

@@ -1,0 +1,369 @@
+"""Dataset: a lazily read, partitioned table on the CPU (pandas) or the GPU (cuDF)."""
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from ..schema import Schema
+
+log = logging.getLogger(__name__)
+
+#: default partition size (uncompressed bytes of the columns read); the GPU takes bigger bites
+DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
+DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
+
+SCHEMA_FILE = "schema.json"
+SUCCESS_FILE = "_SUCCESS"
+
+
+def parse_size(size: Union[None, int, str]) -> Optional[int]:
+    """``"128MB"``/``"1GiB"``/``1000000`` -> bytes (None stays None)."""
+    if size is None or isinstance(size, int):
+        return size
+    text = str(size).strip().upper().replace("IB", "B")
+    units = {"KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4, "B": 1}
+    for unit, mult in units.items():
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * mult)
+    return int(float(text))
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Some row groups of one parquet file: the unit a partition is read from."""
+
+    path: str
+    row_groups: Tuple[int, ...]
+    num_rows: int
+
+
+class Dataset:
+    """A table read lazily in partitions.
+
+    Args:
+        path_or_source: a parquet/csv file, a glob (``"data/*.parquet"``), a folder, a list of
+            files, or an in-memory pandas / cuDF / dask DataFrame.
+        engine: ``"parquet"`` or ``"csv"`` (default: from the file extension).
+        part_size: target bytes of one partition (uncompressed columns read), e.g. ``"256MB"``;
+            default 128 MB on CPU, 1 GB on GPU. Partitions are made of whole parquet row groups.
+        cpu: None picks cuDF when it is usable, True forces pandas, False forces cuDF.
+        npartitions: for in-memory frames, how many partitions to split them into.
+        **read_kwargs: passed to the csv reader (e.g. ``sep``, ``names``).
+
+    Example:
+        >>> ds = Dataset("data/train/*.parquet", part_size="256MB")
+        >>> ds.num_rows
+    """
+
+    def __init__(self, path_or_source: Any, engine: Optional[str] = None, part_size: Union[None, int, str] = None,
+                 cpu: Optional[bool] = None, npartitions: Optional[int] = None, schema: Optional[Schema] = None,
+                 **read_kwargs: Any) -> None:
+        self.source = path_or_source
+        self.engine = engine
+        self.part_size = part_size
+        self.npartitions_hint = npartitions
+        self.read_kwargs = read_kwargs
+        self._ddf = None
+        self._pieces: Optional[List[Piece]] = None
+        self._schema = schema
+        self.files: List[str] = []
+        src = path_or_source
+        if isinstance(src, Dataset):
+            self.__dict__.update(src.__dict__)
+            return
+        if _is_dask_frame(src):
+            self.cpu = not backend.is_gpu(src._meta) if cpu is None else backend.resolve_cpu(cpu)
+            self._ddf = src
+            self.engine = "dask"
+        elif _is_memory_frame(src):
+            self.cpu = not backend.is_gpu(src) if cpu is None else backend.resolve_cpu(cpu)
+            frame = src
+            if self.cpu and backend.is_gpu(frame):
+                frame = frame.to_pandas()
+            elif not self.cpu and not backend.is_gpu(frame):
+                frame = backend.from_host(frame, cpu=False)
+            self._ddf = _from_frame(frame, npartitions or 1)
+            self.engine = "memory"
+        else:
+            self.cpu = backend.resolve_cpu(cpu)
+            self.files = expand_paths(src)
+            self.engine = engine or _infer_engine(self.files)
+            if self.engine not in ("parquet", "csv"):
+                raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
+
+    # -- construction used by Workflow.transform -----------------------------------------
+    @classmethod
+    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str) -> "Dataset":
+        ds = cls.__new__(cls)
+        ds.source = source
+        ds.engine = "dask"
+        ds.part_size = None
+        ds.npartitions_hint = None
+        ds.read_kwargs = {}
+        ds._ddf = ddf
+        ds._pieces = None
+        ds._schema = schema
+        ds.files = []
+        ds.cpu = cpu
+        return ds
+
+    # -- description ---------------------------------------------------------------------
+    def describe(self) -> str:
+        if self.files:
+            shown = self.files[0] if len(self.files) == 1 else f"{len(self.files)} files like {self.files[0]}"
+            return f"the dataset ({shown})"
+        return f"the dataset ({self.source if isinstance(self.source, str) else type(self.source).__name__})"
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.describe()}, cpu={self.cpu})"
+
+    # -- schema and size -----------------------------------------------------------------
+    @property
+    def schema(self) -> Schema:
+        """Column names and dtypes (plus tags/properties when written by tabprep)."""
+        if self._schema is None:
+            self._schema = self._infer_schema()
+        return self._schema
+
+    def _infer_schema(self) -> Schema:
+        if self.engine == "parquet":
+            try:
+                base = Schema.from_arrow(pq.read_schema(self.files[0]))
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise ValueError(f"cannot read the parquet schema of {self.files[0]}: {exc}. "
+                                 f"Is it a parquet file? For csv, pass engine='csv'.") from exc
+            stored = _stored_schema(self.files[0])
+            if stored is not None:
+                return Schema(stored[c.name] if c.name in stored else c for c in base)
+            return base
+        from ..workflow.workflow import schema_of_frame
+
+        return schema_of_frame(self.to_ddf()._meta)
+
+    @property
+    def num_rows(self) -> int:
+        if self.engine == "parquet":
+            return sum(p.num_rows for p in self.pieces)
+        return int(self.to_ddf().map_partitions(len).sum().compute())
+
+    @property
+    def npartitions(self) -> int:
+        return self.to_ddf().npartitions
+
+    # -- partitions ------------------------------------------------------------------------
+    @property
+    def pieces(self) -> List[Piece]:
+        if self._pieces is None:
+            self._pieces = plan_pieces(self.files, parse_size(self.part_size) or
+                                       (DEFAULT_PART_SIZE_CPU if self.cpu else DEFAULT_PART_SIZE_GPU))
+        return self._pieces
+
+    def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
+        """The dask (or dask-cuDF) DataFrame; ``columns`` limits what is read."""
+        if self._ddf is not None:
+            return self._ddf[list(columns)] if columns is not None else self._ddf
+        if self.engine == "parquet":
+            cols = list(columns) if columns is not None else None
+            schema = self.schema
+            meta_cols = cols if cols is not None else schema.column_names
+            meta = _meta_from_file(self.files[0], meta_cols, self.cpu, null_columns(self.files))
+            pieces = self.pieces
+            if not pieces:
+                return _from_frame(meta, 1)
+            nullable = {c: str(meta[c].dtype) for c in meta.columns if str(meta[c].dtype)[:1] in ("I", "U")} \
+                if self.cpu else {}
+            return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
+                               label="tabprep-read-parquet", enforce_metadata=False)
+        # csv
+        if self.cpu:
+            ddf = dd.read_csv(self.files, blocksize=parse_size(self.part_size) or DEFAULT_PART_SIZE_CPU,
+                              **self.read_kwargs)
+        else:
+            import dask_cudf
+
+            ddf = dask_cudf.read_csv(self.files, blocksize=parse_size(self.part_size) or DEFAULT_PART_SIZE_GPU,
+                                     **self.read_kwargs)
+        return ddf[list(columns)] if columns is not None else ddf
+
+    def compute(self) -> Any:
+        """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory)."""
+        out = self.to_ddf().compute()
+        return out.reset_index(drop=True)
+
+    # -- output ---------------------------------------------------------------------------
+    def to_parquet(self, path: str, output_files: Optional[int] = None, out_files_per_proc: Optional[int] = None,
+                   shuffle: Optional[str] = None, split_per_worker: Optional[int] = None,
+                   overwrite: bool = False, seed: Optional[int] = None, row_group_size: Optional[int] = None,
+                   compression: str = "snappy", progress: Any = None) -> Dict[str, Any]:
+        """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`."""
+        from .writer import write_dataset
+
+        return write_dataset(self, path, fmt="parquet", output_files=output_files,
+                             out_files_per_proc=out_files_per_proc, shuffle=shuffle,
+                             split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
+                             format_options={"row_group_size": row_group_size, "compression": compression},
+                             progress=progress)
+
+    def to_tfrecord(self, path: str, batch_size: Optional[int] = None, output_files: Optional[int] = None,
+                    split_per_worker: Optional[int] = None, compression: Optional[str] = None,
+                    drop_last: bool = False, shuffle: Optional[str] = None, overwrite: bool = False,
+                    seed: Optional[int] = None, progress: Any = None) -> Dict[str, Any]:
+        """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`."""
+        from .writer import write_dataset
+
+        return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
+                             split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
+                             format_options={"batch_size": batch_size, "compression": compression,
+                                             "drop_last": drop_last},
+                             progress=progress)
+
+
+# -- helpers -------------------------------------------------------------------------
+def expand_paths(src: Any) -> List[str]:
+    """Files of a path, glob, folder or list of them (sorted within each pattern)."""
+    items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    files: List[str] = []
+    for item in items:
+        item = os.fspath(item)
+        if os.path.isdir(item):
+            found = []
+            for root, dirs, names in os.walk(item):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                found += [os.path.join(root, n) for n in sorted(names)
+                          if not n.startswith((".", "_")) and n.endswith((".parquet", ".csv", ".pq", ".csv.gz"))]
+            if not found:
+                raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
+            if os.path.exists(os.path.join(item, ".tabprep-incomplete")):
+                raise ValueError(f"{item!r} is an incomplete tabprep output (a write was interrupted); "
+                                 f"write it again before reading it")
+            files += found
+        elif any(ch in item for ch in "*?["):
+            found = sorted(glob.glob(item))
+            if not found:
+                raise FileNotFoundError(f"no file matches {item!r}; check the path and the working directory "
+                                        f"({os.getcwd()})")
+            files += found
+        elif os.path.exists(item):
+            files.append(item)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {item!r} (working directory {os.getcwd()})")
+    return files
+
+
+def _infer_engine(files: List[str]) -> str:
+    exts = {os.path.splitext(f[:-3] if f.endswith(".gz") else f)[1].lower() for f in files}
+    if exts <= {".parquet", ".pq", ""}:
+        return "parquet"
+    if exts <= {".csv", ".txt", ".tsv"}:
+        return "csv"
+    raise ValueError(f"cannot tell the file format from extensions {sorted(exts)}; pass engine='parquet' or 'csv'")
+
+
+def plan_pieces(files: List[str], part_size: int) -> List[Piece]:
+    """Group consecutive row groups of each file into pieces of about ``part_size`` bytes."""
+    pieces: List[Piece] = []
+    for f in files:
+        try:
+            md = pq.ParquetFile(f).metadata
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
+        group: List[int] = []
+        size = rows = 0
+        for i in range(md.num_row_groups):
+            rg = md.row_group(i)
+            if group and size + rg.total_byte_size > part_size:
+                pieces.append(Piece(f, tuple(group), rows))
+                group, size, rows = [], 0, 0
+            group.append(i)
+            size += rg.total_byte_size
+            rows += rg.num_rows
+        if group:
+            pieces.append(Piece(f, tuple(group), rows))
+        elif md.num_row_groups == 0:
+            pieces.append(Piece(f, (), 0))
+    return pieces
+
+
+def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
+    if not piece.row_groups:
+        return _meta_from_file(piece.path, columns, cpu)
+    frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+    # an int column with nulls somewhere in the file is nullable in every partition
+    # (otherwise partitions would disagree on dtypes)
+    casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
+    return frame.astype(casts) if casts else frame
+
+
+def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
+    schema = pq.read_schema(path)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    frame = backend.arrow_to_frame(schema.empty_table(), cpu=True)
+    # int columns that hold a null anywhere in the dataset are nullable ints in every partition
+    for fld in schema:
+        if pa.types.is_integer(fld.type) and (nulls is None or fld.name in nulls):
+            frame[fld.name] = frame[fld.name].astype(str(fld.type).replace("uint", "UInt").replace("int", "Int"))
+    return frame if cpu else backend.from_host(frame, cpu=False)
+
+
+def null_columns(files: List[str]) -> set:
+    """Names of the columns that hold at least one null in any of ``files`` (from parquet statistics)."""
+    out: set = set()
+    for f in files:
+        out |= _file_null_columns(f, os.path.getmtime(f))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_null_columns(path: str, mtime: float) -> frozenset:
+    md = pq.ParquetFile(path).metadata
+    names = []
+    for j in range(md.num_columns):
+        col = md.schema.column(j)
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(j).statistics
+            if st is None or not st.has_null_count or st.null_count > 0:
+                names.append(col.path.split(".")[0])
+                break
+    return frozenset(names)
+
+
+def _from_frame(frame: Any, npartitions: int) -> Any:
+    if backend.is_gpu(frame):
+        import dask_cudf
+
+        return dask_cudf.from_cudf(frame, npartitions=npartitions)
+    return dd.from_pandas(frame, npartitions=npartitions, sort=False)
+
+
+def _stored_schema(first_file: str) -> Optional[Schema]:
+    """The schema.json tabprep writes next to its output, if any (searched up to 2 folders up)."""
+    d = os.path.dirname(os.path.abspath(first_file))
+    for _ in range(3):
+        p = os.path.join(d, SCHEMA_FILE)
+        if os.path.exists(p):
+            with open(p) as fh:
+                return Schema.from_dict(json.load(fh))
+        d = os.path.dirname(d)
+    return None
+
+
+def _is_dask_frame(obj: Any) -> bool:
+    return hasattr(obj, "to_delayed") and hasattr(obj, "_meta") and hasattr(obj, "npartitions")
+
+
+def _is_memory_frame(obj: Any) -> bool:
+    mod = type(obj).__module__
+    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))

@@ -1,0 +1,392 @@
+"""Write a (transformed) dataset as parquet or TFRecord files: atomic, ordered, evenly split.
+
+Layout of an output folder::
+
+    out/
+      part-00000.parquet ...        (or worker_0/, worker_1/ ... with split_per_worker=W)
+      schema.json                   names, dtypes, tags, cardinalities (readers need no guessing)
+      _metadata.json                files with their row counts, options
+      _SUCCESS                      written last: its presence means the output is complete
+
+Atomicity: everything is written into a hidden sibling folder marked
+``.tabprep-incomplete`` and renamed into place at the very end, so a crash leaves either the
+previous output untouched or a hidden folder that readers refuse, never a folder that looks
+complete.
+
+How rows reach files:
+
+* phase 1 transforms each partition once and writes it (one task per partition, memory bounded
+  by the partition) either straight to its final file (the default: one file per partition) or,
+  when files must be re-cut, to a temporary part file;
+* phase 2 (only for ``output_files``, ``split_per_worker``, ``shuffle="full"`` or TFRecord) cuts
+  the concatenation of the part files into equal row ranges, one task per output file,
+  streaming row groups, so files (and workers) get row counts that differ by at most one.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import dask
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__, backend
+from ..schema import Schema
+from .dataset import SCHEMA_FILE, SUCCESS_FILE
+
+log = logging.getLogger(__name__)
+
+INCOMPLETE_MARKER = ".tabprep-incomplete"
+METADATA_FILE = "_metadata.json"
+#: rows per parquet row group in temporary part files (the granularity of phase-2 slicing)
+PART_ROW_GROUP = 65536
+SHUFFLES = (None, "partition", "full")
+
+
+@dataclass
+class OutputFile:
+    """One output file: where it goes and which row ranges of which part files it holds."""
+
+    relpath: str
+    slices: List[Tuple[int, int, int]] = field(default_factory=list)  # (part index, start row, stop row)
+
+    @property
+    def rows(self) -> int:
+        return sum(b - a for _, a, b in self.slices)
+
+
+def _n_procs() -> int:
+    try:
+        from distributed import default_client
+
+        return max(1, len(default_client().scheduler_info().get("workers", {})))
+    except (ImportError, ValueError):
+        return 1
+
+
+def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optional[int], ext: str) -> List[OutputFile]:
+    """Cut the concatenated parts into ``workers x files_per_worker`` equal row ranges."""
+    total = int(sum(part_rows))
+    starts = np.concatenate([[0], np.cumsum(part_rows)]).astype("int64")
+    w_count = workers or 1
+    outputs: List[OutputFile] = []
+    for w in range(w_count):
+        w_lo, w_hi = total * w // w_count, total * (w + 1) // w_count
+        for f in range(files_per_worker):
+            lo = w_lo + (w_hi - w_lo) * f // files_per_worker
+            hi = w_lo + (w_hi - w_lo) * (f + 1) // files_per_worker
+            name = f"part-{f:05d}{ext}" if workers else f"part-{w * files_per_worker + f:05d}{ext}"
+            rel = f"worker_{w}/{name}" if workers else name
+            of = OutputFile(rel)
+            # parts overlapping [lo, hi)
+            first = int(np.searchsorted(starts, lo, side="right") - 1)
+            for p in range(max(first, 0), len(part_rows)):
+                p_lo, p_hi = int(starts[p]), int(starts[p + 1])
+                if p_lo >= hi:
+                    break
+                a, b = max(lo, p_lo) - p_lo, min(hi, p_hi) - p_lo
+                if b > a:
+                    of.slices.append((p, a, b))
+            outputs.append(of)
+    return outputs
+
+
+# -- tasks --------------------------------------------------------------------------------
+def _to_table(df: Any, schema: Optional[Schema]) -> pa.Table:
+    table = backend.frame_to_arrow(df)
+    return table.replace_schema_metadata(None)
+
+
+def _shuffle_frame(df: Any, seed: int) -> Any:
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(df))
+    return df.take(perm).reset_index(drop=True) if not backend.is_gpu(df) else df.iloc[perm].reset_index(drop=True)
+
+
+def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
+                compression: str, n_targets: int) -> Dict[str, Any]:
+    """Phase 1: write one transformed partition; return its row count (and bucket counts)."""
+    out: Dict[str, Any] = {"path": path}
+    if shuffle in ("partition", "full") and len(df):
+        df = _shuffle_frame(df, seed)
+    table = _to_table(df, None)
+    if shuffle == "full" and n_targets > 1:
+        rng = np.random.default_rng(seed + 1)
+        targets = rng.integers(0, n_targets, len(df))
+        order = np.argsort(targets, kind="stable")
+        table = table.take(pa.array(order))
+        out["bucket_rows"] = np.bincount(targets, minlength=n_targets).tolist()
+    pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
+    out["rows"] = table.num_rows
+    return out
+
+
+def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] = None):
+    """Stream the row ranges of an OutputFile as Arrow tables, one row group at a time."""
+    for p, a, b in of.slices:
+        pf = pq.ParquetFile(parts[p])
+        md = pf.metadata
+        offset = 0
+        for g in range(md.num_row_groups):
+            n = md.row_group(g).num_rows
+            g_lo, g_hi = offset, offset + n
+            offset = g_hi
+            if g_hi <= a or g_lo >= b:
+                continue
+            t = pf.read_row_group(g, columns=columns)
+            t = t.slice(max(a, g_lo) - g_lo, min(b, g_hi) - max(a, g_lo))
+            if t.num_rows:
+                yield t
+
+
+def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema: Schema,
+                  options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema) -> Dict[str, Any]:
+    """Phase 2: write one output file from slices of part files."""
+    path = os.path.join(root, of.relpath)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    chunks = _iter_slices(parts, of)
+    if shuffle_seed is not None:
+        # full shuffle: rows of this file come from every part; mix them (the file must fit in memory)
+        tables = list(chunks)
+        table = pa.concat_tables(tables) if tables else arrow_schema.empty_table()
+        perm = np.random.default_rng(shuffle_seed).permutation(table.num_rows)
+        chunks = iter([table.take(pa.array(perm))])
+    if fmt == "parquet":
+        writer = pq.ParquetWriter(path, arrow_schema, compression=options.get("compression") or "snappy")
+        rows = 0
+        try:
+            for t in chunks:
+                writer.write_table(t.cast(arrow_schema), row_group_size=options.get("row_group_size") or None)
+                rows += t.num_rows
+        finally:
+            writer.close()
+        return {"file": of.relpath, "rows": rows, "bytes": os.path.getsize(path)}
+    from .tfrecord import TFRecordSink
+
+    sink = TFRecordSink(path, schema, batch_size=options.get("batch_size"),
+                        compression=options.get("compression"), drop_last=bool(options.get("drop_last")))
+    for t in chunks:
+        sink.write(t)
+    info = sink.close()
+    info["file"] = of.relpath
+    return info
+
+
+# -- driver ---------------------------------------------------------------------------------
+def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Optional[int] = None,
+                  out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
+                  split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
+                  format_options: Optional[Dict[str, Any]] = None,
+                  progress: Optional[Callable[[str, int, int], None]] = None) -> Dict[str, Any]:
+    """Write ``ds`` (a :class:`tabprep.Dataset`, usually ``workflow.transform(...)``) to ``path``.
+
+    Args:
+        fmt: ``"parquet"`` or ``"tfrecord"``.
+        output_files: number of files (default: one per partition for parquet, 1 for TFRecord).
+            With ``split_per_worker``, the number of files in each worker's folder (default 1).
+        out_files_per_proc: files per dask worker process (``N x workers`` files; 1 worker without
+            a distributed client). Exclusive with ``output_files``.
+        shuffle: None keeps row order; ``"partition"`` shuffles rows within each partition;
+            ``"full"`` sends each row to a random output file and shuffles each file (one output
+            file must then fit in memory).
+        split_per_worker: W writes ``worker_0`` .. ``worker_{W-1}`` sub-folders holding row counts
+            that differ by at most one, for W data-parallel training processes.
+        overwrite: replace an existing output folder (atomically, at the end).
+        seed: shuffle seed (default: random).
+        format_options: parquet: ``row_group_size``, ``compression``; tfrecord: ``batch_size``,
+            ``compression`` (None/"GZIP"), ``drop_last``.
+        progress: optional ``(stage, done, total)`` callback.
+
+    Returns:
+        The ``_metadata.json`` content: files with row counts, total rows, timings.
+    """
+    if fmt not in ("parquet", "tfrecord"):
+        raise ValueError(f"unknown output format {fmt!r}: use 'parquet' or 'tfrecord'")
+    if shuffle not in SHUFFLES:
+        raise ValueError(f"shuffle must be one of {SHUFFLES}, got {shuffle!r}")
+    if output_files is not None and out_files_per_proc is not None:
+        raise ValueError("give output_files or out_files_per_proc, not both")
+    for name, val in (("output_files", output_files), ("out_files_per_proc", out_files_per_proc),
+                      ("split_per_worker", split_per_worker)):
+        if val is not None and int(val) < 1:
+            raise ValueError(f"{name} must be >= 1, got {val}")
+    options = dict(format_options or {})
+    start = time.perf_counter()
+    final = Path(path)
+    if final.exists() and (final.is_file() or any(final.iterdir())):
+        if not overwrite:
+            raise FileExistsError(f"output folder {str(final)!r} exists and is not empty; pass overwrite=True "
+                                  f"(CLI: --overwrite) to replace it, or choose another path")
+    parent = final.parent if str(final.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = parent / f".{final.name}.tabprep-tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+    except OSError as exc:
+        raise PermissionError(f"cannot write to {str(parent)!r}: {exc}. Choose a writable output path.") from exc
+    (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (2 ** 31))
+    try:
+        schema = ds.schema
+        ddf = ds.to_ddf()
+        nparts = ddf.npartitions
+        if out_files_per_proc is not None:
+            output_files = int(out_files_per_proc) * _n_procs()
+        ext = ".parquet" if fmt == "parquet" else ".tfrecord" + (".gz" if (options.get("compression") or "").upper() == "GZIP" else "")
+        direct = (fmt == "parquet" and split_per_worker is None and shuffle != "full"
+                  and (output_files is None or output_files == nparts))
+        parts_dir = tmp if direct else tmp / "_parts"
+        parts_dir.mkdir(exist_ok=True)
+        n_targets = (output_files or 1) * (split_per_worker or 1) if shuffle == "full" else 1
+        part_paths = [str(parts_dir / f"part-{i:05d}.parquet") for i in range(nparts)]
+        write_fn = dask.delayed(_write_part, pure=False)
+        tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
+                          options.get("compression") or "snappy" if direct else "snappy", n_targets)
+                 for i, part in enumerate(ddf.to_delayed())]
+        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)")
+        part_rows = [r["rows"] for r in results]
+        if direct:
+            files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]
+        else:
+            arrow_schema = pq.read_schema(part_paths[0]) if part_paths else pa.schema([])
+            if shuffle == "full":
+                outputs = _plan_full_shuffle(results, output_files or 1, split_per_worker, ext)
+            else:
+                per_worker = output_files or 1
+                outputs = plan_outputs(part_rows, per_worker, split_per_worker, ext)
+            out_fn = dask.delayed(_write_output, pure=False)
+            tasks = [out_fn(part_paths, of, str(tmp), fmt, schema, options,
+                            (seed + 7919 * (j + 1)) if shuffle == "full" else None, arrow_schema)
+                     for j, of in enumerate(outputs)]
+            files = _compute(tasks, progress, f"write {fmt}")
+            shutil.rmtree(parts_dir)
+        meta = {
+            "tabprep_version": __version__,
+            "format": fmt,
+            "rows": int(sum(f["rows"] for f in files)),
+            "files": files,
+            "options": {"output_files": output_files, "split_per_worker": split_per_worker, "shuffle": shuffle,
+                        **{k: v for k, v in options.items()}},
+            "seconds": round(time.perf_counter() - start, 3),
+        }
+        _write_json(tmp / SCHEMA_FILE, schema.to_dict())
+        if split_per_worker:
+            for w in range(split_per_worker):
+                wdir = tmp / f"worker_{w}"
+                wdir.mkdir(exist_ok=True)
+                _write_json(wdir / SCHEMA_FILE, schema.to_dict())
+                wfiles = [f for f in files if f["file"].startswith(f"worker_{w}/")]
+                if fmt == "tfrecord":
+                    _write_tfrecord_spec(wdir, schema, options, wfiles, prefix=f"worker_{w}/")
+        if fmt == "tfrecord":
+            _write_tfrecord_spec(tmp, schema, options, files, prefix="")
+        _write_json(tmp / METADATA_FILE, meta)
+        (tmp / INCOMPLETE_MARKER).unlink()
+        (tmp / SUCCESS_FILE).write_text("")
+        _swap_into_place(tmp, final)
+        log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, final, meta["seconds"])
+        return meta
+    except BaseException:
+        # leave nothing that looks complete: the hidden tmp folder is removed (or, if removal
+        # fails, keeps its .tabprep-incomplete marker)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, workers: Optional[int],
+                       ext: str) -> List[OutputFile]:
+    n_targets = files_per_worker * (workers or 1)
+    outputs = []
+    for t in range(n_targets):
+        if workers:
+            w, f = divmod(t, files_per_worker)
+            rel = f"worker_{w}/part-{f:05d}{ext}"
+        else:
+            rel = f"part-{t:05d}{ext}"
+        of = OutputFile(rel)
+        for p, r in enumerate(results):
+            counts = r.get("bucket_rows") or [r["rows"]]
+            lo = int(sum(counts[:t]))
+            hi = lo + int(counts[t]) if t < len(counts) else lo
+            if hi > lo:
+                of.slices.append((p, lo, hi))
+        outputs.append(of)
+    return outputs
+
+
+def _write_tfrecord_spec(folder: Path, schema: Schema, options: Dict[str, Any], files: List[Dict[str, Any]],
+                         prefix: str) -> None:
+    from .tfrecord import spec_for
+
+    spec = spec_for(schema, options.get("batch_size"), options.get("compression"))
+    spec["drop_last"] = bool(options.get("drop_last"))
+    spec["files"] = [{**f, "file": f["file"][len(prefix):]} for f in files]
+    spec["rows"] = int(sum(f["rows"] for f in files))
+    _write_json(folder / "tfrecord_spec.json", spec)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    with open(path, "w") as fh:
+        json.dump(obj, fh, indent=2, default=_json_default)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"not JSON-serializable: {type(o).__name__}")
+
+
+def _swap_into_place(tmp: Path, final: Path) -> None:
+    """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first and then deleted."""
+    trash = None
+    if final.exists():
+        trash = final.parent / f".{final.name}.tabprep-old-{uuid.uuid4().hex[:8]}"
+        os.rename(final, trash)
+    os.rename(tmp, final)
+    if trash is not None:
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _compute(tasks: List[Any], progress: Optional[Callable[[str, int, int], None]], stage: str) -> List[Any]:
+    """dask.compute with an optional progress callback (local schedulers and distributed)."""
+    total = len(tasks)
+    if progress is None or total == 0:
+        return list(dask.compute(*tasks)) if tasks else []
+    try:
+        from distributed import as_completed, default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is not None:
+        futures = client.compute(tasks)
+        done = 0
+        progress(stage, 0, total)
+        for _ in as_completed(futures):
+            done += 1
+            progress(stage, done, total)
+        return client.gather(futures)
+    from dask.callbacks import Callback
+
+    keys = {t.key for t in tasks}
+    state = {"done": 0}
+
+    class _CB(Callback):
+        def _posttask(self, key, result, dsk, st, worker_id):  # noqa: D401 - dask hook
+            if key in keys:
+                state["done"] += 1
+                progress(stage, state["done"], total)
+
+    progress(stage, 0, total)
+    with _CB():
+        return list(dask.compute(*tasks))

@@ -1,0 +1,196 @@
+"""Base classes of every op.
+
+An op is a small scikit-learn-style class: ``__init__`` stores its parameters verbatim
+(they are what ``get_params`` returns and what the saved spec holds), learned state lives
+in attributes ending in ``_`` set by ``fit_finalize``, and ``transform`` is stateless.
+
+Statistics follow dask's reduction pattern, so fitting is one streaming pass:
+
+* ``fit_partial(columns, df)`` runs on each partition and returns a small partial result;
+* ``fit_combine(partials)`` merges a list of partials (associative; applied as a tree);
+* ``fit_finalize(columns, combined)`` turns the merged result into the learned state.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..schema import ColumnSchema, Schema, Tags
+
+log = logging.getLogger(__name__)
+
+_REGISTRY: Dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: make an op loadable by name from saved workflows and spec files."""
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def registered_ops() -> Dict[str, type]:
+    """Name -> class of every registered op."""
+    return dict(_REGISTRY)
+
+
+class Operator:
+    """A stateless transform of a group of columns.
+
+    Subclasses override :meth:`transform` and, when they rename, add or retype columns,
+    :meth:`output_column_names` and :meth:`column_schema`.
+    """
+
+    #: tags added to every output column
+    output_tags: Sequence[str] = ()
+    #: True when the op accepts list (multi-hot) columns element-wise
+    supports_lists: bool = False
+    #: True when the op may drop rows (Filter): it must then see the whole merged frame
+    changes_rows: bool = False
+
+    # -- graph sugar -------------------------------------------------------------
+    def __rrshift__(self, other: Any):
+        from ..workflow.node import as_node
+
+        return as_node(other) >> self
+
+    # -- parameters (scikit-learn style) --------------------------------------------
+    @classmethod
+    def _param_names(cls) -> List[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def get_params(self) -> Dict[str, Any]:
+        """The ``__init__`` arguments, as stored verbatim on the instance."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    @property
+    def label(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    # -- columns ---------------------------------------------------------------
+    def dependencies(self) -> List[str]:
+        """Raw input columns this op reads besides its selected columns (e.g. a target)."""
+        return []
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        """Names of the output columns, in order, for the given input columns."""
+        return list(columns)
+
+    def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        """Schema of the output column made from input column ``col`` (name unchanged)."""
+        return col.with_(add_tags=self.output_tags)
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        """Output schema for ``columns`` of ``input_schema``. Default: one output per input."""
+        out = []
+        names = self.output_column_names(columns)
+        if len(names) != len(columns):
+            raise NotImplementedError(f"{self.label} changes the number of columns and must override compute_output_schema")
+        for src, dst in zip(columns, names):
+            col = self.column_schema(input_schema[src])
+            out.append(col.with_(name=dst) if dst != col.name else col)
+        return Schema(out)
+
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        """Raise a clear error when an input column cannot be handled (e.g. lists)."""
+        if not self.supports_lists:
+            lists = [c for c in columns if c in input_schema and input_schema[c].is_list]
+            if lists:
+                raise TypeError(f"{self.label} does not support list (multi-hot) columns, got {lists}; "
+                                f"apply it to scalar columns only")
+
+    # -- computation ----------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        """Return a frame of the output columns for the rows of ``df`` (same backend, same rows)."""
+        raise NotImplementedError
+
+    # -- persistence ------------------------------------------------------------
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        """Write learned state under ``path`` (a directory of its own); return JSON-able metadata."""
+        return {}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        """Inverse of :meth:`save_state`."""
+
+    def to_config(self) -> Dict[str, Any]:
+        """JSON-able parameters for the saved spec (override when a parameter is not JSON)."""
+        return _json_params(self.get_params(), self.label)
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Operator":
+        return cls(**config)
+
+
+class StatOperator(Operator):
+    """An op that learns statistics in :meth:`Workflow.fit` before it can transform."""
+
+    def fit_partial(self, columns: List[str], df: Any) -> Any:
+        """Partial statistics of one partition (pandas or cuDF frame, possibly empty)."""
+        raise NotImplementedError
+
+    def fit_combine(self, partials: List[Any]) -> Any:
+        """Merge partial statistics (associative, so it can run as a tree)."""
+        raise NotImplementedError
+
+    def fit_finalize(self, columns: List[str], combined: Any) -> None:
+        """Turn merged statistics into learned attributes (names ending in ``_``)."""
+        raise NotImplementedError
+
+    @property
+    def fitted(self) -> bool:
+        return getattr(self, "stats_", None) is not None
+
+    def clear(self) -> None:
+        """Forget learned state (before a re-fit)."""
+        self.stats_ = None
+
+    def _require_fitted(self) -> None:
+        if not self.fitted:
+            raise RuntimeError(f"{self.label} is not fitted: call workflow.fit(dataset) before transform")
+
+    # JSON statistics are enough for most stat ops; big ones (vocabularies) override.
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        return {"stats": _json_params(self.stats_, self.label)}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        self.stats_ = meta.get("stats")
+
+
+def _json_params(params: Any, label: str) -> Any:
+    try:
+        json.dumps(params)
+    except TypeError as exc:
+        raise TypeError(f"{label}: parameters must be JSON-serializable to save the workflow ({exc}); "
+                        f"override to_config/from_config for custom types") from None
+    return params
+
+
+def tags_for(op: Operator) -> tuple:
+    return tuple(op.output_tags)
+
+
+__all__ = ["Operator", "StatOperator", "register", "registered_ops", "Tags"]
+
+
+def map_elements(series: Any, fn: Any, dtype: Optional[str] = None) -> Any:
+    """Apply ``fn(scalar_series) -> array`` to a scalar column, or element-wise to a list column.
+
+    The result keeps the series' name, index and backend; list columns keep their row lengths.
+    """
+    from .. import backend
+
+    if backend.is_list_series(series):
+        leaves, offsets = backend.list_leaves(series)
+        values = fn(leaves)
+        if dtype is not None:
+            values = values.astype(dtype)
+        return backend.list_from_leaves(values, offsets, like=series)
+    return backend.new_series(fn(series), like=series, dtype=dtype)

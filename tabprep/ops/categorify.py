@@ -1,0 +1,245 @@
+"""Categorify: map categorical values to contiguous integer ids learned from the data."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from ..stats import vocab as V
+from .base import StatOperator, register
+
+PAD_ID = 0
+NULL_ID = 1
+OOV_START = 2
+
+
+@register
+class Categorify(StatOperator):
+    """Encode categorical values (ints or strings, scalar or list columns) as int ids.
+
+    Ids (compatible with NVTabular 23.08):
+
+    * ``0``: padding (only ever produced for list columns, by ListSlice / loaders);
+    * ``1``: null;
+    * ``2 .. 1+B``: out-of-vocabulary, ``B = num_oov_buckets``. With ``B == 1`` every unseen
+      (or rare, see ``freq_threshold``) value gets id 2; with ``B > 1`` it gets
+      ``2 + murmur3(value) % B``;
+    * ``2+B ..``: the vocabulary, most frequent value first, ties by ascending value.
+
+    ``cardinality = 2 + B + len(vocabulary)`` is stored in the output schema and drives
+    :func:`tabprep.ops.get_embedding_sizes`.
+
+    Args:
+        freq_threshold: values seen fewer times are out-of-vocabulary (0 keeps all). An int,
+            or a dict ``{column: int}``.
+        max_size: keep at most this many vocabulary entries per column (0: no limit); int or dict.
+        num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
+        dtype: output integer dtype (default int64).
+        embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
+        encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
+            its own vocabulary shared by the group's columns; ``"combo"`` encodes the
+            combination of the grouped columns' values as one new column ``"a_b"``.
+        on_host: on the GPU, merge value counts in host memory (for very high cardinality).
+
+    Example:
+        >>> cats = ["C1", "C2"] >> Categorify(freq_threshold=2)
+        >>> shared = [["user_a", "user_b"]] >> Categorify()   # one vocabulary for both
+    """
+
+    output_tags = (Tags.CATEGORICAL,)
+    supports_lists = True
+    supports_groups = True
+
+    def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
+                 num_oov_buckets: int = 1, dtype: str = "int64",
+                 embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
+                 on_host: bool = False) -> None:
+        if int(num_oov_buckets) < 1:
+            raise ValueError(f"num_oov_buckets must be >= 1 (id 2 is the out-of-vocabulary id), got {num_oov_buckets}")
+        if encode_type not in ("joint", "combo"):
+            raise ValueError(f"encode_type must be 'joint' or 'combo', got {encode_type!r}")
+        if np.dtype(dtype).kind not in "iu":
+            raise ValueError(f"Categorify dtype must be an integer dtype, got {dtype!r}")
+        self.freq_threshold = freq_threshold
+        self.max_size = max_size
+        self.num_oov_buckets = int(num_oov_buckets)
+        self.dtype = dtype
+        self.embedding_dim = embedding_dim
+        self.encode_type = encode_type
+        self.on_host = on_host
+        self.input_groups: List[List[str]] = []
+        self.stats_: Optional[Dict[str, Any]] = None
+        self._index_cache: Dict[Any, Any] = {}
+
+    # -- column groups ----------------------------------------------------------------
+    def _vocab_keys(self, columns: List[str]) -> Dict[str, List[str]]:
+        """vocabulary name -> columns it encodes (joint) or combines (combo)."""
+        grouped = {c: g for g in self.input_groups for c in g}
+        keys: Dict[str, List[str]] = {}
+        for c in columns:
+            g = grouped.get(c)
+            if g is None:
+                keys[c] = [c]
+            else:
+                name = "_".join(g)
+                keys.setdefault(name, list(g))
+        return keys
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        if self.encode_type == "combo":
+            return list(self._vocab_keys(columns))
+        return list(columns)
+
+    def _param(self, value: Any, key: str, default: int = 0) -> int:
+        if isinstance(value, dict):
+            return int(value.get(key, default))
+        return int(value or default)
+
+    # -- fit --------------------------------------------------------------------------
+    def _key_series(self, key_cols: List[str], df: Any) -> List[Any]:
+        if self.encode_type == "combo" and len(key_cols) > 1:
+            return [_combo_series(df, key_cols)]
+        return [df[c] for c in key_cols]
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, V.Counts]:
+        return {key: V.partial_counts(self._key_series(cols, df), on_host=self.on_host)
+                for key, cols in self._vocab_keys(columns).items()}
+
+    def fit_combine(self, partials: List[Dict[str, V.Counts]]) -> Dict[str, V.Counts]:
+        return {k: V.combine_counts([p[k] for p in partials]) for k in partials[0]}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, V.Counts]) -> None:
+        stats = {}
+        for key, counts in combined.items():
+            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key),
+                                             self._param(self.max_size, key))
+            stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
+        self.stats_ = stats
+        self._index_cache = {}
+
+    def clear(self) -> None:
+        self.stats_ = None
+        self._index_cache = {}
+
+    # -- transform -------------------------------------------------------------------
+    def _index(self, key: str, like: Any) -> Any:
+        ck = (key, backend.is_gpu(like))
+        idx = self._index_cache.get(ck)
+        if idx is None:
+            idx = V.vocab_index(self.stats_[key]["values"], like)
+            self._index_cache[ck] = idx
+        return idx
+
+    def _encode(self, s: Any, key: str) -> Any:
+        """int64 ids (numpy or cupy) of a scalar series."""
+        xp = backend.array_module(s)
+        pos = backend.index_of(s, self._index(key, s))
+        offset = OOV_START + self.num_oov_buckets
+        ids = pos + offset
+        unseen = pos < 0
+        if self.num_oov_buckets == 1:
+            ids = xp.where(unseen, OOV_START, ids)
+        else:
+            h = backend.murmur3(s).astype("int64") % self.num_oov_buckets
+            ids = xp.where(unseen, OOV_START + h, ids)
+        ids = xp.where(backend.isnull(s), NULL_ID, ids)
+        return ids
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        self._require_fitted()
+        lib = backend.frame_lib(df)
+        out = {}
+        for key, cols in self._vocab_keys(columns).items():
+            if self.encode_type == "combo" and len(cols) > 1:
+                s = _combo_series(df, cols)
+                out[key] = backend.new_series(self._encode(s, key), like=s, name=key, dtype=self.dtype)
+                continue
+            for c in cols:
+                s = df[c]
+                if backend.is_list_series(s):
+                    leaves, offsets = backend.list_leaves(s)
+                    ids = self._encode(leaves, key).astype(self.dtype)
+                    out[c] = backend.list_from_leaves(ids, offsets, like=s, name=c)
+                else:
+                    out[c] = backend.new_series(self._encode(s, key), like=s, name=c, dtype=self.dtype)
+        names = self.output_column_names(columns)
+        return lib.DataFrame({n: out[n] for n in names}, index=df.index)
+
+    # -- schema ----------------------------------------------------------------------
+    def cardinality(self, key: str) -> Optional[int]:
+        if not self.stats_:
+            return None
+        return OOV_START + self.num_oov_buckets + len(self.stats_[key]["values"])
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = []
+        for key, cols in self._vocab_keys(columns).items():
+            targets = [key] if self.encode_type == "combo" and len(cols) > 1 else cols
+            for c in targets:
+                src = input_schema[c] if c in input_schema else input_schema[cols[0]]
+                props = {"num_oov_buckets": self.num_oov_buckets, "vocabulary": key}
+                card = self.cardinality(key)
+                if card is not None:
+                    props["cardinality"] = card
+                    props["domain"] = {"min": 0, "max": card - 1}
+                dim = self.embedding_dim.get(c) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+                if dim is not None:
+                    props["embedding_dim"] = int(dim)
+                out.append(ColumnSchema(c, dtype=self.dtype, tags=tuple(src.tags) + (Tags.CATEGORICAL,),
+                                        properties={**src.properties, **props}, is_list=src.is_list,
+                                        is_ragged=src.is_ragged, value_count=src.value_count))
+        return Schema(out)
+
+    # -- persistence -------------------------------------------------------------------
+    def to_config(self) -> Dict[str, Any]:
+        cfg = dict(self.get_params())
+        return cfg
+
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        path.mkdir(parents=True, exist_ok=True)
+        meta = {}
+        for i, (key, st) in enumerate(self.stats_.items()):
+            fname = f"vocab_{i:03d}.parquet"
+            table = pa.table({"value": pa.array(_host(st["values"])), "count": pa.array(st["freqs"], type=pa.int64())})
+            pq.write_table(table, path / fname)
+            meta[key] = {"file": fname, "nulls": st["nulls"], "size": len(st["values"])}
+        return {"vocabularies": meta, "input_groups": self.input_groups}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        stats = {}
+        for key, m in meta["vocabularies"].items():
+            table = pq.read_table(path / m["file"])
+            values = table.column("value").to_numpy(zero_copy_only=False)
+            if pa.types.is_string(table.column("value").type) or pa.types.is_large_string(table.column("value").type):
+                values = values.astype(object)
+            stats[key] = {"values": values, "freqs": table.column("count").to_numpy(), "nulls": m["nulls"]}
+        self.stats_ = stats
+        self._index_cache = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_index_cache"] = {}  # rebuilt lazily where the op runs
+        return state
+
+
+def _host(values: Any) -> Any:
+    return backend.to_numpy(values) if backend.is_gpu(values) else values
+
+
+def _combo_series(df: Any, cols: List[str]) -> Any:
+    """One string key per row combining several columns' values (null if any part is null)."""
+    parts = [df[c].astype("str") for c in cols]
+    key = parts[0]
+    for p in parts[1:]:
+        key = key + "\x1f" + p
+    nulls = backend.isnull(df[cols[0]])
+    for c in cols[1:]:
+        nulls = nulls | backend.isnull(df[c])
+    key = key.where(~backend.new_series(nulls, like=key).astype(bool))
+    return key.rename("_".join(cols))

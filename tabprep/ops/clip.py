@@ -1,0 +1,40 @@
+"""Clip: bound values to [min_value, max_value]."""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from .. import backend
+from .base import Operator, map_elements, register
+
+
+@register
+class Clip(Operator):
+    """Clip values to ``[min_value, max_value]`` (either bound may be None). Nulls stay null.
+
+    The column's dtype is kept (an int column clipped with float bounds stays int; bounds are
+    cast to the column's dtype). List columns are clipped element-wise.
+
+    Example:
+        >>> conts = ["I1", "I2"] >> Clip(min_value=0)
+    """
+
+    supports_lists = True
+
+    def __init__(self, min_value: Optional[float] = None, max_value: Optional[float] = None) -> None:
+        if min_value is None and max_value is None:
+            raise ValueError("Clip needs min_value, max_value or both")
+        if min_value is not None and max_value is not None and min_value > max_value:
+            raise ValueError(f"Clip: min_value {min_value} is greater than max_value {max_value}")
+        self.min_value = min_value
+        self.max_value = max_value
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        lib = backend.frame_lib(df)
+        out = {}
+        for c in columns:
+            s = df[c]
+            if backend.is_list_series(s):
+                out[c] = map_elements(s, lambda leaves: leaves.clip(lower=self.min_value, upper=self.max_value).values)
+            else:
+                out[c] = s.clip(lower=self.min_value, upper=self.max_value)
+        return lib.DataFrame(out, index=df.index)

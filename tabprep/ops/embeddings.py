@@ -1,0 +1,43 @@
+"""Embedding sizes (cardinality, dimension) of a fitted workflow's categorical outputs."""
+from __future__ import annotations
+
+from typing import Any, Dict, Tuple
+
+from ..schema import Schema, Tags
+
+
+def embedding_dim_rule(cardinality: int, minimum: int = 16, maximum: int = 512) -> int:
+    """Default embedding dimension: ``round(1.6 * cardinality ** 0.56)``, clamped to [16, 512].
+
+    This is fastai's rule of thumb (also NVTabular's), bounded so that tiny vocabularies
+    still get a usable width and huge ones do not explode memory. Override it per column with
+    ``embedding_dim=`` on Categorify / HashBucket.
+    """
+    return int(min(maximum, max(minimum, round(1.6 * cardinality ** 0.56))))
+
+
+def embedding_sizes_from_schema(schema: Schema) -> Dict[str, Tuple[int, int]]:
+    out: Dict[str, Tuple[int, int]] = {}
+    for col in schema:
+        if Tags.CATEGORICAL not in col.tags or col.cardinality is None:
+            continue
+        dim = col.properties.get("embedding_dim")
+        out[col.name] = (col.cardinality, int(dim) if dim is not None else embedding_dim_rule(col.cardinality))
+    return out
+
+
+def get_embedding_sizes(workflow: Any, multihot: bool = False) -> Any:
+    """``{column: (cardinality, dim)}`` for every categorical output column of a fitted workflow.
+
+    Args:
+        workflow: a fitted :class:`tabprep.Workflow` (or a :class:`Schema`).
+        multihot: when True, return two dicts ``(single_hot, multi_hot)`` split on list-ness,
+            as NVTabular does.
+    """
+    schema = workflow if isinstance(workflow, Schema) else workflow.output_schema
+    sizes = embedding_sizes_from_schema(schema)
+    if not multihot:
+        return sizes
+    single = {k: v for k, v in sizes.items() if not schema[k].is_list}
+    multi = {k: v for k, v in sizes.items() if schema[k].is_list}
+    return single, multi

@@ -1,0 +1,65 @@
+"""FillMedian: replace nulls with each column's median."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from ..stats.moments import Sketch, combine_sketches, partial_sketch, sketch_quantile
+from .base import StatOperator, register
+from .fill_missing import FillMissing
+
+
+@register
+class FillMedian(FillMissing, StatOperator):
+    """Fill nulls with the median of the column's non-null values.
+
+    The median interpolates between the two middle values like ``pandas.Series.median``.
+    It is exact while a column has at most 65,536 distinct values; above that the
+    mergeable sketch (:mod:`tabprep.stats.moments`) bounds memory and the median is exact
+    to within 1/65536 of the value distribution's rank range. A column with no non-null value
+    is filled with 0. Integer columns are filled with the median rounded to the column's dtype.
+
+    Example:
+        >>> conts = ["I1"] >> FillMedian(add_binary_cols=True)
+    """
+
+    def __init__(self, add_binary_cols: bool = False) -> None:
+        self.add_binary_cols = add_binary_cols
+        self.fill_val = None
+        self.stats_ = None
+
+    def get_params(self) -> Dict[str, Any]:
+        return {"add_binary_cols": self.add_binary_cols}
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Sketch]:
+        return {c: partial_sketch(df[c]) for c in columns}
+
+    def fit_combine(self, partials: List[Dict[str, Sketch]]) -> Dict[str, Sketch]:
+        return {c: combine_sketches([p[c] for p in partials]) for c in partials[0]}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Sketch]) -> None:
+        self.stats_ = {}
+        for c, sk in combined.items():
+            med = sketch_quantile(sk, 0.5)
+            self.stats_[c] = {"median": 0.0 if med is None else med, "exact": sk.exact}
+
+    def _fill_value(self, columns: List[str]) -> Dict[str, Any]:
+        self._require_fitted()
+        return {c: self.stats_[c]["median"] for c in columns}
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        from .. import backend
+        from .fill_missing import binary_flags, fill_column
+
+        self._require_fitted()
+        lib = backend.frame_lib(df)
+        out = {}
+        for c in columns:
+            s = df[c]
+            med = self.stats_[c]["median"]
+            if not backend.is_float_series(s) and not backend.is_list_series(s) and not backend.is_string_series(s):
+                med = int(round(med))
+            out[c] = fill_column(s, med)
+        if self.add_binary_cols:
+            for c in columns:
+                out[f"{c}_filled"] = binary_flags(df[c], f"{c}_filled")
+        return lib.DataFrame(out, index=df.index)

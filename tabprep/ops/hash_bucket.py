@@ -1,0 +1,71 @@
+"""HashBucket: categorical ids by hashing, no vocabulary to fit."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from .base import Operator, map_elements, register
+
+
+@register
+class HashBucket(Operator):
+    """``id = murmur3_32(value) % num_buckets``; null -> 0. Output in ``[0, num_buckets)``.
+
+    The hash is MurmurHash3_x86_32 with seed 0 exactly as cuDF computes it
+    (``Series.hash_values(method="murmur3")``), so CPU and GPU ids are identical. Integer
+    columns are hashed as int64 and floats as float64 whatever their width. Unseen values need
+    no special handling (every value has a bucket); collisions are expected.
+
+    Args:
+        num_buckets: an int for every column, or ``{column: int}``.
+        dtype: output integer dtype (default int64).
+        embedding_dim: overrides the embedding-size heuristic (int or ``{column: int}``).
+
+    Example:
+        >>> hashed = ["C3", "C4"] >> HashBucket(num_buckets={"C3": 1000, "C4": 100})
+    """
+
+    output_tags = (Tags.CATEGORICAL, Tags.HASHED)
+    supports_lists = True
+
+    def __init__(self, num_buckets: Union[int, Dict[str, int]], dtype: str = "int64",
+                 embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
+        values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
+        if any(int(v) < 1 for v in values):
+            raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
+        self.num_buckets = num_buckets
+        self.dtype = dtype
+        self.embedding_dim = embedding_dim
+
+    def buckets(self, column: str) -> int:
+        if isinstance(self.num_buckets, dict):
+            if column not in self.num_buckets:
+                raise KeyError(f"HashBucket has no num_buckets for column {column!r}; "
+                               f"add it to the dict {self.num_buckets}")
+            return int(self.num_buckets[column])
+        return int(self.num_buckets)
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        lib = backend.frame_lib(df)
+        out = {}
+        for c in columns:
+            nb = self.buckets(c)
+
+            def hash_mod(s: Any, nb: int = nb) -> Any:
+                ids = backend.murmur3(s).astype("int64") % nb
+                xp = backend.array_module(s)
+                return xp.where(backend.isnull(s), 0, ids)
+
+            out[c] = map_elements(df[c], hash_mod, dtype=self.dtype)
+        return lib.DataFrame(out, index=df.index)
+
+    def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        nb = self.buckets(col.name)
+        props = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1}}
+        dim = self.embedding_dim.get(col.name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+        if dim is not None:
+            props["embedding_dim"] = int(dim)
+        return col.with_(dtype=self.dtype, add_tags=self.output_tags, add_properties=props)

@@ -1,0 +1,130 @@
+"""LambdaOp: apply user code to each selected column."""
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from .. import backend
+from ..schema import ColumnSchema
+from .base import Operator, register
+
+
+def function_path(f: Callable) -> Optional[str]:
+    """``"module:qualname"`` when ``f`` can be re-imported by that path, else None."""
+    module = getattr(f, "__module__", None)
+    qualname = getattr(f, "__qualname__", None)
+    if not module or not qualname or module == "__main__" or "<" in qualname:
+        return None
+    try:
+        if resolve_function(f"{module}:{qualname}") is not f:
+            return None
+    except (ImportError, AttributeError):
+        return None
+    return f"{module}:{qualname}"
+
+
+def resolve_function(path: str) -> Callable:
+    """Import ``"module:qualname"``."""
+    module, _, qualname = path.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@register
+class LambdaOp(Operator):
+    """Apply ``f(column)`` or ``f(column, df)`` to each selected column.
+
+    ``f`` gets a pandas or cuDF Series (and, with two parameters, the frame of the op's input
+    plus its ``dependency`` columns) and returns a Series or array of the same length.
+
+    Saving: a workflow stores ``f`` by import path (``module:qualname``); a function that
+    cannot be re-imported that way (a lambda, a notebook function) is refused at save unless
+    ``allow_pickle=True`` is given to both ``save`` and ``load``.
+
+    Args:
+        f: the function.
+        dependency: extra raw column name(s) ``f`` reads from ``df``.
+        dtype: output dtype (default: whatever ``f`` returns).
+        tags: tags for the output columns (e.g. ``["categorical"]``).
+        label: a name for the op in summaries and profiles (default ``f.__name__``).
+
+    Example:
+        >>> import numpy as np
+        >>> hour = ["ts"] >> LambdaOp(lambda col: (col // 3600) % 24, dtype="int64")
+    """
+
+    def __init__(self, f: Callable, dependency: Union[None, str, Sequence[str]] = None,
+                 dtype: Optional[str] = None, tags: Optional[Sequence[str]] = None,
+                 label: Optional[str] = None) -> None:
+        if not callable(f):
+            raise TypeError(f"LambdaOp needs a callable, got {type(f).__name__}")
+        self.f = f
+        self.dependency = dependency
+        self.dtype = dtype
+        self.tags = tags
+        self.label_ = label
+        try:
+            params = [p for p in inspect.signature(f).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            self._arity = 2 if len(params) >= 2 else 1
+        except (TypeError, ValueError):
+            self._arity = 1
+
+    def get_params(self) -> Dict[str, Any]:
+        return {"f": self.f, "dependency": self.dependency, "dtype": self.dtype, "tags": self.tags, "label": self.label_}
+
+    @property
+    def label(self) -> str:
+        return self.label_ or f"LambdaOp({getattr(self.f, '__name__', 'f')})"
+
+    def dependencies(self) -> List[str]:
+        if self.dependency is None:
+            return []
+        return [self.dependency] if isinstance(self.dependency, str) else list(self.dependency)
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        lib = backend.frame_lib(df)
+        out = {}
+        for c in columns:
+            res = self.f(df[c], df) if self._arity == 2 else self.f(df[c])
+            if len(res) != len(df):
+                raise ValueError(f"{self.label} returned {len(res)} values for column {c!r} of {len(df)} rows; "
+                                 f"a LambdaOp must keep the row count (use Filter to drop rows)")
+            if not hasattr(res, "index"):
+                res = backend.new_series(res, like=df[c], name=c)
+            else:
+                res = res.rename(c)
+                res.index = df.index
+            if self.dtype is not None:
+                res = res.astype(self.dtype)
+            out[c] = res
+        return lib.DataFrame(out, index=df.index)
+
+    def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        changes: Dict[str, Any] = {}
+        if self.dtype is not None:
+            changes["dtype"] = self.dtype
+        if self.tags:
+            changes["add_tags"] = list(self.tags)
+        return col.with_(**changes) if changes else col
+
+    def to_config(self) -> Dict[str, Any]:
+        path = function_path(self.f)
+        cfg = {"dependency": self.dependency, "dtype": self.dtype,
+               "tags": list(self.tags) if self.tags else None, "label": self.label_}
+        if path is not None:
+            cfg["f"] = {"import": path}
+        else:
+            cfg["f"] = {"pickled": True}
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "LambdaOp":
+        config = dict(config)
+        f = config.pop("f")
+        if "import" not in f:
+            raise ValueError("internal: pickled LambdaOp functions are restored by the workflow loader")
+        return cls(resolve_function(f["import"]), **config)

@@ -1,0 +1,231 @@
+"""Column schema: names, dtypes, tags and properties of a dataset's columns.
+
+A :class:`Schema` travels with every transformed dataset (written next to parquet
+and TFRecord output as ``schema.json``) and with every saved workflow, so readers,
+loaders and embedding layers never have to guess dtypes or cardinalities.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, Iterator, List, Optional
+
+import numpy as np
+
+
+class Tags:
+    """Well-known column tags (strings, so user tags mix freely with them)."""
+
+    CATEGORICAL = "categorical"
+    CONTINUOUS = "continuous"
+    LIST = "list"
+    TARGET = "target"
+    BINARY = "binary"
+    HASHED = "hashed"
+    ID = "id"
+    USER = "user"
+    ITEM = "item"
+
+
+def normalize_dtype(dtype: Any) -> str:
+    """Return a canonical dtype string (numpy names; ``"str"`` for strings).
+
+    pandas extension dtypes (``Int64``, ``string[pyarrow]``), cuDF dtypes and numpy
+    dtypes of the same kind map to the same name, so CPU and GPU schemas compare equal.
+    """
+    name = str(dtype)
+    lowered = name.lower()
+    if lowered in ("object", "str", "string", "string[python]", "string[pyarrow]", "large_string",
+                   "string[pyarrow_numpy]") or lowered.startswith("string"):
+        return "str"
+    if lowered.startswith("list") or lowered.startswith("large_list"):
+        return "list"
+    mapping = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+               "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+               "float16": "float16", "float32": "float32", "float64": "float64",
+               "bool": "bool", "boolean": "bool", "double": "float64", "float": "float32"}
+    for key in (lowered, lowered.replace("[pyarrow]", "")):
+        if key in mapping:
+            return mapping[key]
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return name
+
+
+@dataclass(frozen=True)
+class ColumnSchema:
+    """Description of one column.
+
+    Attributes:
+        name: column name.
+        dtype: canonical dtype string of the values (for list columns, of the elements).
+        tags: sorted tuple of tags, e.g. ``("categorical",)``.
+        properties: free-form JSON-able metadata; ops add e.g. ``cardinality``,
+            ``embedding_dim``, ``num_buckets``, ``domain`` (``{"min": .., "max": ..}``).
+        is_list: True for multi-hot (list) columns.
+        is_ragged: True when list lengths vary (False for fixed-length lists).
+        value_count: ``{"min": int, "max": int}`` list lengths when known, else None.
+    """
+
+    name: str
+    dtype: str = "float64"
+    tags: tuple = ()
+    properties: Dict[str, Any] = field(default_factory=dict)
+    is_list: bool = False
+    is_ragged: bool = False
+    value_count: Optional[Dict[str, int]] = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
+        object.__setattr__(self, "tags", tuple(sorted(set(self.tags))))
+
+    # -- convenience -------------------------------------------------------------
+    def with_(self, **changes: Any) -> "ColumnSchema":
+        """Return a copy with some fields replaced (tags/properties merged if given as add_*)."""
+        add_tags = changes.pop("add_tags", None)
+        add_props = changes.pop("add_properties", None)
+        col = replace(self, **changes)
+        if add_tags:
+            col = replace(col, tags=tuple(col.tags) + tuple(add_tags))
+        if add_props:
+            props = dict(col.properties)
+            props.update(add_props)
+            col = replace(col, properties=props)
+        return col
+
+    @property
+    def is_categorical(self) -> bool:
+        return Tags.CATEGORICAL in self.tags
+
+    @property
+    def is_continuous(self) -> bool:
+        return Tags.CONTINUOUS in self.tags
+
+    @property
+    def cardinality(self) -> Optional[int]:
+        value = self.properties.get("cardinality")
+        return None if value is None else int(value)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "tags": list(self.tags),
+            "properties": _jsonable(self.properties),
+            "is_list": self.is_list,
+            "is_ragged": self.is_ragged,
+            "value_count": self.value_count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "ColumnSchema":
+        return cls(
+            name=data["name"],
+            dtype=data.get("dtype", "float64"),
+            tags=tuple(data.get("tags", ())),
+            properties=dict(data.get("properties", {})),
+            is_list=bool(data.get("is_list", False)),
+            is_ragged=bool(data.get("is_ragged", False)),
+            value_count=data.get("value_count"),
+        )
+
+
+class Schema:
+    """An ordered collection of :class:`ColumnSchema`, indexed by name."""
+
+    def __init__(self, columns: Iterable[ColumnSchema] = ()) -> None:
+        self._cols: Dict[str, ColumnSchema] = {}
+        for col in columns:
+            self._cols[col.name] = col
+
+    # -- mapping protocol -----------------------------------------------------------
+    def __getitem__(self, name: str) -> ColumnSchema:
+        try:
+            return self._cols[name]
+        except KeyError:
+            raise KeyError(f"column {name!r} is not in the schema; columns are {self.column_names}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cols
+
+    def __iter__(self) -> Iterator[ColumnSchema]:
+        return iter(self._cols.values())
+
+    def __len__(self) -> int:
+        return len(self._cols)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        rows = [f"  {c.name}: {c.dtype}{'[list]' if c.is_list else ''} tags={list(c.tags)}"
+                + (f" cardinality={c.cardinality}" if c.cardinality is not None else "")
+                for c in self]
+        return "Schema(\n" + "\n".join(rows) + "\n)"
+
+    @property
+    def column_names(self) -> List[str]:
+        return list(self._cols)
+
+    def select(self, names: Iterable[str]) -> "Schema":
+        return Schema(self[n] for n in names)
+
+    def select_by_tag(self, *tags: str) -> "Schema":
+        """Columns carrying all of ``tags``."""
+        return Schema(c for c in self if all(t in c.tags for t in tags))
+
+    def __add__(self, other: "Schema") -> "Schema":
+        return Schema(list(self) + [c for c in other if c.name not in self])
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"columns": [c.to_dict() for c in self]}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Schema":
+        return cls(ColumnSchema.from_dict(c) for c in data["columns"])
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Schema":
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_arrow(cls, arrow_schema: Any) -> "Schema":
+        """Build a schema (no tags) from a ``pyarrow.Schema``; list types become is_list columns."""
+        import pyarrow as pa
+
+        cols = []
+        for fld in arrow_schema:
+            typ = fld.type
+            if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+                cols.append(ColumnSchema(fld.name, dtype=_arrow_dtype_name(typ.value_type), is_list=True,
+                                         is_ragged=not pa.types.is_fixed_size_list(typ)))
+            else:
+                cols.append(ColumnSchema(fld.name, dtype=_arrow_dtype_name(typ)))
+        return cls(cols)
+
+
+def _arrow_dtype_name(typ: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return "str"
+    if pa.types.is_dictionary(typ):
+        return _arrow_dtype_name(typ.value_type)
+    try:
+        return normalize_dtype(typ.to_pandas_dtype())
+    except NotImplementedError:
+        return str(typ)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

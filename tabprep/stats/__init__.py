@@ -1,0 +1,1 @@
+"""Mergeable statistics (partial -> combine -> finalize) used by stat ops."""

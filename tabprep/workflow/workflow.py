@@ -1,0 +1,380 @@
+"""The Workflow: fit statistics with dask in one pass per dependency level, transform lazily."""
+from __future__ import annotations
+
+import difflib
+import logging
+import time
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import dask
+
+from .. import backend
+from ..ops.base import Operator, StatOperator
+from ..schema import ColumnSchema, Schema
+from .node import Node, as_node, iter_nodes
+
+log = logging.getLogger(__name__)
+
+#: how many partials one combine task merges (the fan-in of the reduction tree)
+SPLIT_EVERY = 8
+
+
+class Workflow:
+    """A graph of column ops, fitted on a dataset and applied to others.
+
+    Args:
+        output: the graph's output node, or anything a node can be made of (column names,
+            lists of names and nodes), e.g. ``cats + conts + ["label"]``.
+
+    Example:
+        >>> import tabprep as tp
+        >>> from tabprep import ops
+        >>> wf = tp.Workflow(["C1"] >> ops.Categorify() + ["label"])
+    """
+
+    def __init__(self, output: Any) -> None:
+        self.output_node: Node = as_node(output)
+        self.nodes: List[Node] = iter_nodes(self.output_node)
+        self._ids = {id(n): f"n{i}" for i, n in enumerate(self.nodes)}
+        self.input_schema: Optional[Schema] = None
+        self._output_schema: Optional[Schema] = None
+        self._node_schemas: Dict[str, Schema] = {}
+        self.fit_time_: Optional[float] = None
+        # check that the graph's columns resolve (duplicate names across merges etc.)
+        self.output_node.output_columns  # noqa: B018
+
+    # -- introspection ---------------------------------------------------------------
+    def node_id(self, node: Node) -> str:
+        return self._ids[id(node)]
+
+    @property
+    def ops(self) -> List[Operator]:
+        return [n.op for n in self.nodes if n.kind == "op"]
+
+    @property
+    def stat_nodes(self) -> List[Node]:
+        return [n for n in self.nodes if n.kind == "op" and isinstance(n.op, StatOperator)]
+
+    @property
+    def input_columns(self) -> List[str]:
+        """Raw columns the workflow reads (selections and op dependencies), in first-use order."""
+        cols: List[str] = []
+        for n in self.nodes:
+            extra = list(n.columns) if n.kind == "select" else (n.op.dependencies() if n.kind == "op" else [])
+            for c in extra:
+                if c not in cols:
+                    cols.append(c)
+        return cols
+
+    @property
+    def output_columns(self) -> List[str]:
+        return self.output_node.output_columns
+
+    @property
+    def fitted(self) -> bool:
+        return all(n.op.fitted for n in self.stat_nodes)
+
+    @property
+    def output_schema(self) -> Schema:
+        """Names, dtypes, tags and properties (cardinalities...) of the output columns.
+
+        Known after :meth:`fit` (or after a transform for workflows without statistics).
+        """
+        if self._output_schema is None:
+            raise RuntimeError("the output schema is known once the workflow is fitted: call workflow.fit(dataset)")
+        return self._output_schema
+
+    @property
+    def output_dtypes(self) -> Dict[str, str]:
+        return {c.name: c.dtype for c in self.output_schema}
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.output_node!r})"
+
+    # -- schema ----------------------------------------------------------------------
+    def _bind(self, input_schema: Schema, source: str = "the dataset") -> None:
+        """Check every selected column exists and compute every node's schema."""
+        available = input_schema.column_names
+        for col in self.input_columns:
+            if col not in input_schema:
+                close = difflib.get_close_matches(col, available, n=3, cutoff=0.5)
+                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
+                raise KeyError(
+                    f"column {col!r}{where} is not in {source}.{hint} Available columns: {available[:50]}"
+                    + (" ..." if len(available) > 50 else "")
+                )
+        schemas: Dict[int, Schema] = {}
+        for n in self.nodes:
+            if n.kind == "select":
+                schemas[id(n)] = input_schema.select(n.columns)
+            elif n.kind == "concat":
+                sch = Schema()
+                for p in n.parents:
+                    sch = sch + schemas[id(p)]
+                schemas[id(n)] = sch
+            elif n.kind == "drop":
+                schemas[id(n)] = schemas[id(n.parents[0])].select(n.output_columns)
+            else:
+                inp = Schema()
+                for p in n.parents:
+                    inp = inp + schemas[id(p)]
+                for dep in n.op.dependencies():
+                    if dep not in inp:
+                        inp = inp + input_schema.select([dep])
+                n.op.check_input(inp, n.input_columns)
+                schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
+        self.input_schema = input_schema
+        self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
+        self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
+
+    # -- execution on one in-memory frame ------------------------------------------------
+    def _execute(self, df: Any, targets: Sequence[Node]) -> Dict[int, Any]:
+        """Run the graph on one frame up to ``targets``; returns outputs keyed by id(node)."""
+        cache: Dict[int, Any] = {}
+
+        def run(n: Node) -> Any:
+            key = id(n)
+            if key in cache:
+                return cache[key]
+            if n.kind == "select":
+                out = df[list(n.columns)]
+            elif n.kind == "concat":
+                parts = [run(p) for p in n.parents]
+                _check_same_rows(parts, n)
+                out = backend.concat_columns(parts)
+                out = out[n.output_columns] if list(out.columns) != n.output_columns else out
+            elif n.kind == "drop":
+                out = run(n.parents[0])[n.output_columns]
+            else:
+                out = self._run_op(n, [run(p) for p in n.parents], df)
+            cache[key] = out
+            return out
+
+        for t in targets:
+            run(t)
+        return cache
+
+    def _op_input(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
+        if len(parent_outputs) == 1:
+            inp = parent_outputs[0]
+        else:
+            _check_same_rows(parent_outputs, n)
+            inp = backend.concat_columns(parent_outputs)
+        deps = [d for d in n.op.dependencies() if d not in inp.columns]
+        if deps:
+            if len(inp) != len(df):
+                raise ValueError(f"{n.op.label} reads {deps} from the raw input, but rows were filtered before it; "
+                                 f"apply Filter after {n.op.label}")
+            inp = backend.concat_columns([inp, df[deps]])
+        return inp
+
+    def _run_op(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
+        inp = self._op_input(n, parent_outputs, df)
+        cols = n.input_columns
+        try:
+            out = n.op.transform(cols, inp)
+        except Exception as exc:
+            raise type(exc)(f"{n.op.label} failed on columns {cols}: {exc}") from exc if _reraisable(exc) else exc
+        return out
+
+    def transform_frame(self, df: Any) -> Any:
+        """Transform one in-memory pandas or cuDF frame (the online path used by loaders)."""
+        if self.input_schema is None:
+            self._bind(schema_of_frame(df), "the frame")
+        self._require_fitted()
+        out = self._execute(df, [self.output_node])[id(self.output_node)]
+        out = out[self.output_columns]
+        return _conform(out, self.output_schema)
+
+    # -- fit --------------------------------------------------------------------------
+    def _stat_levels(self) -> List[List[Node]]:
+        level: Dict[int, int] = {}
+        for n in self.nodes:
+            up = max((level[id(p)] for p in n.parents), default=0)
+            is_stat = n.kind == "op" and isinstance(n.op, StatOperator)
+            level[id(n)] = up + (1 if is_stat else 0)
+        groups: Dict[int, List[Node]] = defaultdict(list)
+        for n in self.stat_nodes:
+            groups[level[id(n)]].append(n)
+        return [groups[k] for k in sorted(groups)]
+
+    def fit(self, dataset: Any, progress: Optional[Callable[[str, int, int], None]] = None) -> "Workflow":
+        """Compute every op's statistics over ``dataset``.
+
+        One streaming pass over the data per dependency level (ops whose statistics depend on
+        other fitted ops' output, such as Normalize after FillMissing, wait for the next pass);
+        each pass computes, for all stat ops of its level, a partial per partition, merges
+        them in a tree (fan-in :data:`SPLIT_EVERY`) and finalizes. Memory is bounded by the
+        partition size and the size of the statistics, not by the dataset.
+
+        Args:
+            dataset: a :class:`tabprep.Dataset`, or anything ``Dataset()`` accepts
+                (paths, pandas/cuDF/dask frames).
+            progress: optional callback ``(stage, done, total)`` for progress bars.
+        """
+        from ..io.dataset import Dataset
+
+        ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
+        start = time.perf_counter()
+        self._bind(ds.schema, ds.describe())
+        for n in self.stat_nodes:
+            n.op.clear()
+        ddf = ds.to_ddf(columns=self.input_columns)
+        for i, level in enumerate(self._stat_levels()):
+            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}")
+        # cardinalities etc. are known now
+        self._bind(ds.schema, ds.describe())
+        self.fit_time_ = time.perf_counter() - start
+        log.info("fitted %d stat ops in %.2fs", len(self.stat_nodes), self.fit_time_)
+        return self
+
+    def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str) -> None:
+        ids = [self.node_id(n) for n in level]
+        parts = ddf.to_delayed()
+        # one graph key for the workflow, so a distributed cluster ships it once per worker
+        self._fit_round = getattr(self, "_fit_round", 0) + 1
+        wf = dask.delayed(self, pure=True)
+        partial_fn = dask.delayed(_fit_partition, pure=True)
+        partials = [partial_fn(wf, ids, p) for p in parts]
+        combine_fn = dask.delayed(_combine_partials, pure=True)
+        while len(partials) > 1:
+            partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY])
+                        for i in range(0, len(partials), SPLIT_EVERY)]
+        if not partials:
+            raise ValueError("the dataset has no partitions to fit on")
+        if progress is not None:
+            progress(stage, 0, len(parts))
+        (combined,) = dask.compute(partials[0])
+        if progress is not None:
+            progress(stage, len(parts), len(parts))
+        by_id = {self.node_id(n): n for n in level}
+        for nid, value in combined.items():
+            n = by_id[nid]
+            n.op.fit_finalize(n.input_columns, value)
+
+    def _require_fitted(self) -> None:
+        missing = [n.op.label for n in self.stat_nodes if not n.op.fitted]
+        if missing:
+            raise RuntimeError(f"the workflow is not fitted ({', '.join(missing)} have no statistics): "
+                               f"call workflow.fit(dataset) or load a fitted workflow with Workflow.load(path)")
+
+    # -- transform ---------------------------------------------------------------------
+    def transform(self, data: Any) -> Any:
+        """Transform data with the fitted statistics.
+
+        A :class:`~tabprep.Dataset` (or paths / a dask frame) gives back a lazy ``Dataset``
+        (write it with ``.to_parquet`` / ``.to_tfrecord``, or ``.to_ddf()`` / ``.compute()``);
+        a pandas or cuDF DataFrame gives back a DataFrame. Row order is kept.
+        """
+        from ..io.dataset import Dataset
+
+        if _is_frame(data):
+            self._bind(schema_of_frame(data), "the frame")
+            return self.transform_frame(data)
+        ds = data if isinstance(data, Dataset) else Dataset(data)
+        self._bind(ds.schema, ds.describe())
+        self._require_fitted()
+        ddf = ds.to_ddf(columns=self.input_columns)
+        meta = self.transform_frame(ddf._meta)
+        out = ddf.map_partitions(self.transform_frame, meta=meta, enforce_metadata=False,
+                                 transform_divisions=False, align_dataframes=False)
+        return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
+
+    def fit_transform(self, dataset: Any) -> Any:
+        return self.fit(dataset).transform(dataset)
+
+    # -- persistence -------------------------------------------------------------------
+    def save(self, path: str, allow_pickle: bool = False) -> None:
+        """Save the fitted workflow to a directory (JSON spec + statistics files); see :mod:`tabprep.workflow.serialize`."""
+        from .serialize import save_workflow
+
+        save_workflow(self, path, allow_pickle=allow_pickle)
+
+    @classmethod
+    def load(cls, path: str, allow_pickle: bool = False) -> "Workflow":
+        """Load a workflow saved with :meth:`save`; it transforms exactly like the original."""
+        from .serialize import load_workflow
+
+        return load_workflow(path, allow_pickle=allow_pickle)
+
+    def __dask_tokenize__(self):
+        # identity + fit round: cheap, and distinct between the passes of one fit
+        return ("tabprep.Workflow", id(self), getattr(self, "_fit_round", 0))
+
+
+# -- tasks (module-level so they pickle for dask.distributed) ----------------------------
+def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
+    by_id = {wf.node_id(n): n for n in wf.nodes}
+    targets = [by_id[i] for i in ids]
+    needed = [p for t in targets for p in t.parents]
+    cache = wf._execute(df, needed)
+    out = {}
+    for nid, n in zip(ids, targets):
+        inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)
+        out[nid] = n.op.fit_partial(n.input_columns, inp)
+    return out
+
+
+def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+    if len(partials) == 1:
+        return partials[0]
+    by_id = {wf.node_id(n): n for n in wf.nodes}
+    return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _is_frame(obj: Any) -> bool:
+    mod = type(obj).__module__
+    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
+
+
+def schema_of_frame(df: Any) -> Schema:
+    cols = []
+    for name in df.columns:
+        s = df[name]
+        if backend.is_list_series(s):
+            if backend.is_gpu(s):
+                inner = str(s.dtype.element_type)
+            else:
+                inner = str(s.dtype.pyarrow_dtype.value_type)
+            cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
+        else:
+            cols.append(ColumnSchema(name, dtype=str(s.dtype)))
+    return Schema(cols)
+
+
+def _check_same_rows(parts: List[Any], n: Node) -> None:
+    lens = {len(p) for p in parts}
+    if len(lens) > 1:
+        raise ValueError("branches merged with '+' have different row counts (a Filter inside one branch?); "
+                         "apply Filter to the merged columns instead: (a + b) >> ops.Filter(...)")
+
+
+def _conform(out: Any, schema: Schema) -> Any:
+    """Cast columns whose dtype drifted (e.g. on an empty partition) back to the schema's dtype."""
+    casts = {}
+    for col in schema:
+        if col.is_list or col.name not in out.columns:
+            continue
+        have = str(out[col.name].dtype)
+        from ..schema import normalize_dtype
+
+        if normalize_dtype(have) != col.dtype and col.dtype != "str" and col.dtype in _NUMERIC:
+            if out[col.name].isna().any() if len(out) else False:
+                continue
+            casts[col.name] = col.dtype
+    return out.astype(casts) if casts else out
+
+
+_NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}
+
+
+def _reraisable(exc: Exception) -> bool:
+    try:
+        type(exc)("x")
+        return True
+    except Exception:  # noqa: BLE001 - exotic exception signatures: re-raise unchanged
+        return False
