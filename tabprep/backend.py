@@ -113,20 +113,34 @@ def arrow_to_frame(table: pa.Table, cpu: bool = True):
         if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
             data[name] = pd.Series(pd.arrays.ArrowExtensionArray(col), name=name)
         elif pa.types.is_integer(typ) and col.null_count > 0:
-            data[name] = col.to_pandas(types_mapper=_nullable_int_mapper)
+            # build the masked array directly: ~5x cheaper than to_pandas(types_mapper=...)
+            arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            values = arr.fill_null(0).to_numpy()
+            mask = arr.is_null().to_numpy(zero_copy_only=False)
+            data[name] = pd.Series(pd.arrays.IntegerArray(values, mask), name=name, copy=False)
         elif pa.types.is_boolean(typ) and col.null_count > 0:
             data[name] = col.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
         else:
             data[name] = col.to_pandas()
-    frame = pd.DataFrame(data, columns=table.column_names)
-    frame.index = pd.RangeIndex(len(frame))
-    return frame
+    return pd.DataFrame(data, columns=table.column_names, index=pd.RangeIndex(table.num_rows), copy=False)
 
 
 def _nullable_int_mapper(typ: pa.DataType):
     if pa.types.is_integer(typ):
         return pd.api.types.pandas_dtype(str(typ).replace("int", "Int").replace("uInt", "UInt"))
     return None
+
+
+def make_frame(columns: dict, like: Any):
+    """A frame of ``columns`` (name -> series/array) on ``like``'s backend and index.
+
+    pandas: built without copying or consolidating the columns into 2-D blocks, which
+    otherwise costs a full copy of every op's output.
+    """
+    if is_gpu(like):
+        lib = frame_lib(like)
+        return lib.DataFrame(columns, index=like.index)
+    return pd.DataFrame(columns, index=like.index, copy=False)
 
 
 def frame_to_arrow(df: Any, preserve_index: bool = False) -> pa.Table:

@@ -153,7 +153,6 @@ class Categorify(StatOperator):
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
-        lib = backend.frame_lib(df)
         out = {}
         for key, cols in self._vocab_keys(columns).items():
             if self.encode_type == "combo" and len(cols) > 1:
@@ -169,7 +168,7 @@ class Categorify(StatOperator):
                 else:
                     out[c] = backend.new_series(self._encode(s, key), like=s, name=c, dtype=self.dtype)
         names = self.output_column_names(columns)
-        return lib.DataFrame({n: out[n] for n in names}, index=df.index)
+        return backend.make_frame({n: out[n] for n in names}, like=df)
 
     # -- schema ----------------------------------------------------------------------
     def cardinality(self, key: str) -> Optional[int]:

@@ -29,7 +29,6 @@ class Clip(Operator):
         self.max_value = max_value
 
     def transform(self, columns: List[str], df: Any) -> Any:
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             s = df[c]
@@ -37,4 +36,4 @@ class Clip(Operator):
                 out[c] = map_elements(s, lambda leaves: leaves.clip(lower=self.min_value, upper=self.max_value).values)
             else:
                 out[c] = s.clip(lower=self.min_value, upper=self.max_value)
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)

@@ -51,7 +51,6 @@ class FillMedian(FillMissing, StatOperator):
         from .fill_missing import binary_flags, fill_column
 
         self._require_fitted()
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             s = df[c]
@@ -62,4 +61,4 @@ class FillMedian(FillMissing, StatOperator):
         if self.add_binary_cols:
             for c in columns:
                 out[f"{c}_filled"] = binary_flags(df[c], f"{c}_filled")
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)

@@ -58,13 +58,12 @@ class FillMissing(Operator):
         return {c: self.fill_val for c in columns}
 
     def transform(self, columns: List[str], df: Any) -> Any:
-        lib = backend.frame_lib(df)
         values = self._fill_value(columns)
         out = {c: fill_column(df[c], values[c]) for c in columns}
         if self.add_binary_cols:
             for c in columns:
                 out[f"{c}_filled"] = binary_flags(df[c], f"{c}_filled")
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         cols = []

@@ -49,7 +49,6 @@ class HashBucket(Operator):
         return int(self.num_buckets)
 
     def transform(self, columns: List[str], df: Any) -> Any:
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             nb = self.buckets(c)
@@ -60,7 +59,7 @@ class HashBucket(Operator):
                 return xp.where(backend.isnull(s), 0, ids)
 
             out[c] = map_elements(df[c], hash_mod, dtype=self.dtype)
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         nb = self.buckets(col.name)

@@ -101,7 +101,7 @@ class LambdaOp(Operator):
             if self.dtype is not None:
                 res = res.astype(self.dtype)
             out[c] = res
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         changes: Dict[str, Any] = {}

@@ -23,7 +23,6 @@ class LogOp(Operator):
         pass
 
     def transform(self, columns: List[str], df: Any) -> Any:
-        lib = backend.frame_lib(df)
 
         def log1p(s: Any) -> Any:
             x = backend.float_values(s)
@@ -31,7 +30,7 @@ class LogOp(Operator):
             with _quiet():
                 return xp.log1p(x).astype("float32")
 
-        return lib.DataFrame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, index=df.index)
+        return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)

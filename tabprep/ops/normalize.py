@@ -40,7 +40,6 @@ class Normalize(StatOperator):
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             mean, std = self.stats_[c]["mean"], self.stats_[c]["std"]
@@ -53,7 +52,7 @@ class Normalize(StatOperator):
                 return ((x - mean) / std).astype("float32")
 
             out[c] = map_elements(df[c], norm, dtype="float32")
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)

@@ -39,7 +39,6 @@ class NormalizeMinMax(StatOperator):
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             lo, hi = self.stats_[c]["min"], self.stats_[c]["max"]
@@ -52,7 +51,7 @@ class NormalizeMinMax(StatOperator):
                 return ((x - lo) / (hi - lo)).astype("float32")
 
             out[c] = map_elements(df[c], scale, dtype="float32")
-        return lib.DataFrame(out, index=df.index)
+        return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)

@@ -103,7 +103,8 @@ def as_node(obj: Any) -> Node:
     if isinstance(obj, str):
         return Node("select", columns=[obj])
     if isinstance(obj, Operator):
-        raise TypeError(f"an op ({obj.label}) needs input columns: write [\"col\", ...] >> {obj.label}(...)")
+        raise TypeError(f"an op ({obj.label}) needs input columns: write [\"col\", ...] >> {obj.label}(...). "
+                        f"Note that '+' binds tighter than '>>': write (cols >> Op()) + other, with parentheses")
     if isinstance(obj, (list, tuple)):
         names: List[str] = []
         groups: List[Tuple[str, ...]] = []
