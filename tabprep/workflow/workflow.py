@@ -41,6 +41,9 @@ class Workflow:
         self._output_schema: Optional[Schema] = None
         self._node_schemas: Dict[str, Schema] = {}
         self.fit_time_: Optional[float] = None
+        #: optional profiling hook ``op_timer(node_id, op_label, kind, seconds, rows)`` called after each
+        #: op transform (``kind="transform"``) and each per-partition fit (``kind="fit"``); None: off
+        self.op_timer: Optional[Callable[[str, str, str, float, int], None]] = None
         # check that the graph's columns resolve (duplicate names across merges etc.)
         self.output_node.output_columns  # noqa: B018
 
@@ -174,10 +177,13 @@ class Workflow:
     def _run_op(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
         inp = self._op_input(n, parent_outputs, df)
         cols = n.input_columns
+        start = time.perf_counter() if self.op_timer is not None else 0.0
         try:
             out = n.op.transform(cols, inp)
         except Exception as exc:
             raise type(exc)(f"{n.op.label} failed on columns {cols}: {exc}") from exc if _reraisable(exc) else exc
+        if self.op_timer is not None:
+            self.op_timer(self.node_id(n), n.op.label, "transform", time.perf_counter() - start, len(inp))
         return out
 
     def transform_frame(self, df: Any) -> Any:
@@ -300,6 +306,19 @@ class Workflow:
 
         return load_workflow(path, allow_pickle=allow_pickle)
 
+    @classmethod
+    def from_spec(cls, spec: Any) -> "Workflow":
+        """Build an (unfitted) workflow from a YAML/JSON spec file, YAML text or a dict; see :mod:`tabprep.workflow.spec`."""
+        from .spec import workflow_from_spec
+
+        return workflow_from_spec(spec)
+
+    def to_spec(self, path: Optional[str] = None) -> Dict[str, Any]:
+        """The graph as a spec dict (written to ``path`` as YAML, or JSON for ``.json``, if given); see :mod:`tabprep.workflow.spec`."""
+        from .spec import workflow_to_spec
+
+        return workflow_to_spec(self, path)
+
     def __dask_tokenize__(self):
         # identity + fit round: cheap, and distinct between the passes of one fit
         return ("tabprep.Workflow", id(self), getattr(self, "_fit_round", 0))
@@ -314,7 +333,10 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
     out = {}
     for nid, n in zip(ids, targets):
         inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)
+        start = time.perf_counter() if wf.op_timer is not None else 0.0
         out[nid] = n.op.fit_partial(n.input_columns, inp)
+        if wf.op_timer is not None:
+            wf.op_timer(nid, n.op.label, "fit", time.perf_counter() - start, len(inp))
     return out
 
 
