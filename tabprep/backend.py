@@ -391,22 +391,35 @@ def list_leaves(series: Any):
     return leaves, offsets
 
 
-def list_from_leaves(values: Any, offsets: Any, like: Any, name: Optional[str] = None):
-    """Rebuild a list column from flat values (array or series) and row offsets."""
+def list_from_leaves(values: Any, offsets: Any, like: Any, name: Optional[str] = None,
+                     keep_null_rows: bool = True):
+    """Rebuild a list column from flat values (array or series) and row offsets.
+
+    When ``like`` is a list column with as many rows as ``offsets`` describes, its null rows
+    stay null in the result (``list_leaves`` read them as empty lists); pass
+    ``keep_null_rows=False`` when the result should have no null row (e.g. padded lists).
+    """
     name = name if name is not None else like.name
+    size = len(offsets) - 1
+    keep = keep_null_rows and len(like) == size and is_list_series(like)
     if is_gpu(like):
         import cudf
         import cupy
 
         vals = cudf.Series(values)
-        col = cudf.core.column.ListColumn if False else None  # noqa: F841 - placeholder to keep flake quiet
         offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
         from cudf.core.column import as_column  # type: ignore
 
+        mask, null_count = None, 0
+        if keep and like.null_count:
+            src = like._column if like._column.offset == 0 else like.copy(deep=True)._column
+            mask, null_count = src.mask, src.null_count
         list_col = cudf.core.column.ListColumn(  # type: ignore[attr-defined]
-            data=None, size=len(offs) - 1, dtype=cudf.ListDtype(vals.dtype), mask=None,
-            offset=0, null_count=0, children=(as_column(offs), vals._column))
+            data=None, size=size, dtype=cudf.ListDtype(vals.dtype), mask=mask,
+            offset=0, null_count=null_count, children=(as_column(offs), vals._column))
         return cudf.Series._from_column(list_col, name=name, index=like.index)  # type: ignore[attr-defined]
     flat = values if isinstance(values, pa.Array) else pa.array(to_numpy(values) if not isinstance(values, pd.Series) else values)
-    arr = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype="int32")), flat)
+    nulls = like.isna().to_numpy() if keep else None
+    mask = pa.array(nulls) if nulls is not None and nulls.any() else None
+    arr = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype="int32")), flat, mask=mask)
     return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=like.index, name=name)

@@ -20,6 +20,7 @@ class Filter(Operator):
     """
 
     changes_rows = True
+    supports_lists = True
 
     def __init__(self, f: Callable[[Any], Any]) -> None:
         if not callable(f):

@@ -40,6 +40,11 @@ class LambdaOp(Operator):
     ``f`` gets a pandas or cuDF Series (and, with two parameters, the frame of the op's input
     plus its ``dependency`` columns) and returns a Series or array of the same length.
 
+    List (multi-hot) columns: a one-parameter ``f`` is applied element-wise, to the flat
+    Series of all list elements (null elements included), and must return one value per
+    element; row lengths and null rows are kept, and ``dtype`` is the elements' dtype. A
+    two-parameter ``f(col, df)`` gets the whole list column instead (row-aligned with ``df``).
+
     Saving: a workflow stores ``f`` by import path (``module:qualname``); a function that
     cannot be re-imported that way (a lambda, a notebook function) is refused at save unless
     ``allow_pickle=True`` is given to both ``save`` and ``load``.
@@ -55,6 +60,8 @@ class LambdaOp(Operator):
         >>> import numpy as np
         >>> hour = ["ts"] >> LambdaOp(lambda col: (col // 3600) % 24, dtype="int64")
     """
+
+    supports_lists = True
 
     def __init__(self, f: Callable, dependency: Union[None, str, Sequence[str]] = None,
                  dtype: Optional[str] = None, tags: Optional[Sequence[str]] = None,
@@ -89,6 +96,9 @@ class LambdaOp(Operator):
         lib = backend.frame_lib(df)
         out = {}
         for c in columns:
+            if self._arity == 1 and backend.is_list_series(df[c]):
+                out[c] = self._map_list(df[c], c)
+                continue
             res = self.f(df[c], df) if self._arity == 2 else self.f(df[c])
             if len(res) != len(df):
                 raise ValueError(f"{self.label} returned {len(res)} values for column {c!r} of {len(df)} rows; "
@@ -102,6 +112,20 @@ class LambdaOp(Operator):
                 res = res.astype(self.dtype)
             out[c] = res
         return backend.make_frame(out, like=df)
+
+    def _map_list(self, s: Any, c: str) -> Any:
+        """``f`` applied element-wise to a list column (one value per element)."""
+        leaves, offsets = backend.list_leaves(s)
+        res = self.f(leaves)
+        if len(res) != len(leaves):
+            raise ValueError(f"{self.label} returned {len(res)} values for the {len(leaves)} elements of list column "
+                             f"{c!r}; on list columns a one-argument function is applied element-wise (use "
+                             f"f(col, df) to get whole lists)")
+        if hasattr(res, "index"):
+            res = res.reset_index(drop=True)
+        if self.dtype is not None:
+            res = res.astype(self.dtype)
+        return backend.list_from_leaves(res, offsets, like=s, name=c)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         changes: Dict[str, Any] = {}

@@ -20,6 +20,8 @@ class Rename(Operator):
         >>> ["C1"] >> Categorify() >> Rename(postfix="_id")
     """
 
+    supports_lists = True
+
     def __init__(self, f: Optional[Callable[[str], str]] = None, postfix: Optional[str] = None,
                  name: Optional[str] = None) -> None:
         if sum(x is not None for x in (f, postfix, name)) != 1:
