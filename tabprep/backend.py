@@ -278,6 +278,47 @@ def new_series(values: Any, like: Any, name: Optional[str] = None, dtype: Option
     return out
 
 
+def set_nulls(series: Any, mask: Any):
+    """``series`` with the rows where ``mask`` (bool numpy/cupy array) is True set to null.
+
+    pandas: int and bool columns become their nullable variant (``Int64``, ``boolean``) only
+    when a null is actually set, as when reading parquet, and float columns get NaN; cuDF
+    columns keep their dtype and get a null mask.
+    """
+    if is_gpu(series):
+        if not bool(mask.any()):
+            return series
+        return series.mask(new_series(mask, like=series, dtype="bool"))
+    if not mask.any():
+        return series
+    if series.dtype.kind in "iub" and not isinstance(series.dtype, pd.ArrowDtype):
+        series = series.astype(_nullable_name(series.dtype))
+    out = series.copy()
+    out[mask] = None if series.dtype.kind != "f" else np.nan
+    return out
+
+
+def cast_keep_nulls(series: Any, dtype: str):
+    """``series.astype(dtype)`` for a numeric dtype, keeping nulls.
+
+    pandas: a nullable integer/bool column cast to an integer dtype gets the nullable variant
+    (``int8`` -> ``Int8``); cuDF columns hold nulls in any dtype.
+    """
+    if is_gpu(series):
+        return series.astype(dtype)
+    kind = np.dtype(dtype).kind
+    if kind in "iub" and _numpy_kind_dtype(series.dtype).kind in "iub" and not isinstance(series.dtype, np.dtype):
+        return series.astype(_nullable_name(np.dtype(dtype)))
+    return series.astype(dtype)
+
+
+def _nullable_name(dtype: Any) -> str:
+    name = np.dtype(getattr(dtype, "numpy_dtype", dtype)).name
+    if name == "bool":
+        return "boolean"
+    return name.replace("uint", "UInt").replace("int", "Int")
+
+
 def murmur3(series: Any, seed: int = 0):
     """MurmurHash3_x86_32 of each value (uint32 array on the series' backend); nulls hash to 0.
 
@@ -382,6 +423,8 @@ def list_leaves(series: Any):
         return leaves.reset_index(drop=True), offsets
     arr = pa.chunked_array(series.array._pa_array) if hasattr(series.array, "_pa_array") else pa.chunked_array([pa.array(series)])
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    if pa.types.is_fixed_size_list(arr.type):  # a null row cannot be filled with [] in a fixed-size list
+        arr = arr.cast(pa.list_(arr.type.value_type))
     arr = arr.fill_null(pa.scalar([], type=arr.type)) if arr.null_count else arr
     lengths = pa.compute.list_value_length(arr).to_numpy(zero_copy_only=False).astype("int64")
     offsets = np.zeros(len(lengths) + 1, dtype="int64")

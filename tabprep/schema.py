@@ -201,8 +201,10 @@ class Schema:
         for fld in arrow_schema:
             typ = fld.type
             if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+                fixed = pa.types.is_fixed_size_list(typ)
                 cols.append(ColumnSchema(fld.name, dtype=_arrow_dtype_name(typ.value_type), is_list=True,
-                                         is_ragged=not pa.types.is_fixed_size_list(typ)))
+                                         is_ragged=not fixed,
+                                         value_count={"min": typ.list_size, "max": typ.list_size} if fixed else None))
             else:
                 cols.append(ColumnSchema(fld.name, dtype=_arrow_dtype_name(typ)))
         return cls(cols)

@@ -109,6 +109,9 @@ class Workflow:
                     f"column {col!r}{where} is not in {source}.{hint} Available columns: {available[:50]}"
                     + (" ..." if len(available) > 50 else "")
                 )
+        # an op's output columns may depend on fitted statistics (DropLowCardinality): ask again
+        for n in self.nodes:
+            n._out = None
         schemas: Dict[int, Schema] = {}
         for n in self.nodes:
             if n.kind == "select":
@@ -230,6 +233,8 @@ class Workflow:
             n.op.clear()
         ddf = ds.to_ddf(columns=self.input_columns)
         for i, level in enumerate(self._stat_levels()):
+            if i:  # the columns reaching this level may depend on the statistics fitted so far
+                self._bind(ds.schema, ds.describe())
             self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}")
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
