@@ -324,6 +324,12 @@ class Workflow:
 
         return workflow_to_spec(self, path)
 
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        # node ids are keyed by id(node), which differs in the process a pickled workflow lands in
+        # (dask.distributed workers): rebuild them from the (pickled, ordered) node list
+        self.__dict__.update(state)
+        self._ids = {id(n): f"n{i}" for i, n in enumerate(self.nodes)}
+
     def __dask_tokenize__(self):
         # identity + fit round: cheap, and distinct between the passes of one fit
         return ("tabprep.Workflow", id(self), getattr(self, "_fit_round", 0))
