@@ -353,28 +353,47 @@ def murmur3(series: Any, seed: int = 0):
     return out
 
 
-def index_of(series: Any, vocab: Any):
-    """Position of each value of ``series`` in ``vocab`` (unique values), -1 when absent or null.
+def vocab_lookup(values: Any, gpu: bool) -> Any:
+    """Build once per vocabulary the structure :func:`index_of` searches.
 
-    CPU: a hash lookup (``pandas.Index.get_indexer``); GPU: a sort + searchsorted on cuDF.
-    ``vocab`` is a pandas Index built once per vocabulary on the CPU, or a cuDF Series.
+    CPU: a ``pandas.Index`` (hash table built lazily, then reused for every partition).
+    GPU: the vocabulary sorted on the device plus the sort order (binary search).
+    """
+    if not gpu:
+        return pd.Index(values)
+    import cudf
+
+    voc = cudf.Series(values)
+    order = voc.argsort()
+    return (voc.take(order).reset_index(drop=True), order.values)
+
+
+def index_of(series: Any, vocab: Any):
+    """Position of each value of ``series`` in the vocabulary, -1 when absent or null.
+
+    ``vocab`` is what :func:`vocab_lookup` returns (or, on the CPU, any array of unique values).
     """
     if is_gpu(series):
-        import cudf
         import cupy
 
-        voc = vocab if is_gpu(vocab) else cudf.Series(vocab)
-        order = voc.argsort()
-        sorted_voc = voc.take(order).reset_index(drop=True)
-        s = series.astype(sorted_voc.dtype) if series.dtype != sorted_voc.dtype and series.dtype.kind in "iuf" else series
-        pos = sorted_voc.searchsorted(s.fillna(sorted_voc.iloc[0] if len(sorted_voc) else 0))
-        pos = cupy.asarray(pos)
+        sorted_voc, order = vocab
         n = len(sorted_voc)
-        safe = cupy.minimum(pos, max(n - 1, 0))
-        found = (pos < n) & (cupy.asarray(sorted_voc.take(safe).values) == cupy.asarray(s.fillna(0).values if s.dtype.kind in "iuf" else s.fillna("").values)) if n else cupy.zeros(len(s), dtype=bool)
-        out = cupy.where(found, cupy.asarray(order.take(safe).values), -1)
-        out[isnull(series)] = -1
-        return out
+        nulls = isnull(series)
+        if n == 0:
+            return cupy.full(len(series), -1, dtype="int64")
+        s = series.reset_index(drop=True)
+        if s.dtype != sorted_voc.dtype:
+            if s.dtype.kind in "iub" and sorted_voc.dtype.kind in "iu":
+                s = s.astype(sorted_voc.dtype)
+            elif s.dtype.kind in "iuf" and sorted_voc.dtype.kind in "iuf":
+                s = s.astype("float64")
+                sorted_voc = sorted_voc.astype("float64")
+        s = s.fillna(sorted_voc.iloc[0])
+        pos = cupy.asarray(sorted_voc.searchsorted(s))
+        safe = cupy.minimum(pos, n - 1)
+        cand = sorted_voc.take(safe).reset_index(drop=True)
+        found = (cand == s).fillna(False).values & (pos < n) & ~nulls
+        return cupy.where(found, order[safe], -1).astype("int64")
     if not isinstance(vocab, pd.Index):
         vocab = pd.Index(vocab)
     if is_string_series(series):
@@ -446,23 +465,38 @@ def list_from_leaves(values: Any, offsets: Any, like: Any, name: Optional[str] =
     size = len(offsets) - 1
     keep = keep_null_rows and len(like) == size and is_list_series(like)
     if is_gpu(like):
-        import cudf
-        import cupy
-
-        vals = cudf.Series(values)
-        offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
-        from cudf.core.column import as_column  # type: ignore
-
-        mask, null_count = None, 0
-        if keep and like.null_count:
-            src = like._column if like._column.offset == 0 else like.copy(deep=True)._column
-            mask, null_count = src.mask, src.null_count
-        list_col = cudf.core.column.ListColumn(  # type: ignore[attr-defined]
-            data=None, size=size, dtype=cudf.ListDtype(vals.dtype), mask=mask,
-            offset=0, null_count=null_count, children=(as_column(offs), vals._column))
-        return cudf.Series._from_column(list_col, name=name, index=like.index)  # type: ignore[attr-defined]
+        return _gpu_list_from_leaves(values, offsets, like, name, keep_nulls=keep)
     flat = values if isinstance(values, pa.Array) else pa.array(to_numpy(values) if not isinstance(values, pd.Series) else values)
     nulls = like.isna().to_numpy() if keep else None
     mask = pa.array(nulls) if nulls is not None and nulls.any() else None
     arr = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype="int32")), flat, mask=mask)
     return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=like.index, name=name)
+
+
+def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_nulls: bool = False):
+    import cudf
+    import cupy
+
+    vals = values if isinstance(values, cudf.Series) else cudf.Series(values)
+    offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
+    try:
+        import pylibcudf as plc
+
+        mask, null_count = None, 0
+        if keep_nulls and like.null_count:
+            # same rows as ``like``: reuse its validity bitmask for the null rows
+            src = like._column.to_pylibcudf(mode="read")
+            if src.offset():  # a sliced view: materialize so the bitmask starts at row 0
+                src = like.copy(deep=True)._column.to_pylibcudf(mode="read")
+            mask, null_count = src.null_mask(), src.null_count()
+        col = plc.Column(plc.DataType(plc.TypeId.LIST), len(offs) - 1, None, mask, null_count, 0,
+                         [offs._column.to_pylibcudf(mode="read"), vals._column.to_pylibcudf(mode="read")])
+        out = cudf.Series.from_pylibcudf(col)
+    except (ImportError, AttributeError, TypeError) as exc:
+        # older cuDF: rebuild through Arrow on the host (slower, same result)
+        log.debug("pylibcudf list construction unavailable (%s); using Arrow", exc)
+        nulls = pa.array(like.isna().to_numpy()) if keep_nulls and like.null_count else None
+        arr = pa.ListArray.from_arrays(offs.to_arrow(), vals.to_arrow(), mask=nulls)
+        out = cudf.Series.from_arrow(arr)
+    out.index = like.index
+    return out.rename(name)

@@ -1,18 +1,43 @@
-"""Vocabularies at scale: per-partition value counts, a tree of merges, a finalize.
+"""Vocabularies at scale: per-partition value counts, a tree of merges, a finalize, a lookup.
 
-Memory model (CPU and GPU alike):
+Categorify's statistics are the value counts of a column (or of a group of columns), computed
+in the workflow's one streaming pass: :func:`partial_counts` per partition,
+:func:`combine_counts` as a tree (fan-in ``SPLIT_EVERY`` = 8), :func:`finalize_vocab` once.
 
-* partial: the value counts of one partition's column (at most one entry per distinct
-  value of the partition) plus its null count;
-* combine: concatenation + group-by-sum of up to ``SPLIT_EVERY`` partials at a time, so a
-  combine task holds at most ``SPLIT_EVERY`` x (distinct values per partial) entries;
-* finalize: one sort of the merged counts by (descending count, ascending value), then the
-  ``freq_threshold`` / ``max_size`` cut.
+Two layouts of :class:`Counts`:
 
-The merged counts of a column (16 bytes per distinct int64 value, plus the values of
-strings) are the one structure that grows with cardinality; a 20M-distinct int64 column
-needs ~320 MB for it. On the GPU, counts are moved to host memory for the merge when
-``on_host=True`` so device memory is bounded by the partition size.
+* **sorted arrays** (integer, bool and nullable-integer columns, values widened to int64): two
+  flat arrays, the distinct values in ascending order and their counts (numpy on the CPU,
+  cupy on the GPU). A partial is ``unique(values, return_counts=True)`` (a sort); a combine
+  concatenates the sorted runs, sorts them (a stable sort merges runs in ``O(n log k)``)
+  and sums the counts of equal neighbours with a cumulative sum. No hash table, no Python
+  objects: 16 bytes per distinct value.
+* **series** (strings, floats, anything else): a pandas / cuDF series of counts indexed by
+  value (``value_counts``), merged with ``concat`` + ``groupby().sum()``.
+
+Memory model, for ``D`` distinct values in the column, ``d`` distinct values in one partition
+and ``P`` partitions (int64 column; strings add the bytes of their values):
+
+* partial: the partition itself plus ``16 d`` bytes of counts, plus the sort's temporaries
+  (about ``16 x rows`` bytes); held until its combine task runs;
+* combine: up to 8 partials in, one merged run out; the task's peak is about
+  ``40 x (sum of its inputs' lengths)`` bytes (inputs, one sort permutation, the sorted copy,
+  the output), at most ``40 x 8 x min(D, partial length)``: bounded by the fan-in, not by ``P``;
+* finalize: the merged counts (``16 D``) and one stable sort by descending count (ties by
+  ascending value): about ``40 D`` bytes at the peak. For ``D = 20M`` that is ~0.8 GB; the
+  learned vocabulary itself is ``16 D`` bytes (values + frequencies), written by
+  ``Categorify.save_state`` as parquet parts of at most :data:`PART_ROWS` rows each;
+* transform: a :class:`SortedVocab` (the vocabulary sorted by value, ``16 D`` bytes, built once
+  per vocabulary and backend) searched with ``searchsorted``; each partition's values are
+  sorted first so the binary searches walk the vocabulary in order. Memory per partition task
+  is a few arrays of the partition's length; the vocabulary is shared by all tasks.
+
+GPU: the same array code runs on cupy (``backend.array_module``). With ``on_host=True`` each
+partial is copied to host memory right after it is computed, so the combine and finalize run
+on the CPU and device memory only ever holds one partition and its counts.
+
+The other layout (strings) needs a hash table in the lookup (``pandas.Index``) and Python
+string objects on the CPU; it is bounded the same way but with a larger constant.
 """
 from __future__ import annotations
 
@@ -23,70 +48,173 @@ import pandas as pd
 
 from .. import backend
 
+#: most rows of one parquet part of a saved vocabulary (Categorify.save_state)
+PART_ROWS = 1 << 22
+
 
 class Counts:
-    """Value counts of one column (or group of columns): ``counts`` indexed by value, ``nulls``."""
+    """Value counts of one column (or group of columns), excluding nulls, plus the null count.
 
-    __slots__ = ("counts", "nulls")
+    ``keys`` is None for the series layout (``counts`` is then a series indexed by value);
+    otherwise ``keys`` (ascending distinct int64 values) and ``counts`` are flat arrays.
+    """
 
-    def __init__(self, counts: Any, nulls: int) -> None:
+    __slots__ = ("keys", "counts", "nulls")
+
+    def __init__(self, counts: Any, nulls: int, keys: Any = None) -> None:
+        self.keys = keys
         self.counts = counts
         self.nulls = int(nulls)
 
+    @property
+    def sorted_layout(self) -> bool:
+        return self.keys is not None
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
     def __reduce__(self):
-        return (Counts, (self.counts, self.nulls))
+        return (Counts, (self.counts, self.nulls, self.keys))
+
+
+# -- partial ------------------------------------------------------------------------------------
+def _is_int_like(series: Any) -> bool:
+    if backend.is_list_series(series) or backend.is_string_series(series):
+        return False
+    return backend._numpy_kind_dtype(series.dtype).kind in "iub"
+
+
+def _sorted_counts(values: Any) -> Tuple[Any, Any]:
+    xp = backend.array_module(values)
+    keys, counts = xp.unique(values, return_counts=True)
+    return keys, counts.astype("int64")
 
 
 def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
     """Counts of the non-null values of one or more series (list columns count their elements)."""
-    parts = []
-    nulls = 0
+    parts: List[Counts] = []
     for s in series_list:
         if backend.is_list_series(s):
             s, _ = backend.list_leaves(s)
-        counts, n = backend.value_counts(s)
-        parts.append(counts)
-        nulls += n
-    counts = parts[0] if len(parts) == 1 else _sum_counts(parts)
-    if on_host and backend.is_gpu(counts):
-        counts = counts.to_pandas()
-    return Counts(counts, nulls)
+        if _is_int_like(s):
+            mask = backend.isnull(s)
+            values = backend.int_values(s, 0)
+            nulls = int(mask.sum())
+            if nulls:
+                values = values[~mask]
+            keys, counts = _sorted_counts(values)
+            parts.append(Counts(counts, nulls, keys))
+        else:
+            counts, nulls = backend.value_counts(s)
+            parts.append(Counts(counts, nulls))
+    out = parts[0] if len(parts) == 1 else combine_counts(parts)
+    if on_host:
+        out = to_host(out)
+    return out
 
 
+def to_host(c: Counts) -> Counts:
+    """The same counts in host memory (numpy / pandas)."""
+    if c.sorted_layout:
+        if backend.is_gpu(c.keys):
+            return Counts(backend.to_numpy(c.counts), c.nulls, backend.to_numpy(c.keys))
+        return c
+    if backend.is_gpu(c.counts):
+        return Counts(c.counts.to_pandas(), c.nulls)
+    return c
+
+
+# -- combine ------------------------------------------------------------------------------------
 def combine_counts(partials: List[Counts]) -> Counts:
-    """Merge several :class:`Counts` (associative)."""
-    nonempty = [p.counts for p in partials if len(p.counts)]
+    """Merge several :class:`Counts` (associative, so it runs as a tree)."""
     nulls = sum(p.nulls for p in partials)
+    nonempty = [p for p in partials if len(p)]
     if not nonempty:
-        return Counts(partials[0].counts, nulls)
-    return Counts(_sum_counts(nonempty), nulls)
+        return Counts(partials[0].counts, nulls, partials[0].keys)
+    if len(nonempty) == 1:
+        p = nonempty[0]
+        return Counts(p.counts, nulls, p.keys)
+    if all(p.sorted_layout for p in nonempty):
+        gpu = {backend.is_gpu(p.keys) for p in nonempty}
+        if len(gpu) > 1:  # some partials were moved to the host: merge there
+            nonempty = [to_host(p) for p in nonempty]
+        keys, counts = _merge_sorted([p.keys for p in nonempty], [p.counts for p in nonempty])
+        return Counts(counts, nulls, keys)
+    return Counts(_sum_series([_as_series(p) for p in nonempty]), nulls)
 
 
-def _sum_counts(parts: List[Any]) -> Any:
-    if len(parts) == 1:
-        return parts[0]
+def _merge_sorted(keys_list: List[Any], counts_list: List[Any]) -> Tuple[Any, Any]:
+    """Merge sorted-distinct key runs, summing the counts of equal keys."""
+    xp = backend.array_module(keys_list[0])
+    keys = xp.concatenate(keys_list)
+    counts = xp.concatenate(counts_list)
+    order = xp.argsort(keys, kind="stable")  # timsort on the CPU: merges the k sorted runs
+    keys = keys[order]
+    counts = counts[order]
+    del order
+    return _reduce_equal(keys, counts, xp)
+
+
+def _reduce_equal(keys: Any, counts: Any, xp: Any) -> Tuple[Any, Any]:
+    """Sum the counts of runs of equal keys in sorted ``keys``."""
+    n = len(keys)
+    if n == 0:
+        return keys, counts
+    starts = xp.empty(n, dtype=bool)
+    starts[0] = True
+    xp.not_equal(keys[1:], keys[:-1], out=starts[1:])
+    idx = xp.flatnonzero(starts)
+    del starts
+    if len(idx) == n:
+        return keys, counts
+    csum = xp.cumsum(counts)
+    ends = xp.empty(len(idx), dtype="int64")
+    ends[:-1] = idx[1:] - 1
+    ends[-1] = n - 1
+    sums = csum[ends]
+    sums[1:] -= csum[ends[:-1]]
+    return keys[idx], sums
+
+
+def _as_series(c: Counts) -> Any:
+    if not c.sorted_layout:
+        return c.counts
+    if backend.is_gpu(c.keys):
+        lib = backend.frame_lib(c.keys)
+        return lib.Series(c.counts, index=lib.Index(c.keys))
+    return pd.Series(c.counts, index=pd.Index(c.keys))
+
+
+def _sum_series(parts: List[Any]) -> Any:
+    libs = {backend.is_gpu(p) for p in parts}
+    if len(libs) > 1:
+        parts = [p.to_pandas() if backend.is_gpu(p) else p for p in parts]
     lib = backend.frame_lib(parts[0])
-    if lib is pd and all(p.index.dtype.kind in "iu" for p in parts):
-        # int64 values: numpy concatenate + pandas groupby on a plain int index (fast path)
-        values = np.concatenate([p.index.to_numpy(dtype="int64") for p in parts])
-        counts = np.concatenate([p.to_numpy(dtype="int64") for p in parts])
-        return pd.Series(counts).groupby(values, sort=False).sum()
     merged = lib.concat(parts)
     return merged.groupby(level=0, sort=False).sum()
 
 
+# -- finalize -----------------------------------------------------------------------------------
 def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -> Tuple[Any, np.ndarray]:
     """Vocabulary in id order: descending frequency, ties by ascending value.
 
-    Returns ``(values, frequencies)`` on the host (pandas Index-able array, int64 counts).
-    Values seen fewer than ``freq_threshold`` times are dropped (they become out-of-vocabulary),
-    and at most ``max_size`` values are kept when ``max_size > 0``.
+    Returns ``(values, frequencies)`` on the host (numpy arrays; int64 values for integer
+    columns, objects for strings). Values seen fewer than ``freq_threshold`` times are dropped
+    (they become out-of-vocabulary), and at most ``max_size`` values are kept when
+    ``max_size > 0``.
     """
+    if counts.sorted_layout:
+        return _finalize_sorted(counts.keys, counts.counts, freq_threshold, max_size)
     c = counts.counts
     if backend.is_gpu(c):
         c = c.to_pandas()
     if len(c) == 0:
-        return np.array([], dtype=c.index.dtype if hasattr(c.index, "dtype") else "int64"), np.array([], dtype="int64")
+        # no non-null value: an empty vocabulary of the column's kind (strings -> object)
+        try:
+            empty_dtype = np.dtype(getattr(c.index, "dtype", "int64"))
+        except TypeError:  # pandas extension dtypes (str, Int64...) are not numpy dtypes
+            empty_dtype = np.dtype(object)
+        return np.array([], dtype=empty_dtype), np.array([], dtype="int64")
     values = c.index.to_numpy()
     freqs = c.to_numpy(dtype="int64")
     if freq_threshold and freq_threshold > 1:
@@ -102,10 +230,80 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     return values, freqs
 
 
-def vocab_index(values: Any, like: Any) -> Any:
-    """Lookup structure of a vocabulary for :func:`tabprep.backend.index_of` on ``like``'s backend."""
-    if backend.is_gpu(like):
-        import cudf
+def _finalize_sorted(keys: Any, counts: Any, freq_threshold: int, max_size: int) -> Tuple[np.ndarray, np.ndarray]:
+    xp = backend.array_module(keys)
+    if freq_threshold and freq_threshold > 1:
+        keep = counts >= freq_threshold
+        keys, counts = keys[keep], counts[keep]
+    if len(keys) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    # keys ascend already: a stable sort on descending count keeps ties in ascending value order
+    top = int(counts.max())
+    rank = top - counts
+    if top < (1 << 16):
+        rank = rank.astype("uint16")  # numpy's stable sort is a radix sort for 16-bit keys
+    order = xp.argsort(rank, kind="stable")
+    del rank
+    if max_size and max_size > 0:
+        order = order[:max_size]
+    values, freqs = keys[order], counts[order]
+    return backend.to_numpy(values).astype("int64", copy=False), backend.to_numpy(freqs).astype("int64", copy=False)
 
-        return cudf.Series(values)
-    return pd.Index(values)
+
+# -- lookup ---------------------------------------------------------------------------------------
+class SortedVocab:
+    """An integer vocabulary sorted by value, with each value's position in the vocabulary.
+
+    Searched with ``searchsorted`` (numpy or cupy): no hash table, 16 bytes per value.
+    """
+
+    __slots__ = ("keys", "ids", "values")
+
+    def __init__(self, values: np.ndarray, like: Any) -> None:
+        order = np.argsort(values, kind="stable")
+        keys = values[order]
+        xp = backend.array_module(like)
+        self.keys = xp.asarray(keys)
+        self.ids = xp.asarray(order.astype("int64", copy=False))
+        self.values = values  # id order, host: for the fallback path
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, q: Any) -> Any:
+        """Position in the vocabulary of each int64 value of ``q`` (same array module), -1 if absent."""
+        xp = backend.array_module(q)
+        n = len(self.keys)
+        if n == 0 or len(q) == 0:
+            return xp.full(len(q), -1, dtype="int64")
+        # sorted queries make the binary searches walk the vocabulary in order (cache friendly)
+        qo = xp.argsort(q)
+        qs = q[qo]
+        pos = xp.searchsorted(self.keys, qs)
+        xp.minimum(pos, n - 1, out=pos)
+        res = xp.where(self.keys[pos] == qs, self.ids[pos], -1)
+        out = xp.empty_like(res)
+        out[qo] = res
+        return out
+
+
+def vocab_index(values: Any, like: Any) -> Any:
+    """Lookup structure of a vocabulary (host array in id order) for :func:`index_of` on ``like``'s backend."""
+    values = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if values.dtype.kind in "iu":
+        return SortedVocab(values.astype("int64", copy=False), like)
+    return backend.vocab_lookup(values, gpu=backend.is_gpu(like))
+
+
+def index_of(series: Any, index: Any) -> Any:
+    """Position of each value of ``series`` in the vocabulary (``vocab_index``), -1 when absent or null."""
+    if isinstance(index, SortedVocab):
+        if _is_int_like(series):
+            pos = index.lookup(backend.int_values(series, 0))
+            mask = backend.isnull(series)
+            if mask.any():
+                pos[mask] = -1
+            return pos
+        # e.g. a float or string column against an integer vocabulary: generic path
+        index = backend.vocab_lookup(index.values, gpu=backend.is_gpu(series))
+    return backend.index_of(series, index)

@@ -369,10 +369,11 @@ def schema_of_frame(df: Any) -> Schema:
     for name in df.columns:
         s = df[name]
         if backend.is_list_series(s):
-            if backend.is_gpu(s):
-                inner = str(s.dtype.element_type)
-            else:
-                inner = str(s.dtype.pyarrow_dtype.value_type)
+            dtype = s.dtype
+            if hasattr(dtype, "element_type"):  # cudf.ListDtype
+                inner = str(dtype.element_type)
+            else:  # pandas ArrowDtype(list)
+                inner = str(dtype.pyarrow_dtype.value_type)
             cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
         else:
             cols.append(ColumnSchema(name, dtype=str(s.dtype)))
