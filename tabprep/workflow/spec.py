@@ -108,12 +108,13 @@ class _Located:
         if node is None:
             return None
         line = node.start_mark.line + 1
-        for key in path:
+        for depth, key in enumerate(path):
             nxt = None
             if isinstance(node, yaml.MappingNode):
                 for k, v in node.value:
                     if isinstance(k, yaml.ScalarNode) and k.value == str(key):
-                        nxt = v if not isinstance(v, yaml.ScalarNode) or v.value != "" else k
+                        # the last step of the path names a key: point at the key's line
+                        nxt = k if depth == len(path) - 1 or (isinstance(v, yaml.ScalarNode) and v.value == "") else v
                         break
             elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
                 nxt = node.value[key]
@@ -123,10 +124,11 @@ class _Located:
             line = node.start_mark.line + 1
         return line
 
-    def error(self, message: str, path: PathT = (), hint: str = "") -> SpecError:
+    def error(self, message: str, path: PathT = (), hint: str = "", at: Optional[PathT] = None) -> SpecError:
+        """A :class:`SpecError` about ``path`` (``at``: where to take the line from, default ``path``)."""
         where = _where(path)
         text = message + (f" in {where}" if where else "") + (f"; {hint}" if hint else "")
-        return SpecError(text, source=self.source, line=self.line(path), where=where or None)
+        return SpecError(text, source=self.source, line=self.line(path if at is None else at), where=where or None)
 
 
 def _where(path: PathT) -> str:
@@ -194,7 +196,8 @@ def workflow_from_spec(spec: Any) -> Any:
         raise loc.error(f"the spec must be a mapping with a 'features:' list, got a {type(data).__name__}")
     for key in data:
         if key not in TOP_KEYS:
-            raise loc.error(f"unknown top-level key {key!r}", (key,), _did_you_mean(str(key), TOP_KEYS, "keys are"))
+            raise loc.error(f"unknown top-level key {key!r}", (), _did_you_mean(str(key), TOP_KEYS, "keys are"),
+                            at=(key,))
     version = data.get("version", SPEC_VERSION)
     if not isinstance(version, int) or version > SPEC_VERSION:
         raise loc.error(f"spec version {version!r} is not supported by this tabprep (it reads version "
