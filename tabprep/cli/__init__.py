@@ -1,0 +1,2 @@
+"""The ``tabprep`` command line (click): ``fit``, ``transform``, ``fit-transform``, ``convert``,
+``check``, ``inspect``, ``generate`` and ``demo``. Run ``tabprep --help``."""

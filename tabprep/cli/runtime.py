@@ -1,0 +1,321 @@
+"""What every CLI job shares: options, the dask cluster, input / output checks, errors and exit codes.
+
+Exit codes: 0 success; 1 the job failed (a column missing from the data, an op error, an I/O
+error...); 2 usage error (bad options, missing input files, an invalid spec, an output folder
+that exists without ``--overwrite``). A failure prints one line ``error: ...`` on stderr (the
+traceback too with ``--debug``).
+"""
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+import click
+
+log = logging.getLogger("tabprep.cli")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageProblem(Exception):
+    """Bad input from the command line (exit code 2)."""
+
+
+class JobFailed(Exception):
+    """The job could not complete (exit code 1)."""
+
+
+# -- options ------------------------------------------------------------------------------
+def _workers_type(value: Any) -> Any:
+    if value is None or value == "auto":
+        return value
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise click.BadParameter(f"{value!r} is not a number of workers (an integer >= 1, or 'auto')") from None
+    if n < 1:
+        raise click.BadParameter(f"needs at least 1 worker, got {n}")
+    return n
+
+
+def output_options(f: Callable) -> Callable:
+    """--quiet / --verbose / --debug: on every command."""
+    opts = [
+        click.option("-q", "--quiet", is_flag=True, help="No progress bars or summaries; only errors (for schedulers)."),
+        click.option("-v", "--verbose", is_flag=True, help="Log what tabprep does (INFO level) on stderr."),
+        click.option("--debug", is_flag=True, envvar="TABPREP_DEBUG",
+                     help="Print the full traceback on failure [env TABPREP_DEBUG=1]."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def job_options(f: Callable) -> Callable:
+    """Options of every job that runs on dask (fit, transform, fit-transform, convert, demo)."""
+    opts = [
+        click.option("--cpu/--gpu", "cpu", default=None,
+                     help="Run on the CPU (pandas) or the GPU (cuDF). Default: the GPU when cuDF and a GPU are "
+                          "usable, else the CPU."),
+        click.option("--part-size", metavar="SIZE", default=None,
+                     help="Target size of one partition, e.g. 256MB (default 128MB on CPU, 1GB on GPU). Smaller "
+                          "partitions use less memory per task."),
+        click.option("--scheduler", metavar="ADDRESS", envvar="TABPREP_SCHEDULER", default=None,
+                     help="Run on an existing dask.distributed cluster, e.g. tcp://10.0.0.5:8786 or a "
+                          "scheduler-file path [env TABPREP_SCHEDULER]."),
+        click.option("--workers", metavar="N", callback=lambda c, p, v: _workers_type(v), default=None,
+                     help="Start a local dask.distributed cluster of N worker processes ('auto': one per core; "
+                          "on GPU a LocalCUDACluster with one worker per GPU). Default: dask's threaded "
+                          "scheduler in this process."),
+        click.option("--memory-limit", metavar="SIZE", default=None,
+                     help="Memory limit of each --workers worker process, e.g. 4GB (default: RAM / workers)."),
+        click.option("--profile", is_flag=True, help="Print a per-op time summary at the end."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return output_options(f)
+
+
+def read_options(f: Callable) -> Callable:
+    """How DATA is read: --engine, --sep, --names."""
+    opts = [
+        click.option("--engine", type=click.Choice(["parquet", "csv"]), default=None,
+                     help="Format of DATA (default: from the file extensions)."),
+        click.option("--sep", default=None, metavar="CHAR",
+                     help="Field separator of csv DATA (default ','; use $'\\t' for tab-separated files)."),
+        click.option("--names", default=None, metavar="A,B,...",
+                     help="Column names of csv DATA that has no header line (comma-separated)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+# -- errors ---------------------------------------------------------------------------------
+def handle_errors(fn: Callable) -> Callable:
+    """Map exceptions of a command body to ``error: ...`` and exit codes 1 / 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = bool(kwargs.get("debug")) or os.environ.get("TABPREP_DEBUG", "") not in ("", "0")
+        try:
+            return fn(*args, **kwargs)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            raise click.exceptions.Exit(130)
+        except Exception as exc:  # noqa: BLE001 - the CLI's job is to turn any failure into one line
+            from ..workflow.spec import SpecError
+            from .progress import end_open_bar
+
+            end_open_bar()
+            if debug:
+                traceback.print_exc(file=sys.stderr)
+            usage = isinstance(exc, (UsageProblem, SpecError))
+            msg = one_line(exc)
+            hint = "" if debug else " (--debug shows the traceback)"
+            click.echo(f"error: {msg}" + ("" if usage or isinstance(exc, JobFailed) else hint), err=True)
+            raise click.exceptions.Exit(EXIT_USAGE if usage else EXIT_FAILED)
+
+    return wrapper
+
+
+_PLAIN = (ValueError, KeyError, TypeError, RuntimeError, OSError, UsageProblem, JobFailed)
+
+
+def one_line(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        text = str(exc.args[0])
+    else:
+        text = str(exc) or type(exc).__name__
+    text = " ".join(text.split())
+    if not isinstance(exc, _PLAIN):
+        text = f"{type(exc).__name__}: {text}"
+    return text
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def setup_logging(verbose: bool, quiet: bool) -> None:
+    level = logging.INFO if verbose else (logging.ERROR if quiet else logging.WARNING)
+    logger = logging.getLogger("tabprep")
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    for name in ("distributed", "distributed.nanny", "distributed.scheduler", "distributed.worker"):
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.ERROR)
+
+
+# -- inputs / outputs ------------------------------------------------------------------------
+def resolve_inputs(paths: Sequence[str]) -> List[str]:
+    """Expand DATA arguments (files, folders, globs); a missing one is a usage error."""
+    from ..io.dataset import expand_paths
+
+    if not paths:
+        raise UsageProblem("no DATA given: pass parquet/csv files, folders or globs")
+    try:
+        return expand_paths(list(paths))
+    except FileNotFoundError as exc:
+        raise UsageProblem(str(exc)) from None
+    except ValueError as exc:  # an incomplete tabprep output
+        raise UsageProblem(str(exc)) from None
+
+
+def check_output(path: str, overwrite: bool, what: str = "output folder") -> None:
+    """Before any work: ``path`` must be new (or empty, or --overwrite) and its parent writable."""
+    p = Path(path)
+    if p.exists():
+        if p.is_file():
+            if not overwrite:
+                raise UsageProblem(f"{what} {path!r} is an existing file; choose another path")
+        elif any(p.iterdir()) and not overwrite:
+            raise UsageProblem(f"{what} {path!r} exists and is not empty; pass --overwrite to replace it "
+                               f"(it is replaced only once the new output is complete)")
+    anc = p.absolute().parent
+    while not anc.exists():
+        anc = anc.parent
+    if not anc.is_dir():
+        raise JobFailed(f"cannot write {what} {path!r}: {str(anc)!r} is a file, not a folder")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise JobFailed(f"cannot write {what} {path!r}: no write permission in {str(anc)!r}")
+
+
+def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], names: Optional[str],
+                 part_size: Optional[str], cpu: Optional[bool]) -> Any:
+    from ..io.dataset import Dataset
+
+    kwargs: Dict[str, Any] = {}
+    if sep is not None:
+        kwargs["sep"] = sep.encode().decode("unicode_escape") if "\\" in sep else sep
+    if names:
+        kwargs["names"] = [n.strip() for n in names.split(",") if n.strip()]
+        kwargs["header"] = None
+    if kwargs and (engine or "") != "csv" and not all(f.endswith((".csv", ".tsv", ".txt", ".csv.gz")) for f in files):
+        raise UsageProblem("--sep/--names apply to csv DATA; add --engine csv if the files are csv")
+    if part_size is not None:
+        from ..io.dataset import parse_size
+
+        try:
+            parse_size(part_size)
+        except ValueError:
+            raise UsageProblem(f"--part-size {part_size!r} is not a size like 256MB") from None
+    return Dataset(files, engine=engine, part_size=part_size, cpu=cpu, **kwargs)
+
+
+def input_rows(ds: Any) -> Optional[int]:
+    """Row count when it is cheap to know (parquet metadata); None for csv."""
+    try:
+        return int(ds.num_rows) if ds.engine == "parquet" else None
+    except Exception:  # noqa: BLE001 - progress bars work without it
+        return None
+
+
+def check_columns(wf: Any, ds: Any) -> None:
+    """Fail early, naming the spec line, when a column the workflow reads is not in the data."""
+    schema = ds.schema
+    lines = getattr(wf, "_spec_column_lines", {}) or {}
+    source = getattr(wf, "_spec_source", None)
+    for col in wf.input_columns:
+        if col in schema:
+            continue
+        close = difflib.get_close_matches(col, schema.column_names, n=3, cutoff=0.5)
+        where = ""
+        if lines.get(col):
+            where = f" ({source or 'spec'} line {lines[col]})"
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        names = schema.column_names
+        avail = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+        raise JobFailed(f"column {col!r}{where} is not in {ds.describe()}{hint} Its columns: {avail}")
+
+
+# -- dask ------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[str], cpu: Optional[bool],
+                 quiet: bool) -> Iterator[Any]:
+    """The distributed client for the job (None: dask's threaded scheduler in this process)."""
+    if scheduler and workers:
+        raise UsageProblem("give --scheduler (an existing cluster) or --workers (a local one), not both")
+    if memory_limit and not workers:
+        raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
+                           "add --workers N (an existing --scheduler cluster has its own limits)")
+    if not scheduler and not workers:
+        yield None
+        return
+    from distributed import Client
+
+    if scheduler:
+        kwargs: Dict[str, Any] = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
+        try:
+            client = Client(timeout="20s", **kwargs)
+        except (OSError, TimeoutError) as exc:
+            raise JobFailed(f"cannot connect to the dask scheduler at {scheduler!r}: {one_line(exc)}") from None
+        with client:
+            yield client
+        return
+    from .. import backend
+
+    on_gpu = not backend.resolve_cpu(cpu)
+    if on_gpu:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise JobFailed("--workers on the GPU needs dask-cuda (pip install tabprep[gpu]); or add --cpu") from None
+        n_gpus = _gpu_count()
+        n = n_gpus if workers == "auto" else int(workers)
+        if n > n_gpus:
+            raise UsageProblem(f"--workers {n} on the GPU needs {n} GPUs (one worker per GPU); this machine has "
+                               f"{n_gpus}")
+        devices = ",".join(str(i) for i in range(n))
+        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, memory_limit=memory_limit or "auto",
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+    else:
+        from distributed import LocalCluster
+
+        cores = os.cpu_count() or 1
+        n = cores if workers == "auto" else int(workers)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, cores // n), processes=True,
+                               memory_limit=memory_limit or "auto", dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    with cluster, Client(cluster) as client:
+        log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
+        yield client
+
+
+def _gpu_count() -> int:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:  # noqa: BLE001
+        try:
+            import cupy
+
+            return int(cupy.cuda.runtime.getDeviceCount())
+        except Exception:  # noqa: BLE001
+            return 0
