@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
@@ -14,7 +15,7 @@ import click
 
 from .. import __version__
 from . import progress as P
-from .runtime import (EXIT_USAGE, JobFailed, UsageProblem, check_columns, check_output, dask_cluster,
+from .runtime import (JobFailed, UsageProblem, check_columns, check_output, dask_cluster,
                       handle_errors, input_rows, job_options, make_dataset, output_options, read_options,
                       resolve_inputs, setup_logging)
 
@@ -65,8 +66,9 @@ def cli() -> None:
           ops: [FillMissing, {Clip: {min_value: 0}}, LogOp, Normalize]
         - columns: [label]
     Merges of chains refer to named features: columns: [{feature: NAME}, C3]; columns sharing one
-    vocabulary are grouped: columns: [[user_a, user_b]]. `tabprep check SPEC` validates a spec;
-    the Python equivalent is tabprep.Workflow.from_spec(path) / workflow.to_spec().
+    vocabulary are grouped: columns: [[user_a, user_b]]; functions are named by import path:
+    {LambdaOp: {f: {import: "mymodule:fn"}}} (the working directory is importable). `tabprep
+    check SPEC` validates a spec; in Python: tabprep.Workflow.from_spec(path) / workflow.to_spec().
 
     \b
     DATA: parquet or csv files, folders of them, or globs (quote them: 'data/*.parquet').
@@ -142,6 +144,12 @@ class _Job:
     def __enter__(self) -> "_Job":
         setup_logging(bool(self.opts.get("verbose")), self.quiet)
         o = self.opts
+        if o.get("cpu") is False:
+            from ..backend import has_cudf
+
+            if not has_cudf():
+                raise JobFailed("--gpu needs cuDF, dask-cuDF and a CUDA GPU, which are not usable here "
+                                "(pip install tabprep[gpu] on a machine with an NVIDIA GPU); use --cpu")
         self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet)
         self.client = self._cm.__enter__()
         if self.client is not None:
@@ -215,10 +223,6 @@ class _Job:
     def finish(self) -> None:
         if self.profile:
             P.echo_profile(self.profile_rows)
-
-
-def _job_opts(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    return dict(kwargs)
 
 
 def _write_options(to: str, output_files: Optional[int], split_per_worker: Optional[int],
@@ -615,6 +619,10 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
 
 def main(argv: Optional[Sequence[str]] = None) -> Any:
     """Console-script entry point (``tabprep``)."""
+    # like `python -m`: custom ops and functions a spec names ({import: "mymodule:f"}) may live in
+    # the working directory
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     return cli.main(args=list(argv) if argv is not None else None, prog_name="tabprep")
 
 
