@@ -254,6 +254,7 @@ ERRORS = [
     ("features: []\n", 1, ["non-empty list"]),
     ("version: 7\nfeatures:\n  - columns: [a]\n", 1, ["version 7"]),
     ("features:\n  - ops: [LogOp]\n", 2, ["no 'columns:'"]),
+    ("features:\n  - columns: [a]\n    ops: [LogOp]\n    ops: [Normalize]\n", 4, ["'ops' appears twice", "line 3"]),
 ]
 
 

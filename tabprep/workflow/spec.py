@@ -182,7 +182,27 @@ def _parse_text(text: str, source: Optional[str]) -> _Located:
                         source=source, line=(mark.line + 1) if mark else None) from None
     if data is None:
         raise SpecError("the spec is empty; it needs a 'features:' list (see tabprep.workflow.spec)", source=source)
+    _check_duplicate_keys(root, source)
     return _Located(data, root, source)
+
+
+def _check_duplicate_keys(node: Any, source: Optional[str]) -> None:
+    """YAML keeps the last of two equal keys silently; a spec with one is almost surely a mistake."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            seen: Dict[str, int] = {}
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode):
+                    if k.value in seen:
+                        raise SpecError(f"key {k.value!r} appears twice in one mapping (first on line {seen[k.value]}); "
+                                        f"YAML would keep only the last: merge them", source=source,
+                                        line=k.start_mark.line + 1)
+                    seen[k.value] = k.start_mark.line + 1
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
 
 
 # -- spec -> workflow ----------------------------------------------------------------------
