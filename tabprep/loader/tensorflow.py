@@ -1,0 +1,391 @@
+"""TensorFlow / Keras adapter of the online loader (NVTabular's names and parameters).
+
+>>> import os; os.environ["TF_MEMORY_ALLOCATION"] = "0.5"   # before TensorFlow claims the GPU
+>>> from tabprep.loader.tensorflow import KerasSequenceLoader, KerasSequenceValidater
+>>> train = KerasSequenceLoader("raw/train/*.parquet", batch_size=65536, label_names=["label"],
+...                             shuffle=True, buffer_size=0.06, parts_per_chunk=2, seed=0)
+>>> train.map(tp.Workflow.load("wf/"))          # online transform, per chunk
+>>> model.fit(train, epochs=1, callbacks=[KerasSequenceValidater(valid)])
+
+Each batch is ``(features, labels)`` (just ``features`` when there are no labels), with
+``features`` a dict of tensors:
+
+* single-valued columns: shape ``(batch, 1)`` (categorical ids keep their integer dtype,
+  continuous columns are float32);
+* multi-hot (list) columns, by default two entries: ``<name>__values`` (all the rows' values,
+  flat, shape ``(nnz, 1)``) and ``<name>__nnzs`` (values per row, int64, ``(batch, 1)``);
+  with ``ragged=True`` one ``tf.RaggedTensor`` of shape ``(batch, None)``; with
+  ``sparse_as_dense=True`` one dense ``(batch, max_len)`` tensor right-padded with 0.
+
+``labels`` is a ``(batch, 1)`` tensor for one label, a dict ``{name: tensor}`` for several.
+
+On the GPU (cuDF present, ``device`` not ``"cpu"``) chunks are read and transformed by cuDF
+and the batch arrays (cupy) reach TensorFlow through DLPack, without a copy through host
+memory, when you iterate the loader yourself (``for x, y in loader``, custom training loops).
+Note that Keras 3's ``model.fit`` wraps every ``PyDataset`` in ``tf.data.Dataset.from_generator``,
+which stages tensors in host memory; that copy is Keras', not the loader's.
+
+Batch order and ``__getitem__``: the loader shuffles by itself (pieces and rows, seeded), and
+``loader[i]`` returns the *next* batch in the loader's order, whatever ``i`` (as NVTabular's
+``KerasSequenceLoader`` does). Keras 3's ``model.fit`` asks for the indices of an epoch in a
+random order (``shuffle=True`` is fit's default); honouring them would re-read a chunk per
+batch, while serving in order costs one slice per batch. Every ``len(loader)`` requests form
+one epoch of the loader, so each Keras epoch sees every row of the rank once (two batches
+Keras reads ahead of fit to learn the tensor specs are served from a cached batch and do not
+count). For exact random access use ``loader.loader.batch_at(i)``, which re-reads the chunk
+holding batch ``i`` when ``i`` is not the next one. Keep ``workers=1`` (the default): the
+loader prepares chunks in its own background thread.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .core import DataLoader, RaggedBatch
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------
+# TensorFlow GPU memory
+# ---------------------------------------------------------------------------------------
+def _free_gpu_mb(device: int) -> Optional[float]:
+    try:
+        import cupy
+
+        with cupy.cuda.Device(device):
+            free, _total = cupy.cuda.runtime.memGetInfo()
+        return free / 1024 ** 2
+    except Exception:  # noqa: BLE001 - no cupy / no driver: caller falls back to memory growth
+        return None
+
+
+def configure_tensorflow(memory_allocation: Union[None, float, str] = None, device: Optional[int] = None) -> Optional[int]:
+    """Limit TensorFlow's GPU memory so cuDF (the loader) keeps the rest.
+
+    Must run before TensorFlow initializes the GPU (it runs when this module is imported).
+
+    Args:
+        memory_allocation: a fraction (< 1) of the GPU's *free* memory, or a number of MB
+            (>= 1). Default: the ``TF_MEMORY_ALLOCATION`` environment variable, else 0.5.
+        device: the GPU index (default: ``TF_VISIBLE_DEVICE`` or 0).
+
+    Returns:
+        The limit in MB, or None when there is no GPU (no-op on CPU-only TensorFlow) or the
+        limit could not be set (TensorFlow already initialized: a warning is logged). When the
+        free memory cannot be measured (no cupy), memory growth is enabled instead.
+    """
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return None
+    if memory_allocation is None:
+        memory_allocation = os.environ.get("TF_MEMORY_ALLOCATION", "0.5")
+    value = float(memory_allocation)
+    if value <= 0:
+        raise ValueError(f"TF_MEMORY_ALLOCATION must be a fraction in (0, 1) or MB >= 1, got {memory_allocation!r}")
+    dev = int(os.environ.get("TF_VISIBLE_DEVICE", 0)) if device is None else int(device)
+    gpu = gpus[min(dev, len(gpus) - 1)]
+    try:
+        if value < 1:
+            free = _free_gpu_mb(dev)
+            if free is None:
+                tf.config.experimental.set_memory_growth(gpu, True)
+                log.info("TensorFlow GPU memory: growth enabled (free memory unknown)")
+                return None
+            mb = int(value * free)
+        else:
+            mb = int(value)
+        tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=mb)])
+        log.info("TensorFlow GPU memory limited to %d MB on %s", mb, gpu.name)
+        return mb
+    except RuntimeError as exc:
+        log.warning("could not limit TensorFlow's GPU memory (%s); import tabprep.loader.tensorflow before "
+                    "TensorFlow touches the GPU, or set TF_MEMORY_ALLOCATION earlier", exc)
+        return None
+
+
+configure_tensorflow()
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
+
+sys.modules.setdefault(__name__ + ".layers", layers)
+
+
+# ---------------------------------------------------------------------------------------
+# conversion
+# ---------------------------------------------------------------------------------------
+def _to_tensor(arr: Any) -> tf.Tensor:
+    """A TF tensor of a numpy array (copy) or a cupy array (DLPack, stays on the GPU)."""
+    if isinstance(arr, np.ndarray):
+        return tf.convert_to_tensor(arr)
+    capsule = arr.toDlpack() if hasattr(arr, "toDlpack") else arr.__dlpack__()
+    return tf.experimental.dlpack.from_dlpack(capsule)
+
+
+def _keras_spec_peek() -> bool:
+    """True when called (through ``__getitem__``) from Keras' ``PyDatasetAdapter.get_tf_dataset``,
+    which reads the first batches only to build the dataset's output signature."""
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_name == "get_tf_dataset" and "py_dataset_adapter" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _column(arr: Any) -> Any:
+    return arr.reshape(-1, 1) if arr.ndim == 1 else arr
+
+
+def names_from_feature_columns(feature_columns: Sequence[Any]) -> Tuple[List[str], List[str]]:
+    """``(cat_names, cont_names)`` of TF feature columns, as NVTabular's Keras examples use them.
+
+    Accepts ``numeric_column`` (continuous) and ``categorical_column_with_identity``
+    (categorical), also wrapped in ``embedding_column`` / ``indicator_column``. Hashing or
+    vocabulary columns are refused: that preprocessing belongs in the workflow
+    (``HashBucket`` / ``Categorify``), which the loader applies online.
+    """
+    cats: List[str] = []
+    conts: List[str] = []
+    for fc in feature_columns:
+        col = fc
+        while hasattr(col, "categorical_column"):
+            col = col.categorical_column
+        kind = type(col).__name__
+        if kind == "NumericColumn":
+            conts.append(col.key)
+        elif kind == "IdentityCategoricalColumn":
+            cats.append(col.key)
+        else:
+            raise ValueError(f"feature column {getattr(fc, 'name', fc)!r} is a {kind}; the loader takes numeric and "
+                             f"identity categorical columns only: hash / vocabulary lookups belong in the tabprep "
+                             f"workflow (HashBucket / Categorify), applied with loader.map(workflow)")
+    return list(dict.fromkeys(cats)), list(dict.fromkeys(conts))
+
+
+# ---------------------------------------------------------------------------------------
+# the Keras loader
+# ---------------------------------------------------------------------------------------
+class KerasSequenceLoader(keras.utils.PyDataset):
+    """A Keras ``PyDataset`` (and plain iterator) over parquet, transformed online.
+
+    Parameters are NVTabular's (see :class:`tabprep.loader.core.DataLoader` for the details of
+    chunking, shuffling and sharding); in addition:
+
+    Args:
+        feature_columns: TF feature columns giving ``cat_names`` / ``cont_names``
+            (see :func:`names_from_feature_columns`).
+        ragged: emit multi-hot columns as ``tf.RaggedTensor`` instead of ``__values``/``__nnzs``.
+        seed: shuffle seed (default: random per loader).
+        prefetch: chunks prepared ahead by the background thread (default 1).
+        **pydataset_kwargs: ``workers`` / ``use_multiprocessing`` / ``max_queue_size`` of Keras'
+            PyDataset; leave them at their defaults (the loader prefetches on its own; more
+            Keras workers turn sequential reads into random access).
+    """
+
+    def __init__(self, paths_or_dataset: Any, batch_size: int, label_names: Optional[Sequence[str]] = None,
+                 feature_columns: Optional[Sequence[Any]] = None, cat_names: Optional[Sequence[str]] = None,
+                 cont_names: Optional[Sequence[str]] = None, engine: Optional[str] = None, shuffle: bool = True,
+                 seed_fn: Any = None, buffer_size: float = 0.1, device: Union[None, str, int] = None,
+                 parts_per_chunk: int = 1, reader_kwargs: Optional[Dict[str, Any]] = None,
+                 global_size: Optional[int] = None, global_rank: Optional[int] = None, drop_last: bool = False,
+                 sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
+                 sparse_as_dense: bool = False, schema: Any = None, ragged: bool = False,
+                 seed: Optional[int] = None, prefetch: int = 1, **pydataset_kwargs: Any) -> None:
+        super().__init__(**pydataset_kwargs)
+        if self.workers > 1 or self.use_multiprocessing:
+            log.warning("KerasSequenceLoader with workers=%d / use_multiprocessing=%s: batches are then asked out of "
+                        "order, which re-reads chunks; keep workers=1 (the loader prefetches in its own thread)",
+                        self.workers, self.use_multiprocessing)
+        if ragged and sparse_as_dense:
+            raise ValueError("choose one of ragged=True and sparse_as_dense=True")
+        if feature_columns is not None:
+            fc_cats, fc_conts = names_from_feature_columns(feature_columns)
+            cat_names = list(cat_names or []) + [c for c in fc_cats if c not in (cat_names or [])]
+            cont_names = list(cont_names or []) + [c for c in fc_conts if c not in (cont_names or [])]
+        self.ragged = bool(ragged)
+        self._count = 0
+        self._count_lock = threading.Lock()
+        self._template: Any = None
+        self.loader = DataLoader(paths_or_dataset, batch_size, label_names=label_names, cat_names=cat_names,
+                                 cont_names=cont_names, engine=engine, shuffle=shuffle, seed_fn=seed_fn,
+                                 buffer_size=buffer_size, device=device, parts_per_chunk=parts_per_chunk,
+                                 reader_kwargs=reader_kwargs, global_size=global_size, global_rank=global_rank,
+                                 drop_last=drop_last, sparse_names=sparse_names, sparse_max=sparse_max,
+                                 sparse_as_dense=sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch)
+
+    # -- configuration ---------------------------------------------------------------------
+    def map(self, workflow: Any) -> "KerasSequenceLoader":
+        """Apply ``workflow`` (fitted :class:`tabprep.Workflow`) to every chunk; returns ``self``."""
+        self.loader.map(workflow)
+        self._count = 0
+        self._template = None
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        return self.loader.batch_size
+
+    @property
+    def cat_names(self) -> List[str]:
+        return self.loader.cat_names
+
+    @property
+    def cont_names(self) -> List[str]:
+        return self.loader.cont_names
+
+    @property
+    def label_names(self) -> List[str]:
+        return self.loader.label_names
+
+    @property
+    def sparse_names(self) -> List[str]:
+        return self.loader.sparse_names
+
+    @property
+    def output_schema(self) -> Any:
+        return self.loader.output_schema
+
+    # -- PyDataset protocol ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getitem__(self, index: int) -> Any:
+        """The next batch in the loader's order (``index`` only bounds-checked; see the module doc)."""
+        n = len(self)
+        if not -n <= index < n:
+            raise IndexError(f"batch index {index} out of range: the loader has {n} batches per epoch")
+        if _keras_spec_peek():
+            # Keras reads the first batches only for their shapes / dtypes: serve a cached batch
+            # (or the epoch's first one, kept for the real read) without consuming the epoch
+            if self._template is None:
+                self._template = self._convert(self.loader.peek())
+            return self._template
+        with self._count_lock:
+            position = self._count % n
+            self._count += 1
+            batch = self._convert(self.loader.batch_at(position))
+        self._template = batch
+        return batch
+
+    def __iter__(self):
+        """One epoch of ``(features, labels)`` (each ``for`` loop is a new epoch)."""
+        for batch in self.loader:
+            yield self._convert(batch)
+
+    def on_epoch_end(self) -> None:
+        """Nothing to do: the loader starts a new epoch (new shuffle) when batch 0 is asked for
+        after the epoch's last batch. (Keras may already prefetch the next epoch's first batches
+        before calling this, so epochs are not counted here.)"""
+
+    def close(self) -> None:
+        """Stop the loader's background thread."""
+        self.loader.close()
+
+    # -- conversion --------------------------------------------------------------------------
+    def _convert(self, batch: Dict[str, Any]) -> Any:
+        x: Dict[str, Any] = {}
+        for name in self.loader._cat_names + self.loader._cont_names:
+            value = batch[name]
+            if isinstance(value, RaggedBatch):
+                if self.ragged:
+                    x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
+                                                               _to_tensor(value.lengths), validate=False)
+                else:
+                    x[name + "__values"] = _to_tensor(_column(value.values))
+                    x[name + "__nnzs"] = _to_tensor(_column(value.lengths))
+            else:
+                x[name] = _to_tensor(_column(value))
+        labels = self.loader._label_names
+        if not labels:
+            return x
+        ys = {}
+        for name in labels:
+            value = batch[name]
+            if isinstance(value, RaggedBatch):
+                raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
+            ys[name] = _to_tensor(_column(value))
+        return x, (ys[labels[0]] if len(labels) == 1 else ys)
+
+    def keras_inputs(self) -> Dict[str, Any]:
+        """``keras.Input`` placeholders matching the features this loader emits (names, dtypes,
+        shapes), for functional models. Reads the first batch (cheap: its chunk is kept)."""
+        batch = self.loader.peek()
+        inputs: Dict[str, Any] = {}
+        for name in self.loader._cat_names + self.loader._cont_names:
+            value = batch[name]
+            if isinstance(value, RaggedBatch):
+                dtype = str(value.values.dtype)
+                if self.ragged:
+                    inputs[name] = keras.Input(shape=(None,), dtype=dtype, name=name, ragged=True)
+                else:
+                    inputs[name + "__values"] = keras.Input(shape=(1,), dtype=dtype, name=name + "__values")
+                    inputs[name + "__nnzs"] = keras.Input(shape=(1,), dtype="int64", name=name + "__nnzs")
+            else:
+                shape = (1,) if value.ndim == 1 else tuple(value.shape[1:])
+                inputs[name] = keras.Input(shape=shape, dtype=str(value.dtype), name=name)
+        return inputs
+
+    def __repr__(self) -> str:
+        return repr(self.loader).replace("DataLoader(", "KerasSequenceLoader(", 1)
+
+
+class KerasSequenceValidater(keras.callbacks.Callback):
+    """Adds ``val_<name>`` entries (loss and compiled metrics) to the logs at each epoch end.
+
+    The validation loader (a :class:`KerasSequenceLoader`, usually ``shuffle=False``) is
+    iterated for exactly one epoch through the model's compiled test step (metrics accumulated
+    over the epoch; tensors passed as they come, so GPU batches stay on the GPU: no ``tf.data``
+    staging). The training metrics' state is reset (fit resets it at the next epoch anyway).
+
+    Args:
+        dataloader: the validation loader (anything iterating ``(features, labels)``).
+        steps: evaluate at most this many batches per epoch (default: the whole loader).
+    """
+
+    def __init__(self, dataloader: Any, steps: Optional[int] = None) -> None:
+        super().__init__()
+        self.dataloader = dataloader
+        self.steps = steps
+
+    def evaluate(self) -> Dict[str, float]:
+        """Loss and metrics of the model on one epoch of the validation loader."""
+        seen = 0
+        for i, (x, y) in enumerate(self.dataloader):
+            if self.steps is not None and i >= self.steps:
+                break
+            if i == 0:
+                # builds the test function and resets the metrics, then runs the first batch
+                self.model.test_on_batch(x, y)
+            else:
+                # accumulates into the same metric states (test_on_batch would reset them)
+                self.model.test_function(iter([(x, y, None)]))
+            seen += 1
+        if not seen:
+            raise ValueError("the validation loader yielded no batch")
+        results = self.model.get_metrics_result()
+        return {k: float(v) for k, v in results.items()}
+
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, Any]] = None) -> None:
+        results = self.evaluate()
+        if logs is not None:
+            for name, value in results.items():
+                logs["val_" + name] = value
+        log.info("epoch %d validation: %s", epoch, {k: round(v, 6) for k, v in results.items()})
+
+
+__all__ = ["KerasSequenceLoader", "KerasSequenceValidater", "configure_tensorflow", "names_from_feature_columns",
+           "layers"]

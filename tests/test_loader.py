@@ -1,0 +1,359 @@
+"""The framework-neutral online loader (tabprep.loader.core): parity with the offline transform,
+shuffling, sharding, batching, random access, prefetch-thread errors. No TensorFlow here."""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from typing import Dict, List
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+from tabprep.backend import to_numpy
+from tabprep.loader import DataLoader, RaggedBatch
+from tabprep.loader.core import PAD_ID, _RaggedColumn, pad_ragged, plan_pieces, shard_rows, take_ragged, _Unit
+
+ROWS_PER_FILE = 1500
+NFILES = 3
+N = ROWS_PER_FILE * NFILES
+
+
+def _frame(seed: int, n: int, start: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    c1 = pd.array(rng.integers(0, 40, n), dtype="Int64")
+    c1[rng.random(n) < 0.1] = pd.NA
+    i1 = rng.normal(size=n)
+    i1[rng.random(n) < 0.1] = np.nan
+    return pd.DataFrame({
+        "row": np.arange(start, start + n, dtype="int64"),           # to follow rows around
+        "C1": c1,
+        "C2": pd.Series(rng.choice(["a", "b", "c", "d"], n), dtype="str"),
+        "C3": rng.integers(0, 10_000, n),
+        "I1": i1,
+        "tags": [list(rng.integers(0, 30, rng.integers(0, 5))) for _ in range(n)],
+        "label": rng.integers(0, 2, n).astype("int64"),
+    })
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> str:
+    d = tmp_path_factory.mktemp("loader_data")
+    for f in range(NFILES):
+        df = _frame(f, ROWS_PER_FILE, f * ROWS_PER_FILE)
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(d / f"part{f}.parquet"),
+                       row_group_size=400)
+    return str(d)
+
+
+def _workflow(cpu: bool = True) -> tp.Workflow:
+    cats = ["C1", "C2", "tags"] >> ops.Categorify()
+    hashed = ["C3"] >> ops.HashBucket(num_buckets=97)
+    conts = ["I1"] >> ops.FillMissing() >> ops.Normalize()
+    return tp.Workflow(cats + hashed + conts + ["label", "row"])
+
+
+@pytest.fixture(scope="module")
+def fitted(data_dir):
+    wf = _workflow()
+    ds = tp.Dataset(data_dir, cpu=True)
+    wf.fit(ds)
+    offline = wf.transform(ds).compute()
+    return wf, offline
+
+
+def _loader(path, **kw) -> DataLoader:
+    args = dict(batch_size=256, label_names=["label"], cat_names=["C1", "C2", "C3", "tags", "row"],
+                cont_names=["I1"], buffer_size=700, parts_per_chunk=2, seed=7, device="cpu")
+    args.update(kw)
+    return DataLoader(path, **args)
+
+
+def _collect(batches: List[Dict]) -> Dict[str, object]:
+    """Concatenate an epoch's batches: scalars as arrays, lists as python lists per row."""
+    out: Dict[str, object] = {}
+    for name, first in batches[0].items():
+        if isinstance(first, RaggedBatch):
+            rows = []
+            for b in batches:
+                vals, lens = to_numpy(b[name].values), to_numpy(b[name].lengths)
+                offs = np.concatenate([[0], np.cumsum(lens)])
+                rows += [vals[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+            out[name] = rows
+        else:
+            out[name] = np.concatenate([to_numpy(b[name]) for b in batches])
+    return out
+
+
+def _offline_lists(offline: pd.DataFrame, name: str) -> List[list]:
+    return [list(v) for v in pa.array(offline[name]).to_pylist()]
+
+
+# ---------------------------------------------------------------------------------------
+# planning
+# ---------------------------------------------------------------------------------------
+def test_shard_rows_equal_counts_and_cover():
+    for n in (1, 7, 10, 11, 12, 1000):
+        for size in (1, 2, 3, 4):
+            for drop_last in (False, True):
+                ranges = [shard_rows(n, size, r, drop_last) for r in range(size)]
+                counts = {sum(b - a for a, b in rs) for rs in ranges}
+                assert len(counts) == 1, (n, size, drop_last, ranges)
+                rows = [i for rs in ranges for a, b in rs for i in range(a, b)]
+                if drop_last:
+                    assert len(rows) == len(set(rows)) and len(rows) >= n - (size - 1)
+                else:
+                    assert set(rows) == set(range(n)) and len(rows) - n <= size - 1
+    with pytest.raises(ValueError):
+        shard_rows(10, 2, 2, False)
+
+
+def test_plan_pieces_keeps_groups_and_row_groups():
+    units = [_Unit(0, 0, 100), _Unit(0, 1, 100), _Unit(0, 2, 500), _Unit(1, 0, 50), _Unit(1, 1, 50)]
+    pieces = plan_pieces(units, 250)
+    assert [p.units for p in pieces] == [(0, 1), (2,), (3, 4)]
+    assert [p.num_rows for p in pieces] == [200, 500, 100]
+
+
+def test_ragged_helpers():
+    col = _RaggedColumn(np.array([1, 2, 3, 4, 5, 6]), np.array([0, 2, 2, 5, 6]))
+    perm = np.array([3, 0, 2, 1])
+    out = take_ragged(col, perm)
+    assert out.offsets.tolist() == [0, 1, 3, 6, 6]
+    assert out.values.tolist() == [6, 1, 2, 3, 4, 5]
+    dense = pad_ragged(col, 2)
+    assert dense.tolist() == [[1, 2], [PAD_ID, PAD_ID], [3, 4], [6, PAD_ID]]
+
+
+# ---------------------------------------------------------------------------------------
+# parity with the offline transform
+# ---------------------------------------------------------------------------------------
+def test_map_workflow_matches_offline_transform(data_dir, fitted, backend):
+    wf, offline = fitted
+    loader = _loader(data_dir, shuffle=False, device="cpu" if backend == "cpu" else 0).map(wf)
+    batches = list(loader)
+    assert len(batches) == len(loader) == -(-N // 256)
+    assert all(len(to_numpy(b["row"])) == 256 for b in batches[:-1])
+    got = _collect(batches)
+    for name in ["C1", "C2", "C3", "row", "label"]:
+        np.testing.assert_array_equal(got[name], offline[name].to_numpy(), err_msg=name)
+    np.testing.assert_allclose(got["I1"], offline["I1"].to_numpy(), rtol=1e-6, atol=1e-6)
+    assert got["I1"].dtype == np.float32 and got["C1"].dtype == np.int64
+    assert got["tags"] == _offline_lists(offline, "tags")
+    assert loader.sparse_names == ["tags"]
+
+
+def test_shuffle_same_multiset_per_epoch_and_deterministic(data_dir, fitted):
+    wf, offline = fitted
+    loader = _loader(data_dir, shuffle=True).map(wf)
+    e0 = _collect(list(loader))
+    e1 = _collect(list(loader))
+    assert loader.epoch == 1
+    ref = offline.set_index("row")
+    for ep in (e0, e1):
+        order = ep["row"]
+        assert sorted(order.tolist()) == list(range(N))
+        np.testing.assert_array_equal(ep["C2"], ref.loc[order, "C2"].to_numpy())
+        np.testing.assert_array_equal(ep["label"], ref.loc[order, "label"].to_numpy())
+        expected_tags = [list(v) for v in pa.array(ref.loc[order, "tags"]).to_pylist()]
+        assert ep["tags"] == expected_tags
+    assert not np.array_equal(e0["row"], e1["row"])                 # a new shuffle each epoch
+    assert not np.array_equal(e0["row"], np.arange(N))
+    # the same seed replays the same batches; another seed does not
+    again = _collect(list(_loader(data_dir, shuffle=True).map(wf)))
+    np.testing.assert_array_equal(again["row"], e0["row"])
+    other = _collect(list(_loader(data_dir, shuffle=True, seed=8).map(wf)))
+    assert not np.array_equal(other["row"], e0["row"])
+
+
+@pytest.mark.parametrize("size,drop_last", [(3, False), (4, False), (4, True)])
+def test_sharded_ranks_disjoint_complete_equal_batches(data_dir, fitted, size, drop_last):
+    wf, _ = fitted
+    per_rank = []
+    lens = set()
+    for rank in range(size):
+        loader = _loader(data_dir, shuffle=True, global_size=size, global_rank=rank, drop_last=drop_last,
+                         batch_size=100).map(wf)
+        batches = list(loader)
+        assert len(batches) == len(loader)
+        lens.add(len(loader))
+        per_rank.append(_collect(batches)["row"].tolist())
+    assert len(lens) == 1
+    allrows = [r for rows in per_rank for r in rows]
+    if N % size == 0 and not drop_last:                      # 4500 rows: 3 ranks divide, 4 do not
+        assert sorted(allrows) == list(range(N))
+    elif drop_last:
+        assert len(allrows) == len(set(allrows))                 # disjoint
+        assert len(allrows) >= N - (size - 1) - size * 99        # leftover rows + partial batches only
+    else:
+        assert set(allrows) == set(range(N))                     # complete
+        assert len(allrows) - N <= size - 1                      # a few rows wrap around
+
+
+def test_drop_last_and_batch_counts(data_dir, fitted):
+    wf, _ = fitted
+    loader = _loader(data_dir, shuffle=False, drop_last=True, batch_size=1000).map(wf)
+    batches = list(loader)
+    assert len(batches) == len(loader) == N // 1000
+    assert {len(b["row"]) for b in batches} == {1000}
+    loader = _loader(data_dir, shuffle=False, batch_size=1000, buffer_size=10_000).map(wf)
+    sizes = [len(b["row"]) for b in loader]
+    assert sizes == [1000] * 4 + [500]
+
+
+def test_random_access_matches_sequential(data_dir, fitted):
+    wf, _ = fitted
+    loader = _loader(data_dir, shuffle=True).map(wf)
+    seq = [loader.batch_at(i)["row"].copy() for i in range(len(loader))]
+    assert loader.epoch == 0
+    # jumps (re-read chunks) give the same batches of the same epoch
+    for i in (5, 2, 11, len(loader) - 1, 3):
+        np.testing.assert_array_equal(loader.batch_at(i)["row"], seq[i])
+    assert loader.batch_at(-1)["row"].tolist() == seq[-1].tolist()
+    # batch 0 after the last batch starts the next epoch
+    first = loader.batch_at(0)["row"]
+    assert loader.epoch == 1 and not np.array_equal(first, seq[0])
+    with pytest.raises(IndexError):
+        loader.batch_at(len(loader))
+
+
+def test_sparse_as_dense_pads_and_truncates(data_dir, fitted):
+    wf, offline = fitted
+    loader = _loader(data_dir, shuffle=False, sparse_as_dense=True, sparse_max={"tags": 3}).map(wf)
+    dense = np.concatenate([b["tags"] for b in loader])
+    assert dense.shape == (N, 3)
+    for i, row in enumerate(_offline_lists(offline, "tags")[:300]):
+        expected = (row + [PAD_ID] * 3)[:3]
+        assert dense[i].tolist() == expected
+    with pytest.raises(ValueError, match="sparse_max"):
+        _ = _loader(data_dir, sparse_as_dense=True).map(wf).sparse_max
+
+
+def test_names_from_workflow_schema_and_label_passthrough(data_dir):
+    cats = ["C1", "C2"] >> ops.Categorify()
+    conts = ["I1"] >> ops.FillMissing() >> ops.Normalize()
+    wf = tp.Workflow(cats + conts)                     # the label is not an output of the workflow
+    wf.fit(tp.Dataset(data_dir, cpu=True))
+    loader = DataLoader(data_dir, batch_size=500, label_names=["label"], shuffle=False, device="cpu").map(wf)
+    assert loader.cat_names == ["C1", "C2"] and loader.cont_names == ["I1"]
+    got = _collect(list(loader))
+    raw = pd.concat([_frame(f, ROWS_PER_FILE, f * ROWS_PER_FILE) for f in range(NFILES)], ignore_index=True)
+    np.testing.assert_array_equal(got["label"], raw["label"].to_numpy())
+
+
+def test_transformed_dataset_without_map(data_dir, fitted, tmp_path):
+    wf, offline = fitted
+    ds = wf.transform(tp.Dataset(data_dir, cpu=True))
+    loader = DataLoader(ds, batch_size=333, label_names=["label"], shuffle=False, device="cpu")
+    assert set(loader.cat_names) == {"C1", "C2", "C3", "tags"} and loader.cont_names == ["I1"]
+    got = _collect(list(loader))
+    np.testing.assert_array_equal(got["C3"], offline["C3"].to_numpy())
+    assert got["tags"] == _offline_lists(offline, "tags")
+    # written to parquet (schema.json beside it): the tags come back from the stored schema
+    ds.to_parquet(str(tmp_path / "out"))
+    loader = DataLoader(str(tmp_path / "out"), batch_size=512, label_names=["label"], shuffle=True, seed=1,
+                        device="cpu")
+    got = _collect(list(loader))
+    assert sorted(got["C3"].tolist()) == sorted(offline["C3"].tolist())
+
+
+def test_in_memory_frame_and_null_fill(caplog):
+    df = pd.DataFrame({"a": pd.array([1, None, 3, 4], dtype="Int64"), "x": [0.5, np.nan, 1.5, 2.0],
+                       "y": [0, 1, 0, 1]})
+    loader = DataLoader(df, batch_size=3, cat_names=["a"], cont_names=["x"], label_names=["y"], shuffle=False)
+    with caplog.at_level("WARNING"):
+        batches = list(loader)
+    assert [len(b["a"]) for b in batches] == [3, 1]
+    assert batches[0]["a"].tolist() == [1, 0, 3]
+    assert np.isnan(batches[0]["x"][1]) and batches[0]["x"].dtype == np.float32
+    assert "nulls" in caplog.text
+
+
+def test_strings_are_refused_with_advice():
+    df = pd.DataFrame({"s": pd.Series(["a", "b"], dtype="str"), "y": [0, 1]})
+    loader = DataLoader(df, batch_size=2, cat_names=["s"], label_names=["y"], shuffle=False)
+    with pytest.raises(TypeError, match="Categorify"):
+        list(loader)
+
+
+def test_missing_columns_are_named():
+    df = pd.DataFrame({"abc": [1, 2], "y": [0, 1]})
+    with pytest.raises(KeyError, match="Did you mean 'abc'"):
+        len(DataLoader(df, batch_size=2, cat_names=["abd"], label_names=["y"]))
+    with pytest.raises(ValueError, match="no feature columns"):
+        len(DataLoader(df, batch_size=2, label_names=["y"]))
+
+
+# ---------------------------------------------------------------------------------------
+# the background thread
+# ---------------------------------------------------------------------------------------
+class Boom(RuntimeError):
+    pass
+
+
+def test_error_in_prefetch_thread_reaches_consumer(data_dir):
+    calls = []
+
+    def transform(df):
+        calls.append(len(df))
+        if len(calls) == 2:
+            raise Boom("chunk 2 is broken")
+        return df
+
+    loader = _loader(data_dir, cat_names=["C3", "row"], shuffle=False).map(transform)
+    start = time.perf_counter()
+    with pytest.raises(Boom, match="chunk 2 is broken"):
+        for _ in loader:
+            pass
+    assert time.perf_counter() - start < 30
+    # the loader is usable again afterwards
+    calls.append("reset")
+    assert sum(len(b["row"]) for b in loader) == N
+
+
+def test_transform_that_drops_rows_is_refused_unless_workflow_filter(data_dir):
+    loader = _loader(data_dir, cat_names=["C3", "row"], shuffle=False).map(lambda df: df.iloc[:10])
+    with pytest.raises(ValueError, match="row-preserving"):
+        list(loader)
+    wf = tp.Workflow(["C3", "row", "label", "I1"] >> ops.Filter(lambda df: df["row"] % 2 == 0))
+    wf.fit(tp.Dataset(data_dir, cpu=True))
+    loader = DataLoader(data_dir, batch_size=256, cat_names=["C3", "row"], cont_names=["I1"], label_names=["label"],
+                        shuffle=True, seed=0, buffer_size=700, device="cpu").map(wf)
+    rows = sorted(_collect(list(loader))["row"].tolist())
+    assert rows == list(range(0, N, 2))
+    assert len(loader) >= -(-len(rows) // 256)
+
+
+def test_threads_do_not_leak(data_dir, fitted):
+    wf, _ = fitted
+
+    def prefetch_threads():
+        return [t for t in threading.enumerate() if t.name == "tabprep-loader-prefetch"]
+
+    before = len(prefetch_threads())
+    for _ in range(3):
+        loader = _loader(data_dir, shuffle=True).map(wf)
+        it = iter(loader)
+        next(it)                      # abandon mid-epoch
+        loader.batch_at(0)
+        del it, loader
+    gc.collect()
+    deadline = time.time() + 10
+    while len(prefetch_threads()) > before and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(prefetch_threads()) <= before
+
+
+def test_buffer_size_fraction_and_no_prefetch(data_dir, fitted):
+    wf, offline = fitted
+    loader = _loader(data_dir, shuffle=False, buffer_size=0.01, prefetch=0).map(wf)
+    assert loader.piece_rows > N                       # 1% of RAM holds the whole tiny dataset
+    got = _collect(list(loader))
+    np.testing.assert_array_equal(got["row"], offline["row"].to_numpy())
+    with pytest.raises(ValueError):
+        DataLoader(data_dir, batch_size=0)
