@@ -42,7 +42,7 @@ def write_output(folder: str, table: pa.Table, schema: Schema, batch_size: Optio
             sink.write(table.slice(pos, min(size, int(bounds[i + 1]) - pos)))
             pos += size
             k += 1
-        entries.append(dict(path=name, **sink.close()))
+        entries.append(dict(file=name, **sink.close()))
     write_spec(folder, spec_for(schema, batch_size, compression, drop_last), entries)
     return entries
 
@@ -316,7 +316,7 @@ def test_spec_file(tmp_path: Any) -> None:
     with open(tmp_path / SPEC_FILE) as fh:
         spec = json.load(fh)
     assert spec["layout"] == "prebatched" and spec["batch_size"] == 8 and spec["compression"] == "GZIP"
-    assert [f["path"] for f in spec["files"]] == ["part_0.tfrecord.gz", "part_1.tfrecord.gz"]
+    assert [f["file"] for f in spec["files"]] == ["part_0.tfrecord.gz", "part_1.tfrecord.gz"]
     assert spec["rows"] == TABLE.num_rows and spec["records"] == sum(f["records"] for f in spec["files"])
     by_name = {f["name"]: f for f in spec["features"]}
     assert by_name["li"] == {"name": "li", "dtype": "int64", "source_dtype": "int64", "is_list": True,
@@ -506,6 +506,32 @@ def test_read_several_workers(tf: Any, tmp_path: Any) -> None:
     # column selection
     only = next(iter(tfr.read_tfrecord(str(tmp_path), batch_size=8, columns=["lf", "id"])))
     assert set(only) == {"lf", "id"}
+    # a top-level spec listing every shard's files (as the dataset writer adds) wins over the shards'
+    entries = [dict(f, file=f"worker_{r}/{f['file']}") for r in range(3)
+               for f in load_spec(str(tmp_path / f"worker_{r}"))["files"]]
+    write_spec(str(tmp_path), spec_for(SCHEMA, 4), entries)
+    top = load_spec(str(tmp_path))
+    assert top["rows"] == big.num_rows and top["shards"] == [str(tmp_path)]
+    assert sorted(collect(tfr.read_tfrecord(str(tmp_path), batch_size=50))["id"]) == list(range(big.num_rows))
+
+
+def test_dataset_writer_integration(tf: Any, tmp_path: Any) -> None:
+    """The dataset writer drives TFRecordSink and writes specs read_tfrecord understands."""
+    pd = pytest.importorskip("pandas")
+    from tabprep.io import Dataset
+
+    n = 1000
+    frame = pd.DataFrame({"id": np.arange(n), "x": np.linspace(0, 1, n, dtype=np.float32),
+                          "c": np.arange(n) % 7})
+    for batch_size in (None, 64):
+        out = str(tmp_path / f"out_{batch_size}")
+        Dataset(frame, npartitions=3).to_tfrecord(out, batch_size=batch_size, output_files=2, split_per_worker=2)
+        rows = collect(tfr.read_tfrecord(out, batch_size=128))
+        assert sorted(rows["id"]) == list(range(n))
+        order = np.argsort(rows["id"])
+        assert [rows["x"][i] for i in order] == frame["x"].tolist()
+        mine = collect(tfr.read_tfrecord(os.path.join(out, "worker_1"), num_parallel_reads=1))
+        assert sorted(mine["id"]) == list(range(n // 2, n))
 
 
 def test_read_drop_remainder_and_empty(tf: Any, tmp_path: Any) -> None:

@@ -183,9 +183,11 @@ def write_spec(directory: str, spec: Dict[str, Any], files: Iterable[Dict[str, A
     Args:
         directory: the output folder (one worker shard, or the whole output).
         spec: a dict from :func:`spec_for`.
-        files: one dict per record file: ``path`` (relative to ``directory``, or
-            absolute inside it) and the ``rows``/``records``/``bytes`` that
-            :meth:`TFRecordSink.close` returned. Order is kept (it is the read order).
+        files: one dict per record file: ``file`` (or ``path``; relative to
+            ``directory``, or absolute inside it) and the ``rows``/``records``/``bytes``
+            (/``dropped_rows``) that :meth:`TFRecordSink.close` returned. Order is kept
+            (it is the read order). Entries are written as ``{"file": relative path,
+            "rows", "records", "bytes"[, "dropped_rows"]}``.
 
     Returns:
         The path of the spec file.
@@ -193,11 +195,14 @@ def write_spec(directory: str, spec: Dict[str, Any], files: Iterable[Dict[str, A
     entries = []
     root = os.path.abspath(directory)
     for entry in files:
-        rel = entry["path"]
+        rel = str(entry["file"] if "file" in entry else entry["path"])
         if os.path.isabs(rel):
             rel = os.path.relpath(rel, root)
-        entries.append({"path": rel.replace(os.sep, "/"), "rows": int(entry["rows"]),
-                        "records": int(entry["records"]), "bytes": int(entry.get("bytes", 0))})
+        item = {"file": rel.replace(os.sep, "/"), "rows": int(entry["rows"]),
+                "records": int(entry["records"]), "bytes": int(entry.get("bytes", 0))}
+        if "dropped_rows" in entry:
+            item["dropped_rows"] = int(entry["dropped_rows"])
+        entries.append(item)
     out = dict(spec)
     out["files"] = entries
     out["rows"] = sum(e["rows"] for e in entries)
@@ -234,8 +239,10 @@ def load_spec(path: str) -> Dict[str, Any]:
             (e.g. one per worker) hold one each; the spec file itself is accepted too.
 
     Returns:
-        The spec with ``files`` from every shard, in sorted shard order, each ``path``
-        made absolute; ``rows``/``records`` are totals and ``shards`` lists the folders.
+        The spec with ``files`` from every shard, in sorted shard order, each entry
+        with ``path`` (absolute), ``file`` (as listed), ``rows`` and ``records`` (derived
+        from rows and the layout when a spec omits it); ``rows``/``records`` are
+        totals and ``shards`` lists the folders read.
 
     Raises:
         FileNotFoundError: no spec found (e.g. an incomplete write), or a listed file
@@ -266,10 +273,19 @@ def load_spec(path: str) -> Dict[str, Any]:
                     raise ValueError(f"{spec_file}: {key} differs from {spec_files[0]}; shards of one "
                                      "output must share their layout")
         for entry in spec.get("files", []):
-            full = os.path.join(folder, entry["path"])
+            rel = entry["file"] if "file" in entry else entry["path"]
+            full = os.path.join(folder, rel)
             if not os.path.isfile(full):
-                raise FileNotFoundError(f"{spec_file} lists {entry['path']!r}, which does not exist")
-            files.append(dict(entry, path=full))
+                raise FileNotFoundError(f"{spec_file} lists {rel!r}, which does not exist")
+            rows = int(entry["rows"])
+            if "records" in entry:
+                records = int(entry["records"])
+            elif spec.get("batch_size"):
+                bsz = int(spec["batch_size"])
+                records = rows // bsz if spec.get("drop_last") else -(-rows // bsz)
+            else:
+                records = rows
+            files.append(dict(entry, file=rel, path=full, rows=rows, records=records))
     assert merged is not None
     merged["files"] = files
     merged["rows"] = sum(int(f["rows"]) for f in files)
