@@ -467,6 +467,8 @@ def list_from_leaves(values: Any, offsets: Any, like: Any, name: Optional[str] =
     if is_gpu(like):
         return _gpu_list_from_leaves(values, offsets, like, name, keep_nulls=keep)
     flat = values if isinstance(values, pa.Array) else pa.array(to_numpy(values) if not isinstance(values, pd.Series) else values)
+    if isinstance(flat, pa.ChunkedArray):  # pyarrow-backed pandas strings
+        flat = flat.combine_chunks()
     nulls = like.isna().to_numpy() if keep else None
     mask = pa.array(nulls) if nulls is not None and nulls.any() else None
     arr = pa.ListArray.from_arrays(pa.array(np.asarray(offsets, dtype="int32")), flat, mask=mask)

@@ -4,21 +4,31 @@
 >>> cats = ["C1", "C2"] >> ops.Categorify(freq_threshold=2)
 """
 from .base import Operator, StatOperator, register, registered_ops
+from .add_metadata import AddMetadata, AddProperties, AddTags
+from .bucketize import Bucketize
 from .categorify import Categorify
 from .clip import Clip
+from .difference_lag import DifferenceLag
+from .drop_low_cardinality import DropLowCardinality
 from .embeddings import embedding_dim_rule, get_embedding_sizes
 from .fill_median import FillMedian
 from .fill_missing import FillMissing
 from .filter import Filter
 from .hash_bucket import HashBucket
+from .hashed_cross import HashedCross
 from .lambda_op import LambdaOp
+from .list_slice import ListSlice
 from .log_op import LogOp
 from .normalize import Normalize
 from .normalize_minmax import NormalizeMinMax
+from .reduce_dtype_size import ReduceDtypeSize
 from .rename import Rename
+from .value_count import ValueCount
 
 __all__ = [
     "Operator", "StatOperator", "register", "registered_ops",
     "Categorify", "Clip", "FillMedian", "FillMissing", "Filter", "HashBucket", "LambdaOp", "LogOp",
     "Normalize", "NormalizeMinMax", "Rename", "get_embedding_sizes", "embedding_dim_rule",
+    "AddMetadata", "AddProperties", "AddTags", "Bucketize", "DifferenceLag", "DropLowCardinality",
+    "HashedCross", "ListSlice", "ReduceDtypeSize", "ValueCount",
 ]

@@ -1,0 +1,85 @@
+"""Bucketize: map continuous values to the index of the bucket they fall in."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Union
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema, Tags
+from .base import Operator, register
+
+
+@register
+class Bucketize(Operator):
+    """Replace each value by the number of ``boundaries`` that are <= it (an int bucket id).
+
+    With sorted boundaries ``b`` (``len(b) = K``) the id is ``np.digitize(x, b)``
+    (``right=False``), i.e. ``searchsorted(b, x, side="right")``:
+
+    * ``x < b[0]`` -> 0;  ``b[i-1] <= x < b[i]`` -> i;  ``x >= b[K-1]`` -> K.
+
+    Ids lie in ``[0, K]``; the output schema records ``cardinality = K + 1`` and tags the
+    column categorical (its ``continuous`` tag is removed). Values are compared as float64
+    (ints beyond 2**53 lose precision). This is NVTabular's ``Bucketize`` (which sums
+    ``x >= b`` over the boundaries), except for nulls.
+
+    Nulls: a null (or NaN) value stays null; the output is int64 (``Int64`` on pandas for a
+    partition holding a null). Follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
+    when a model needs every row to have an id. List columns are bucketized element-wise.
+
+    Args:
+        boundaries: increasing cut points, one list for every column or ``{column: list}``.
+
+    Example:
+        >>> age_bucket = ["age"] >> Bucketize([18, 25, 35, 50, 65])           # ids 0..5
+        >>> buckets = ["a", "b"] >> Bucketize({"a": [0, 1], "b": [10.0, 20.0, 30.0]})
+    """
+
+    output_tags = (Tags.CATEGORICAL,)
+    supports_lists = True
+
+    def __init__(self, boundaries: Union[Sequence[float], Dict[str, Sequence[float]]]) -> None:
+        lists = boundaries.values() if isinstance(boundaries, dict) else [boundaries]
+        for b in lists:
+            arr = np.asarray(list(b), dtype="float64")
+            if arr.ndim != 1 or arr.size == 0:
+                raise ValueError(f"Bucketize boundaries must be non-empty lists of numbers, got {b!r}")
+            if np.isnan(arr).any() or (np.diff(arr) <= 0).any():
+                raise ValueError(f"Bucketize boundaries must be strictly increasing numbers, got {list(b)!r}")
+        self.boundaries = boundaries
+
+    def boundaries_for(self, column: str) -> np.ndarray:
+        """The boundaries (float64 array) used for ``column``."""
+        b = self.boundaries
+        if isinstance(b, dict):
+            if column not in b:
+                raise KeyError(f"Bucketize has no boundaries for column {column!r}; add it to the dict "
+                               f"(columns with boundaries: {sorted(b)})")
+            b = b[column]
+        return np.asarray(list(b), dtype="float64")
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        out = {}
+        for c in columns:
+            s = df[c]
+            if backend.is_list_series(s):
+                leaves, offsets = backend.list_leaves(s)
+                out[c] = backend.list_from_leaves(self._bucket(leaves, c), offsets, like=s, name=c)
+            else:
+                out[c] = self._bucket(s, c)
+        return backend.make_frame(out, like=df)
+
+    def _bucket(self, s: Any, column: str) -> Any:
+        x = backend.float_values(s)
+        xp = backend.array_module(x)
+        b = xp.asarray(self.boundaries_for(column))
+        ids = xp.searchsorted(b, x, side="right").astype("int64")
+        out = backend.new_series(ids, like=s, dtype="int64")
+        return backend.set_nulls(out, xp.isnan(x))
+
+    def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        k = len(self.boundaries_for(col.name))
+        tags = tuple(t for t in col.tags if t != Tags.CONTINUOUS) + self.output_tags
+        props = {"cardinality": k + 1, "domain": {"min": 0, "max": k}}
+        return col.with_(dtype="int64", tags=tags, add_properties=props)

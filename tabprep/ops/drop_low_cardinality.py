@@ -1,0 +1,116 @@
+"""DropLowCardinality: drop categorical columns with too few distinct values."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from .. import backend
+from ..schema import Schema, Tags
+from .base import StatOperator, register
+
+
+@register
+class DropLowCardinality(StatOperator):
+    """Drop the selected columns that have fewer than ``min_cardinality`` distinct values.
+
+    A column's cardinality is, in this order:
+
+    1. from its input schema, when an upstream op recorded one: for a :class:`Categorify`
+       output, the number of vocabulary values (``cardinality - 2 - num_oov_buckets``, i.e.
+       without the padding, null and out-of-vocabulary ids); otherwise the schema's
+       ``cardinality`` (e.g. ``num_buckets`` of :class:`HashBucket`);
+    2. else counted during fit: the number of distinct non-null values (list columns: of
+       their elements). Counting keeps at most ``min_cardinality`` values per column and
+       partition, so memory stays small whatever the real cardinality.
+
+    Columns tagged ``continuous`` are never dropped (as in NVTabular, only categorical data is
+    considered); nothing else changes: kept columns pass through untouched. Which columns are
+    dropped is known once the workflow is fitted (``workflow.output_schema``).
+
+    Nulls: not counted as a value (after Categorify, though, nulls are id 1, a value).
+
+    Args:
+        min_cardinality: columns with fewer distinct values are dropped (default 2: drops
+            constant and empty columns).
+
+    Example:
+        >>> cats = ["C1", "C2", "C3"] >> Categorify() >> DropLowCardinality()
+    """
+
+    supports_lists = True
+
+    def __init__(self, min_cardinality: int = 2) -> None:
+        if int(min_cardinality) < 1:
+            raise ValueError(f"min_cardinality must be >= 1, got {min_cardinality}")
+        self.min_cardinality = int(min_cardinality)
+        self.stats_: Optional[Dict[str, int]] = None
+        self._schema_cards: Dict[str, Optional[int]] = {}
+        self._continuous: List[str] = []
+
+    # -- fit: count distinct values, capped --------------------------------------------------
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, List[Any]]:
+        out = {}
+        for c in columns:
+            if c in self._continuous:
+                continue
+            s = df[c]
+            if backend.is_list_series(s):
+                s, _ = backend.list_leaves(s)
+            counts, _ = backend.value_counts(s)
+            out[c] = backend.to_numpy(counts.index[: self.min_cardinality]).tolist()
+        return out
+
+    def fit_combine(self, partials: List[Dict[str, List[Any]]]) -> Dict[str, List[Any]]:
+        out = {}
+        for c in partials[0]:
+            seen: set = set()
+            for p in partials:
+                seen.update(p[c])
+                if len(seen) >= self.min_cardinality:
+                    break
+            out[c] = list(seen)[: self.min_cardinality]
+        return out
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, List[Any]]) -> None:
+        self.stats_ = {c: len(v) for c, v in combined.items()}
+
+    # -- which columns stay ------------------------------------------------------------------
+    def cardinality(self, column: str) -> Optional[int]:
+        """The cardinality used for ``column`` (None while unknown, e.g. before fit)."""
+        card = self._schema_cards.get(column)
+        if card is not None:
+            return card
+        return (self.stats_ or {}).get(column)
+
+    def dropped(self, columns: List[str]) -> List[str]:
+        out = []
+        for c in columns:
+            if c in self._continuous:
+                continue
+            card = self.cardinality(c)
+            if card is not None and card < self.min_cardinality:
+                out.append(c)
+        return out
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        drop = set(self.dropped(columns))
+        return [c for c in columns if c not in drop]
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        self._continuous = [c for c in columns if Tags.CONTINUOUS in input_schema[c].tags]
+        self._schema_cards = {c: _schema_cardinality(input_schema[c].properties) for c in columns}
+        return input_schema.select(self.output_column_names(columns))
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return df[self.output_column_names(columns)]
+
+    def clear(self) -> None:
+        self.stats_ = None
+
+
+def _schema_cardinality(props: Dict[str, Any]) -> Optional[int]:
+    card = props.get("cardinality")
+    if card is None:
+        return None
+    if "vocabulary" in props and "num_oov_buckets" in props:  # a Categorify output
+        return max(int(card) - 2 - int(props["num_oov_buckets"]), 0)
+    return int(card)

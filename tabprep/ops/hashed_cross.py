@@ -1,0 +1,146 @@
+"""HashedCross: one categorical id per combination of several columns' values, by hashing."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from .base import Operator, register
+
+#: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
+GOLDEN = 0x9E3779B9
+_MASK32 = 0xFFFFFFFF
+
+Groups = Union[None, Sequence[str], Sequence[Sequence[str]]]
+
+
+def hash_combine(hashes: Sequence[Any]) -> Any:
+    """Fold uint32 hash arrays (numpy or cupy, same length) into one uint32 array.
+
+    ``h = 0``, then for each column hash ``k``: ``h = h ^ (k + 0x9E3779B9 + (h << 6) + (h >> 2))``
+    modulo 2**32 (Boost's ``hash_combine``). Computed in uint64 and masked to 32 bits, so numpy
+    and cupy give the same bits. Order matters: ``(a, b)`` and ``(b, a)`` differ.
+    """
+    xp = backend.array_module(hashes[0])
+    mask = xp.uint64(_MASK32)
+    h = xp.zeros(len(hashes[0]), dtype="uint64")
+    for k in hashes:
+        k = xp.asarray(k).astype("uint64") & mask
+        mixed = (k + xp.uint64(GOLDEN) + ((h << xp.uint64(6)) & mask) + (h >> xp.uint64(2))) & mask
+        h = h ^ mixed
+    return h.astype("uint32")
+
+
+@register
+class HashedCross(Operator):
+    """Cross several columns: ``id = hash_combine(murmur3(a), murmur3(b), ...) % num_buckets``.
+
+    Each group of columns gives one new int column named by joining the group's names with
+    ``"_"`` (``["a", "b"]`` -> ``"a_b"``); only the crossed columns are output. The per-column
+    hash is :func:`tabprep.backend.murmur3` (MurmurHash3_x86_32, seed 0, ints as int64, floats
+    as float64, strings as UTF-8: identical on pandas and cuDF) and the combination is
+    :func:`hash_combine` (Boost's formula on uint32, same numpy and cupy code), so CPU and GPU
+    give the same ids. Collisions are expected, as for :class:`HashBucket`; unseen
+    combinations need no handling.
+
+    Nulls: a null (or NaN) value hashes to 0 and is crossed like any other value, so
+    ``(null, "x")`` is a regular combination (its own id); the output has no nulls.
+
+    Args:
+        columns: the columns to cross: a list of names (one cross), a list of lists (several
+            crosses), or None to cross the op's input columns, or each ``[["a", "b"]]`` group of
+            the selection, as NVTabular does.
+        num_buckets: number of ids, an int for every cross or ``{output_name: int}``.
+        dtype: output integer dtype (default int64).
+        embedding_dim: overrides the embedding-size heuristic (int or ``{output_name: int}``).
+
+    Example:
+        >>> cross = ["country", "device"] >> HashedCross(["country", "device"], num_buckets=1000)
+        >>> crosses = [["a", "b"], ["a", "c"]] >> HashedCross(None, num_buckets={"a_b": 100, "a_c": 50})
+    """
+
+    output_tags = (Tags.CATEGORICAL, Tags.HASHED)
+    supports_groups = True
+
+    def __init__(self, columns: Groups, num_buckets: Union[int, Dict[str, int]], dtype: str = "int64",
+                 embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
+        values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
+        if any(int(v) < 1 for v in values):
+            raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
+        if np.dtype(dtype).kind not in "iu":
+            raise ValueError(f"HashedCross dtype must be an integer dtype, got {dtype!r}")
+        if columns is not None:
+            if isinstance(columns, str):
+                raise TypeError(f"HashedCross columns must be a list of names (or of lists of names), got {columns!r}")
+            groups = _as_groups(columns)
+            if any(len(g) < 2 for g in groups):
+                raise ValueError(f"each HashedCross group needs at least 2 columns, got {columns!r}")
+        self.columns = columns
+        self.num_buckets = num_buckets
+        self.dtype = dtype
+        self.embedding_dim = embedding_dim
+        self.input_groups: List[List[str]] = []
+
+    # -- columns -----------------------------------------------------------------------------
+    def groups(self, columns: List[str]) -> List[List[str]]:
+        """The column groups crossed, for the op's input ``columns``."""
+        if self.columns is not None:
+            return _as_groups(self.columns)
+        groups = [list(g) for g in self.input_groups if all(c in columns for c in g)]
+        return groups or [list(columns)]
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        return ["_".join(g) for g in self.groups(columns)]
+
+    def buckets(self, name: str) -> int:
+        if isinstance(self.num_buckets, dict):
+            if name not in self.num_buckets:
+                raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")
+            return int(self.num_buckets[name])
+        return int(self.num_buckets)
+
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        super().check_input(input_schema, columns)
+        for g in self.groups(columns):
+            missing = [c for c in g if c not in columns]
+            if missing:
+                raise KeyError(f"HashedCross crosses {g} but {missing} are not among its input columns {columns}; "
+                               f"select them before the op: {g} >> HashedCross(...)")
+
+    # -- transform ---------------------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        out = {}
+        for g in self.groups(columns):
+            name = "_".join(g)
+            for c in g:
+                if backend.is_list_series(df[c]):
+                    raise TypeError(f"HashedCross does not support list column {c!r}")
+            h = hash_combine([backend.murmur3(df[c]) for c in g])
+            ids = h.astype("int64") % self.buckets(name)
+            out[name] = backend.new_series(ids, like=df[g[0]], name=name, dtype=self.dtype)
+        return backend.make_frame(out, like=df)
+
+    # -- schema ------------------------------------------------------------------------------
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = []
+        for g in self.groups(columns):
+            name = "_".join(g)
+            nb = self.buckets(name)
+            props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1},
+                                     "crossed_columns": list(g)}
+            dim = self.embedding_dim.get(name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+            if dim is not None:
+                props["embedding_dim"] = int(dim)
+            out.append(ColumnSchema(name, dtype=self.dtype, tags=self.output_tags, properties=props))
+        return Schema(out)
+
+
+def _as_groups(columns: Sequence[Any]) -> List[List[str]]:
+    cols = list(columns)
+    if cols and all(isinstance(c, str) for c in cols):
+        return [cols]
+    if all(isinstance(g, (list, tuple)) and all(isinstance(c, str) for c in g) for g in cols) and cols:
+        return [list(g) for g in cols]
+    raise TypeError(f"HashedCross columns must be a list of names or a list of lists of names, got {columns!r}")

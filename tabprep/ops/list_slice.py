@@ -1,0 +1,160 @@
+"""ListSlice: truncate (and optionally pad) list (multi-hot) columns to a window of each row."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema
+from .base import Operator, register
+
+
+@register
+class ListSlice(Operator):
+    """Keep ``row[start:end]`` of every list, with Python slice semantics; optionally pad.
+
+    ``start`` and ``end`` follow Python: negative values count from the end of each row
+    (``ListSlice(-3)`` keeps the last 3 elements), out-of-range bounds are clipped, and an
+    empty window gives an empty list. Element dtype and null elements are kept.
+
+    With ``pad=True`` every row comes out with exactly ``L`` elements: the window, then
+    ``pad_value`` (cast to the element dtype) appended on the right. ``L`` is ``end - start``
+    when both have the same sign, or ``-start`` for a negative ``start`` without ``end``;
+    other combinations have no fixed length and are refused. The output schema then says
+    ``is_ragged=False`` and ``value_count = {"min": L, "max": L}``; without padding it records
+    the bounds of the window lengths (from the input's ``value_count`` when known).
+
+    Nulls: a null row stays null without padding; with ``pad=True`` it is read as an empty
+    list and so becomes ``L`` pad values (padded output has no null row). Pad with 0, the
+    padding id of :class:`Categorify`, after categorifying.
+
+    Scalar columns are read as one-element lists (a null as an empty list), so
+    ``ListSlice(0, 1, pad=True)`` turns a scalar column into a fixed-length list column.
+
+    Args:
+        start: first position kept (may be negative).
+        end: one past the last position kept (None: to the end of the row; may be negative).
+        pad: right-pad every row to the fixed length ``L``.
+        pad_value: the padding element.
+
+    Example:
+        >>> recent = ["item_history"] >> Categorify() >> ListSlice(-20, pad=True)   # last 20, padded with 0
+        >>> first3 = ["tags"] >> ListSlice(0, 3)
+    """
+
+    supports_lists = True
+
+    def __init__(self, start: int, end: Optional[int] = None, pad: bool = False, pad_value: Any = 0) -> None:
+        if not isinstance(start, (int, np.integer)) or (end is not None and not isinstance(end, (int, np.integer))):
+            raise TypeError(f"ListSlice: start and end must be ints (end may be None), got {start!r}, {end!r}")
+        self.start = int(start)
+        self.end = None if end is None else int(end)
+        self.pad = bool(pad)
+        self.pad_value = pad_value
+        if self.pad and self.fixed_length is None:
+            raise ValueError(f"ListSlice(start={start}, end={end}, pad=True): the window has no fixed length; "
+                             f"use start and end of the same sign, or a negative start without end")
+
+    @property
+    def fixed_length(self) -> Optional[int]:
+        """Length of the window when it does not depend on the row length (None otherwise)."""
+        if self.end is None:
+            return -self.start if self.start < 0 else None
+        if (self.start >= 0) == (self.end >= 0):
+            return max(self.end - self.start, 0)
+        return None
+
+    def _window(self, lengths: Any, xp: Any):
+        """(first kept position, number kept) per row for row lengths ``lengths``."""
+        n = lengths
+        s = xp.minimum(n, self.start) if self.start >= 0 else xp.maximum(n + self.start, 0)
+        if self.end is None:
+            e = n
+        elif self.end >= 0:
+            e = xp.minimum(n, self.end)
+        else:
+            e = xp.maximum(n + self.end, 0)
+        e = xp.maximum(e, s)
+        return s, e - s
+
+    def window_length(self, length: int) -> int:
+        """Number of elements kept from a row of ``length`` elements (before padding)."""
+        _, k = self._window(np.array([length], dtype="int64"), np)
+        return int(k[0])
+
+    # -- transform ---------------------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return backend.make_frame({c: self._slice(df[c], c) for c in columns}, like=df)
+
+    def _slice(self, s: Any, name: str) -> Any:
+        if backend.is_list_series(s):
+            leaves, offsets = backend.list_leaves(s)
+        else:
+            leaves, offsets = _scalar_leaves(s)
+        xp = backend.array_module(offsets)
+        rows = len(offsets) - 1
+        first, kept = self._window(offsets[1:] - offsets[:-1], xp)
+        begin = offsets[:-1] + first
+        if not self.pad:
+            new_offsets = xp.zeros(rows + 1, dtype="int64")
+            xp.cumsum(kept, out=new_offsets[1:])
+            total = int(new_offsets[-1])
+            pos = xp.arange(total, dtype="int64")
+            row = xp.searchsorted(new_offsets[1:], pos, side="right")
+            src = begin[row] + (pos - new_offsets[row])
+            values = leaves.take(src).reset_index(drop=True)
+            return backend.list_from_leaves(values, new_offsets, like=s, name=name)
+        width = self.fixed_length
+        pos = xp.arange(rows * width, dtype="int64")
+        row = pos // width if width else pos
+        k = pos - row * width
+        # one pad element appended after the leaves: padded slots point at it
+        lib = backend.frame_lib(leaves)
+        ext = lib.concat([leaves, lib.Series([self.pad_value]).astype(leaves.dtype)], ignore_index=True)
+        src = xp.where(k < kept[row], begin[row] + k, len(leaves)) if width else pos
+        values = ext.take(src).reset_index(drop=True)
+        new_offsets = xp.arange(rows + 1, dtype="int64") * width
+        return backend.list_from_leaves(values, new_offsets, like=s, name=name, keep_null_rows=False)
+
+    # -- schema ------------------------------------------------------------------------------
+    def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        if not col.is_list:  # a scalar is a list of 0 (null) or 1 element
+            col = col.with_(is_list=True, is_ragged=True, value_count={"min": 0, "max": 1})
+        if self.pad:
+            width = self.fixed_length
+            return col.with_(is_list=True, is_ragged=False, value_count={"min": width, "max": width})
+        return col.with_(is_list=True, value_count=self._window_bounds(col.value_count))
+
+    def _window_bounds(self, value_count: Optional[Dict[str, int]]) -> Optional[Dict[str, int]]:
+        """Bounds of the window lengths for input lengths within ``value_count``."""
+        lo = hi = None
+        if value_count is not None and value_count.get("min") is not None:
+            lo = int(value_count["min"])
+        if value_count is not None and value_count.get("max") is not None:
+            hi = int(value_count["max"])
+        if hi is None:
+            width = self.fixed_length
+            if width is None:
+                return None
+            return {"min": 0 if lo is None else min(self.window_length(lo), width), "max": width}
+        lo = 0 if lo is None else lo
+        # the window length is piecewise linear in the row length with breakpoints at the
+        # bounds themselves: its extremes over [lo, hi] are at these candidates
+        cand = {lo, hi}
+        for b in (self.start, -self.start, self.end, -(self.end or 0), (self.end or 0) - self.start,
+                  self.start - (self.end or 0)):
+            if b is not None and lo <= b <= hi:
+                cand.add(int(b))
+        lengths = [self.window_length(c) for c in cand]
+        return {"min": min(lengths), "max": max(lengths)}
+
+
+def _scalar_leaves(s: Any):
+    """(leaves, offsets) of a scalar column read as one-element lists, nulls as empty lists."""
+    nulls = backend.isnull(s)
+    xp = backend.array_module(nulls)
+    keep = xp.nonzero(~nulls)[0]
+    offsets = xp.zeros(len(s) + 1, dtype="int64")
+    xp.cumsum(~nulls, out=offsets[1:])
+    return s.take(keep).reset_index(drop=True), offsets

@@ -1,0 +1,151 @@
+"""ReduceDtypeSize: cast numeric columns to the smallest dtype that holds their fitted range."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema, Schema
+from .base import StatOperator, register
+
+DEFAULT_INT_DTYPES = ("int8", "int16", "int32", "int64")
+DEFAULT_FLOAT_DTYPES = ("float32", "float64")
+
+
+@register
+class ReduceDtypeSize(StatOperator):
+    """Learn each numeric column's min and max, then cast it to the first dtype that holds them.
+
+    * integer columns: the first of ``int_dtypes`` (default int8, int16, int32,
+      int64: signed only, since frameworks may read uint8 indices as boolean masks) whose
+      range contains ``[min, max]``;
+    * float columns: the first of ``float_dtypes`` (default float32, float64) whose finite
+      range contains the finite ``[min, max]``. Like NVTabular this checks the range only:
+      float32 keeps ~7 significant digits. Infinities are kept as infinities.
+
+    Other columns (bools, strings, lists of strings) pass through unchanged; list columns of numbers
+    are reduced element-wise. A column with no non-null value keeps its dtype. Values outside
+    the fitted range met at transform time wrap (ints) or overflow to inf (floats), as a numpy
+    cast does: fit on data that covers the range.
+
+    Nulls: kept, and ignored by min/max. On pandas an int column holding nulls comes out as the
+    nullable variant (``Int8``...).
+
+    Args:
+        float_dtypes: candidate float dtypes, smallest first (None: float32, float64).
+        int_dtypes: candidate int dtypes, smallest first (None: int8, int16, int32, int64).
+
+    Example:
+        >>> small = ["C1", "I1"] >> Categorify() >> ReduceDtypeSize()   # ids in int8/int16/...
+    """
+
+    supports_lists = True
+
+    def __init__(self, float_dtypes: Optional[Sequence[str]] = None,
+                 int_dtypes: Optional[Sequence[str]] = None) -> None:
+        for d in float_dtypes or ():
+            if np.dtype(d).kind != "f":
+                raise ValueError(f"float_dtypes must be float dtypes, got {d!r}")
+        for d in int_dtypes or ():
+            if np.dtype(d).kind not in "iu":
+                raise ValueError(f"int_dtypes must be integer dtypes, got {d!r}")
+        self.float_dtypes = float_dtypes
+        self.int_dtypes = int_dtypes
+        self.stats_: Optional[Dict[str, Any]] = None
+
+    # -- fit ---------------------------------------------------------------------------------
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Optional[List[Any]]]:
+        return {c: _min_max(df[c]) for c in columns}
+
+    def fit_combine(self, partials: List[Dict[str, Optional[List[Any]]]]) -> Dict[str, Optional[List[Any]]]:
+        out: Dict[str, Optional[List[Any]]] = {}
+        for c in partials[0]:
+            parts = [p[c] for p in partials if p[c] is not None]
+            if not parts:
+                out[c] = None
+                continue
+            kind = "f" if any(p[0] == "f" for p in parts) else "i"
+            lows = [p[1] for p in parts if p[1] is not None]
+            highs = [p[2] for p in parts if p[2] is not None]
+            out[c] = [kind, min(lows) if lows else None, max(highs) if highs else None]
+        return out
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Optional[List[Any]]]) -> None:
+        stats: Dict[str, Any] = {}
+        for c, v in combined.items():
+            if v is None or (v[0] != "f" and v[1] is None):
+                stats[c] = {"min": None, "max": None, "dtype": None}
+                continue
+            kind, lo, hi = v
+            stats[c] = {"min": lo, "max": hi, "dtype": self._pick(kind, lo, hi)}
+        self.stats_ = stats
+
+    def _pick(self, kind: str, lo: Any, hi: Any) -> Optional[str]:
+        if kind == "f":
+            for d in self.float_dtypes or DEFAULT_FLOAT_DTYPES:
+                info = np.finfo(d)
+                if lo is None or (float(info.min) <= lo and hi <= float(info.max)):
+                    return np.dtype(d).name
+            return None
+        for d in self.int_dtypes or DEFAULT_INT_DTYPES:
+            info = np.iinfo(d)
+            if info.min <= lo and hi <= info.max:
+                return np.dtype(d).name
+        return None
+
+    def target_dtype(self, column: str) -> Optional[str]:
+        """The dtype ``column`` is cast to (None: unchanged, or not fitted yet)."""
+        st = (self.stats_ or {}).get(column)
+        return None if st is None else st.get("dtype")
+
+    # -- transform ---------------------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        self._require_fitted()
+        out = {}
+        for c in columns:
+            s = df[c]
+            dtype = self.target_dtype(c)
+            if dtype is None:
+                out[c] = s
+            elif backend.is_list_series(s):
+                leaves, offsets = backend.list_leaves(s)
+                out[c] = backend.list_from_leaves(backend.cast_keep_nulls(leaves, dtype), offsets, like=s, name=c)
+            else:
+                out[c] = backend.cast_keep_nulls(s, dtype)
+        return backend.make_frame(out, like=df)
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = []
+        for c in columns:
+            col: ColumnSchema = input_schema[c]
+            dtype = self.target_dtype(c)
+            out.append(col.with_(dtype=dtype) if dtype is not None else col)
+        return Schema(out)
+
+
+def _min_max(s: Any) -> Optional[List[Any]]:
+    """``[kind, min, max]`` of the non-null values ("i": ints, exactly; "f": finite floats, None if none)."""
+    if backend.is_list_series(s):
+        s, _ = backend.list_leaves(s)
+    if backend.is_string_series(s):
+        return None
+    kind = getattr(s.dtype, "kind", "O")
+    if kind == "f":
+        x = backend.float_values(s)
+        xp = backend.array_module(x)
+        x = x[~xp.isnan(x)]
+        if x.size == 0:
+            return None  # no non-null value: no information (an all-null column keeps its dtype)
+        x = x[xp.isfinite(x)]
+        if x.size == 0:
+            return ["f", None, None]  # only infinities: the smallest float dtype holds them
+        return ["f", float(x.min()), float(x.max())]
+    if kind in "iu":
+        mask = backend.isnull(s)
+        x = backend.int_values(s, 0)
+        x = x[~mask] if bool(mask.any()) else x
+        if x.size == 0:
+            return None
+        return ["i", int(x.min()), int(x.max())]
+    return None
