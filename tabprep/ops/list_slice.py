@@ -92,30 +92,38 @@ class ListSlice(Operator):
             leaves, offsets = backend.list_leaves(s)
         else:
             leaves, offsets = _scalar_leaves(s)
+        src, new_offsets = self.gather_plan(offsets, len(leaves))
+        if self.pad:
+            # one pad element appended after the leaves: padded slots point at it
+            lib = backend.frame_lib(leaves)
+            leaves = lib.concat([leaves, lib.Series([self.pad_value]).astype(leaves.dtype)], ignore_index=True)
+        values = leaves.take(src).reset_index(drop=True)
+        return backend.list_from_leaves(values, new_offsets, like=s, name=name, keep_null_rows=not self.pad)
+
+    def gather_plan(self, offsets: Any, n_leaves: int):
+        """(positions in the leaves to take, new row offsets) for row ``offsets`` (numpy or cupy).
+
+        With ``pad=True`` a padded slot points at position ``n_leaves`` (the pad element).
+        Pure array code: the same on numpy and cupy.
+        """
         xp = backend.array_module(offsets)
         rows = len(offsets) - 1
         first, kept = self._window(offsets[1:] - offsets[:-1], xp)
         begin = offsets[:-1] + first
         if not self.pad:
-            new_offsets = xp.zeros(rows + 1, dtype="int64")
-            xp.cumsum(kept, out=new_offsets[1:])
+            new_offsets = xp.concatenate([xp.zeros(1, dtype="int64"), xp.cumsum(kept).astype("int64")])
             total = int(new_offsets[-1])
             pos = xp.arange(total, dtype="int64")
             row = xp.searchsorted(new_offsets[1:], pos, side="right")
-            src = begin[row] + (pos - new_offsets[row])
-            values = leaves.take(src).reset_index(drop=True)
-            return backend.list_from_leaves(values, new_offsets, like=s, name=name)
+            return begin[row] + (pos - new_offsets[row]), new_offsets
         width = self.fixed_length
-        pos = xp.arange(rows * width, dtype="int64")
-        row = pos // width if width else pos
-        k = pos - row * width
-        # one pad element appended after the leaves: padded slots point at it
-        lib = backend.frame_lib(leaves)
-        ext = lib.concat([leaves, lib.Series([self.pad_value]).astype(leaves.dtype)], ignore_index=True)
-        src = xp.where(k < kept[row], begin[row] + k, len(leaves)) if width else pos
-        values = ext.take(src).reset_index(drop=True)
         new_offsets = xp.arange(rows + 1, dtype="int64") * width
-        return backend.list_from_leaves(values, new_offsets, like=s, name=name, keep_null_rows=False)
+        if not width:
+            return xp.zeros(0, dtype="int64"), new_offsets
+        pos = xp.arange(rows * width, dtype="int64")
+        row = pos // width
+        k = pos - row * width
+        return xp.where(k < kept[row], begin[row] + k, n_leaves), new_offsets
 
     # -- schema ------------------------------------------------------------------------------
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
@@ -155,6 +163,5 @@ def _scalar_leaves(s: Any):
     nulls = backend.isnull(s)
     xp = backend.array_module(nulls)
     keep = xp.nonzero(~nulls)[0]
-    offsets = xp.zeros(len(s) + 1, dtype="int64")
-    xp.cumsum(~nulls, out=offsets[1:])
+    offsets = xp.concatenate([xp.zeros(1, dtype="int64"), xp.cumsum(~nulls).astype("int64")])
     return s.take(keep).reset_index(drop=True), offsets
