@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import tabprep as tp
 from tabprep import ops
 
-from conftest import is_cpu, make_dataset, to_pandas
+from conftest import make_dataset, to_pandas
 from list_helpers import frame_to_backend, list_series, pylists
 
 ROWS = [[1, 2, 3, 4, 5], [6], None, [], [7, None, 9], [10, 11], [12, 13, 14], [15, 16, 17, 18, 19, 20, 21], [22]]

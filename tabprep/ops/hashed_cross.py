@@ -1,7 +1,7 @@
 """HashedCross: one categorical id per combination of several columns' values, by hashing."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
