@@ -264,9 +264,23 @@ def int_values(series: Any, fill: int = 0):
     """Values as an int64 array, ``fill`` where null. Bools become 0/1."""
     if is_gpu(series):
         return series.astype("int64").fillna(fill).values
-    if series.dtype.kind == "b" if hasattr(series.dtype, "kind") else False:
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind == "b":  # numpy bool: no nulls to fill
         return series.to_numpy(dtype="int64")
     return series.to_numpy(dtype="int64", na_value=fill)
+
+
+def nullable_columns(df: Any, columns: Optional[Sequence[str]] = None):
+    """``df`` with its int and bool ``columns`` (default: all) as nullable dtypes on pandas
+    (``Int64``, ``boolean``...), so that joins can add nulls without turning them into floats;
+    cuDF columns are nullable already and are returned unchanged."""
+    if is_gpu(df):
+        return df
+    casts = {}
+    for c in (df.columns if columns is None else columns):
+        dt = df[c].dtype
+        if isinstance(dt, np.dtype) and dt.kind in "iub":
+            casts[c] = "boolean" if dt.kind == "b" else dt.name.replace("uint", "UInt").replace("int", "Int")
+    return df.astype(casts) if casts else df
 
 
 def new_series(values: Any, like: Any, name: Optional[str] = None, dtype: Optional[str] = None):
@@ -322,9 +336,10 @@ def _nullable_name(dtype: Any) -> str:
 def murmur3(series: Any, seed: int = 0):
     """MurmurHash3_x86_32 of each value (uint32 array on the series' backend); nulls hash to 0.
 
-    cuDF's ``hash_values(method="murmur3")`` is the reference; the CPU path in
-    :mod:`tabprep.hashing` reproduces it byte for byte. Integer columns are widened to int64
-    and floats to float64 first on both backends.
+    cuDF's ``hash_values(method="murmur3")`` is the reference (libcudf folds the element's
+    MurmurHash3_x86_32 into the seed with ``hash_combine``); the CPU path,
+    :func:`tabprep.hashing.cudf_murmur3_32`, reproduces it bit for bit. Integer columns are
+    widened to int64 and floats to float64 first on both backends.
     """
     mask = isnull(series)
     if is_gpu(series):
@@ -336,7 +351,7 @@ def murmur3(series: Any, seed: int = 0):
         out = s.hash_values(method="murmur3", seed=seed).values.astype("uint32")
         out[mask] = 0
         return out
-    from .hashing import murmur3_32
+    from .hashing import cudf_murmur3_32
 
     if is_string_series(series):
         values = series.to_numpy(dtype=object, na_value="")
@@ -346,7 +361,7 @@ def murmur3(series: Any, seed: int = 0):
         values = series.to_numpy(dtype="float64", na_value=0.0)
     else:
         values = int_values(series, 0)
-    out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
+    out = cudf_murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
     if mask.any():
         out = out.copy()
         out[mask] = 0
