@@ -843,8 +843,9 @@ class TFRecordSink:
             every record but the last holds exactly ``B`` rows whatever the chunk sizes.
         compression: None (default), ``"GZIP"`` or ``"ZLIB"`` (TF's
             ``TFRecordOptions`` names; level 6).
-        drop_last: prebatched only: drop the ``rows % B`` rows left at :meth:`close`
-            instead of writing them as a short last record. Default False.
+        drop_last: prebatched only (ignored per-example): drop the ``rows % B`` rows
+            left at :meth:`close` instead of writing them as a short last record
+            (:meth:`close` reports them as ``dropped_rows``). Default False.
 
     Raises (from :meth:`write`):
         ValueError: a column holds nulls (see the module docstring) or a column is missing.
