@@ -313,3 +313,56 @@ def test_criteo_spec_is_the_canonical_workflow():
     wf = tp.Workflow.from_spec(CRITEO_SPEC)
     assert wf.output_columns == [f"C{i}" for i in range(1, 27)] + [f"I{i}" for i in range(1, 14)] + ["label"]
     assert [type(o).__name__ for o in wf.ops] == ["Categorify", "FillMissing", "Clip", "LogOp", "Normalize"]
+
+
+# -- generate / demo (in process) ---------------------------------------------------------------------
+def _has_synthetic() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tabprep.io.synthetic") is not None
+
+
+needs_synthetic = pytest.mark.skipif(not _has_synthetic(), reason="tabprep.io.synthetic is not there yet")
+
+
+@needs_synthetic
+def test_criteo_spec_matches_synthetic_columns():
+    from tabprep.io.synthetic import criteo_columns
+
+    cols = criteo_columns()
+    wf = tp.Workflow.from_spec(CRITEO_SPEC)
+    assert set(wf.input_columns) == set(cols["label"] + cols["continuous"] + cols["categorical"])
+
+
+@needs_synthetic
+def test_generate_and_demo_in_process(tmp_path, monkeypatch):
+    r = run("generate", "criteo", "--rows", "1000", "--files", "2", "--seed", "5", "--out", tmp_path / "c")
+    assert "1,000 criteo rows" in r.stdout
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    # demo in a temporary folder that is removed at the end
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    r = run("demo", "--rows", "3000", "--profile")
+    assert "embedding sizes" in r.stdout and "throughput" in r.stdout and "Categorify" in r.stdout
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("tabprep-demo-")]
+    # --workdir refuses a folder holding other things
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "mine.txt").write_text("x")
+    assert_failed(run("demo", "--rows", "10", "--workdir", tmp_path / "busy", ok=False), 2, "holds other files")
+
+
+@needs_synthetic
+def test_generate_failure_leaves_nothing(tmp_path, monkeypatch):
+    from tabprep.io import synthetic as syn
+
+    def broken(rows, out_dir, **kw):
+        os.makedirs(out_dir, exist_ok=True)
+        Path(out_dir, "part-00000.parquet").write_text("half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(syn, "generate_criteo", broken)
+    r = run("generate", "criteo", "--rows", "10", "--out", tmp_path / "c", ok=False)
+    assert_failed(r, 1, "disk full")
+    assert list(tmp_path.iterdir()) == []
