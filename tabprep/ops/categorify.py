@@ -139,7 +139,7 @@ class Categorify(StatOperator):
     def _encode(self, s: Any, key: str) -> Any:
         """int64 ids (numpy or cupy) of a scalar series."""
         xp = backend.array_module(s)
-        pos = backend.index_of(s, self._index(key, s))
+        pos = V.index_of(s, self._index(key, s))
         offset = OOV_START + self.num_oov_buckets
         ids = pos + offset
         unseen = pos < 0
@@ -201,22 +201,35 @@ class Categorify(StatOperator):
         return cfg
 
     def save_state(self, path: Path) -> Dict[str, Any]:
+        """One folder per vocabulary holding parquet parts of at most ``V.PART_ROWS`` rows
+        (``value``, ``count``) in id order, so huge vocabularies are written and read in pieces."""
         path.mkdir(parents=True, exist_ok=True)
         meta = {}
         for i, (key, st) in enumerate(self.stats_.items()):
-            fname = f"vocab_{i:03d}.parquet"
-            table = pa.table({"value": pa.array(_host(st["values"])), "count": pa.array(st["freqs"], type=pa.int64())})
-            pq.write_table(table, path / fname)
-            meta[key] = {"file": fname, "nulls": st["nulls"], "size": len(st["values"])}
+            values = _host(st["values"])
+            freqs = np.asarray(st["freqs"], dtype="int64")
+            n = len(values)
+            files = []
+            for j, start in enumerate(range(0, max(n, 1), V.PART_ROWS)):
+                fname = f"vocab_{i:03d}.part_{j:04d}.parquet"
+                stop = min(start + V.PART_ROWS, n)
+                table = pa.table({"value": pa.array(values[start:stop]),
+                                  "count": pa.array(freqs[start:stop], type=pa.int64())})
+                pq.write_table(table, path / fname)
+                files.append(fname)
+            meta[key] = {"files": files, "nulls": st["nulls"], "size": n}
         return {"vocabularies": meta, "input_groups": self.input_groups}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         stats = {}
         for key, m in meta["vocabularies"].items():
-            table = pq.read_table(path / m["file"])
-            values = table.column("value").to_numpy(zero_copy_only=False)
-            if pa.types.is_string(table.column("value").type) or pa.types.is_large_string(table.column("value").type):
-                values = values.astype(object)
+            files = m.get("files") or [m["file"]]
+            table = pa.concat_tables([pq.read_table(path / f) for f in files])
+            col = table.column("value")
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                values = np.asarray(col.to_pylist(), dtype=object)
+            else:
+                values = col.to_numpy()
             stats[key] = {"values": values, "freqs": table.column("count").to_numpy(), "nulls": m["nulls"]}
         self.stats_ = stats
         self._index_cache = {}
