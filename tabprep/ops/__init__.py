@@ -14,8 +14,11 @@ from .embeddings import embedding_dim_rule, get_embedding_sizes
 from .fill_median import FillMedian
 from .fill_missing import FillMissing
 from .filter import Filter
+from .groupby import Groupby, shuffle_by_key
 from .hash_bucket import HashBucket
 from .hashed_cross import HashedCross
+from .join_external import JoinExternal
+from .join_groupby import JoinGroupby
 from .lambda_op import LambdaOp
 from .list_slice import ListSlice
 from .log_op import LogOp
@@ -23,6 +26,7 @@ from .normalize import Normalize
 from .normalize_minmax import NormalizeMinMax
 from .reduce_dtype_size import ReduceDtypeSize
 from .rename import Rename
+from .target_encoding import TargetEncoding
 from .value_count import ValueCount
 
 __all__ = [
@@ -31,4 +35,5 @@ __all__ = [
     "Normalize", "NormalizeMinMax", "Rename", "get_embedding_sizes", "embedding_dim_rule",
     "AddMetadata", "AddProperties", "AddTags", "Bucketize", "DifferenceLag", "DropLowCardinality",
     "HashedCross", "ListSlice", "ReduceDtypeSize", "ValueCount",
+    "TargetEncoding", "JoinGroupby", "JoinExternal", "Groupby", "shuffle_by_key",
 ]

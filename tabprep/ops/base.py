@@ -12,6 +12,7 @@ Statistics follow dask's reduction pattern, so fitting is one streaming pass:
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import logging
@@ -23,6 +24,20 @@ from ..schema import ColumnSchema, Schema, Tags
 log = logging.getLogger(__name__)
 
 _REGISTRY: Dict[str, type] = {}
+
+#: set by the Workflow while it transforms the rows it was fitted on (see out_of_fold_mode)
+_OUT_OF_FOLD: "contextvars.ContextVar[bool]" = contextvars.ContextVar("tabprep_out_of_fold", default=False)
+
+
+def out_of_fold_mode() -> bool:
+    """True while a workflow transforms its own training rows (``Workflow.fit_transform``,
+    ``Workflow.transform(..., out_of_fold=True)``, and the fit passes of downstream ops).
+
+    Ops that encode the target (TargetEncoding) then give each row a value computed without
+    its own fold, so the encoding does not leak the row's label; otherwise they use
+    statistics of all the fitted data.
+    """
+    return _OUT_OF_FOLD.get()
 
 
 def register(cls: type) -> type:

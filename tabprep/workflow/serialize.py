@@ -53,7 +53,7 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False) -> None:
                 config = op.to_config()
                 config = _pickle_functions(op, config, tmp / "stats" / nid, allow_pickle)
                 entry["params"] = config
-                if isinstance(op, StatOperator):
+                if isinstance(op, StatOperator) or type(op).save_state is not Operator.save_state:
                     sdir = tmp / "stats" / nid
                     sdir.mkdir(parents=True, exist_ok=True)
                     entry["state"] = op.save_state(sdir)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import dask
 
 from .. import backend
-from ..ops.base import Operator, StatOperator
+from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import ColumnSchema, Schema
 from .node import Node, as_node, iter_nodes
 
@@ -189,12 +189,19 @@ class Workflow:
             self.op_timer(self.node_id(n), n.op.label, "transform", time.perf_counter() - start, len(inp))
         return out
 
-    def transform_frame(self, df: Any) -> Any:
-        """Transform one in-memory pandas or cuDF frame (the online path used by loaders)."""
+    def transform_frame(self, df: Any, out_of_fold: bool = False) -> Any:
+        """Transform one in-memory pandas or cuDF frame (the online path used by loaders).
+
+        ``out_of_fold``: see :meth:`transform`.
+        """
         if self.input_schema is None:
             self._bind(schema_of_frame(df), "the frame")
         self._require_fitted()
-        out = self._execute(df, [self.output_node])[id(self.output_node)]
+        token = _OUT_OF_FOLD.set(bool(out_of_fold))
+        try:
+            out = self._execute(df, [self.output_node])[id(self.output_node)]
+        finally:
+            _OUT_OF_FOLD.reset(token)
         out = out[self.output_columns]
         return _conform(out, self.output_schema)
 
@@ -273,29 +280,35 @@ class Workflow:
                                f"call workflow.fit(dataset) or load a fitted workflow with Workflow.load(path)")
 
     # -- transform ---------------------------------------------------------------------
-    def transform(self, data: Any) -> Any:
+    def transform(self, data: Any, out_of_fold: bool = False) -> Any:
         """Transform data with the fitted statistics.
 
         A :class:`~tabprep.Dataset` (or paths / a dask frame) gives back a lazy ``Dataset``
         (write it with ``.to_parquet`` / ``.to_tfrecord``, or ``.to_ddf()`` / ``.compute()``);
         a pandas or cuDF DataFrame gives back a DataFrame. Row order is kept.
+
+        ``out_of_fold=True`` says ``data`` is the data the workflow was fitted on, partitioned
+        the same way: target encoders (TargetEncoding) then give every row the encoding
+        computed without its own fold (no label leak for training). Default False: all ops
+        use the statistics of the whole fitted data (validation, test, serving).
         """
         from ..io.dataset import Dataset
 
         if _is_frame(data):
             self._bind(schema_of_frame(data), "the frame")
-            return self.transform_frame(data)
+            return self.transform_frame(data, out_of_fold=out_of_fold)
         ds = data if isinstance(data, Dataset) else Dataset(data)
         self._bind(ds.schema, ds.describe())
         self._require_fitted()
         ddf = ds.to_ddf(columns=self.input_columns)
         meta = self.transform_frame(ddf._meta)
-        out = ddf.map_partitions(self.transform_frame, meta=meta, enforce_metadata=False,
-                                 transform_divisions=False, align_dataframes=False)
+        out = ddf.map_partitions(self.transform_frame, out_of_fold=bool(out_of_fold), meta=meta,
+                                 enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
 
-    def fit_transform(self, dataset: Any) -> Any:
-        return self.fit(dataset).transform(dataset)
+    def fit_transform(self, dataset: Any, out_of_fold: bool = True) -> Any:
+        """Fit on ``dataset`` and transform it; target encodings come out-of-fold (see :meth:`transform`)."""
+        return self.fit(dataset).transform(dataset, out_of_fold=out_of_fold)
 
     # -- persistence -------------------------------------------------------------------
     def save(self, path: str, allow_pickle: bool = False) -> None:
@@ -340,7 +353,11 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
     by_id = {wf.node_id(n): n for n in wf.nodes}
     targets = [by_id[i] for i in ids]
     needed = [p for t in targets for p in t.parents]
-    cache = wf._execute(df, needed)
+    token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
+    try:
+        cache = wf._execute(df, needed)
+    finally:
+        _OUT_OF_FOLD.reset(token)
     out = {}
     for nid, n in zip(ids, targets):
         inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)

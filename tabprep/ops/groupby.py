@@ -1,0 +1,215 @@
+"""Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from .base import Operator, register
+
+AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max")
+_POS = "__tabprep_pos__"
+_GID = "__tabprep_gid__"
+
+
+@register
+class Groupby(Operator):
+    """Group rows by key column(s) and aggregate the other columns: one output row per group.
+
+    ``["session_id", "item_id", "ts"] >> Groupby("session_id", sort_cols="ts",
+    aggs={"item_id": ["list", "count"], "ts": ["first", "last"]})`` gives one row per session
+    with ``item_id_list`` (the session's items in time order), ``item_id_count``,
+    ``ts_first`` and ``ts_last``.
+
+    Aggregations (output ``<col><name_sep><agg>``):
+
+    * ``list``: the group's values in order (a list column, ``pd.ArrowDtype`` list on pandas,
+      so it can be written to parquet; nulls stay null elements);
+    * ``count``: number of non-null values (int64);
+    * ``first`` / ``last``: value of the first / last row of the group (null if that value
+      is null), in the column's dtype;
+    * ``sum`` (int64 for int/bool columns, else float64; 0 when all null), ``mean``,
+      ``min``, ``max`` (float64; null when all null) over the non-null values.
+
+    Order within a group: by ``sort_cols`` (``ascending``; nulls last), then by the input row
+    order. Groups come out in ascending key order (a null key forms the last group).
+
+    **Partitions.** Each partition is grouped on its own, so a group split over several
+    partitions gives several rows. Either make sure the data is partitioned by the key (e.g.
+    one file per day of sessions that never cross files), or repartition it first with
+    :func:`shuffle_by_key` (a dask shuffle on the key)::
+
+        ds = shuffle_by_key(tp.Dataset("events/*.parquet"), "session_id")
+        sessions = wf.transform(ds)
+
+    Like :class:`Filter`, Groupby changes the rows, so apply it last, to the merged columns
+    (``(cats + conts) >> Groupby(...)``), not inside one branch of ``+``.
+
+    Args:
+        groupby_cols: key column name(s).
+        sort_cols: column name(s) ordering the rows within a group (read from the raw input
+            when not selected; not output unless aggregated).
+        aggs: an aggregation name or list of names applied to every selected non-key column,
+            or a dict ``{column: name or [names]}``.
+        name_sep: separator of output names.
+        ascending: sort direction of ``sort_cols``.
+    """
+
+    changes_rows = True
+
+    def __init__(self, groupby_cols: Union[str, Sequence[str]], sort_cols: Union[None, str, Sequence[str]] = None,
+                 aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
+                 ascending: bool = True) -> None:
+        if not groupby_cols:
+            raise ValueError("Groupby needs groupby_cols")
+        for names in (aggs.values() if isinstance(aggs, dict) else [aggs]):
+            names = [names] if isinstance(names, str) else list(names)
+            bad = [a for a in names if a not in AGGS]
+            if bad or not names:
+                raise ValueError(f"Groupby aggregations must be among {list(AGGS)}, got {names!r}")
+        self.groupby_cols = groupby_cols
+        self.sort_cols = sort_cols
+        self.aggs = aggs
+        self.name_sep = name_sep
+        self.ascending = ascending
+
+    # -- columns ---------------------------------------------------------------------------
+    @property
+    def keys(self) -> List[str]:
+        return [self.groupby_cols] if isinstance(self.groupby_cols, str) else list(self.groupby_cols)
+
+    @property
+    def sorts(self) -> List[str]:
+        if not self.sort_cols:
+            return []
+        return [self.sort_cols] if isinstance(self.sort_cols, str) else list(self.sort_cols)
+
+    def _agg_map(self, columns: List[str]) -> Dict[str, List[str]]:
+        if isinstance(self.aggs, dict):
+            return {c: ([a] if isinstance(a, str) else list(a)) for c, a in self.aggs.items()}
+        names = [self.aggs] if isinstance(self.aggs, str) else list(self.aggs)
+        return {c: names for c in columns if c not in self.keys}
+
+    def dependencies(self) -> List[str]:
+        extra = self.keys + self.sorts
+        if isinstance(self.aggs, dict):
+            extra += list(self.aggs)
+        return list(dict.fromkeys(extra))
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        return self.keys + [f"{c}{self.name_sep}{a}" for c, names in self._agg_map(columns).items() for a in names]
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = [input_schema[k] for k in self.keys]
+        for c, names in self._agg_map(columns).items():
+            src = input_schema[c]
+            is_int = np.dtype(_np_name(src.dtype)).kind in "iub"
+            for a in names:
+                name = f"{c}{self.name_sep}{a}"
+                if a == "list":
+                    out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
+                                            properties=dict(src.properties), is_list=True, is_ragged=True))
+                elif a in ("first", "last"):
+                    out.append(src.with_(name=name))
+                elif a == "count":
+                    out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
+                elif a == "sum":
+                    out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
+                else:
+                    out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
+        return Schema(out)
+
+    # -- computation ---------------------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        lib = backend.frame_lib(df)
+        xp = backend.array_module(df)
+        keys, sorts = self.keys, self.sorts
+        agg_map = self._agg_map(columns)
+        work = df.reset_index(drop=True)
+        n = len(work)
+        # group numbers in ascending key order (null keys last), then the order within groups
+        if n:
+            gid = backend.int_values(work[keys].groupby(keys, sort=True, dropna=False).ngroup(), 0)
+        else:
+            gid = xp.zeros(0, dtype="int64")
+        order_frame = lib.DataFrame({_GID: gid, **{s: work[s] for s in sorts}, _POS: xp.arange(n, dtype="int64")})
+        order_frame = order_frame.sort_values([_GID] + sorts + [_POS],
+                                              ascending=[True] + [bool(self.ascending)] * len(sorts) + [True],
+                                              na_position="last")
+        order = backend.int_values(order_frame[_POS], 0)
+        gid = gid[order]
+        ngroups = int(gid[-1]) + 1 if n else 0
+        sizes = xp.bincount(gid, minlength=ngroups) if n else xp.zeros(0, dtype="int64")
+        offsets = xp.zeros(ngroups + 1, dtype="int64")
+        offsets[1:] = xp.cumsum(sizes)
+        first, last = offsets[:-1], offsets[1:] - 1
+        rows = work.take(order).reset_index(drop=True)
+        out = {k: rows[k].take(first).reset_index(drop=True) for k in keys}
+        like = out[keys[0]]
+        gid_s = lib.Series(gid)
+        for c, names in agg_map.items():
+            s = rows[c]
+            valid = ~xp.asarray(backend.isnull(s))
+            for a in names:
+                name = f"{c}{self.name_sep}{a}"
+                if a == "list":
+                    out[name] = backend.list_from_leaves(s, offsets, like=like, name=name)
+                elif a in ("first", "last"):
+                    out[name] = s.take(first if a == "first" else last).reset_index(drop=True).rename(name)
+                else:
+                    out[name] = backend.new_series(self._reduce(s, valid, a, gid, gid_s, ngroups, lib, xp), like=like,
+                                                   name=name)
+        return lib.DataFrame({name: out[name] for name in self.output_column_names(columns)})
+
+    @staticmethod
+    def _reduce(s: Any, valid: Any, agg: str, gid: Any, gid_s: Any, ngroups: int, lib: Any, xp: Any) -> Any:
+        if ngroups == 0:
+            is_int = (not backend.is_float_series(s)) and agg in ("count", "sum")
+            return xp.zeros(0, dtype="int64" if (agg == "count" or (agg == "sum" and is_int)) else "float64")
+        count = xp.bincount(gid[valid], minlength=ngroups).astype("int64")
+        if agg == "count":
+            return count
+        int_like = not backend.is_float_series(s) and not backend.is_string_series(s)
+        if agg == "sum" and int_like:
+            x = backend.int_values(s, 0)
+            return lib.DataFrame({"g": gid_s, "x": lib.Series(x)}).groupby("g", sort=True)["x"].sum().values
+        x = backend.float_values(s)
+        if agg in ("sum", "mean"):
+            total = lib.DataFrame({"g": gid_s, "x": lib.Series(xp.where(valid, x, 0.0))}).groupby("g", sort=True)["x"].sum()
+            total = backend.float_values(total)
+            if agg == "sum":
+                return total
+            return xp.where(count > 0, total / xp.maximum(count, 1), np.nan)
+        fill = np.inf if agg == "min" else -np.inf
+        frame = lib.DataFrame({"g": gid_s, "x": lib.Series(xp.where(valid, x, fill))})
+        red = frame.groupby("g", sort=True)["x"].agg(agg)
+        return xp.where(count > 0, backend.float_values(red), np.nan)
+
+
+def _np_name(dtype: str) -> str:
+    return dtype if dtype not in ("str", "list") else "object"
+
+
+def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Optional[int] = None) -> Any:
+    """Repartition a dataset so that all rows of a key land in the same partition (dask shuffle).
+
+    Use before a workflow ending in :class:`Groupby` on data not already partitioned by the
+    key. Row order within a partition is not kept: give Groupby ``sort_cols``.
+
+    Args:
+        data: a :class:`tabprep.Dataset` (or anything ``Dataset()`` accepts).
+        keys: the key column(s).
+        npartitions: number of output partitions (default: the input's).
+
+    Returns:
+        a :class:`tabprep.Dataset` over the shuffled dask frame.
+    """
+    from ..io.dataset import Dataset
+
+    ds = data if isinstance(data, Dataset) else Dataset(data)
+    ddf = ds.to_ddf()
+    on = [keys] if isinstance(keys, str) else list(keys)
+    shuffled = ddf.shuffle(on=on, npartitions=npartitions or ddf.npartitions)
+    return Dataset(shuffled, cpu=ds.cpu)

@@ -1,0 +1,197 @@
+"""JoinExternal: add columns of a side table (a frame or a parquet file) to each row."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from ..schema import ColumnSchema, Schema
+from .base import Operator, register
+
+_ROW = "__tabprep_row__"
+
+
+@register
+class JoinExternal(Operator):
+    """Join the columns of a side table onto each row by key, keeping the row order.
+
+    ``["item_id", "price"] >> JoinExternal(items_df, on="item_id")`` outputs the selected
+    columns followed by the side table's columns (``columns_ext``). Each partition is joined
+    on its own (the side table is broadcast to every task), so any partitioning works.
+
+    Args:
+        df_or_path: the side table: a pandas or cuDF DataFrame, or a parquet file / folder /
+            glob. It is read once per process and backend, and must fit in (device) memory.
+        on: key column name(s), present in both tables. Key columns that are not selected
+            are read from the raw input (and not output).
+        columns_ext: side-table columns to add (default: all its non-key columns). They
+            must not clash with the selected column names.
+        how: ``"left"`` (default): every row is kept, rows without a match get nulls (integer
+            and bool side columns become nullable on pandas); ``"inner"``: rows without a
+            match (and rows with a null key) are dropped. An inner join changes the number of
+            rows, so, like :class:`Filter`, apply it last, to the merged columns
+            (``(cats + conts) >> JoinExternal(..., how="inner")``), not inside one branch of ``+``.
+
+    Keys: null keys never match; the side table must hold each key at most once (a duplicate
+    raises ``ValueError`` naming some of the duplicates), so a join never adds rows.
+
+    Saving: ``Workflow.save`` writes the side table (its key and ``columns_ext`` columns) as
+    parquet next to the workflow, so a loaded workflow joins exactly the same data even if
+    the original file changes or is gone.
+
+    Example:
+        >>> items = pd.DataFrame({"item_id": [1, 2], "price": [9.5, 3.0]})
+        >>> joined = ["item_id", "user_id"] >> JoinExternal(items, on="item_id")
+    """
+
+    def __init__(self, df_or_path: Any, on: Union[str, Sequence[str]], columns_ext: Optional[Sequence[str]] = None,
+                 how: str = "left") -> None:
+        if how not in ("left", "inner"):
+            raise ValueError(f"JoinExternal how must be 'left' or 'inner', got {how!r}")
+        if not on:
+            raise ValueError("JoinExternal needs the key column(s) 'on'")
+        if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or _is_frame(df_or_path)):
+            raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame or a parquet path, "
+                            f"got {type(df_or_path).__name__}")
+        self.df_or_path = df_or_path
+        self.on = on
+        self.columns_ext = columns_ext
+        self.how = how
+        #: an inner join drops rows (Workflow treats it like Filter)
+        self.changes_rows = how == "inner"
+        self._host: Any = None  # the validated side table on the host (pandas)
+        self._cache: Dict[bool, Any] = {}
+
+    # -- the side table -----------------------------------------------------------------
+    @property
+    def keys(self) -> List[str]:
+        return [self.on] if isinstance(self.on, str) else list(self.on)
+
+    def _side_host(self) -> Any:
+        if self._host is None:
+            src = self.df_or_path
+            if src is None:
+                raise RuntimeError("JoinExternal has no side table (it was built from a saved config without its state)")
+            if _is_frame(src):
+                frame = backend.to_host(src)
+            else:
+                from ..io.dataset import expand_paths
+
+                files = expand_paths(str(src))
+                tables = [pq.read_table(f) for f in files]
+                frame = backend.arrow_to_frame(pa.concat_tables(tables, promote_options="default"), cpu=True)
+            self._host = self._validate(frame)
+        return self._host
+
+    def _validate(self, frame: Any) -> Any:
+        keys = self.keys
+        missing = [k for k in keys if k not in frame.columns]
+        if missing:
+            raise KeyError(f"JoinExternal: key column(s) {missing} are not in the side table "
+                           f"(its columns: {list(frame.columns)})")
+        ext = self.ext_columns(frame)
+        frame = frame[keys + ext]
+        nulls = frame[keys].isna().any(axis=1)
+        if nulls.any():  # a null key never matches
+            frame = frame[~nulls]
+        dup = frame.duplicated(subset=keys, keep=False)
+        if dup.any():
+            examples = frame.loc[dup, keys].drop_duplicates().head(5).to_dict("records")
+            raise ValueError(f"JoinExternal: the side table holds {int(dup.sum())} rows with duplicate keys {keys}, "
+                             f"e.g. {examples}; a join must not multiply rows: deduplicate it first "
+                             f"(e.g. side.drop_duplicates(subset={keys}))")
+        frame = frame.reset_index(drop=True)
+        if self.how == "left":
+            frame = backend.nullable_columns(frame, ext)
+        return frame
+
+    def ext_columns(self, frame: Any = None) -> List[str]:
+        if self.columns_ext is not None:
+            ext = [self.columns_ext] if isinstance(self.columns_ext, str) else list(self.columns_ext)
+            if frame is not None:
+                missing = [c for c in ext if c not in frame.columns]
+                if missing:
+                    raise KeyError(f"JoinExternal: columns_ext {missing} are not in the side table "
+                                   f"(its columns: {list(frame.columns)})")
+            return [c for c in ext if c not in self.keys]
+        frame = self._side_host() if frame is None else frame
+        return [c for c in frame.columns if c not in self.keys]
+
+    def _side(self, like: Any) -> Any:
+        gpu = backend.is_gpu(like)
+        side = self._cache.get(gpu)
+        if side is None:
+            side = backend.from_host(self._side_host(), cpu=not gpu)
+            self._cache[gpu] = side
+        return side
+
+    # -- columns ------------------------------------------------------------------------
+    def dependencies(self) -> List[str]:
+        return self.keys
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        return list(columns) + self.ext_columns()
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        from ..workflow.workflow import schema_of_frame
+
+        ext = self.ext_columns()
+        clash = [c for c in ext if c in columns]
+        if clash:
+            raise ValueError(f"JoinExternal: side-table columns {clash} clash with the selected columns; "
+                             f"pass columns_ext without them, or Rename them first")
+        side_schema = schema_of_frame(self._side_host()[ext])
+        return Schema([input_schema[c] for c in columns] + list(side_schema))
+
+    # -- computation -------------------------------------------------------------------------
+    def transform(self, columns: List[str], df: Any) -> Any:
+        keys = self.keys
+        side = self._side(df)
+        ext = self.ext_columns()
+        xp = backend.array_module(df)
+        left = df[keys].reset_index(drop=True)
+        left[_ROW] = xp.arange(len(df), dtype="int64")
+        try:
+            merged = left.merge(side, on=keys, how=self.how, sort=False)
+        except (ValueError, TypeError) as exc:
+            raise TypeError(f"JoinExternal: cannot join on {keys}: the key dtypes of the data "
+                            f"({[str(df[k].dtype) for k in keys]}) and of the side table "
+                            f"({[str(side[k].dtype) for k in keys]}) do not match ({exc})") from exc
+        merged = merged.sort_values(_ROW)
+        sel = df[list(columns)]
+        if self.how == "inner":
+            sel = sel.take(merged[_ROW].values)
+        out_ext = merged[ext].reset_index(drop=True)
+        out_ext.index = sel.index
+        return backend.concat_columns([sel, out_ext])
+
+    # -- persistence ----------------------------------------------------------------------------
+    def to_config(self) -> Dict[str, Any]:
+        src = self.df_or_path
+        return {"df_or_path": str(src) if isinstance(src, (str, Path)) else None, "on": self.on,
+                "columns_ext": None if self.columns_ext is None else
+                (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
+                "how": self.how}
+
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        path.mkdir(parents=True, exist_ok=True)
+        pq.write_table(backend.frame_to_arrow(self._side_host()), path / "side_table.parquet")
+        return {"file": "side_table.parquet"}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        frame = backend.arrow_to_frame(pq.read_table(path / meta["file"]), cpu=True)
+        self._host = self._validate(frame)
+        self._cache = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_cache"] = {}  # device copies are rebuilt where the op runs
+        return state
+
+
+def _is_frame(obj: Any) -> bool:
+    mod = type(obj).__module__
+    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))

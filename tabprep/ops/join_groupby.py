@@ -1,0 +1,315 @@
+"""JoinGroupby: per-category statistics of continuous columns, joined back onto every row."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from ..stats import grouped as G
+from ..stats import vocab as V
+from .base import StatOperator, register
+from .categorify import _combo_series
+
+STATS = ("count", "sum", "mean", "std", "var", "min", "max")
+_ACC = ("n", "s", "m2", "lo", "hi")  # per continuous column: count, sum, M2, min, max
+
+
+@register
+class JoinGroupby(StatOperator):
+    """Add, to every row, statistics of continuous columns over the rows of its category.
+
+    ``["user_id"] >> JoinGroupby(cont_cols=["price"], stats=["count", "mean"])`` outputs
+    ``user_id_count`` (rows of that user in the fitted data) and ``user_id_price_mean``.
+    A column group ``[["a", "b"]]`` is one category made of both columns (``a_b_count``, ...).
+
+    Outputs, per category column ``<cat>`` (in this order):
+
+    * ``<cat>_count`` (int64): number of fitted rows in the category, if ``"count"`` is asked;
+    * ``<cat>_<cont>_<stat>`` (float32) for each continuous column and each other stat, over
+      its non-null values: ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
+      ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max`` (null when none).
+
+    Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
+    seen at fit gets count 0 and null statistics. The continuous columns are read from the
+    raw input (they are dependencies, not outputs). Statistics are a mergeable reduction
+    (counts, sums, M2 merged with Chan's formula, min, max), computed in one pass.
+
+    Args:
+        cont_cols: continuous column name(s) to summarize.
+        stats: any of ``"count", "sum", "mean", "std", "var", "min", "max"``.
+    """
+
+    output_tags = (Tags.CONTINUOUS,)
+    supports_groups = True
+
+    def __init__(self, cont_cols: Union[str, Sequence[str]],
+                 stats: Sequence[str] = ("count", "sum", "mean", "std", "min", "max")) -> None:
+        stats_list = [stats] if isinstance(stats, str) else list(stats)
+        bad = [s for s in stats_list if s not in STATS]
+        if bad or not stats_list:
+            raise ValueError(f"JoinGroupby stats must be among {list(STATS)}, got {stats!r}")
+        if not cont_cols and stats_list != ["count"]:
+            raise ValueError("JoinGroupby needs cont_cols for statistics other than 'count'")
+        self.cont_cols = cont_cols
+        self.stats = stats
+        self.input_groups: List[List[str]] = []
+        self.stats_: Optional[Dict[str, Any]] = None
+        self._cache: Dict[Any, Any] = {}
+
+    # -- columns -------------------------------------------------------------------------------
+    @property
+    def conts(self) -> List[str]:
+        if not self.cont_cols:
+            return []
+        return [self.cont_cols] if isinstance(self.cont_cols, str) else list(self.cont_cols)
+
+    @property
+    def stat_list(self) -> List[str]:
+        return [self.stats] if isinstance(self.stats, str) else list(self.stats)
+
+    def dependencies(self) -> List[str]:
+        return self.conts
+
+    def _keys(self, columns: List[str]) -> Dict[str, List[str]]:
+        grouped = {c: g for g in self.input_groups for c in g}
+        keys: Dict[str, List[str]] = {}
+        for c in columns:
+            g = grouped.get(c)
+            keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
+        return keys
+
+    def _outputs(self, key: str) -> List[tuple]:
+        """(output name, cont or None, stat) of one category."""
+        out = []
+        if "count" in self.stat_list:
+            out.append((f"{key}_count", None, "count"))
+        for c in self.conts:
+            for st in self.stat_list:
+                if st != "count":
+                    out.append((f"{key}_{c}_{st}", c, st))
+        return out
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        return [name for key in self._keys(columns) for name, _, _ in self._outputs(key)]
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = []
+        for key in self._keys(columns):
+            for name, cont, st in self._outputs(key):
+                out.append(ColumnSchema(name, dtype="int64" if st == "count" else "float32", tags=self.output_tags))
+        return Schema(out)
+
+    def _key_series(self, df: Any, cols: List[str]) -> Any:
+        return _combo_series(df, cols) if len(cols) > 1 else df[cols[0]]
+
+    # -- fit -------------------------------------------------------------------------------------
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        xp = backend.array_module(df)
+        conts = {c: backend.float_values(df[c]) for c in self.conts}
+        out = {}
+        for key, cols in self._keys(columns).items():
+            keys, valid = G.key_column(self._key_series(df, cols))
+            lib = backend.frame_lib(df)
+            key_s = keys.reset_index(drop=True) if hasattr(keys, "reset_index") else lib.Series(keys)
+            data = {"__key": key_s, "rows": lib.Series(xp.ones(int(valid.sum()), dtype="float64"), index=key_s.index)}
+            for c, x in conts.items():
+                x = x[valid]
+                ok = ~xp.isnan(x)
+                data[f"{c}\x1fn"] = lib.Series(ok.astype("float64"), index=key_s.index)
+                data[f"{c}\x1fs"] = lib.Series(xp.where(ok, x, 0.0), index=key_s.index)
+                data[f"{c}\x1flo"] = lib.Series(xp.where(ok, x, np.inf), index=key_s.index)
+                data[f"{c}\x1fhi"] = lib.Series(xp.where(ok, x, -np.inf), index=key_s.index)
+            frame = lib.DataFrame(data)
+            g = frame.groupby("__key", sort=False)
+            for c, x in conts.items():
+                # second pass for M2: deviations from the group mean of this partition
+                n_b = g[f"{c}\x1fn"].transform("sum")
+                s_b = g[f"{c}\x1fs"].transform("sum")
+                mean_b = s_b / n_b.where(n_b > 0, 1)
+                dev = frame[f"{c}\x1fs"] - mean_b
+                frame[f"{c}\x1fm2"] = (dev * dev).where(frame[f"{c}\x1fn"] > 0, 0.0)
+            g = frame.groupby("__key", sort=False)
+            res = g.agg(self._aggs())
+            res.index.name = None
+            out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp)}
+        return out
+
+    def _aggs(self) -> Dict[str, str]:
+        aggs = {"rows": "sum"}
+        for c in self.conts:
+            aggs.update({f"{c}\x1fn": "sum", f"{c}\x1fs": "sum", f"{c}\x1fm2": "sum",
+                         f"{c}\x1flo": "min", f"{c}\x1fhi": "max"})
+        return aggs
+
+    def _null_group(self, conts: Dict[str, Any], mask: Any, xp: Any) -> Dict[str, float]:
+        acc = {"rows": float(mask.sum())}
+        for c, x in conts.items():
+            x = x[mask]
+            x = x[~xp.isnan(x)]
+            n = int(x.size)
+            mean = float(x.mean()) if n else 0.0
+            acc.update({f"{c}\x1fn": float(n), f"{c}\x1fs": float(x.sum()) if n else 0.0,
+                        f"{c}\x1fm2": float(((x - mean) ** 2).sum()) if n else 0.0,
+                        f"{c}\x1flo": float(x.min()) if n else np.inf, f"{c}\x1fhi": float(x.max()) if n else -np.inf})
+        return acc
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        out = {}
+        for key in partials[0]:
+            frames = [p[key]["groups"] for p in partials]
+            out[key] = {"groups": self._combine_frames(frames),
+                        "null": self._combine_null([p[key]["null"] for p in partials])}
+        return out
+
+    def _combine_frames(self, frames: List[Any]) -> Any:
+        nonempty = [f for f in frames if len(f)]
+        if len(nonempty) <= 1:
+            return nonempty[0] if nonempty else frames[0]
+        if len({backend.is_gpu(f) for f in nonempty}) > 1:
+            nonempty = [backend.to_host(f) for f in nonempty]
+        lib = backend.frame_lib(nonempty[0])
+        cat = lib.concat(nonempty)
+        if self.conts:
+            g = cat.groupby(level=0, sort=False)
+            for c in self.conts:
+                n, s = cat[f"{c}\x1fn"], cat[f"{c}\x1fs"]
+                n_b, s_b = g[f"{c}\x1fn"].transform("sum"), g[f"{c}\x1fs"].transform("sum")
+                d = s / n.where(n > 0, 1) - s_b / n_b.where(n_b > 0, 1)
+                cat[f"{c}\x1fm2"] = cat[f"{c}\x1fm2"] + (n * d * d).where(n > 0, 0.0)
+        out = cat.groupby(level=0, sort=False).agg(self._aggs())
+        out.index.name = None
+        return out
+
+    def _combine_null(self, parts: List[Dict[str, float]]) -> Dict[str, float]:
+        acc = {"rows": sum(p["rows"] for p in parts)}
+        for c in self.conts:
+            n = sum(p[f"{c}\x1fn"] for p in parts)
+            s = sum(p[f"{c}\x1fs"] for p in parts)
+            mean = s / n if n else 0.0
+            m2 = sum(p[f"{c}\x1fm2"] + (p[f"{c}\x1fn"] * (p[f"{c}\x1fs"] / p[f"{c}\x1fn"] - mean) ** 2
+                                        if p[f"{c}\x1fn"] else 0.0) for p in parts)
+            acc.update({f"{c}\x1fn": n, f"{c}\x1fs": s, f"{c}\x1fm2": m2,
+                        f"{c}\x1flo": min(p[f"{c}\x1flo"] for p in parts),
+                        f"{c}\x1fhi": max(p[f"{c}\x1fhi"] for p in parts)})
+        return acc
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        stats = {}
+        for key, entry in combined.items():
+            values, arrays = G.to_host_arrays(entry["groups"])
+            null = entry["null"]
+            # rows: the categories, then the null group, then "unseen"
+            acc = {name: np.concatenate([arrays[name].astype("float64"), [null[name], 0.0]]) for name in self._aggs()}
+            for c in self.conts:
+                acc[f"{c}\x1flo"][-1], acc[f"{c}\x1fhi"][-1] = np.inf, -np.inf
+            empty = acc["rows"] == 0  # the unseen row, and the null group when no key was null
+            table = {}
+            for name, cont, st in self._outputs(key):
+                col = _stat(acc, cont, st)
+                if st != "count":
+                    col = np.where(empty, np.nan, col)
+                table[name] = col
+            stats[key] = {"values": values, "table": table}
+        self.stats_ = stats
+        self._cache = {}
+
+    def clear(self) -> None:
+        self.stats_ = None
+        self._cache = {}
+
+    # -- transform ----------------------------------------------------------------------------------
+    def _index(self, key: str, like: Any) -> Any:
+        ck = ("index", key, backend.is_gpu(like))
+        idx = self._cache.get(ck)
+        if idx is None:
+            idx = V.vocab_index(self.stats_[key]["values"], like)
+            self._cache[ck] = idx
+        return idx
+
+    def _column(self, key: str, name: str, like: Any) -> Any:
+        ck = ("col", key, name, backend.is_gpu(like))
+        arr = self._cache.get(ck)
+        if arr is None:
+            arr = backend.array_module(like).asarray(self.stats_[key]["table"][name])
+            self._cache[ck] = arr
+        return arr
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        self._require_fitted()
+        lib = backend.frame_lib(df)
+        xp = backend.array_module(df)
+        out = {}
+        for key, cols in self._keys(columns).items():
+            s = self._key_series(df, cols)
+            n = len(self.stats_[key]["values"])
+            pos = V.index_of(s, self._index(key, df))
+            row = xp.where(pos >= 0, pos, xp.where(xp.asarray(backend.isnull(s)), n, n + 1))
+            for name, cont, st in self._outputs(key):
+                vals = self._column(key, name, df)[row]
+                if st == "count":
+                    series = backend.new_series(vals.astype("int64"), like=df[cols[0]], name=name)
+                else:
+                    series = backend.new_series(vals.astype("float32"), like=df[cols[0]], name=name)
+                out[name] = series
+        return lib.DataFrame(out, index=df.index)
+
+    # -- persistence --------------------------------------------------------------------------------
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        path.mkdir(parents=True, exist_ok=True)
+        files = {}
+        for i, (key, st) in enumerate(self.stats_.items()):
+            n = len(st["values"])
+            # the table has n + 2 rows (categories, null group, unseen): values padded with nulls
+            values = pa.array(list(st["values"]) + [None, None]) if st["values"].dtype == object else \
+                pa.array(np.concatenate([st["values"], np.zeros(2, dtype=st["values"].dtype)]),
+                         mask=np.arange(n + 2) >= n)
+            cols = {"value": values}
+            cols.update({name: pa.array(arr) for name, arr in st["table"].items()})
+            fname = f"groupby_{i:03d}.parquet"
+            pq.write_table(pa.table(cols), path / fname)
+            files[key] = {"file": fname, "size": n}
+        return {"files": files, "input_groups": self.input_groups}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        stats = {}
+        for key, m in meta["files"].items():
+            table = pq.read_table(path / m["file"])
+            n = m["size"]
+            col = table.column("value").slice(0, n)
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                values = np.asarray(col.to_pylist(), dtype=object)
+            else:
+                values = col.to_numpy()
+            stats[key] = {"values": values,
+                          "table": {name: table.column(name).to_numpy() for name in table.column_names if name != "value"}}
+        self.stats_ = stats
+        self._cache = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+
+def _stat(acc: Dict[str, np.ndarray], cont: Optional[str], st: str) -> np.ndarray:
+    if st == "count":
+        return acc["rows"].round().astype("int64")
+    n, s, m2 = acc[f"{cont}\x1fn"], acc[f"{cont}\x1fs"], acc[f"{cont}\x1fm2"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if st == "sum":
+            return s
+        if st == "mean":
+            return np.where(n > 0, s / np.where(n > 0, n, 1), np.nan)
+        if st in ("var", "std"):
+            var = np.where(n > 1, np.maximum(m2, 0.0) / np.where(n > 1, n - 1, 1), np.nan)
+            return np.sqrt(var) if st == "std" else var
+        if st == "min":
+            return np.where(n > 0, acc[f"{cont}\x1flo"], np.nan)
+        if st == "max":
+            return np.where(n > 0, acc[f"{cont}\x1fhi"], np.nan)
+    raise ValueError(st)

@@ -1,0 +1,329 @@
+"""TargetEncoding: replace a category by the smoothed mean of the target in that category."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from ..schema import ColumnSchema, Schema, Tags
+from ..stats import grouped as G
+from ..stats import vocab as V
+from .base import StatOperator, out_of_fold_mode, register
+from .categorify import _combo_series
+
+
+@register
+class TargetEncoding(StatOperator):
+    """Smoothed mean of a target per category, as new continuous columns ``TE_<col>_<target>``.
+
+    For a category with target sum ``s`` and count ``n`` (rows with a non-null target)::
+
+        TE = (s + p_smooth * global_mean) / (n + p_smooth)
+
+    A null or unseen category gets ``global_mean`` (the mean of all non-null targets).
+    ``[["a", "b"]] >> TargetEncoding("y")`` encodes the combination of ``a`` and ``b`` as one
+    category (output ``TE_a_b_y``); ``target`` may be a list (one output per target).
+
+    **Out-of-fold values for training rows.** Encoding a training row with statistics that
+    include its own label leaks the label. So every row is assigned to one of ``kfold``
+    folds, and the rows the workflow was fitted on can be encoded with the statistics of the
+    *other* folds (the global mean of the other folds is used for smoothing and for
+    null/unseen categories):
+
+    * ``wf.fit_transform(train)``, or ``wf.transform(train, out_of_fold=True)`` on the same
+      dataset (same files, same partitioning) after ``wf.fit(train)``: out-of-fold values;
+    * ``wf.transform(valid)`` (the default, ``out_of_fold=False``), ``transform_frame`` and
+      loaders: statistics of all the fitted data.
+
+    Ops fitted downstream of a TargetEncoding (e.g. Normalize) are fitted on the out-of-fold
+    values, which is what they will see on the training data.
+
+    **Folds** are deterministic: ``fold = splitmix64(row_id + fold_seed) % kfold`` where
+    ``row_id`` is the row's integer index label (the row number for in-memory frames,
+    the row number within the file piece for parquet partitions; the position within the
+    partition if the index is not integer). They do not depend on the number of workers or
+    threads, and are identical on the CPU and the GPU. ``kfold=1`` disables folds (out-of-fold
+    values are then the full-data values).
+
+    The target column is read from the raw input (a dependency), so it must be present in
+    every dataset the workflow transforms. Rows with a null target are ignored by the
+    statistics; list columns are not supported.
+
+    Args:
+        target: target column name(s), numeric or bool.
+        kfold: number of folds (>= 1).
+        p_smooth: smoothing weight of the global mean (>= 0).
+        out_dtype: float dtype of the outputs.
+        fold_seed: seed of the fold assignment.
+
+    Example:
+        >>> te = ["user_id", "item_id"] >> TargetEncoding("click", kfold=5, p_smooth=20)
+        >>> te_pair = [["user_id", "item_id"]] >> TargetEncoding("click")   # TE_user_id_item_id_click
+        >>> wf = Workflow(te + te_pair + ["click"])
+        >>> train_out = wf.fit_transform(train)      # out-of-fold
+        >>> valid_out = wf.transform(valid)          # full-data statistics
+    """
+
+    output_tags = (Tags.CONTINUOUS,)
+    supports_groups = True
+
+    def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
+                 out_dtype: str = "float32", fold_seed: int = 42) -> None:
+        if not target:
+            raise ValueError("TargetEncoding needs a target column")
+        if int(kfold) < 1:
+            raise ValueError(f"TargetEncoding kfold must be >= 1, got {kfold}")
+        if float(p_smooth) < 0:
+            raise ValueError(f"TargetEncoding p_smooth must be >= 0, got {p_smooth}")
+        if np.dtype(out_dtype).kind != "f":
+            raise ValueError(f"TargetEncoding out_dtype must be a float dtype, got {out_dtype!r}")
+        self.target = target
+        self.kfold = int(kfold)
+        self.p_smooth = p_smooth
+        self.out_dtype = out_dtype
+        self.fold_seed = int(fold_seed)
+        self.input_groups: List[List[str]] = []
+        self.stats_: Optional[Dict[str, Any]] = None
+        self._cache: Dict[Any, Any] = {}
+
+    # -- columns ------------------------------------------------------------------------------
+    @property
+    def targets(self) -> List[str]:
+        return [self.target] if isinstance(self.target, str) else list(self.target)
+
+    def dependencies(self) -> List[str]:
+        return self.targets
+
+    def _keys(self, columns: List[str]) -> Dict[str, List[str]]:
+        """category name -> the column(s) it is made of."""
+        grouped = {c: g for g in self.input_groups for c in g}
+        keys: Dict[str, List[str]] = {}
+        for c in columns:
+            g = grouped.get(c)
+            keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
+        return keys
+
+    def output_column_names(self, columns: List[str]) -> List[str]:
+        return [f"TE_{key}_{t}" for key in self._keys(columns) for t in self.targets]
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        out = []
+        for key, cols in self._keys(columns).items():
+            for t in self.targets:
+                out.append(ColumnSchema(f"TE_{key}_{t}", dtype=self.out_dtype, tags=self.output_tags,
+                                        properties={"target_encoding": {"columns": cols, "target": t}}))
+        return Schema(out)
+
+    def _key_series(self, df: Any, cols: List[str]) -> Any:
+        return _combo_series(df, cols) if len(cols) > 1 else df[cols[0]]
+
+    # -- folds ----------------------------------------------------------------------------------
+    def folds(self, df: Any) -> Any:
+        """Fold (0..kfold-1, int64 numpy/cupy array) of each row of ``df``."""
+        xp = backend.array_module(df)
+        idx = df.index
+        if backend._numpy_kind_dtype(idx.dtype).kind in "iu" and len(idx):
+            row = backend.int_values(backend.frame_lib(df).Series(idx), 0)
+        else:
+            row = xp.arange(len(df), dtype="int64")
+        return _splitmix64(row, self.fold_seed, xp) % np.uint64(self.kfold)
+
+    # -- fit ----------------------------------------------------------------------------------------
+    def _target_arrays(self, df: Any, xp: Any) -> Dict[str, Any]:
+        out = {}
+        for t in self.targets:
+            s = df[t]
+            if backend.is_string_series(s) or backend.is_list_series(s):
+                raise TypeError(f"TargetEncoding target {t!r} must be numeric or bool, got {s.dtype}")
+            out[t] = backend.float_values(s)
+        return out
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        xp = backend.array_module(df)
+        k = self.kfold
+        fold = self.folds(df).astype("int64")
+        ys = self._target_arrays(df, xp)
+        totals = {}
+        cols_per_target = {}
+        for t, y in ys.items():
+            ok = ~xp.isnan(y)
+            yz = xp.where(ok, y, 0.0)
+            sums = xp.zeros(k, dtype="float64")
+            cnts = xp.zeros(k, dtype="float64")
+            cols = {}
+            for f in range(k):
+                in_f = (fold == f) & ok
+                sums[f] = yz[in_f].sum()
+                cnts[f] = in_f.sum()
+                cols[f"{t}\x1fs{f}"] = xp.where(in_f, yz, 0.0)
+                cols[f"{t}\x1fc{f}"] = in_f.astype("float64")
+            totals[t] = (backend.to_numpy(sums), backend.to_numpy(cnts))
+            cols_per_target[t] = cols
+        keyed = {}
+        for key, cols in self._keys(columns).items():
+            keys, valid = G.key_column(self._key_series(df, cols))
+            data = {n: a[valid] for c in cols_per_target.values() for n, a in c.items()}
+            keyed[key] = G.group_agg(keys, data, {n: "sum" for n in data}, like=df)
+        return {"keys": keyed, "totals": totals}
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        keyed = {}
+        for key in partials[0]["keys"]:
+            frames = [p["keys"][key] for p in partials]
+            keyed[key] = G.combine_agg(frames, {n: "sum" for n in frames[0].columns})
+        totals = {t: (sum(p["totals"][t][0] for p in partials), sum(p["totals"][t][1] for p in partials))
+                  for t in partials[0]["totals"]}
+        return {"keys": keyed, "totals": totals}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        k = self.kfold
+        totals = {}
+        for t, (sums, cnts) in combined["totals"].items():
+            if cnts.sum() == 0:
+                raise ValueError(f"TargetEncoding: the target {t!r} has no non-null value in the fitted data")
+            totals[t] = {"sum": [float(x) for x in sums], "count": [int(x) for x in cnts]}
+        keys = {}
+        for key, frame in combined["keys"].items():
+            values, arrays = G.to_host_arrays(frame)
+            entry = {"values": values}
+            for t in self.targets:
+                entry[t] = {"sum": np.stack([arrays[f"{t}\x1fs{f}"] for f in range(k)], axis=1).reshape(len(values), k),
+                            "count": np.stack([arrays[f"{t}\x1fc{f}"] for f in range(k)], axis=1)
+                            .reshape(len(values), k).round().astype("int64")}
+            keys[key] = entry
+        self.stats_ = {"keys": keys, "totals": totals}
+        self._cache = {}
+
+    def clear(self) -> None:
+        self.stats_ = None
+        self._cache = {}
+
+    # -- encodings ---------------------------------------------------------------------------------
+    def _encodings(self, key: str, t: str) -> Dict[str, np.ndarray]:
+        """Host arrays: full-data encoding per category, out-of-fold encoding per (category, fold),
+        and the global means (full, per fold)."""
+        ck = ("enc", key, t)
+        enc = self._cache.get(ck)
+        if enc is None:
+            p = float(self.p_smooth)
+            tot = self.stats_["totals"][t]
+            tsum, tcnt = np.asarray(tot["sum"], dtype="float64"), np.asarray(tot["count"], dtype="float64")
+            gm = tsum.sum() / tcnt.sum()
+            oof_n = tcnt.sum() - tcnt
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gm_f = np.where(oof_n > 0, (tsum.sum() - tsum) / np.where(oof_n > 0, oof_n, 1), gm)
+            st = self.stats_["keys"][key][t]
+            s, n = st["sum"], st["count"].astype("float64")
+            s_all, n_all = s.sum(axis=1), n.sum(axis=1)
+            full = _smooth(s_all, n_all, p, gm)
+            if self.kfold > 1:
+                oof = _smooth(s_all[:, None] - s, n_all[:, None] - n, p, gm_f[None, :])
+            else:
+                oof, gm_f = full[:, None], np.array([gm])
+            enc = {"full": full, "oof": oof, "gm": np.float64(gm), "gm_f": gm_f}
+            self._cache[ck] = enc
+        return enc
+
+    def _device(self, name: str, arr: np.ndarray, like: Any) -> Any:
+        ck = (name, backend.is_gpu(like))
+        out = self._cache.get(ck)
+        if out is None:
+            out = backend.array_module(like).asarray(arr)
+            self._cache[ck] = out
+        return out
+
+    def _index(self, key: str, like: Any) -> Any:
+        ck = ("index", key, backend.is_gpu(like))
+        idx = self._cache.get(ck)
+        if idx is None:
+            idx = V.vocab_index(self.stats_["keys"][key]["values"], like)
+            self._cache[ck] = idx
+        return idx
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        self._require_fitted()
+        lib = backend.frame_lib(df)
+        xp = backend.array_module(df)
+        oof = out_of_fold_mode() and self.kfold > 1
+        fold = self.folds(df).astype("int64") if oof else None
+        out = {}
+        for key, cols in self._keys(columns).items():
+            s = self._key_series(df, cols)
+            pos = V.index_of(s, self._index(key, df))
+            seen = pos >= 0
+            safe = xp.where(seen, pos, 0)
+            for t in self.targets:
+                enc = self._encodings(key, t)
+                name = f"TE_{key}_{t}"
+                if len(enc["full"]) == 0:
+                    gm = self._device(f"{key}\x1f{t}\x1fgm_f", enc["gm_f"], df)[fold] if oof else enc["gm"]
+                    vals = xp.zeros(len(df), dtype="float64") + gm
+                elif oof:
+                    table = self._device(f"{key}\x1f{t}\x1foof", enc["oof"], df)
+                    gm_f = self._device(f"{key}\x1f{t}\x1fgm_f", enc["gm_f"], df)
+                    vals = xp.where(seen, table[safe, fold], gm_f[fold])
+                else:
+                    table = self._device(f"{key}\x1f{t}\x1ffull", enc["full"], df)
+                    vals = xp.where(seen, table[safe], enc["gm"])
+                out[name] = backend.new_series(vals.astype(self.out_dtype), like=df[cols[0]], name=name)
+        return lib.DataFrame(out, index=df.index)
+
+    # -- persistence -------------------------------------------------------------------------------
+    def save_state(self, path: Path) -> Dict[str, Any]:
+        path.mkdir(parents=True, exist_ok=True)
+        files = {}
+        k = self.kfold
+        for i, (key, entry) in enumerate(self.stats_["keys"].items()):
+            cols = {"value": pa.array(entry["values"])}
+            for j, t in enumerate(self.targets):
+                for f in range(k):
+                    cols[f"sum_{j}_{f}"] = pa.array(entry[t]["sum"][:, f], type=pa.float64())
+                    cols[f"count_{j}_{f}"] = pa.array(entry[t]["count"][:, f], type=pa.int64())
+            fname = f"te_{i:03d}.parquet"
+            pq.write_table(pa.table(cols), path / fname)
+            files[key] = fname
+        return {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups}
+
+    def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        k = self.kfold
+        keys = {}
+        for key, fname in meta["files"].items():
+            table = pq.read_table(path / fname)
+            col = table.column("value")
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                values = np.asarray(col.to_pylist(), dtype=object)
+            else:
+                values = col.to_numpy()
+            entry = {"values": values}
+            for j, t in enumerate(self.targets):
+                entry[t] = {"sum": np.stack([table.column(f"sum_{j}_{f}").to_numpy() for f in range(k)], axis=1)
+                            .reshape(len(values), k),
+                            "count": np.stack([table.column(f"count_{j}_{f}").to_numpy() for f in range(k)], axis=1)
+                            .reshape(len(values), k)}
+            keys[key] = entry
+        self.stats_ = {"keys": keys, "totals": meta["totals"]}
+        self._cache = {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
+
+def _smooth(s: np.ndarray, n: np.ndarray, p: float, gm: Any) -> np.ndarray:
+    den = n + p
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (s + p * gm) / np.where(den > 0, den, 1)
+    return np.where(den > 0, out, gm)
+
+
+def _splitmix64(x: Any, seed: int, xp: Any) -> Any:
+    """splitmix64 finalizer of ``x + seed`` (uint64 arithmetic, identical on numpy and cupy)."""
+    z = x.astype("uint64") + np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))

@@ -1,0 +1,126 @@
+"""JoinExternal against pandas ``merge`` (row order kept), left and inner, frames and parquet."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import make_dataset, to_pandas
+
+
+def _data(seed: int = 0, n: int = 200) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    k = pd.array(rng.integers(0, 30, n), dtype="Int64")
+    k[rng.random(n) < 0.1] = pd.NA
+    return pd.DataFrame({"k": k, "c": pd.Series(rng.choice(["a", "b"], n), dtype="str"),
+                         "v": rng.normal(size=n), "idx": np.arange(n)})
+
+
+def _side() -> pd.DataFrame:
+    keys = np.arange(0, 40, 2)  # only even keys
+    return pd.DataFrame({"k": keys, "price": keys * 1.5, "qty": keys * 10,
+                         "name": pd.Series([f"n{k}" for k in keys], dtype="str"), "flag": keys % 4 == 0})
+
+
+def reference(data: pd.DataFrame, side: pd.DataFrame, on, how: str, cols, ext) -> pd.DataFrame:
+    """pandas merge of the rows in order; null keys never match."""
+    on = [on] if isinstance(on, str) else on
+    left = data.reset_index(drop=True).copy()
+    left["__row"] = np.arange(len(left))
+    m = left[on + ["__row"]].dropna(subset=on).merge(side[on + ext], on=on, how="inner")
+    m = m.set_index("__row")
+    if how == "inner":
+        rows = np.sort(m.index.to_numpy())
+        out = left.loc[rows, cols].reset_index(drop=True)
+        return pd.concat([out, m.loc[rows, ext].reset_index(drop=True)], axis=1)
+    out = left[cols].copy()
+    for c in ext:
+        out[c] = m[c].reindex(np.arange(len(left))).to_numpy()
+    return out
+
+
+def _values(s: pd.Series):
+    return [None if (v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))) else v
+            for v in s.astype(object).tolist()]
+
+
+def check(out: pd.DataFrame, ref: pd.DataFrame) -> None:
+    assert list(out.columns) == list(ref.columns)
+    assert len(out) == len(ref)
+    for c in ref.columns:
+        assert _values(out[c]) == _values(ref[c]), c
+
+
+@pytest.mark.parametrize("how", ["left", "inner"])
+def test_matches_pandas_merge_and_keeps_row_order(how):
+    data, side = _data(0), _side()
+    wf = tp.Workflow(["k", "idx"] >> ops.JoinExternal(side, on="k", how=how))
+    out = to_pandas(wf.transform(make_dataset(data, nparts=4)))
+    check(out, reference(data, side, "k", how, ["k", "idx"], ["price", "qty", "name", "flag"]))
+    schema = wf.output_schema
+    assert [c.name for c in schema] == ["k", "idx", "price", "qty", "name", "flag"]
+    assert [schema[c].dtype for c in ("price", "qty", "name", "flag")] == ["float64", "int64", "str", "bool"]
+    if how == "left":  # unmatched rows: integer and bool side columns are nullable, not float
+        assert str(out["qty"].dtype) == "Int64" and out["qty"].isna().any()
+    assert wf.ops[0].changes_rows == (how == "inner")
+
+
+def test_key_read_from_input_columns_ext_and_multi_key(tmp_path):
+    data = _data(1)
+    data["k2"] = data["idx"] % 3
+    side = _side()
+    side["k2"] = side["k"] % 3
+    path = tmp_path / "side.parquet"
+    pq.write_table(pa.Table.from_pandas(side, preserve_index=False), path)
+    # the keys are read from the raw input but not output
+    wf = tp.Workflow(["v"] >> ops.JoinExternal(str(path), on=["k", "k2"], columns_ext=["price"]))
+    out = to_pandas(wf.transform(make_dataset(data, nparts=3)))
+    check(out, reference(data, side, ["k", "k2"], "left", ["v"], ["price"]))
+    assert wf.output_columns == ["v", "price"]
+
+
+def test_string_keys_inner_join_with_empty_partitions():
+    data = _data(2)
+    data["c"] = data["c"].where(data["idx"] % 7 != 0, None)
+    side = pd.DataFrame({"c": pd.Series(["a", "zz"], dtype="str"), "w": [1.0, 2.0]})
+    wf = tp.Workflow(["c", "idx"] >> ops.JoinExternal(side, on="c", how="inner"))
+    out = to_pandas(wf.transform(make_dataset(data, nparts=3)))
+    check(out, reference(data, side, "c", "inner", ["c", "idx"], ["w"]))
+    empty = wf.transform(data.iloc[:0])
+    assert list(empty.columns) == ["c", "idx", "w"] and len(empty) == 0
+
+
+def test_errors():
+    data, side = _data(3), _side()
+    dup = pd.concat([side, side.iloc[:2]])
+    with pytest.raises(ValueError, match="duplicate keys"):
+        tp.Workflow(["k"] >> ops.JoinExternal(dup, on="k")).transform(data)
+    with pytest.raises(ValueError, match="clash"):
+        tp.Workflow(["k", "v"] >> ops.JoinExternal(side.rename(columns={"price": "v"}), on="k")).transform(data)
+    with pytest.raises(KeyError, match="not in the side table"):
+        tp.Workflow(["k"] >> ops.JoinExternal(side, on="k", columns_ext=["nope"])).transform(data)
+    with pytest.raises(ValueError, match="how"):
+        ops.JoinExternal(side, on="k", how="outer")
+    with pytest.raises(TypeError):
+        ops.JoinExternal(123, on="k")
+
+
+def test_save_load_embeds_the_side_table(tmp_path):
+    data, side = _data(4), _side()
+    path = tmp_path / "side.parquet"
+    pq.write_table(pa.Table.from_pandas(side, preserve_index=False), path)
+    for src in (side, str(path)):
+        wf = tp.Workflow(["k", "idx"] >> ops.JoinExternal(src, on="k", columns_ext=["qty", "name"]))
+        before = to_pandas(wf.transform(make_dataset(data, nparts=2)))
+        out_dir = tmp_path / f"wf_{type(src).__name__}"
+        wf.save(str(out_dir))
+        if isinstance(src, str):
+            path.unlink()  # the saved workflow does not need the original file
+        loaded = tp.Workflow.load(str(out_dir))
+        assert loaded.output_schema == wf.output_schema
+        pd.testing.assert_frame_equal(to_pandas(loaded.transform(make_dataset(data, nparts=3))), before)

@@ -1,0 +1,130 @@
+"""JoinGroupby against pandas ``groupby(dropna=False)`` statistics merged back onto the rows."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import make_dataset, to_pandas
+
+STATS = ["count", "sum", "mean", "std", "var", "min", "max"]
+
+
+def _frame(seed: int = 0, n: int = 300) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    a = pd.array(rng.integers(0, 9, n), dtype="Int64")
+    a[rng.random(n) < 0.1] = pd.NA
+    s = rng.choice(np.array(["x", "y", "z"], dtype=object), n)
+    s[rng.random(n) < 0.1] = None
+    x = rng.normal(1000.0, 3.0, n)  # a large mean: std must not cancel
+    x[rng.random(n) < 0.15] = np.nan
+    i = pd.array(rng.integers(-50, 50, n), dtype="Int64")
+    i[rng.random(n) < 0.2] = pd.NA
+    return pd.DataFrame({"a": a, "s": pd.Series(s, dtype="str"), "x": x, "i": i})
+
+
+def reference(train: pd.DataFrame, data: pd.DataFrame, key, conts, stats) -> pd.DataFrame:
+    """pandas: per-category stats (nulls are a category), left-merged onto ``data``'s rows."""
+    cols = [key] if isinstance(key, str) else list(key)
+    name = "_".join(cols)
+    t = train[cols + conts].copy()
+    for c in conts:
+        t[c] = t[c].astype("float64")
+    g = t.groupby(cols, dropna=False)
+    table = pd.DataFrame({f"{name}_count": g.size()})
+    for c in conts:
+        for st in stats:
+            if st != "count":
+                table[f"{name}_{c}_{st}"] = g[c].agg(st)
+    if len(cols) > 1:  # a combined key is null when any part is null
+        null = data[cols].isna().any(axis=1)
+        tnull = train[cols].isna().any(axis=1)
+        tt = t[tnull].copy()
+        nullrow = {f"{name}_count": len(tt)}
+        for c in conts:
+            for st in stats:
+                if st != "count":
+                    nullrow[f"{name}_{c}_{st}"] = tt[c].agg(st) if len(tt) else np.nan
+        table = table[~table.index.to_frame().isna().any(axis=1).to_numpy()]
+    merged = data[cols].reset_index(drop=True).merge(table.reset_index(), on=cols, how="left")
+    if len(cols) > 1:
+        for k, v in nullrow.items():
+            merged.loc[null.to_numpy(), k] = v
+    merged[f"{name}_count"] = merged[f"{name}_count"].fillna(0).astype("int64")
+    wanted = ([f"{name}_count"] if "count" in stats else []) + \
+        [f"{name}_{c}_{st}" for c in conts for st in stats if st != "count"]
+    return merged[wanted]
+
+
+def check(out: pd.DataFrame, ref: pd.DataFrame) -> None:
+    assert list(out.columns) == list(ref.columns)
+    for c in ref.columns:
+        got = out[c].to_numpy(dtype="float64", na_value=np.nan)
+        exp = ref[c].to_numpy(dtype="float64", na_value=np.nan)
+        np.testing.assert_allclose(got, exp.astype("float32").astype("float64"), rtol=2e-6, atol=1e-6,
+                                   equal_nan=True, err_msg=c)
+
+
+def test_matches_pandas_groupby_with_nulls_and_empty_partitions():
+    train = _frame(0)
+    data = _frame(1, 120)
+    data.loc[::6, "a"] = 42  # unseen
+    data.loc[::5, "s"] = "new"
+    wf = tp.Workflow(["a", "s"] >> ops.JoinGroupby(["x", "i"], stats=STATS))
+    wf.fit(make_dataset(train, nparts=5))
+    out = to_pandas(wf.transform(make_dataset(data, nparts=3)))
+    expected = pd.concat([reference(train, data, "a", ["x", "i"], STATS),
+                          reference(train, data, "s", ["x", "i"], STATS)], axis=1)
+    check(out, expected)
+    unseen = data["a"].to_numpy(dtype="float64", na_value=np.nan) == 42
+    assert (out.loc[unseen, "a_count"] == 0).all() and out.loc[unseen, "a_x_sum"].isna().all()
+    assert str(out["a_count"].dtype) == "int64" and str(out["a_x_mean"].dtype) == "float32"
+    assert [c.dtype for c in wf.output_schema][:2] == ["int64", "float32"]
+
+
+def test_default_stats_and_names():
+    op = ops.JoinGroupby("x")
+    assert op.output_column_names(["a"]) == ["a_count", "a_x_sum", "a_x_mean", "a_x_std", "a_x_min", "a_x_max"]
+    assert ops.JoinGroupby([], stats="count").output_column_names(["a", "b"]) == ["a_count", "b_count"]
+
+
+def test_column_group_key():
+    train = _frame(2)
+    wf = tp.Workflow([["a", "s"]] >> ops.JoinGroupby(["x"], stats=["count", "mean", "max"]))
+    wf.fit(make_dataset(train, nparts=3))
+    out = to_pandas(wf.transform(make_dataset(train, nparts=2)))
+    check(out, reference(train, train, ["a", "s"], ["x"], ["count", "mean", "max"]))
+
+
+def test_partitioning_does_not_change_statistics():
+    train = _frame(3, 500)
+    outs = []
+    for nparts in (1, 7):
+        wf = tp.Workflow(["a"] >> ops.JoinGroupby(["x"], stats=["std", "var", "mean"]))
+        wf.fit(make_dataset(train, nparts=nparts, empties=nparts > 1))
+        outs.append(to_pandas(wf.transform(train)))
+    for c in outs[0].columns:
+        np.testing.assert_allclose(outs[0][c], outs[1][c], rtol=1e-6, equal_nan=True)
+
+
+def test_save_load_round_trip(tmp_path):
+    train = _frame(4)
+    data = _frame(5, 80)
+    data.loc[::4, "s"] = "unseen"
+    wf = tp.Workflow((["a", "s"] >> ops.JoinGroupby(["x"])) + ([["a", "s"]] >> ops.JoinGroupby(["i"], stats=["sum"])))
+    wf.fit(make_dataset(train, nparts=3))
+    before = to_pandas(wf.transform(data))
+    wf.save(str(tmp_path / "wf"))
+    loaded = tp.Workflow.load(str(tmp_path / "wf"))
+    assert loaded.output_schema == wf.output_schema
+    pd.testing.assert_frame_equal(to_pandas(loaded.transform(make_dataset(data, nparts=2))), before)
+
+
+def test_invalid_stats():
+    with pytest.raises(ValueError, match="stats"):
+        ops.JoinGroupby(["x"], stats=["median"])
+    with pytest.raises(ValueError, match="cont_cols"):
+        ops.JoinGroupby([], stats=["mean"])
