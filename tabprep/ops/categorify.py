@@ -101,6 +101,24 @@ class Categorify(StatOperator):
             return int(value.get(key, default))
         return int(value or default)
 
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        super().check_input(input_schema, columns)
+        for key, cols in self._vocab_keys(columns).items():
+            if len(cols) < 2:
+                continue
+            known = [c for c in cols if c in input_schema]
+            if self.encode_type == "combo":
+                lists = [c for c in known if input_schema[c].is_list]
+                if lists:
+                    raise TypeError(f"Categorify(encode_type='combo') cannot combine list columns {lists} "
+                                    f"(group {cols}); combine scalar columns only")
+            else:
+                kinds = {c: "string" if input_schema[c].dtype == "str" else "numeric" for c in known}
+                if len(set(kinds.values())) > 1:
+                    raise TypeError(f"Categorify: the columns of the group {cols} share one vocabulary, so they must "
+                                    f"all be strings or all numbers, got {kinds}; cast them first, or use "
+                                    f"encode_type='combo' to encode their combination")
+
     # -- fit --------------------------------------------------------------------------
     def _key_series(self, key_cols: List[str], df: Any) -> List[Any]:
         if self.encode_type == "combo" and len(key_cols) > 1:
