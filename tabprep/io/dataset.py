@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import dask
 import dask.dataframe as dd
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -333,6 +334,8 @@ def _file_null_columns(path: str, mtime: float) -> frozenset:
     for j in range(md.num_columns):
         col = md.schema.column(j)
         for i in range(md.num_row_groups):
+            if md.row_group(i).num_rows == 0:
+                continue  # an empty row group (empty file) has no statistics and holds no null
             st = md.row_group(i).column(j).statistics
             if st is None or not st.has_null_count or st.null_count > 0:
                 names.append(col.path.split(".")[0])
@@ -345,7 +348,34 @@ def _from_frame(frame: Any, npartitions: int) -> Any:
         import dask_cudf
 
         return dask_cudf.from_cudf(frame, npartitions=npartitions)
-    return dd.from_pandas(frame, npartitions=npartitions, sort=False)
+    return dd.from_pandas(_lists_to_arrow(frame), npartitions=npartitions, sort=False)
+
+
+def _lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
+    """Object columns holding Python lists / arrays become Arrow list columns.
+
+    Otherwise dask would turn them into strings (``"[1, 2]"``), and ops could not see them as
+    multi-hot columns.
+    """
+    converted = {}
+    for name in frame.columns:
+        s = frame[name]
+        if s.dtype != object:
+            continue
+        first = s.dropna().head(1)
+        if len(first) and isinstance(first.iloc[0], (list, tuple, np.ndarray)):
+            try:
+                arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else list(v) for v in s])
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise TypeError(f"column {name!r} holds lists that Arrow cannot type ({exc}); make every element "
+                                f"the same type (e.g. all ints or all strings)") from None
+            converted[name] = pd.Series(pd.arrays.ArrowExtensionArray(arr), index=s.index, name=name)
+    if not converted:
+        return frame
+    out = frame.copy(deep=False)
+    for name, col in converted.items():
+        out[name] = col
+    return out
 
 
 def _stored_schema(first_file: str) -> Optional[Schema]:
