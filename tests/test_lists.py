@@ -16,7 +16,7 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
-from conftest import double, is_cpu, make_dataset, mmh3_u32, to_pandas
+from conftest import double, is_cpu, make_dataset, ref_murmur3, to_pandas
 from list_helpers import list_series, pylists
 
 ROWS_I = [[1, 2], [3], None, [], [1, None, 5], [7, 7, 7], [2], [9, 1], [3, 3], [1]]
@@ -57,7 +57,7 @@ def ref_categorify(train_rows, data_rows):
 
 
 def ref_hash(rows, nb):
-    return [None if r is None else [0 if not _present(v) else mmh3_u32(v) % nb for v in r] for r in rows]
+    return [None if r is None else [0 if not _present(v) else ref_murmur3(v) % nb for v in r] for r in rows]
 
 
 def ref_normalize(rows):

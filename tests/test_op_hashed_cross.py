@@ -1,4 +1,7 @@
-"""HashedCross: id = boost_hash_combine(mmh3(a), mmh3(b), ...) % num_buckets; null parts hash to 0."""
+"""HashedCross: id = boost_hash_combine(h(a), h(b), ...) % num_buckets; null parts hash to 0.
+
+h is the per-value hash of HashBucket (cuDF's hash_values(murmur3), seed 0: conftest.ref_murmur3).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +11,7 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
-from conftest import make_dataset, mmh3_u32, py_values, random_frame, to_pandas
+from conftest import make_dataset, py_values, random_frame, ref_murmur3, to_pandas
 from list_helpers import frame_to_backend
 
 M = 0xFFFFFFFF
@@ -20,7 +23,7 @@ def ref_cross(df, cols, nb):
     for row in zip(*[py_values(df[c]) for c in cols]):
         h = 0
         for v in row:
-            k = 0 if v is None else mmh3_u32(v)
+            k = 0 if v is None else ref_murmur3(v)
             h = (h ^ ((k + 0x9E3779B9 + ((h << 6) & M) + (h >> 2)) & M)) & M
         out.append(h % nb)
     return out
@@ -56,10 +59,13 @@ def test_known_values_and_nulls():
             acc = (acc ^ ((k + 0x9E3779B9 + ((acc << 6) & M) + (acc >> 2)) & M)) & M
         return acc % (2 ** 31 - 1)
 
-    x = mmh3.hash(b"x", 0, signed=False)
-    y = mmh3.hash(b"y", 0, signed=False)
-    one = mmh3.hash((1).to_bytes(8, "little", signed=True), 0, signed=False)
-    two = mmh3.hash((2).to_bytes(8, "little", signed=True), 0, signed=False)
+    def cudf_hash(b):  # cuDF hash_values(murmur3) with seed 0: hash_combine(0, MurmurHash3_x86_32)
+        return (mmh3.hash(b, 0, signed=False) + 0x9E3779B9) & M
+
+    x = cudf_hash(b"x")
+    y = cudf_hash(b"y")
+    one = cudf_hash((1).to_bytes(8, "little", signed=True))
+    two = cudf_hash((2).to_bytes(8, "little", signed=True))
     assert out["a_b"].tolist() == [h(x, one), h(0, one), h(x, 0), h(y, two)]
     assert out["a_b"].notna().all()
 

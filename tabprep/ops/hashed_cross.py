@@ -39,11 +39,11 @@ class HashedCross(Operator):
 
     Each group of columns gives one new int column named by joining the group's names with
     ``"_"`` (``["a", "b"]`` -> ``"a_b"``); only the crossed columns are output. The per-column
-    hash is :func:`tabprep.backend.murmur3` (MurmurHash3_x86_32, seed 0, ints as int64, floats
-    as float64, strings as UTF-8: identical on pandas and cuDF) and the combination is
-    :func:`hash_combine` (Boost's formula on uint32, same numpy and cupy code), so CPU and GPU
-    give the same ids. Collisions are expected, as for :class:`HashBucket`; unseen
-    combinations need no handling.
+    hash is :func:`tabprep.backend.murmur3`, the value hash of :class:`HashBucket` (cuDF's
+    ``hash_values(method="murmur3")`` with seed 0, reproduced bit for bit on the CPU; ints as
+    int64, floats as float64, strings as UTF-8), and the combination is :func:`hash_combine`
+    (Boost's formula on uint32, the same numpy and cupy code), so CPU and GPU give the same ids.
+    Collisions are expected, as for :class:`HashBucket`; unseen combinations need no handling.
 
     Nulls: a null (or NaN) value hashes to 0 and is crossed like any other value, so
     ``(null, "x")`` is a regular combination (its own id); the output has no nulls.
