@@ -238,3 +238,27 @@ def test_configure_tensorflow_is_a_noop_without_gpu(monkeypatch):
     if tf.config.list_physical_devices("GPU"):
         pytest.skip("a GPU is visible")
     assert configure_tensorflow() is None
+
+
+def _example(name):
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_criteo_dlrm_runs(tmp_path):
+    result = _example("criteo_dlrm").main(["--rows", "20000", "--batch", "4096", "--epochs", "1", "--buckets", "1000",
+                                           "--dim", "8", "--dir", str(tmp_path)])
+    assert {"loss", "auc", "val_loss", "val_auc"} <= set(result)
+    assert np.isfinite(result["val_loss"])
+
+
+def test_example_movielens_multihot_runs(tmp_path):
+    result = _example("movielens_multihot").main(["--rows", "20000", "--epochs", "1", "--layout", "dense",
+                                                  "--dir", str(tmp_path)])
+    assert {"loss", "rmse", "val_loss", "val_rmse"} <= set(result)
+    assert result["val_rmse"] < 2.0

@@ -320,6 +320,10 @@ class KerasSequenceLoader(keras.utils.PyDataset):
             ys[name] = _to_tensor(_column(value))
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
 
+    def peek(self) -> Any:
+        """The first batch of the current epoch, as ``__getitem__`` returns it, without consuming it."""
+        return self._convert(self.loader.peek())
+
     def keras_inputs(self) -> Dict[str, Any]:
         """``keras.Input`` placeholders matching the features this loader emits (names, dtypes,
         shapes), for functional models. Reads the first batch (cheap: its chunk is kept)."""
