@@ -273,7 +273,12 @@ def _infer_engine(files: List[str]) -> str:
 
 
 def plan_pieces(files: List[str], part_size: int) -> List[Piece]:
-    """Group consecutive row groups of each file into pieces of about ``part_size`` bytes."""
+    """Group consecutive row groups of each file into pieces of about ``part_size`` bytes in memory.
+
+    The in-memory size of a row group is estimated from its row count and the schema (8 bytes
+    per int64 value plus a null mask, ...) rather than from parquet's byte counts, which for
+    dictionary-encoded columns can be 10x smaller than the decoded data.
+    """
     pieces: List[Piece] = []
     for f in files:
         try:
@@ -282,19 +287,36 @@ def plan_pieces(files: List[str], part_size: int) -> List[Piece]:
             raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
         group: List[int] = []
         size = rows = 0
+        arrow_schema = md.schema.to_arrow_schema()
         for i in range(md.num_row_groups):
             rg = md.row_group(i)
-            if group and size + rg.total_byte_size > part_size:
+            rg_size = _row_group_memory(arrow_schema, rg)
+            if group and size + rg_size > part_size:
                 pieces.append(Piece(f, tuple(group), rows))
                 group, size, rows = [], 0, 0
             group.append(i)
-            size += rg.total_byte_size
+            size += rg_size
             rows += rg.num_rows
         if group:
             pieces.append(Piece(f, tuple(group), rows))
         elif md.num_row_groups == 0:
             pieces.append(Piece(f, (), 0))
     return pieces
+
+
+def _row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
+    """Estimated bytes of one decoded row group: fixed-width columns by type, others by parquet size."""
+    total = 0
+    for j in range(rg.num_columns):
+        col = rg.column(j)
+        name = col.path_in_schema.split(".")[0]
+        typ = arrow_schema.field(name).type if name in arrow_schema.names else None
+        width = getattr(typ, "bit_width", None) if typ is not None and not pa.types.is_nested(typ) else None
+        if width and width >= 8 and not pa.types.is_dictionary(typ):
+            total += rg.num_rows * (width // 8 + 1)
+        else:
+            total += max(col.total_uncompressed_size, rg.num_rows * 8)
+    return total
 
 
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
