@@ -64,6 +64,10 @@ class Node:
         drop = _flatten_names(other if not isinstance(other, Node) else other.output_columns)
         return Node("drop", parents=[self], columns=drop)
 
+    def __rsub__(self, other: Any) -> "Node":
+        # ["a", "b"] - node: the listed columns less the node's output columns
+        return as_node(other) - self
+
     # -- columns ---------------------------------------------------------------------
     @property
     def input_columns(self) -> List[str]:
@@ -106,23 +110,30 @@ def as_node(obj: Any) -> Node:
         raise TypeError(f"an op ({obj.label}) needs input columns: write [\"col\", ...] >> {obj.label}(...). "
                         f"Note that '+' binds tighter than '>>': write (cols >> Op()) + other, with parentheses")
     if isinstance(obj, (list, tuple)):
+        # consecutive names (and [name, name] groups) form one selection; nodes keep their place,
+        # so the output order is the order written
+        parts: List[Node] = []
         names: List[str] = []
         groups: List[Tuple[str, ...]] = []
-        nodes: List[Node] = []
+
+        def flush() -> None:
+            if names:
+                parts.append(Node("select", columns=_dedupe(names), groups=list(groups)))
+                names.clear()
+                groups.clear()
+
         for item in obj:
             if isinstance(item, str):
                 names.append(item)
             elif isinstance(item, Node):
-                nodes.append(item)
+                flush()
+                parts.append(item)
             elif isinstance(item, (list, tuple)) and all(isinstance(x, str) for x in item):
                 names.extend(item)
                 groups.append(tuple(item))
             else:
                 raise TypeError(f"cannot use {item!r} as a column selection; use column names, lists of names or nodes")
-        parts: List[Node] = []
-        if names:
-            parts.append(Node("select", columns=_dedupe(names), groups=groups))
-        parts.extend(nodes)
+        flush()
         if not parts:
             raise ValueError("empty column selection")
         node = parts[0]
