@@ -311,7 +311,12 @@ def _row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
         col = rg.column(j)
         name = col.path_in_schema.split(".")[0]
         typ = arrow_schema.field(name).type if name in arrow_schema.names else None
-        width = getattr(typ, "bit_width", None) if typ is not None and not pa.types.is_nested(typ) else None
+        width = None
+        if typ is not None and not pa.types.is_nested(typ):
+            try:
+                width = typ.bit_width
+            except ValueError:  # variable-width (strings, binary): no bit_width
+                width = None
         if width and width >= 8 and not pa.types.is_dictionary(typ):
             total += rg.num_rows * (width // 8 + 1)
         else:
