@@ -357,3 +357,42 @@ def test_buffer_size_fraction_and_no_prefetch(data_dir, fitted):
     np.testing.assert_array_equal(got["row"], offline["row"].to_numpy())
     with pytest.raises(ValueError):
         DataLoader(data_dir, batch_size=0)
+
+
+# ---------------------------------------------------------------------------------------
+# GPU (cuDF chunks, cupy batches)
+# ---------------------------------------------------------------------------------------
+GPU = pytest.mark.skipif(not tp.backend.has_cudf(), reason="cuDF / a CUDA device is not available")
+
+
+@pytest.mark.gpu
+@GPU
+def test_gpu_batches_equal_cpu_batches(data_dir, fitted):
+    import cupy
+
+    wf, _ = fitted
+    kw = dict(shuffle=True, seed=11, sparse_as_dense=False, batch_size=300)
+    cpu = list(_loader(data_dir, device="cpu", **kw).map(wf))
+    gpu = list(_loader(data_dir, device=0, **kw).map(wf))
+    assert len(cpu) == len(gpu)
+    for a, b in zip(cpu, gpu):
+        assert isinstance(b["C1"], cupy.ndarray) and isinstance(b["tags"].values, cupy.ndarray)
+        for name in ["row", "C1", "C2", "C3", "label"]:
+            np.testing.assert_array_equal(to_numpy(b[name]), a[name], err_msg=name)
+        np.testing.assert_allclose(to_numpy(b["I1"]), a["I1"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(to_numpy(b["tags"].values), a["tags"].values)
+        np.testing.assert_array_equal(to_numpy(b["tags"].lengths), a["tags"].lengths)
+    dense = next(iter(_loader(data_dir, device=0, sparse_as_dense=True, sparse_max={"tags": 3}, **{
+        k: v for k, v in kw.items() if k != "sparse_as_dense"}).map(wf)))
+    assert dense["tags"].shape == (300, 3) and isinstance(dense["tags"], cupy.ndarray)
+
+
+@pytest.mark.gpu
+@GPU
+def test_gpu_ragged_helpers():
+    import cupy
+
+    col = _RaggedColumn(cupy.array([1, 2, 3, 4, 5, 6]), cupy.array([0, 2, 2, 5, 6]))
+    out = take_ragged(col, cupy.array([3, 0, 2, 1]))
+    assert out.offsets.tolist() == [0, 1, 3, 6, 6] and out.values.tolist() == [6, 1, 2, 3, 4, 5]
+    assert pad_ragged(col, 2).tolist() == [[1, 2], [PAD_ID, PAD_ID], [3, 4], [6, PAD_ID]]

@@ -501,6 +501,8 @@ class _Prefetcher:
                 self._q.get_nowait()
             except queue.Empty:
                 break
+        if threading.current_thread() is self._thread:
+            return  # the loader was freed by the thread itself: it ends after this chunk
         self._thread.join(timeout=10)
         if self._thread.is_alive():  # pragma: no cover - a read stuck in I/O
             log.warning("the loader's prefetch thread did not stop within 10 s; leaving it (daemon)")
@@ -510,12 +512,15 @@ class _ChunkStream:
     """The chunks of one epoch, in order, prepared ahead by a :class:`_Prefetcher`.
 
     ``get(k)`` is cheap for the chunk it returned last and for the next one; any other ``k``
-    restarts preparation at ``k`` (the cost of random access).
+    restarts preparation at ``k`` (the cost of random access). Holds its loader weakly, so a
+    loader that is dropped mid-epoch is freed at once and its thread stops.
     """
 
     def __init__(self, loader: "DataLoader", plan: _EpochPlan) -> None:
-        self.loader = loader
+        self._loader = weakref.ref(loader)
         self.plan = plan
+        self.prefetch = loader.prefetch
+        self._init = _thread_init(loader.cpu, loader.device)
         self._pf: Optional[_Prefetcher] = None
         self._next = -1
         self._last: Tuple[int, Optional[_Chunk]] = (-1, None)
@@ -523,14 +528,19 @@ class _ChunkStream:
     def get(self, k: int) -> _Chunk:
         if self._last[0] == k and self._last[1] is not None:
             return self._last[1]
-        if self.loader.prefetch <= 0:
-            chunk = self.loader._prepare_chunk(self.plan, k)
+        if self.prefetch <= 0:
+            loader = self._loader()
+            if loader is None:
+                raise RuntimeError("the loader was garbage-collected")
+            chunk = loader._prepare_chunk(self.plan, k)
         else:
             if self._pf is None or self._next != k:
                 self.close()
-                self._pf = _Prefetcher(_weak_producer(self.loader, self.plan), range(k, len(self.plan.chunks)),
-                                       self.loader.prefetch, init=_thread_init(self.loader.cpu, self.loader.device),
-                                       owner=self)
+                loader = self._loader()
+                if loader is None:
+                    raise RuntimeError("the loader was garbage-collected")
+                self._pf = _Prefetcher(_weak_producer(loader, self.plan), range(k, len(self.plan.chunks)),
+                                       self.prefetch, init=self._init, owner=self)
             got, chunk = self._pf.get()
             assert got == k, (got, k)
             self._next = k + 1
@@ -570,6 +580,49 @@ def _thread_init(cpu: bool, device: int) -> Optional[Callable[[], None]]:
         cupy.cuda.Device(device).use()
 
     return init
+
+
+def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_last: bool,
+                  exact: bool) -> Iterator[Dict[str, Any]]:
+    """Batches of ``stream``'s epoch from batch ``start_batch`` on (a plain function, so a
+    suspended generator does not keep its loader alive)."""
+    plan = stream.plan
+    bs = batch_size
+    nchunks = len(plan.chunks)
+    if exact:
+        start_row = start_batch * bs
+        k = max(bisect.bisect_right(plan.offsets, start_row) - 1, 0)
+        pos = start_row - plan.offsets[k]
+        skip = 0
+    else:
+        k, pos, skip = 0, 0, start_batch
+    pending: List[Dict[str, Any]] = []
+    pending_rows = 0
+    while k < nchunks:
+        chunk = stream.get(k)
+        cols = chunk.columns
+        n = chunk.num_rows
+        while pos < n:
+            if not pending_rows and pos + bs <= n:
+                batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()}
+                pos += bs
+            else:
+                take = min(bs - pending_rows, n - pos)
+                pending.append({name: _slice(c, pos, pos + take) for name, c in cols.items()})
+                pending_rows += take
+                pos += take
+                if pending_rows < bs:
+                    continue
+                batch = _concat_batches(pending)
+                pending, pending_rows = [], 0
+            if skip:
+                skip -= 1
+                continue
+            yield batch
+        pos = 0
+        k += 1
+    if pending_rows and not drop_last and not skip:
+        yield _concat_batches(pending)
 
 
 # ---------------------------------------------------------------------------------------
@@ -992,46 +1045,6 @@ class DataLoader:
                         "(FillMissing / Categorify)", name)
 
     # -- batches -----------------------------------------------------------------------------
-    def _batches(self, stream: _ChunkStream, start_batch: int = 0) -> Iterator[Dict[str, Any]]:
-        """Batches of ``stream``'s epoch from batch ``start_batch`` on."""
-        plan = stream.plan
-        bs = self.batch_size
-        nchunks = len(plan.chunks)
-        if self._exact:
-            start_row = start_batch * bs
-            k = max(bisect.bisect_right(plan.offsets, start_row) - 1, 0)
-            pos = start_row - plan.offsets[k]
-            skip = 0
-        else:
-            k, pos, skip = 0, 0, start_batch
-        pending: List[Dict[str, Any]] = []
-        pending_rows = 0
-        while k < nchunks:
-            chunk = stream.get(k)
-            cols = chunk.columns
-            n = chunk.num_rows
-            while pos < n:
-                if not pending_rows and pos + bs <= n:
-                    batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()}
-                    pos += bs
-                else:
-                    take = min(bs - pending_rows, n - pos)
-                    pending.append({name: _slice(c, pos, pos + take) for name, c in cols.items()})
-                    pending_rows += take
-                    pos += take
-                    if pending_rows < bs:
-                        continue
-                    batch = _concat_batches(pending)
-                    pending, pending_rows = [], 0
-                if skip:
-                    skip -= 1
-                    continue
-                yield batch
-            pos = 0
-            k += 1
-        if pending_rows and not self.drop_last and not skip:
-            yield _concat_batches(pending)
-
     def _reset_iteration(self) -> None:
         if self._gen is not None:
             self._gen.close()
@@ -1070,7 +1083,7 @@ class DataLoader:
             if self._gen is None or self._gen_next != index:
                 if self._gen is not None:
                     self._gen.close()
-                self._gen = self._batches(self._stream, index)
+                self._gen = _iter_batches(self._stream, index, self.batch_size, self.drop_last, self._exact)
             try:
                 batch = next(self._gen)
             except StopIteration:
@@ -1093,7 +1106,7 @@ class DataLoader:
             epoch = self.epoch
         stream = _ChunkStream(self, self.plan(epoch))
         try:
-            yield from self._batches(stream, 0)
+            yield from _iter_batches(stream, 0, self.batch_size, self.drop_last, self._exact)
             self._done = True
         finally:
             stream.close()
