@@ -1,0 +1,358 @@
+"""Shared fixtures and helpers of the tabprep test-suite.
+
+* ``backend`` fixture: ``"cpu"`` and ``"gpu"`` (the latter marked ``gpu`` and skipped when
+  cuDF / a CUDA device is not usable, see :func:`tabprep.backend.has_cudf`).
+* :func:`random_frame`: a pandas frame of odd dtypes (int8/int32/uint, nullable Int64,
+  float32, strings, bool) with nulls.
+* :func:`make_dataset`: a :class:`tabprep.Dataset` on a backend whose dask frame has
+  several partitions, some of them empty.
+* :func:`mmh3_u32` / :func:`ref_murmur3`: the reference MurmurHash3 (``mmh3`` package) of
+  values laid out as tabprep documents it (int64 little-endian bytes, UTF-8 strings, float64),
+  and its cuDF ``hash_values`` variant that tabprep's hashing ops use.
+* Importable user functions (``double``, ``ratio_to``, ``positive_f64`` ...) for LambdaOp /
+  Filter / Rename so workflows using them can be saved by import path (``conftest:<name>``).
+
+Nothing here calls tabprep to compute an expected value.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep.backend import has_cudf
+
+# ---------------------------------------------------------------------------
+# backends
+# ---------------------------------------------------------------------------
+GPU_SKIP = pytest.mark.skipif(not has_cudf(), reason="cuDF / dask-cuDF / a CUDA device is not available")
+BACKENDS = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, GPU_SKIP])]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """'cpu' or 'gpu' (gpu skipped without cuDF)."""
+    return request.param
+
+
+def is_cpu(backend_name: str) -> bool:
+    return backend_name == "cpu"
+
+
+# ---------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------
+WORDS = np.array(["apple", "banana", "cherry", "date", "elder", "fig", "grape", "héllo", "", "zz"], dtype=object)
+
+
+#: partitions made by the helpers below start at multiples of this many rows, and the ``grp``
+#: key column of :func:`random_frame` is constant over such blocks, so a key's rows never
+#: straddle two partitions (the precondition of DifferenceLag)
+BLOCK = 4
+
+
+def random_frame(seed: int = 0, n: int = 200, lists: bool = False) -> pd.DataFrame:
+    """Random frame of odd dtypes with nulls (one column per dtype family).
+
+    columns: i8 (int8, negatives), i32 (int32), u16 (uint16), u32 (uint32), I64 (nullable
+    Int64 with nulls), f32 (float32 with NaN), f64 (float64 with NaN), s (str with nulls),
+    b (bool), label (int64 0/1), idx (row number, to check row order), grp (nullable Int64
+    key, constant over blocks of BLOCK rows, some nulls), blk (the block number, no nulls);
+    with ``lists=True`` also lst
+    (list<int64> with null rows, empty lists and null elements).
+    """
+    rng = np.random.default_rng(seed)
+    i64 = pd.array(rng.integers(-3, 12, n), dtype="Int64")
+    i64[rng.random(n) < 0.2] = pd.NA
+    f32 = rng.normal(2.0, 3.0, n).astype("float32")
+    f32[rng.random(n) < 0.15] = np.nan
+    f64 = rng.gamma(2.0, 10.0, n)
+    f64[rng.random(n) < 0.15] = np.nan
+    s = rng.choice(WORDS, n).astype(object)
+    s[rng.random(n) < 0.2] = None
+    grp = pd.array(np.arange(n) // BLOCK, dtype="Int64")
+    grp[rng.random(n) < 0.05] = pd.NA
+    frame = pd.DataFrame({
+        "i8": rng.integers(-20, 20, n).astype("int8"),
+        "i32": rng.integers(0, 30, n).astype("int32"),
+        "u16": rng.integers(0, 9, n).astype("uint16"),
+        "u32": rng.integers(0, 4_000_000_000, n, dtype="uint64").astype("uint32"),
+        "I64": i64,
+        "f32": f32,
+        "f64": f64,
+        "s": pd.Series(s, dtype="str"),
+        "b": rng.random(n) < 0.3,
+        "label": rng.integers(0, 2, n).astype("int64"),
+        "idx": np.arange(n, dtype="int64"),
+        "grp": grp,
+        "blk": np.arange(n, dtype="int64") // BLOCK,
+    })
+    if lists:
+        rows = []
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.1:
+                rows.append(None)
+            elif r < 0.2:
+                rows.append([])
+            else:
+                rows.append([None if rng.random() < 0.1 else int(v) for v in rng.integers(0, 9, rng.integers(1, 5))])
+        frame["lst"] = list_series(rows, pa_type="int64")
+    return frame
+
+
+def list_series(rows: Sequence[Any], pa_type: str = "int64") -> pd.Series:
+    """A pandas list column (ArrowDtype) from Python lists (None = null row)."""
+    import pyarrow as pa
+
+    arr = pa.array(list(rows), type=pa.list_(getattr(pa, pa_type)()))
+    return pd.Series(pd.arrays.ArrowExtensionArray(arr))
+
+
+def _cuts(n: int, nparts: int) -> np.ndarray:
+    cuts = (np.linspace(0, n, nparts + 1) // BLOCK * BLOCK).astype(int)
+    cuts[-1] = n
+    return cuts
+
+
+def split_with_empties(df: pd.DataFrame, nparts: int = 4, seed: int = 0) -> List[pd.DataFrame]:
+    """Split ``df`` into ``nparts`` contiguous non-empty pieces, with empty pieces in between
+    (first, middle and last position), keeping the row order."""
+    n = len(df)
+    nparts = max(1, min(nparts, max(n, 1)))
+    cuts = _cuts(n, nparts)
+    pieces = [df.iloc[cuts[i]:cuts[i + 1]] for i in range(nparts)]
+    empty = df.iloc[:0]
+    out = [empty]
+    for i, p in enumerate(pieces):
+        out.append(p)
+        if i == len(pieces) // 2:
+            out.append(empty)
+    out.append(empty)
+    return [p.reset_index(drop=True) for p in out]
+
+
+def _frame_on(df: pd.DataFrame, backend_name: str):
+    if is_cpu(backend_name):
+        return df
+    import cudf
+
+    return cudf.from_pandas(df)
+
+
+def make_ddf(df: pd.DataFrame, backend_name: str = "cpu", nparts: int = 4, empties: bool = True):
+    """A dask (or dask-cuDF) frame of ``df`` with several partitions, empty ones included."""
+    import dask.dataframe as dd
+
+    if empties:
+        parts = split_with_empties(df, nparts)
+    else:
+        cuts = _cuts(len(df), nparts)
+        parts = [df.iloc[cuts[i]:cuts[i + 1]].reset_index(drop=True) for i in range(nparts)]
+    frames = [_frame_on(p, backend_name) for p in parts]
+    meta = _frame_on(df.iloc[:0], backend_name)
+    ddf = dd.from_map(lambda f: f, frames, meta=meta, enforce_metadata=False)
+    assert ddf.npartitions == len(parts)
+    return ddf
+
+
+def make_dataset(df: pd.DataFrame, backend_name: str = "cpu", nparts: int = 4, empties: bool = True) -> tp.Dataset:
+    """Dataset on the requested backend; several partitions, some empty when ``empties``."""
+    return tp.Dataset(make_ddf(df, backend_name, nparts, empties), cpu=is_cpu(backend_name))
+
+
+def partition_lengths(ds: tp.Dataset) -> List[int]:
+    return [int(x) for x in ds.to_ddf().map_partitions(len).compute()]
+
+
+def to_pandas(obj: Any) -> pd.DataFrame:
+    """pandas frame of a Dataset / dask frame / cuDF frame, index reset."""
+    if isinstance(obj, tp.Dataset):
+        obj = obj.compute()
+    elif hasattr(obj, "compute") and hasattr(obj, "npartitions"):
+        obj = obj.compute()
+    if hasattr(obj, "to_pandas") and not isinstance(obj, pd.DataFrame):
+        obj = obj.to_pandas()
+    return obj.reset_index(drop=True)
+
+
+def fit_transform(wf: tp.Workflow, ds: tp.Dataset) -> pd.DataFrame:
+    wf.fit(ds)
+    return to_pandas(wf.transform(ds))
+
+
+# ---------------------------------------------------------------------------
+# reference hashing (mmh3, not tabprep)
+# ---------------------------------------------------------------------------
+def value_bytes(v: Any) -> bytes:
+    """Canonical bytes tabprep hashes: ints (and bools) as int64 LE, floats as float64 LE
+    (-0.0 -> 0.0), strings as UTF-8."""
+    if isinstance(v, (str,)):
+        return v.encode("utf-8")
+    if isinstance(v, (bool, np.bool_)):
+        return struct.pack("<q", int(v))
+    if isinstance(v, (int, np.integer)):
+        return struct.pack("<q", int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if f == 0.0:
+            f = 0.0
+        return struct.pack("<d", f)
+    raise TypeError(f"no reference byte layout for {type(v).__name__}")
+
+
+def mmh3_u32(v: Any, seed: int = 0) -> int:
+    """Plain MurmurHash3_x86_32 (the ``mmh3`` package) of the value's canonical bytes."""
+    import mmh3
+
+    return mmh3.hash(value_bytes(v), seed, signed=False)
+
+
+GOLDEN32 = 0x9E3779B9
+
+
+def ref_murmur3(v: Any) -> int:
+    """The hash tabprep's HashBucket / Categorify OOV buckets / HashedCross use, per value:
+    cuDF's ``hash_values(method="murmur3")`` with seed 0, i.e. libcudf's ``hash_combine(seed,
+    murmur3_32(bytes))`` = ``lhs ^ (rhs + 0x9E3779B9 + (lhs << 6) + (lhs >> 2))`` with lhs = 0,
+    which is ``(mmh3(bytes) + 0x9E3779B9) mod 2**32`` (see tabprep/hashing.py; HashBucket's
+    docstring since commit 0322443)."""
+    h = mmh3_u32(v)
+    return (0 ^ ((h + GOLDEN32 + (0 << 6) + (0 >> 2)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
+def is_missing(v: Any) -> bool:
+    if v is None or v is pd.NA:
+        return True
+    try:
+        return bool(isinstance(v, float) and np.isnan(v)) or bool(isinstance(v, np.floating) and np.isnan(v))
+    except TypeError:
+        return False
+
+
+def py_values(s: pd.Series) -> List[Any]:
+    """Python scalars of a pandas series, None for nulls (ints stay ints, strings strings)."""
+    if isinstance(s.dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        return [_py(v) for v in pa.array(s.array).to_pylist()]
+    return [_py(v) for v in s.astype(object).tolist()]
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, (list, tuple, np.ndarray)):  # a list cell: a Python list, None for nulls
+        return [_py(x) for x in list(v)]
+    if is_missing(v):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+# ---------------------------------------------------------------------------
+# comparison helpers
+# ---------------------------------------------------------------------------
+def canonical_dtype(dtype: Any) -> str:
+    """Canonical name of a pandas / cuDF dtype, written independently of tabprep.schema."""
+    name = str(dtype)
+    low = name.lower()
+    if low in ("object", "str", "string") or low.startswith("string"):
+        return "str"
+    if low == "boolean":
+        return "bool"
+    if low[:1] == "u" and low[:4] == "uint":
+        return low.replace("[pyarrow]", "")
+    if name[:1] in ("I", "U", "F") and low in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                               "uint64", "float32", "float64"):
+        return low
+    return low.replace("[pyarrow]", "")
+
+
+def assert_matches_schema(df: pd.DataFrame, schema: Any, where: str = "") -> None:
+    """Columns (names, order) and dtypes of ``df`` equal the workflow's output schema."""
+    names = [c.name for c in schema]
+    assert list(df.columns) == names, f"{where}: columns {list(df.columns)} != schema {names}"
+    for c in schema:
+        if c.is_list:
+            continue
+        got = canonical_dtype(df[c.name].dtype)
+        assert got == c.dtype, f"{where}: column {c.name!r} has dtype {df[c.name].dtype} ({got}), schema says {c.dtype}"
+
+
+def assert_series_equal_ref(got: pd.Series, expected: Sequence[Any], kind: str = "exact",
+                            rtol: float = 2e-6, atol: float = 2e-6, what: str = "") -> None:
+    """Compare a column with a reference list/array; ``None``/NaN in the reference = null.
+
+    kind: "exact" (ids, ints, strings) or "float" (float32 tolerance).
+    """
+    got_vals = py_values(got)
+    exp_vals = [None if is_missing(v) else (v.item() if isinstance(v, np.generic) else v) for v in list(expected)]
+    assert len(got_vals) == len(exp_vals), f"{what}: {len(got_vals)} rows, expected {len(exp_vals)}"
+    got_null = np.array([v is None for v in got_vals], dtype=bool)
+    exp_null = np.array([v is None for v in exp_vals], dtype=bool)
+    bad = np.nonzero(got_null != exp_null)[0]
+    assert bad.size == 0, (f"{what}: null pattern differs at rows {bad[:10].tolist()}: "
+                           f"got {[got_vals[i] for i in bad[:5]]}, expected {[exp_vals[i] for i in bad[:5]]}")
+    keep = ~exp_null
+    g = [v for v, k in zip(got_vals, keep) if k]
+    e = [v for v, k in zip(exp_vals, keep) if k]
+    if kind == "float":
+        g_arr = np.asarray(g, dtype="float64")
+        e_arr = np.asarray(e, dtype="float64")
+        np.testing.assert_allclose(g_arr, e_arr, rtol=rtol, atol=atol, err_msg=what)
+    else:
+        diff = [i for i, (a, b) in enumerate(zip(g, e)) if a != b]
+        assert not diff, f"{what}: {len(diff)} values differ, e.g. got {[g[i] for i in diff[:5]]}, " \
+                         f"expected {[e[i] for i in diff[:5]]}"
+
+
+def assert_frames_close(a: pd.DataFrame, b: pd.DataFrame, float_tol: float = 0.0, what: str = "") -> None:
+    """Same columns and null patterns; ints/strings exact; floats within ``float_tol`` relative
+    (0: exact). Used for CPU/GPU parity (ids exact, floats to float32 rounding)."""
+    assert list(a.columns) == list(b.columns), f"{what}: {list(a.columns)} != {list(b.columns)}"
+    assert len(a) == len(b), f"{what}: {len(a)} != {len(b)} rows"
+    for c in a.columns:
+        fa = canonical_dtype(a[c].dtype).startswith("float")
+        kind = "float" if (fa and float_tol) else "exact"
+        assert_series_equal_ref(a[c], py_values(b[c]), kind=kind, rtol=float_tol, atol=float_tol,
+                                what=f"{what} column {c!r}")
+
+
+# ---------------------------------------------------------------------------
+# importable user functions (saved by import path 'conftest:<name>')
+# ---------------------------------------------------------------------------
+def double(col):
+    """LambdaOp f(col): 2 * col."""
+    return col * 2
+
+
+def ratio_to(col, df):
+    """LambdaOp f(col, df): col / (1 + |label|) -- uses a dependency column."""
+    return col.astype("float64") / (1.0 + df["label"].astype("float64").abs())
+
+
+def positive_f64(df):
+    """Filter f(df): rows whose f64 is > 10 (null -> dropped)."""
+    return df["f64"] > 10
+
+
+def upper_name(name):
+    """Rename f(name)."""
+    return name.upper() + "_X"
+
+
+def norm_strings(df: pd.DataFrame) -> pd.DataFrame:
+    """String columns as pandas' default ``str`` dtype (dask turns ``str`` into ``string[pyarrow]``;
+    the two flavours hold the same values)."""
+    out = df.copy()
+    for c in out.columns:
+        if canonical_dtype(out[c].dtype) == "str":
+            out[c] = out[c].astype(object).where(out[c].notna(), None).astype("str")
+    return out
+
+
+def assert_same_frame(a: pd.DataFrame, b: pd.DataFrame, what: str = "DataFrame") -> None:
+    """Exactly equal frames (values, dtypes, column order), up to the string dtype flavour."""
+    pd.testing.assert_frame_equal(norm_strings(a), norm_strings(b), check_dtype=True, obj=what)

@@ -1,0 +1,132 @@
+"""Normalize ((x - mean) / population std, float32) and NormalizeMinMax against numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import make_dataset, to_pandas
+
+HYP = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, width=64)
+
+
+def np_normalize(train, data):
+    x = np.array([v for v in train if v is not None and not np.isnan(v)], dtype="float64")
+    mean, std = (x.mean(), x.std()) if x.size else (0.0, 0.0)
+    y = np.array([np.nan if v is None else v for v in data], dtype="float64")
+    if std == 0 or x.min() == x.max():  # constant: std is 0 (numpy may say 1e-17)
+        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
+    return ((y - mean) / std).astype("float32")
+
+
+def np_minmax(train, data):
+    x = np.array([v for v in train if v is not None and not np.isnan(v)], dtype="float64")
+    y = np.array([np.nan if v is None else v for v in data], dtype="float64")
+    if x.size == 0 or x.max() == x.min():
+        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
+    return ((y - x.min()) / (x.max() - x.min())).astype("float32")
+
+
+def fit_apply(op, train, data, backend="cpu", nparts=3):
+    wf = tp.Workflow(list(train.columns) >> op)
+    wf.fit(make_dataset(train, backend, nparts=nparts))
+    return wf, to_pandas(wf.transform(make_dataset(data, backend, nparts=2)))
+
+
+def test_normalize_hand_values(backend):
+    df = pd.DataFrame({"x": [1.0, 2.0, np.nan, 3.0, 4.0], "i": pd.array([1, None, 1, 1, 1], dtype="Int64")})
+    wf, out = fit_apply(ops.Normalize(), df, df, backend)
+    std = np.sqrt(1.25)  # population std of 1..4
+    np.testing.assert_allclose(out["x"].to_numpy(), np.array([-1.5, -0.5, np.nan, 0.5, 1.5]) / std, rtol=1e-6)
+    # constant column: std 0 -> 0, null stays null
+    assert out["i"].isna().tolist() == [False, True, False, False, False]
+    assert out["i"].fillna(-9).tolist() == [0.0, -9, 0.0, 0.0, 0.0]
+    assert str(out["x"].dtype) == "float32" and wf.output_schema["x"].dtype == "float32"
+    assert "continuous" in wf.output_schema["x"].tags
+
+
+@pytest.mark.parametrize("value", [0.1, 0.7, 1e-300, -3.3e15, 123456.789])
+def test_constant_column_maps_to_zero(value):
+    # the float mean of [0.1] * 6 is 0.10000000000000002: a naive std is ~1e-17, not 0,
+    # and every value would come out as -1
+    df = pd.DataFrame({"x": [value] * 6 + [np.nan]})
+    for nparts in (1, 3):
+        _, out = fit_apply(ops.Normalize(), df, df, nparts=nparts)
+        assert out["x"].tolist()[:6] == [0.0] * 6 and np.isnan(out["x"].iloc[6])
+
+
+def test_normalize_population_std_not_sample():
+    df = pd.DataFrame({"x": [0.0, 2.0]})
+    _, out = fit_apply(ops.Normalize(), df, df, nparts=1)
+    assert out["x"].tolist() == [-1.0, 1.0]  # sample std would give +-0.707
+
+
+def test_normalize_stable_merge_of_large_offset_values():
+    rng = np.random.default_rng(0)
+    x = 1e9 + rng.normal(0, 1, 5000)
+    df = pd.DataFrame({"x": x})
+    _, out = fit_apply(ops.Normalize(), df, df, nparts=7)
+    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(), rtol=1e-4, atol=1e-4)
+
+
+def test_minmax_hand_values_and_out_of_range(backend):
+    train = pd.DataFrame({"x": [2.0, np.nan, 4.0, 6.0], "u": np.array([5, 5, 5, 5], dtype="uint8")})
+    test = pd.DataFrame({"x": [0.0, 4.0, np.nan, 10.0], "u": np.array([5, 6, 0, 5], dtype="uint8")})
+    wf, out = fit_apply(ops.NormalizeMinMax(), train, test, backend)
+    assert out["x"].isna().tolist() == [False, False, True, False]
+    assert out["x"].dropna().tolist() == [-0.5, 0.5, 2.0]
+    assert out["u"].tolist() == [0.0, 0.0, 0.0, 0.0]  # max == min -> 0
+    assert str(out["u"].dtype) == "float32"
+
+
+def test_list_column_normalized_elementwise():
+    arr = pa.array([[1.0, 3.0], None, [], [5.0, None]], type=pa.list_(pa.float64()))
+    df = pd.DataFrame({"l": pd.Series(pd.arrays.ArrowExtensionArray(arr))})
+    wf = tp.Workflow(["l"] >> ops.Normalize())
+    wf.fit(df)
+    got = wf.transform(df)["l"].tolist()
+    std = np.std([1.0, 3.0, 5.0])
+    assert got[1] is None or got[1] is pd.NA
+    np.testing.assert_allclose(list(got[0]), [(1 - 3) / std, 0.0], rtol=1e-6)
+    assert list(got[2]) == []
+    assert got[3][1] is None or np.isnan(got[3][1])
+
+
+@HYP
+@given(train=st.lists(st.one_of(st.none(), finite), min_size=0, max_size=40),
+       data=st.lists(st.one_of(st.none(), finite), min_size=0, max_size=20), nparts=st.integers(1, 4))
+def test_property_normalize_matches_numpy(train, data, nparts):
+    tr = pd.DataFrame({"x": pd.Series([np.nan if v is None else v for v in train], dtype="float64")})
+    te = pd.DataFrame({"x": pd.Series([np.nan if v is None else v for v in data], dtype="float64")})
+    _, out = fit_apply(ops.Normalize(), tr, te, nparts=nparts)
+    exp = np_normalize(train, data)
+    got = out["x"].to_numpy("float64")
+    assert out["x"].dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exp))
+    scale = max(1.0, float(np.nanmax(np.abs(exp))) if exp.size and not np.all(np.isnan(exp)) else 1.0)
+    np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5 * scale)
+
+
+@HYP
+@given(train=st.lists(st.one_of(st.none(), finite), min_size=0, max_size=40),
+       data=st.lists(st.one_of(st.none(), finite), min_size=0, max_size=20), nparts=st.integers(1, 4))
+def test_property_minmax_matches_numpy(train, data, nparts):
+    tr = pd.DataFrame({"x": pd.Series([np.nan if v is None else v for v in train], dtype="float64")})
+    te = pd.DataFrame({"x": pd.Series([np.nan if v is None else v for v in data], dtype="float64")})
+    _, out = fit_apply(ops.NormalizeMinMax(), tr, te, nparts=nparts)
+    exp = np_minmax(train, data)
+    got = out["x"].to_numpy("float64")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(exp))
+    np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
+    # on the training data itself, values lie in [0, 1]
+    _, self_out = fit_apply(ops.NormalizeMinMax(), tr, tr, nparts=nparts)
+    v = self_out["x"].dropna().to_numpy("float64")
+    assert np.all((v >= 0) & (v <= 1))

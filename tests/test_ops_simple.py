@@ -1,0 +1,173 @@
+"""Clip, LogOp, LambdaOp, Rename and Filter: stateless ops, checked on hand values and numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import double, make_dataset, positive_f64, random_frame, ratio_to, to_pandas, upper_name
+
+HYP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run(node, df, backend="cpu", nparts=3):
+    wf = tp.Workflow(node)
+    ds = make_dataset(df, backend, nparts=nparts)
+    wf.fit(ds)
+    return wf, to_pandas(wf.transform(ds))
+
+
+# -- Clip -------------------------------------------------------------------------------
+def test_clip_bounds_nulls_and_dtypes(backend):
+    df = pd.DataFrame({"f": [-5.0, 0.5, np.nan, 9.0], "i": pd.array([-3, None, 2, 40], dtype="Int64"),
+                       "u": np.array([0, 3, 7, 255], dtype="uint8")})
+    wf, out = run(["f", "i", "u"] >> ops.Clip(min_value=0, max_value=5), df, backend)
+    assert out["f"].isna().tolist() == [False, False, True, False]
+    assert out["f"].dropna().tolist() == [0.0, 0.5, 5.0]
+    assert out["i"].tolist()[0] == 0 and out["i"].isna().tolist() == [False, True, False, False]
+    assert out["i"].dropna().tolist() == [0, 2, 5]
+    assert out["u"].tolist() == [0, 3, 5, 5] and str(out["u"].dtype) == "uint8"
+    assert [c.dtype for c in wf.output_schema] == ["float64", "int64", "uint8"]
+
+
+def test_clip_one_sided():
+    df = pd.DataFrame({"x": [-2.0, 0.0, 3.0]})
+    assert run(["x"] >> ops.Clip(min_value=-1), df)[1]["x"].tolist() == [-1.0, 0.0, 3.0]
+    assert run(["x"] >> ops.Clip(max_value=1), df)[1]["x"].tolist() == [-2.0, 0.0, 1.0]
+
+
+def test_clip_int_column_with_float_bounds_stays_int():
+    # docstring: "an int column clipped with float bounds stays int; bounds are cast to the column's dtype"
+    df = pd.DataFrame({"a": np.array([1, 2, 30, -5], dtype="int8")})
+    wf, out = run(["a"] >> ops.Clip(min_value=0.5, max_value=2.5), df, nparts=2)
+    assert str(out["a"].dtype) == "int8" == wf.output_schema["a"].dtype
+    assert out["a"].tolist() == [1, 2, 2, 0]
+
+
+def test_clip_invalid_args():
+    with pytest.raises(ValueError):
+        ops.Clip()
+    with pytest.raises(ValueError, match="greater"):
+        ops.Clip(min_value=3, max_value=1)
+
+
+@HYP
+@given(vals=st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), min_size=0, max_size=30),
+       lo=st.floats(-100, 0), span=st.floats(0, 200))
+def test_property_clip(vals, lo, span):
+    hi = lo + span
+    df = pd.DataFrame({"x": pd.Series([np.nan if v is None else v for v in vals], dtype="float64")})
+    _, out = run(["x"] >> ops.Clip(min_value=lo, max_value=hi), df, nparts=2)
+    exp = np.clip(df["x"].to_numpy(), lo, hi)
+    np.testing.assert_array_equal(out["x"].to_numpy(), exp)
+
+
+# -- LogOp --------------------------------------------------------------------------------
+def test_log_op(backend):
+    df = pd.DataFrame({"f": [0.0, np.e - 1, np.nan, 99.0], "i": pd.array([0, None, 9, 1], dtype="Int64")})
+    wf, out = run(["f", "i"] >> ops.LogOp(), df, backend)
+    np.testing.assert_allclose(out["f"].to_numpy("float64"), np.log1p([0.0, np.e - 1, np.nan, 99.0]).astype("float32"),
+                               rtol=1e-7)
+    assert out["i"].isna().tolist() == [False, True, False, False]
+    np.testing.assert_allclose(out["i"].dropna().to_numpy("float64"), np.log1p([0.0, 9.0, 1.0]).astype("float32"))
+    assert str(out["f"].dtype) == "float32" == wf.output_schema["i"].dtype
+
+
+def test_log_op_below_minus_one_is_nan():
+    df = pd.DataFrame({"x": [-1.0, -2.0, 1.0]})
+    out = run(["x"] >> ops.LogOp(), df, nparts=1)[1]["x"].to_numpy("float64")
+    assert out[0] == -np.inf and np.isnan(out[1]) and out[2] == pytest.approx(np.log(2), rel=1e-6)
+
+
+# -- LambdaOp -------------------------------------------------------------------------------
+def test_lambda_op_one_and_two_arguments(backend):
+    df = random_frame(seed=4, n=60)
+    node = (["i8", "f64"] >> ops.LambdaOp(double)) + (["f32"] >> ops.LambdaOp(ratio_to, dependency="label",
+                                                                            dtype="float32", tags=["mine"]))
+    wf, out = run(node, df, backend)
+    assert out["i8"].tolist() == (df["i8"] * 2).tolist() and str(out["i8"].dtype) == "int8"
+    np.testing.assert_array_equal(out["f64"].to_numpy(), df["f64"].to_numpy() * 2)
+    exp = (df["f32"].astype("float64") / (1 + df["label"].abs())).astype("float32").to_numpy()
+    np.testing.assert_array_equal(out["f32"].to_numpy(), exp)
+    assert wf.output_schema["f32"].dtype == "float32" and "mine" in wf.output_schema["f32"].tags
+    assert "label" not in out.columns  # a dependency is read, not output
+    assert "label" in wf.input_columns
+
+
+def test_lambda_op_returning_numpy_array_and_callable_sugar():
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [0, 1, 2]})
+    from tabprep.workflow import as_node
+
+    wf, out = run(as_node(["x"]) >> (lambda col: np.asarray(col) + 1.0), df, nparts=2)
+    assert out["x"].tolist() == [2.0, 3.0, 4.0]
+    assert isinstance(wf.ops[0], ops.LambdaOp)
+
+
+def test_lambda_op_wrong_length_is_a_clear_error():
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    wf = tp.Workflow(["x"] >> ops.LambdaOp(lambda col: col.iloc[:1]))
+    with pytest.raises(ValueError, match="row count|values for column"):
+        wf.fit(df)
+        wf.transform(df)
+
+
+def test_lambda_op_requires_callable():
+    with pytest.raises(TypeError):
+        ops.LambdaOp(3)
+
+
+# -- Rename -------------------------------------------------------------------------------
+def test_rename_variants_keep_values_and_order():
+    df = random_frame(seed=5, n=20)
+    _, out = run(["i8", "s"] >> ops.Rename(postfix="_p"), df)
+    assert list(out.columns) == ["i8_p", "s_p"]
+    assert out["i8_p"].tolist() == df["i8"].tolist()
+    assert out["s_p"].fillna("<n>").tolist() == df["s"].fillna("<n>").tolist()
+    _, out = run(["f64", "s"] >> ops.Rename(f=upper_name), df)
+    assert list(out.columns) == ["F64_X", "S_X"]
+    _, out = run(["u32"] >> ops.Rename(name="new"), df)
+    assert list(out.columns) == ["new"] and out["new"].tolist() == df["u32"].tolist()
+    assert str(out["new"].dtype) == "uint32"
+
+
+def test_rename_argument_errors():
+    with pytest.raises(ValueError, match="exactly one"):
+        ops.Rename()
+    with pytest.raises(ValueError, match="exactly one"):
+        ops.Rename(postfix="_a", name="b")
+    with pytest.raises(ValueError, match="one input column"):
+        tp.Workflow(["a", "b"] >> ops.Rename(name="c"))
+
+
+# -- Filter -------------------------------------------------------------------------------
+def test_filter_keeps_row_order_and_drops_null_mask(backend):
+    df = random_frame(seed=6, n=150)
+    wf, out = run(["f64", "idx", "s"] >> ops.Filter(positive_f64), df, backend, nparts=4)
+    keep = (df["f64"] > 10).to_numpy(dtype=bool)  # NaN > 10 is False
+    assert out["idx"].tolist() == df["idx"][keep].tolist()
+    assert out["f64"].tolist() == df["f64"][keep].tolist()
+    assert list(out.columns) == ["f64", "idx", "s"]
+
+
+def test_filter_nullable_mask_null_counts_false():
+    df = pd.DataFrame({"x": pd.array([1, None, 5, 0], dtype="Int64"), "k": [0, 1, 2, 3]})
+    _, out = run(["x", "k"] >> ops.Filter(lambda d: d["x"] > 0), df, nparts=2)
+    assert out["k"].tolist() == [0, 2]
+
+
+def test_filter_wrong_length():
+    df = pd.DataFrame({"x": [1, 2, 3]})
+    wf = tp.Workflow(["x"] >> ops.Filter(lambda d: np.array([True])))
+    wf.fit(df)
+    with pytest.raises(ValueError, match="one boolean per row"):
+        wf.transform(df)
+
+
+def test_filter_requires_callable():
+    with pytest.raises(TypeError):
+        ops.Filter("x > 1")

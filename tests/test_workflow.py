@@ -1,0 +1,196 @@
+"""The column graph (>>, +, -, lists), error messages, fit passes, row and column order."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import assert_same_frame, make_dataset, random_frame, to_pandas
+
+
+def fit_out(node, df, backend="cpu", nparts=4):
+    wf = tp.Workflow(node)
+    ds = make_dataset(df, backend, nparts=nparts)
+    wf.fit(ds)
+    return wf, to_pandas(wf.transform(ds))
+
+
+def test_chain_applies_ops_in_order(backend):
+    df = random_frame(seed=1, n=120)
+    node = ["f32", "I64"] >> ops.FillMissing(fill_val=-1) >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    wf, out = fit_out(node, df, backend)
+    for c in ("f32", "I64"):
+        x = df[c].astype("float64").fillna(-1).clip(lower=0)
+        y = np.log1p(x.to_numpy()).astype("float32").astype("float64")  # LogOp outputs float32
+        exp = ((y - y.mean()) / y.std()).astype("float32")
+        np.testing.assert_allclose(out[c].to_numpy("float64"), exp, rtol=1e-5, atol=1e-6, err_msg=c)
+
+
+def test_stats_of_later_ops_see_earlier_outputs():
+    # Normalize after FillMissing must use the filled values (a second fit pass)
+    df = pd.DataFrame({"x": [np.nan, np.nan, 2.0, 4.0]})
+    wf, out = fit_out(["x"] >> ops.FillMissing(fill_val=0) >> ops.Normalize(), df, nparts=2)
+    x = np.array([0.0, 0.0, 2.0, 4.0])
+    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(), rtol=1e-6)
+    # and a Categorify after a HashBucket sees the bucket ids
+    df = pd.DataFrame({"s": pd.Series(["a", "b", "a", "c"], dtype="str")})
+    wf, out = fit_out(["s"] >> ops.HashBucket(num_buckets=1) >> ops.Categorify(), df, nparts=2)
+    assert out["s"].tolist() == [3, 3, 3, 3]  # one bucket -> one vocabulary entry
+
+
+def test_plus_merges_in_order_and_passes_columns_through():
+    df = random_frame(seed=2, n=50)
+    cats = ["s", "i32"] >> ops.Categorify()
+    conts = ["f64"] >> ops.FillMissing()
+    wf, out = fit_out(cats + conts + ["label", "u16"], df)
+    assert list(out.columns) == ["s", "i32", "f64", "label", "u16"] == wf.output_columns
+    assert out["label"].tolist() == df["label"].tolist() and str(out["u16"].dtype) == "uint16"
+    # list on the left of '+'
+    wf2 = tp.Workflow(["label"] + conts)
+    assert wf2.output_columns == ["label", "f64"]
+
+
+def test_lists_of_names_and_nodes():
+    df = random_frame(seed=3, n=30)
+    cats = ["s"] >> ops.Categorify()
+    conts = ["f32"] >> ops.LogOp()
+    wf = tp.Workflow([cats, conts, "label"])
+    assert sorted(wf.output_columns) == ["f32", "label", "s"]
+    # deterministic: the same graph built twice gives the same order
+    again = tp.Workflow([["s"] >> ops.Categorify(), ["f32"] >> ops.LogOp(), "label"])
+    assert again.output_columns == wf.output_columns
+    # nodes on the left of '>>' (a list of nodes feeding an op)
+    node = [["i8"] >> ops.Rename(postfix="_a"), "i32"] >> ops.Rename(postfix="_b")
+    wf3, out = fit_out(node, df)
+    assert sorted(out.columns) == ["i32_b", "i8_a_b"]
+    assert out["i8_a_b"].tolist() == df["i8"].tolist()
+    # a bare column name works on the left of '>>'
+    assert tp.Workflow("i8" >> ops.Rename(postfix="_x")).output_columns == ["i8_x"]
+
+
+def test_minus_drops_columns():
+    df = random_frame(seed=4, n=40)
+    node = (["I64", "i32", "f64"] >> ops.FillMissing(add_binary_cols=True)) - ["I64_filled", "i32_filled"]
+    wf, out = fit_out(node, df)
+    assert list(out.columns) == ["I64", "i32", "f64", "f64_filled"]
+    other = ["i32"] >> ops.Rename(postfix="")
+    assert tp.Workflow((["i32", "f64"] + ["label"]) - other).output_columns == ["f64", "label"]
+    assert tp.Workflow(tp.workflow.as_node(["i32", "f64"]) - "i32").output_columns == ["f64"]
+
+
+def test_missing_column_keyerror_names_it_with_close_matches():
+    df = random_frame(seed=5, n=10)
+    wf = tp.Workflow(["label", "f46"] >> ops.Normalize())
+    with pytest.raises(KeyError) as err:
+        wf.fit(df)
+    msg = str(err.value)
+    assert "'f46'" in msg and "f64" in msg and "Did you mean" in msg
+    # a missing LambdaOp dependency is reported the same way
+    wf = tp.Workflow(["f64"] >> ops.LambdaOp(lambda c, d: c, dependency="lable"))
+    with pytest.raises(KeyError, match="lable.*label|label.*lable"):
+        wf.fit(df)
+    # at transform time too (the fitted workflow meets a frame lacking a column)
+    wf = tp.Workflow(["f64", "label"] >> ops.Normalize())
+    wf.fit(df)
+    with pytest.raises(KeyError, match="'label'"):
+        wf.transform(df.drop(columns=["label"]))
+
+
+def test_duplicate_output_names_across_plus_is_a_clear_error():
+    with pytest.raises(ValueError, match="'s'.*more than one branch"):
+        tp.Workflow((["s"] >> ops.Categorify()) + ["s"])
+    with pytest.raises(ValueError, match="'x_r'"):
+        tp.Workflow((["x"] >> ops.Rename(postfix="_r")) + (["x"] >> ops.LogOp() >> ops.Rename(postfix="_r")))
+
+
+def test_op_instance_cannot_be_reused_in_two_chains():
+    op = ops.Normalize()
+    _ = ["a"] >> op
+    with pytest.raises(ValueError, match="already used"):
+        _ = ["b"] >> op
+
+
+def test_rshift_rejects_non_ops():
+    with pytest.raises(TypeError):
+        tp.workflow.as_node(["a"]) >> 3  # noqa: B015
+
+
+def test_op_class_is_instantiated_by_rshift():
+    wf = tp.Workflow(tp.workflow.as_node(["x"]) >> ops.LogOp)
+    assert isinstance(wf.ops[0], ops.LogOp)
+
+
+def test_row_order_kept_over_many_partitions(backend):
+    df = random_frame(seed=6, n=300).sample(frac=1.0, random_state=1).reset_index(drop=True)
+    node = (["s", "i32"] >> ops.Categorify()) + (["f64"] >> ops.Normalize()) + ["idx"]
+    _, out = fit_out(node, df, backend, nparts=7)
+    assert out["idx"].tolist() == df["idx"].tolist()
+
+
+def test_transform_before_fit_raises():
+    df = random_frame(seed=7, n=10)
+    wf = tp.Workflow(["s"] >> ops.Categorify())
+    with pytest.raises(RuntimeError, match="fit"):
+        _ = wf.output_schema
+    with pytest.raises(RuntimeError, match="fit"):
+        wf.transform(df)
+    with pytest.raises(RuntimeError, match="fit"):
+        wf.transform(tp.Dataset(df))
+
+
+def test_refit_replaces_statistics():
+    a = pd.DataFrame({"s": pd.Series(["x", "x", "y"], dtype="str")})
+    b = pd.DataFrame({"s": pd.Series(["y", "y", "z", "z", "z"], dtype="str")})
+    wf = tp.Workflow(["s"] >> ops.Categorify())
+    wf.fit(a)
+    assert wf.output_schema["s"].cardinality == 5
+    wf.fit(b)
+    assert wf.transform(b)["s"].tolist() == [4, 4, 3, 3, 3]
+    assert wf.transform(a)["s"].tolist() == [2, 2, 4]  # x is unseen now
+    assert wf.output_schema["s"].cardinality == 5
+
+
+def test_filter_inside_one_branch_is_refused():
+    df = random_frame(seed=8, n=40)
+    node = (["f64"] >> ops.Filter(lambda d: d["f64"] > 10)) + ["label"]
+    wf = tp.Workflow(node)
+    wf.fit(df)
+    with pytest.raises(ValueError, match="different row counts"):
+        wf.transform(df)
+
+
+def test_filter_on_merged_columns(backend):
+    df = random_frame(seed=9, n=100)
+    node = ((["s"] >> ops.Categorify()) + ["f64", "idx"]) >> ops.Filter(lambda d: d["f64"] > 10)
+    _, out = fit_out(node, df, backend)
+    keep = (df["f64"] > 10).to_numpy(dtype=bool)
+    assert out["idx"].tolist() == df["idx"][keep].tolist()
+    assert list(out.columns) == ["s", "f64", "idx"]
+
+
+def test_transform_returns_dataset_for_datasets_and_frame_for_frames():
+    df = random_frame(seed=10, n=30)
+    wf = tp.Workflow(["s"] >> ops.Categorify())
+    ds = tp.Dataset(df, npartitions=2)
+    wf.fit(ds)
+    lazy = wf.transform(ds)
+    assert isinstance(lazy, tp.Dataset)
+    eager = wf.transform(df)
+    assert isinstance(eager, pd.DataFrame)
+    assert_same_frame(to_pandas(lazy), eager.reset_index(drop=True))
+
+
+def test_output_schema_tags_and_input_columns():
+    df = random_frame(seed=11, n=30)
+    node = (["s"] >> ops.Categorify()) + (["f64"] >> ops.Normalize()) + (["u32"] >> ops.HashBucket(10)) + ["label"]
+    wf = tp.Workflow(node)
+    wf.fit(df)
+    sch = wf.output_schema
+    assert sch.column_names == ["s", "f64", "u32", "label"]
+    assert "categorical" in sch["s"].tags and "continuous" in sch["f64"].tags and "hashed" in sch["u32"].tags
+    assert sch["label"].tags == () and sch["label"].dtype == "int64"
+    assert set(wf.input_columns) == {"s", "f64", "u32", "label"}
+    assert tp.get_embedding_sizes(wf).keys() == {"s", "u32"}

@@ -1,0 +1,240 @@
+"""Dataset.to_parquet: row counts, order, shuffles, worker folders, markers, overwrite, atomicity."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tabprep as tp
+from tabprep import ops
+from tabprep.io import writer as writer_mod
+
+from conftest import make_dataset, random_frame, to_pandas
+
+HYP = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def data_files(folder):
+    folder = Path(folder)
+    return sorted(p for p in folder.rglob("*.parquet") if not any(part.startswith((".", "_"))
+                                                                 for part in p.relative_to(folder).parts))
+
+
+def file_rows(folder):
+    return [pq.ParquetFile(p).metadata.num_rows for p in data_files(folder)]
+
+
+def read_back(folder):
+    return pd.concat([pq.read_table(p).to_pandas() for p in data_files(folder)], ignore_index=True)
+
+
+def visible(folder):
+    return sorted(p for p in os.listdir(folder) if not p.startswith("."))
+
+
+def test_default_one_file_per_partition_keeps_order(tmp_path, backend):
+    df = random_frame(seed=1, n=230)
+    ds = make_dataset(df, backend, nparts=4)
+    meta = ds.to_parquet(str(tmp_path / "out"))
+    out = tmp_path / "out"
+    assert (out / "_SUCCESS").exists() and (out / "schema.json").exists()
+    assert len(data_files(out)) == ds.npartitions
+    assert sum(file_rows(out)) == 230 == meta["rows"]
+    back = read_back(out)
+    assert back["idx"].tolist() == list(range(230))
+    assert back["s"].fillna("<n>").tolist() == df["s"].fillna("<n>").tolist()
+    assert json.loads((out / "_metadata.json").read_text())["rows"] == 230
+    # the written folder reads back as a Dataset with the same values and dtypes
+    again = to_pandas(tp.Dataset(str(out), cpu=True))
+    assert again["u16"].dtype == np.uint16 and again["I64"].tolist()[:20] == df["I64"].tolist()[:20]
+
+
+@pytest.mark.parametrize("n_files", [1, 3, 7])
+def test_output_files_near_equal_and_ordered(tmp_path, n_files, backend):
+    df = random_frame(seed=2, n=101)
+    ds = make_dataset(df, backend, nparts=4)
+    ds.to_parquet(str(tmp_path / "out"), output_files=n_files)
+    rows = file_rows(tmp_path / "out")
+    assert len(rows) == n_files and sum(rows) == 101
+    assert max(rows) - min(rows) <= 1
+    assert read_back(tmp_path / "out")["idx"].tolist() == list(range(101))
+
+
+def test_out_files_per_proc(tmp_path):
+    df = random_frame(seed=3, n=50)
+    make_dataset(df, nparts=2).to_parquet(str(tmp_path / "out"), out_files_per_proc=3)
+    rows = file_rows(tmp_path / "out")
+    assert len(rows) == 3 and sum(rows) == 50  # one process without a distributed client
+
+
+@pytest.mark.parametrize("shuffle", ["partition", "full"])
+def test_shuffles_keep_the_multiset(tmp_path, shuffle, backend):
+    df = random_frame(seed=4, n=300)
+    ds = make_dataset(df, backend, nparts=3)
+    ds.to_parquet(str(tmp_path / "out"), output_files=2, shuffle=shuffle, seed=5)
+    assert file_rows(tmp_path / "out") == [150, 150]
+    back = read_back(tmp_path / "out")
+    assert sorted(back["idx"].tolist()) == list(range(300))
+    assert back["idx"].tolist() != list(range(300)), "rows were not shuffled"
+    merged = back.sort_values("idx").reset_index(drop=True)
+    assert merged["f64"].fillna(-1).tolist() == df["f64"].fillna(-1).tolist()
+    assert merged["s"].fillna("<n>").tolist() == df["s"].fillna("<n>").tolist()
+    if shuffle == "full":
+        # a full shuffle mixes partitions: every file holds rows of every (non-empty) partition
+        for f in data_files(tmp_path / "out"):
+            ids = np.array(pq.read_table(f).column("idx").to_pylist())
+            assert sorted(set(ids // 100)) == [0, 1, 2], f"{f.name} misses rows of some partition"
+    if shuffle == "partition":
+        # rows stay within their partition's range: each file holds a contiguous id range
+        ds2 = make_dataset(df, backend, nparts=3)
+        ds2.to_parquet(str(tmp_path / "p"), shuffle="partition", seed=1)
+        for f in data_files(tmp_path / "p"):
+            ids = sorted(pq.read_table(f).column("idx").to_pylist())
+            assert ids == list(range(ids[0], ids[0] + len(ids))) if ids else True
+
+
+def test_shuffle_seed_is_reproducible(tmp_path):
+    df = random_frame(seed=6, n=120)
+    for name in ("a", "b"):
+        make_dataset(df, nparts=3).to_parquet(str(tmp_path / name), output_files=2, shuffle="full", seed=42)
+    assert read_back(tmp_path / "a")["idx"].tolist() == read_back(tmp_path / "b")["idx"].tolist()
+
+
+@pytest.mark.parametrize("shuffle", [None, "full"])
+def test_split_per_worker(tmp_path, shuffle, backend):
+    df = random_frame(seed=7, n=103)
+    ds = make_dataset(df, backend, nparts=4)
+    ds.to_parquet(str(tmp_path / "out"), split_per_worker=4, output_files=2, shuffle=shuffle, seed=3)
+    out = tmp_path / "out"
+    per_worker = []
+    ids = []
+    for w in range(4):
+        wdir = out / f"worker_{w}"
+        assert wdir.is_dir() and (wdir / "schema.json").exists()
+        files = data_files(wdir)
+        assert len(files) == 2
+        per_worker.append(sum(pq.ParquetFile(f).metadata.num_rows for f in files))
+        ids += read_back(wdir)["idx"].tolist()
+    assert sum(per_worker) == 103 and max(per_worker) - min(per_worker) <= 1
+    assert sorted(ids) == list(range(103))
+    if shuffle is None:
+        assert ids == list(range(103)), "without shuffle, worker folders hold consecutive rows in order"
+    assert (out / "_SUCCESS").exists()
+
+
+def test_refuses_non_empty_existing_folder(tmp_path):
+    df = random_frame(seed=8, n=20)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        make_dataset(df).to_parquet(str(out))
+    assert (out / "keep.txt").read_text() == "precious" and visible(out) == ["keep.txt"]
+    assert visible(tmp_path) == ["out"] and os.listdir(tmp_path) == ["out"]
+    # an empty existing folder is fine
+    (tmp_path / "empty").mkdir()
+    make_dataset(df).to_parquet(str(tmp_path / "empty"))
+    assert sum(file_rows(tmp_path / "empty")) == 20
+    # overwrite replaces the old content entirely
+    make_dataset(df.iloc[:5]).to_parquet(str(out), overwrite=True, output_files=1)
+    assert not (out / "keep.txt").exists() and sum(file_rows(out)) == 5
+    assert sorted(os.listdir(tmp_path)) == ["empty", "out"], "no temporary or trash folder may remain"
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def _crash_on_second_call(real):
+    calls = {"n": 0}
+
+    def wrapper(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise Boom("simulated crash mid-write")
+        return real(*args, **kwargs)
+    return wrapper
+
+
+@pytest.mark.parametrize("phase", ["_write_part", "_write_output"])
+def test_crash_mid_write_leaves_no_target_folder(tmp_path, monkeypatch, phase):
+    df = random_frame(seed=9, n=200)
+    monkeypatch.setattr(writer_mod, phase, _crash_on_second_call(getattr(writer_mod, phase)))
+    with pytest.raises(Boom):
+        make_dataset(df, nparts=4).to_parquet(str(tmp_path / "out"), output_files=3)
+    assert not (tmp_path / "out").exists()
+    assert os.listdir(tmp_path) == [], f"partial output left behind: {os.listdir(tmp_path)}"
+
+
+@pytest.mark.parametrize("phase", ["_write_part", "_write_output"])
+def test_crash_during_overwrite_keeps_old_content(tmp_path, monkeypatch, phase):
+    df = random_frame(seed=10, n=150)
+    out = tmp_path / "out"
+    make_dataset(df.iloc[:40], nparts=1, empties=False).to_parquet(str(out), output_files=1)
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    monkeypatch.setattr(writer_mod, phase, _crash_on_second_call(getattr(writer_mod, phase)))
+    with pytest.raises(Boom):
+        make_dataset(df, nparts=4).to_parquet(str(out), output_files=2, overwrite=True)
+    after = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert after == before, "the previous output must be intact after a failed overwrite"
+    assert os.listdir(tmp_path) == ["out"], f"partial output left behind: {os.listdir(tmp_path)}"
+    assert sum(file_rows(out)) == 40
+
+
+def test_transformed_dataset_writes_schema_with_cardinalities(tmp_path):
+    df = random_frame(seed=11, n=80)
+    wf = tp.Workflow((["s", "i32"] >> ops.Categorify()) + (["f64"] >> ops.FillMissing() >> ops.Normalize()) + ["idx"])
+    ds = make_dataset(df, nparts=3)
+    wf.fit(ds)
+    wf.transform(ds).to_parquet(str(tmp_path / "out"), output_files=2)
+    schema = json.loads((tmp_path / "out" / "schema.json").read_text())
+    cols = {c["name"]: c for c in schema["columns"]}
+    assert [c["name"] for c in schema["columns"]] == wf.output_columns
+    assert cols["s"]["properties"]["cardinality"] == wf.output_schema["s"].cardinality
+    back = tp.Dataset(str(tmp_path / "out"), cpu=True)
+    assert back.schema == wf.output_schema
+    got = to_pandas(back)
+    assert got["idx"].tolist() == df["idx"].tolist()
+    assert str(got["f64"].dtype) == "float32" and str(got["s"].dtype) == "int64"
+
+
+def test_invalid_arguments(tmp_path):
+    ds = make_dataset(random_frame(seed=12, n=10))
+    with pytest.raises(ValueError, match="shuffle"):
+        ds.to_parquet(str(tmp_path / "a"), shuffle="yes")
+    with pytest.raises(ValueError, match="not both"):
+        ds.to_parquet(str(tmp_path / "a"), output_files=1, out_files_per_proc=1)
+    with pytest.raises(ValueError, match="output_files"):
+        ds.to_parquet(str(tmp_path / "a"), output_files=0)
+    assert os.listdir(tmp_path) == []
+
+
+@HYP
+@given(n=st.integers(0, 120), nparts=st.integers(1, 5), files=st.integers(1, 5),
+       workers=st.one_of(st.none(), st.integers(1, 4)), shuffle=st.sampled_from([None, "partition", "full"]))
+def test_property_row_counts(n, nparts, files, workers, shuffle):
+    df = random_frame(seed=n, n=n)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        meta = make_dataset(df, nparts=nparts).to_parquet(str(out), output_files=files, split_per_worker=workers,
+                                                          shuffle=shuffle, seed=1)
+        rows = file_rows(out)
+        assert sum(rows) == n == meta["rows"]
+        assert len(rows) == files * (workers or 1)
+        ids = read_back(out)["idx"].tolist() if rows else []
+        assert sorted(ids) == list(range(n))
+        if shuffle is None:
+            assert ids == list(range(n))
+        assert max(rows) - min(rows) <= 1, f"file row counts {rows} are not near-equal"
+        if workers:
+            per_w = [sum(file_rows(out / f"worker_{w}")) for w in range(workers)]
+            assert max(per_w) - min(per_w) <= 1, f"worker row counts {per_w} are not near-equal"
+        assert (out / "_SUCCESS").exists()
