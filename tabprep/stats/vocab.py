@@ -27,10 +27,12 @@ and ``P`` partitions (int64 column; strings add the bytes of their values):
   ascending value): about ``40 D`` bytes at the peak. For ``D = 20M`` that is ~0.8 GB; the
   learned vocabulary itself is ``16 D`` bytes (values + frequencies), written by
   ``Categorify.save_state`` as parquet parts of at most :data:`PART_ROWS` rows each;
-* transform: a :class:`SortedVocab` (the vocabulary sorted by value, ``16 D`` bytes, built once
-  per vocabulary and backend) searched with ``searchsorted``; each partition's values are
-  sorted first so the binary searches walk the vocabulary in order. Memory per partition task
-  is a few arrays of the partition's length; the vocabulary is shared by all tasks.
+* transform, CPU: a hash table (``pandas.Index`` of the vocabulary, about ``32 D`` bytes, built
+  once per vocabulary and shared by all partition tasks); one O(1) probe per value.
+* transform, GPU: a :class:`SortedVocab` (the vocabulary sorted by value, ``16 D`` bytes, built
+  once per vocabulary) searched with ``searchsorted``; each partition's values are sorted first
+  so the binary searches walk the vocabulary in order. Memory per partition task is a few
+  arrays of the partition's length.
 
 GPU: the same array code runs on cupy (``backend.array_module``). With ``on_host=True`` each
 partial is copied to host memory right after it is computed, so the combine and finalize run
@@ -290,8 +292,11 @@ class SortedVocab:
 def vocab_index(values: Any, like: Any) -> Any:
     """Lookup structure of a vocabulary (host array in id order) for :func:`index_of` on ``like``'s backend."""
     values = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if values.dtype.kind in "iu":
+    if values.dtype.kind in "iu" and backend.is_gpu(like):
+        # GPU: sort + binary search is what the device does best
         return SortedVocab(values.astype("int64", copy=False), like)
+    # CPU: a hash table (pandas.Index, built once per vocabulary) answers in O(1) per value,
+    # ~8x faster than sorting each partition's values for a binary search
     return backend.vocab_lookup(values, gpu=backend.is_gpu(like))
 
 
