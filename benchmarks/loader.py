@@ -213,9 +213,19 @@ def run_tf(paths: List[str], stats: Dict[str, Tuple[float, float]], args: argpar
 
 
 def run_gpu(parquet_dir: str, wf: tp.Workflow, args: argparse.Namespace) -> Dict[str, float]:
+    """The core loader on the GPU: cuDF chunks, cupy batches, each array exported through DLPack
+    (to torch when it is installed, a stand-in consumer for TF's ``from_dlpack``)."""
     import cupy
 
     from tabprep.loader.core import DataLoader, RaggedBatch
+
+    try:
+        import torch
+
+        consume = torch.from_dlpack
+    except ImportError:
+        def consume(a: Any) -> Any:
+            return a.toDlpack() if hasattr(a, "toDlpack") else a.__dlpack__()
 
     best: Dict[str, float] = {}
     for p in range(args.passes):
@@ -226,20 +236,18 @@ def run_gpu(parquet_dir: str, wf: tp.Workflow, args: argparse.Namespace) -> Dict
         cupy.cuda.Device(0).synchronize()
         start = time.perf_counter()
         batches = rows = 0
-        capsules = 0
         for batch in loader:
-            for v in batch.values():     # what the TF adapter hands to tf.experimental.dlpack
+            for v in batch.values():
                 arrs = [v.values, v.lengths] if isinstance(v, RaggedBatch) else [v.reshape(-1, 1)]
                 for a in arrs:
-                    a.toDlpack() if hasattr(a, "toDlpack") else a.__dlpack__()
-                    capsules += 1
+                    consume(a)
             batches += 1
             rows += len(batch["label"])
         cupy.cuda.Device(0).synchronize()
         seconds = time.perf_counter() - start
-        loader.close()
         res = {"seconds": seconds, "batches": batches, "rows": rows, "transform_s": timed.seconds,
                "piece_rows": loader.piece_rows}
+        loader.close()
         print(f"  gpu pass {p}: {rows / seconds:,.0f} rows/s, transform {timed.seconds:.2f}s of {seconds:.2f}s",
               file=sys.stderr)
         if not best or seconds < best["seconds"]:
@@ -255,15 +263,25 @@ def main() -> None:
     ap.add_argument("--row-group", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--buffer-rows", type=int, default=250_000, help="loader buffer_size (rows per piece), CPU")
-    ap.add_argument("--buffer-size-gpu", type=float, default=0.06, help="loader buffer_size on the GPU")
+    ap.add_argument("--buffer-size-gpu", type=float, default=2_000_000,
+                    help="loader buffer_size on the GPU (rows per piece, or a fraction of GPU memory)")
     ap.add_argument("--buckets", type=int, default=1_000_000)
     ap.add_argument("--shuffle-buffer", type=int, default=10_000, help="tf.data shuffle buffer (examples)")
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     ap.add_argument("--gpu", action="store_true", help="time the cuDF loader only (no TensorFlow needed)")
+    ap.add_argument("--no-rmm-pool", action="store_true",
+                    help="GPU: keep cuDF's default allocator (default: an RMM pool shared with cupy, as in NVTabular)")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args()
 
+    if args.gpu and not args.no_rmm_pool:
+        import cupy
+        import rmm
+        from rmm.allocators.cupy import rmm_cupy_allocator
+
+        rmm.reinitialize(pool_allocator=True)
+        cupy.cuda.set_allocator(rmm_cupy_allocator)
     work = args.dir or tempfile.mkdtemp(prefix="tabprep-loader-bench-")
     parquet_dir = os.path.join(work, f"criteo_{args.rows}")
     try:

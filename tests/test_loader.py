@@ -135,6 +135,8 @@ def test_ragged_helpers():
 # ---------------------------------------------------------------------------------------
 def test_map_workflow_matches_offline_transform(data_dir, fitted, backend):
     wf, offline = fitted
+    if backend != "cpu":       # the offline reference on the same backend
+        offline = wf.transform(tp.Dataset(data_dir, cpu=False)).compute().to_pandas()
     loader = _loader(data_dir, shuffle=False, device="cpu" if backend == "cpu" else 0).map(wf)
     batches = list(loader)
     assert len(batches) == len(loader) == -(-N // 256)
@@ -377,9 +379,13 @@ def test_gpu_batches_equal_cpu_batches(data_dir, fitted):
     assert len(cpu) == len(gpu)
     for a, b in zip(cpu, gpu):
         assert isinstance(b["C1"], cupy.ndarray) and isinstance(b["tags"].values, cupy.ndarray)
-        for name in ["row", "C1", "C2", "C3", "label"]:
+        for name in ["row", "C1", "C2", "label"]:
             np.testing.assert_array_equal(to_numpy(b[name]), a[name], err_msg=name)
         np.testing.assert_allclose(to_numpy(b["I1"]), a["I1"], rtol=1e-5, atol=1e-6)
+        # HashBucket ids: equal only when tabprep.hashing reproduces cuDF's hash_values exactly
+        np.testing.assert_array_equal(to_numpy(b["C3"]), a["C3"], err_msg=(
+            "HashBucket ids differ between CPU and GPU: a core hashing-parity problem (tabprep.hashing "
+            "vs cuDF hash_values), not the loader's: the rows above matched"))
         np.testing.assert_array_equal(to_numpy(b["tags"].values), a["tags"].values)
         np.testing.assert_array_equal(to_numpy(b["tags"].lengths), a["tags"].lengths)
     dense = next(iter(_loader(data_dir, device=0, sparse_as_dense=True, sparse_max={"tags": 3}, **{
