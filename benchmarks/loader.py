@@ -159,7 +159,7 @@ def run_tabprep(parquet_dir: str, wf: tp.Workflow, args: argparse.Namespace, see
     timed = TimedWorkflow(wf)
     loader = KerasSequenceLoader(os.path.join(parquet_dir, "*.parquet"), batch_size=args.batch, label_names=["label"],
                                  cat_names=CATS, cont_names=CONTS, shuffle=True, seed=seed,
-                                 buffer_size=args.buffer_rows, parts_per_chunk=2, device="cpu")
+                                 buffer_size=args.buffer_rows, parts_per_chunk=2, device="cpu", threads=args.threads)
     loader.loader.map(timed)   # the workflow itself, timed (same work as loader.map(wf))
     start = time.perf_counter()
     batches = rows = 0
@@ -265,6 +265,7 @@ def main() -> None:
     ap.add_argument("--buffer-rows", type=int, default=250_000, help="loader buffer_size (rows per piece), CPU")
     ap.add_argument("--buffer-size-gpu", type=float, default=2_000_000,
                     help="loader buffer_size on the GPU (rows per piece, or a fraction of GPU memory)")
+    ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: its own)")
     ap.add_argument("--buckets", type=int, default=1_000_000)
     ap.add_argument("--shuffle-buffer", type=int, default=10_000, help="tf.data shuffle buffer (examples)")
     ap.add_argument("--passes", type=int, default=2)

@@ -21,15 +21,18 @@ The pieces, in the order data flows:
    The assignment of rows to ranks is fixed across epochs (shuffling happens inside a rank).
 4. **Chunks**: each epoch, a rank's pieces are put in a seeded random order (``shuffle``) and
    grouped ``parts_per_chunk`` at a time. A chunk is read, concatenated, transformed by the
-   attached workflow (``Workflow.transform_frame``: pandas on the CPU, cuDF on the GPU),
-   converted once to contiguous numpy / cupy arrays and shuffled with a seeded permutation.
-5. **Batches**: cheap slices of the chunk arrays; the tail of one chunk is joined to the head
-   of the next, so every batch but the last has exactly ``batch_size`` rows and an epoch has
-   ``ceil(rows / batch_size)`` batches (``floor`` with ``drop_last``).
+   attached workflow (``Workflow.transform_frame``: pandas on the CPU, cuDF on the GPU) and
+   converted once to contiguous numpy / cupy arrays, shuffled with a seeded permutation.
+5. **Batches**: slices (views) of the chunk arrays, which on the CPU are laid out so that
+   batch slices start on 64-byte boundaries (TensorFlow then takes them without a copy); the
+   tail of one chunk is joined to the head of the next, so every batch but the last has exactly
+   ``batch_size`` rows and an epoch has ``ceil(rows / batch_size)`` batches (``floor`` with
+   ``drop_last``).
 
-A background thread prepares the next chunk while the consumer slices the current one
-(``prefetch`` chunks ahead, default 1); an exception raised there is re-raised in the
-consumer. Memory held at once is about ``prefetch + 1`` chunks.
+Background threads (``threads``, default up to 2 on the CPU, 1 on the GPU) prepare the next
+chunks while the consumer batches the current one (``prefetch`` chunks ahead, default 1); an
+exception raised there is re-raised in the consumer. Memory held at once is about
+``max(prefetch, threads) + 1`` chunks.
 
 Determinism: given ``seed`` (or ``seed_fn``), the rows of every batch depend only on the
 epoch number, on the data and on the loader's parameters, on the CPU and on the GPU alike
@@ -51,7 +54,6 @@ import bisect
 import difflib
 import logging
 import os
-import queue
 import threading
 import weakref
 from dataclasses import dataclass
@@ -88,14 +90,19 @@ class _RaggedColumn:
     values: Any
     offsets: Any
     host_offsets: Optional[np.ndarray] = None  # numpy copy of offsets (GPU), so slicing needs no sync
+    row_lengths: Any = None                    # offsets' differences, computed once per chunk
 
     @property
     def lengths(self) -> Any:
+        if self.row_lengths is not None:
+            return self.row_lengths
         return self.offsets[1:] - self.offsets[:-1]
 
 
 @dataclass
 class _Chunk:
+    """Prepared (transformed, shuffled) columns of one chunk."""
+
     columns: Dict[str, Any]
     num_rows: int
 
@@ -389,11 +396,34 @@ def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
     return out
 
 
+#: alignment of the batch arrays made on the CPU: TensorFlow's CPU kernels need 64-byte aligned
+#: buffers, and aligned arrays can be handed to it through DLPack without a copy
+ALIGN = 64
+
+
+def _take_aligned(arr: np.ndarray, perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
+    """``arr[perm]`` (or a copy of ``arr``) in a new array whose row ``first_row`` starts on an
+    :data:`ALIGN`-byte boundary: batches start at that row plus multiples of ``batch_size``, so
+    their slices are aligned whenever ``batch_size * row bytes`` is a multiple of :data:`ALIGN`."""
+    shape = ((len(perm) if perm is not None else len(arr)),) + arr.shape[1:]
+    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
+    nbytes = int(np.prod(shape, dtype=np.int64)) * arr.dtype.itemsize
+    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    off = (-(buf.ctypes.data + first_row * row_bytes)) % ALIGN
+    out = buf[off:off + nbytes].view(arr.dtype).reshape(shape)
+    if perm is None:
+        np.copyto(out, arr)
+    else:
+        np.take(arr, perm, axis=0, out=out, mode="clip")   # indices are valid; "clip" avoids a buffered copy
+    return out
+
+
 def _slice(col: Any, a: int, b: int) -> Any:
+    """Rows ``[a, b)`` of a chunk column (views)."""
     if isinstance(col, _RaggedColumn):
         host = col.host_offsets if col.host_offsets is not None else col.offsets
         lo, hi = int(host[a]), int(host[b])
-        return RaggedBatch(col.values[lo:hi], col.offsets[a + 1:b + 1] - col.offsets[a:b])
+        return RaggedBatch(col.values[lo:hi], col.lengths[a:b])
     return col[a:b]
 
 
@@ -438,74 +468,106 @@ def _sync(cpu: bool) -> None:
 # background preparation of chunks
 # ---------------------------------------------------------------------------------------
 class _Prefetcher:
-    """Produces ``produce(k)`` for ``k`` in ``indices`` in a daemon thread, ``depth`` ahead.
+    """Produces ``produce(k)`` for ``k`` in ``indices`` in ``workers`` daemon threads, in order.
 
-    A slot is taken before a chunk is produced and given back when the consumer takes it, so
-    at most ``depth`` chunks are being built or waiting while the consumer uses one. The
-    thread's exception is re-raised by :meth:`get`; :meth:`close` stops the thread.
+    A slot is taken before a chunk is produced and given back when the consumer takes it, so at
+    most ``max(depth, workers)`` chunks are being built or waiting while the consumer uses one.
+    Chunks are handed over in the order of ``indices`` whatever thread finished first. A thread's
+    exception is re-raised by :meth:`get` when the consumer reaches that chunk; :meth:`close`
+    stops the threads.
     """
 
     def __init__(self, produce: Callable[[int], Any], indices: Sequence[int], depth: int,
-                 init: Optional[Callable[[], None]] = None, owner: Any = None) -> None:
-        # the thread holds no strong reference to its owner: when the owner (a chunk stream) is
-        # garbage-collected, the thread notices and ends
+                 init: Optional[Callable[[], None]] = None, owner: Any = None, workers: int = 1) -> None:
+        # the threads hold no strong reference to their owner: when the owner (a chunk stream) is
+        # garbage-collected, they notice and end
         self._owner = weakref.ref(owner) if owner is not None else (lambda: True)
         self._produce = produce
         self._indices = list(indices)
         self._init = init
-        self._q: "queue.Queue[Tuple[str, int, Any]]" = queue.Queue()
-        self._slots = threading.Semaphore(max(int(depth), 1))
+        workers = max(1, min(int(workers), len(self._indices) or 1))
+        self._slots = threading.Semaphore(max(int(depth), workers, 1))
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tabprep-loader-prefetch", daemon=True)
-        self._thread.start()
+        self._cond = threading.Condition()
+        self._ready: Dict[int, Tuple[str, Any]] = {}
+        self._claimed = 0      # indices handed to workers
+        self._pos = 0          # indices handed to the consumer
+        self._threads = [threading.Thread(target=self._run, name="tabprep-loader-prefetch", daemon=True)
+                         for _ in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def _gone(self) -> bool:
+        return self._stop.is_set() or self._owner() is None
 
     def _run(self) -> None:
         try:
             if self._init is not None:
                 self._init()
-            for k in self._indices:
-                while not self._slots.acquire(timeout=0.05):
-                    if self._stop.is_set() or self._owner() is None:
-                        return
-                if self._stop.is_set() or self._owner() is None:
-                    return
-                self._q.put(("ok", k, self._produce(k)))
-            self._q.put(("end", -1, None))
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
-            self._q.put(("err", -1, exc))
+            with self._cond:
+                self._ready.setdefault(self._indices[0] if self._indices else -1, ("err", exc))
+                self._cond.notify_all()
+            return
+        while True:
+            while not self._slots.acquire(timeout=0.05):
+                if self._gone():
+                    return
+            if self._gone():
+                return
+            with self._cond:
+                if self._claimed >= len(self._indices):
+                    self._slots.release()
+                    return
+                k = self._indices[self._claimed]
+                self._claimed += 1
+            try:
+                result: Tuple[str, Any] = ("ok", self._produce(k))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
+                result = ("err", exc)
+            with self._cond:
+                self._ready[k] = result
+                self._cond.notify_all()
+            if result[0] == "err":
+                return
 
     def get(self) -> Tuple[int, Any]:
-        """The next ``(k, chunk)``; raises what the thread raised."""
-        while True:
-            try:
-                kind, k, item = self._q.get(timeout=0.5)
-                break
-            except queue.Empty:
-                if not self._thread.is_alive() and self._q.empty():
-                    raise RuntimeError("the loader's prefetch thread stopped without a result") from None
+        """The next ``(k, chunk)`` in order; raises what a thread raised for that chunk."""
+        if self._pos >= len(self._indices):
+            raise RuntimeError("the loader asked its prefetch threads for a chunk past the end of the epoch")
+        k = self._indices[self._pos]
+        with self._cond:
+            while k not in self._ready:
+                if not any(t.is_alive() for t in self._threads):
+                    errors = [v for v in self._ready.values() if v[0] == "err"]
+                    if errors:
+                        kind, item = errors[0]
+                        break
+                    raise RuntimeError("the loader's prefetch threads stopped without a result")
+                self._cond.wait(0.5)
+            else:
+                kind, item = self._ready.pop(k)
         if kind == "err":
             try:
                 item.add_note("(raised while preparing a chunk in tabprep's loader prefetch thread)")
             except AttributeError:  # pragma: no cover - Python < 3.11
                 pass
             raise item
-        if kind == "end":
-            raise RuntimeError("the loader asked its prefetch thread for a chunk past the end of the epoch")
+        self._pos += 1
         self._slots.release()
         return k, item
 
     def close(self) -> None:
         self._stop.set()
-        while True:
-            try:
-                self._q.get_nowait()
-            except queue.Empty:
-                break
-        if threading.current_thread() is self._thread:
-            return  # the loader was freed by the thread itself: it ends after this chunk
-        self._thread.join(timeout=10)
-        if self._thread.is_alive():  # pragma: no cover - a read stuck in I/O
-            log.warning("the loader's prefetch thread did not stop within 10 s; leaving it (daemon)")
+        with self._cond:
+            self._ready.clear()
+        me = threading.current_thread()
+        for t in self._threads:
+            if t is me:
+                continue  # the loader was freed by this thread itself: it ends after this chunk
+            t.join(timeout=10)
+            if t.is_alive():  # pragma: no cover - a read stuck in I/O
+                log.warning("a loader prefetch thread did not stop within 10 s; leaving it (daemon)")
 
 
 class _ChunkStream:
@@ -520,6 +582,7 @@ class _ChunkStream:
         self._loader = weakref.ref(loader)
         self.plan = plan
         self.prefetch = loader.prefetch
+        self.threads = loader.threads
         self._init = _thread_init(loader.cpu, loader.device)
         self._pf: Optional[_Prefetcher] = None
         self._next = -1
@@ -540,7 +603,7 @@ class _ChunkStream:
                 if loader is None:
                     raise RuntimeError("the loader was garbage-collected")
                 self._pf = _Prefetcher(_weak_producer(loader, self.plan), range(k, len(self.plan.chunks)),
-                                       self.prefetch, init=self._init, owner=self)
+                                       self.prefetch, init=self._init, owner=self, workers=self.threads)
             got, chunk = self._pf.get()
             assert got == k, (got, k)
             self._next = k + 1
@@ -604,7 +667,7 @@ def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_
         n = chunk.num_rows
         while pos < n:
             if not pending_rows and pos + bs <= n:
-                batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()}
+                batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()} if not skip else {}
                 pos += bs
             else:
                 take = min(bs - pending_rows, n - pos)
@@ -666,7 +729,12 @@ class DataLoader:
             ``value_count["max"]``); longer rows are truncated.
         sparse_as_dense: emit list columns as ``(batch, max_len)`` arrays padded with 0.
         schema: schema of the input, when not stored with the data.
-        prefetch: chunks prepared ahead in a background thread (0: no thread).
+        prefetch: chunks prepared ahead in the background (0: no thread, chunks are prepared
+            when needed).
+        threads: threads preparing chunks in parallel (each a whole chunk: read, transform,
+            shuffle), handed over in order. Default: 1 on the GPU; on the CPU half the cores,
+            at most 2 (numpy, arrow and the hashing release the GIL, pandas' bookkeeping does not).
+            Memory: ``max(prefetch, threads)`` chunks in preparation plus the one in use.
 
     Example:
         >>> loader = DataLoader("raw/*.parquet", batch_size=65536, label_names=["label"], seed=0)
@@ -683,7 +751,7 @@ class DataLoader:
                  global_rank: Optional[int] = None, drop_last: bool = False,
                  sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
                  sparse_as_dense: bool = False, schema: Optional[Schema] = None, seed: Optional[int] = None,
-                 prefetch: int = 1) -> None:
+                 prefetch: int = 1, threads: Optional[int] = None) -> None:
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if int(parts_per_chunk) < 1:
@@ -717,6 +785,11 @@ class DataLoader:
             self.device = int(device)
         self._source = _make_source(paths_or_dataset, cpu, engine, reader_kwargs, schema)
         self.cpu = self._source.cpu
+        if threads is None:
+            threads = 1 if not self.cpu else max(1, min(2, (os.cpu_count() or 1) // 2))
+        if int(threads) < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = int(threads)
         self._transform: Optional[Callable[[Any], Any]] = None
         self.workflow: Any = None
         self._exact = True
@@ -967,19 +1040,29 @@ class DataLoader:
                                  f"drop rows)")
         columns = self._to_columns(df, raw)
         n = len(df)
+        perm = None
+        first = 0
         if self.shuffle and n > 1:
             perm = np.random.default_rng(plan.seed + [k + 1]).permutation(n)
-            if not self.cpu:
-                import cupy
+        if self.cpu:
+            # the first row of this chunk that starts a full batch: batch slices from there on are
+            # 64-byte aligned, so the TF adapter hands them over without a copy
+            first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+            columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
+                       else _take_aligned(c, perm, first) for name, c in columns.items()}
+        elif perm is not None:
+            import cupy
 
-                perm = cupy.asarray(perm)
+            perm = cupy.asarray(perm)
             columns = {name: take_ragged(c, perm) if isinstance(c, _RaggedColumn) else c[perm]
                        for name, c in columns.items()}
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
-                columns[name] = pad_ragged(columns[name], m)
+                dense = pad_ragged(columns[name], m)
+                columns[name] = _take_aligned(dense, None, first) if self.cpu else dense
         for c in columns.values():
             if isinstance(c, _RaggedColumn):
+                c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
         _sync(self.cpu)
         return _Chunk(columns, n)

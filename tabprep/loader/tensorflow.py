@@ -124,9 +124,22 @@ sys.modules.setdefault(__name__ + ".layers", layers)
 # ---------------------------------------------------------------------------------------
 # conversion
 # ---------------------------------------------------------------------------------------
+#: TensorFlow's CPU kernels assume buffers aligned to 64 bytes (Eigen); a misaligned buffer handed
+#: over by DLPack aborts the process in the first kernel that reads it, so only aligned arrays
+#: (the loader's shuffled batches are) go through DLPack; others are copied by convert_to_tensor.
+_TF_ALIGN = 64
+
+
 def _to_tensor(arr: Any) -> tf.Tensor:
-    """A TF tensor of a numpy array (copy) or a cupy array (DLPack, stays on the GPU)."""
+    """A TF tensor of a numpy array (shared through DLPack when aligned and writable, else a copy)
+    or of a cupy array (DLPack: stays on the GPU, no copy)."""
     if isinstance(arr, np.ndarray):
+        if (arr.size and arr.flags.c_contiguous and arr.flags.writeable and arr.dtype.kind in "iuf"
+                and arr.ctypes.data % _TF_ALIGN == 0):
+            try:
+                return tf.experimental.dlpack.from_dlpack(arr.__dlpack__())
+            except (BufferError, TypeError, ValueError, tf.errors.InvalidArgumentError):
+                pass
         return tf.convert_to_tensor(arr)
     capsule = arr.toDlpack() if hasattr(arr, "toDlpack") else arr.__dlpack__()
     return tf.experimental.dlpack.from_dlpack(capsule)
@@ -191,6 +204,7 @@ class KerasSequenceLoader(keras.utils.PyDataset):
         ragged: emit multi-hot columns as ``tf.RaggedTensor`` instead of ``__values``/``__nnzs``.
         seed: shuffle seed (default: random per loader).
         prefetch: chunks prepared ahead by the background thread (default 1).
+        threads: threads preparing chunks in parallel (default: 1 on GPU, up to 2 on CPU).
         **pydataset_kwargs: ``workers`` / ``use_multiprocessing`` / ``max_queue_size`` of Keras'
             PyDataset; leave them at their defaults (the loader prefetches on its own; more
             Keras workers turn sequential reads into random access).
@@ -204,7 +218,8 @@ class KerasSequenceLoader(keras.utils.PyDataset):
                  global_size: Optional[int] = None, global_rank: Optional[int] = None, drop_last: bool = False,
                  sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
                  sparse_as_dense: bool = False, schema: Any = None, ragged: bool = False,
-                 seed: Optional[int] = None, prefetch: int = 1, **pydataset_kwargs: Any) -> None:
+                 seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
+                 **pydataset_kwargs: Any) -> None:
         super().__init__(**pydataset_kwargs)
         if self.workers > 1 or self.use_multiprocessing:
             log.warning("KerasSequenceLoader with workers=%d / use_multiprocessing=%s: batches are then asked out of "
@@ -225,7 +240,8 @@ class KerasSequenceLoader(keras.utils.PyDataset):
                                  buffer_size=buffer_size, device=device, parts_per_chunk=parts_per_chunk,
                                  reader_kwargs=reader_kwargs, global_size=global_size, global_rank=global_rank,
                                  drop_last=drop_last, sparse_names=sparse_names, sparse_max=sparse_max,
-                                 sparse_as_dense=sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch)
+                                 sparse_as_dense=sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch,
+                                 threads=threads)
 
     # -- configuration ---------------------------------------------------------------------
     def map(self, workflow: Any) -> "KerasSequenceLoader":
@@ -297,6 +313,11 @@ class KerasSequenceLoader(keras.utils.PyDataset):
 
     # -- conversion --------------------------------------------------------------------------
     def _convert(self, batch: Dict[str, Any]) -> Any:
+        if not self.loader.cpu:
+            import cupy
+
+            # the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
+            cupy.cuda.get_current_stream().synchronize()
         x: Dict[str, Any] = {}
         for name in self.loader._cat_names + self.loader._cont_names:
             value = batch[name]
