@@ -262,3 +262,21 @@ def test_example_movielens_multihot_runs(tmp_path):
                                                   "--dir", str(tmp_path)])
     assert {"loss", "rmse", "val_loss", "val_rmse"} <= set(result)
     assert result["val_rmse"] < 2.0
+
+
+def test_to_tensor_shares_aligned_arrays_and_copies_others():
+    from tabprep.loader.core import _take_aligned
+    from tabprep.loader.tensorflow import _to_tensor
+
+    a = _take_aligned(np.arange(1000, dtype=np.int64), None, 0)
+    shared = _to_tensor(a[:64].reshape(-1, 1))
+    a[0] = 7
+    assert int(shared[0, 0]) == 7                               # DLPack: no copy
+    misaligned = np.arange(1001, dtype=np.int64)[1:]
+    if misaligned.ctypes.data % 64 == 0:                        # pragma: no cover - allocator dependent
+        misaligned = np.arange(1002, dtype=np.int64)[1:-1]
+    t = _to_tensor(misaligned.reshape(-1, 1))
+    assert int(tf.reduce_sum(t)) == sum(range(1, 1001))          # copied: safe in TF kernels
+    readonly = np.arange(10)
+    readonly.flags.writeable = False
+    assert int(tf.reduce_sum(_to_tensor(readonly))) == 45
