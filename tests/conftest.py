@@ -8,7 +8,7 @@
   several partitions, some of them empty.
 * :func:`mmh3_u32` / :func:`ref_murmur3`: the reference MurmurHash3 (``mmh3`` package) of
   values laid out as tabprep documents it (int64 little-endian bytes, UTF-8 strings, float64),
-  and its cuDF ``hash_values`` variant that tabprep's hashing ops use.
+  which is also cuDF's ``hash_values(method="murmur3")``.
 * Importable user functions (``double``, ``ratio_to``, ``positive_f64`` ...) for LambdaOp /
   Filter / Rename so workflows using them can be saved by import path (``conftest:<name>``).
 
@@ -136,11 +136,17 @@ def split_with_empties(df: pd.DataFrame, nparts: int = 4, seed: int = 0) -> List
     return [p.reset_index(drop=True) for p in out]
 
 
-def _frame_on(df: pd.DataFrame, backend_name: str):
+def frame_on(df: pd.DataFrame, backend_name: str):
+    """``df`` on the backend: itself, or a cuDF frame (NaN -> null, as cudf.from_pandas does)."""
     if is_cpu(backend_name):
         return df
     import cudf
 
+    if len(df) == 0:
+        # cudf.from_pandas cannot build an empty list column ("list_view type not supported")
+        import pyarrow as pa
+
+        return cudf.DataFrame.from_arrow(pa.Table.from_pandas(df, preserve_index=False))
     return cudf.from_pandas(df)
 
 
@@ -153,8 +159,8 @@ def make_ddf(df: pd.DataFrame, backend_name: str = "cpu", nparts: int = 4, empti
     else:
         cuts = _cuts(len(df), nparts)
         parts = [df.iloc[cuts[i]:cuts[i + 1]].reset_index(drop=True) for i in range(nparts)]
-    frames = [_frame_on(p, backend_name) for p in parts]
-    meta = _frame_on(df.iloc[:0], backend_name)
+    frames = [frame_on(p, backend_name) for p in parts]
+    meta = frame_on(df.iloc[:0], backend_name)
     ddf = dd.from_map(lambda f: f, frames, meta=meta, enforce_metadata=False)
     assert ddf.npartitions == len(parts)
     return ddf
@@ -176,7 +182,14 @@ def to_pandas(obj: Any) -> pd.DataFrame:
     elif hasattr(obj, "compute") and hasattr(obj, "npartitions"):
         obj = obj.compute()
     if hasattr(obj, "to_pandas") and not isinstance(obj, pd.DataFrame):
-        obj = obj.to_pandas()
+        # cuDF -> pandas: int / bool columns holding nulls become nullable pandas dtypes (Int64,
+        # boolean), as tabprep's pandas backend makes them, not float64
+        cols = {}
+        for c in obj.columns:
+            s = obj[c]
+            kind = getattr(s.dtype, "kind", "O")
+            cols[c] = s.to_pandas(nullable=True) if kind in "iub" and s.null_count else s.to_pandas()
+        obj = pd.DataFrame(cols, columns=list(obj.columns))
     return obj.reset_index(drop=True)
 
 
@@ -212,17 +225,12 @@ def mmh3_u32(v: Any, seed: int = 0) -> int:
     return mmh3.hash(value_bytes(v), seed, signed=False)
 
 
-GOLDEN32 = 0x9E3779B9
-
-
 def ref_murmur3(v: Any) -> int:
-    """The hash tabprep's HashBucket / Categorify OOV buckets / HashedCross use, per value:
-    cuDF's ``hash_values(method="murmur3")`` with seed 0, i.e. libcudf's ``hash_combine(seed,
-    murmur3_32(bytes))`` = ``lhs ^ (rhs + 0x9E3779B9 + (lhs << 6) + (lhs >> 2))`` with lhs = 0,
-    which is ``(mmh3(bytes) + 0x9E3779B9) mod 2**32`` (see tabprep/hashing.py; HashBucket's
-    docstring since commit 0322443)."""
-    h = mmh3_u32(v)
-    return (0 ^ ((h + GOLDEN32 + (0 << 6) + (0 >> 2)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    """The hash of HashBucket / Categorify OOV buckets / HashedCross, per value: the plain
+    MurmurHash3_x86_32 (seed 0) of the value's canonical bytes, which is also what cuDF's
+    ``hash_values(method="murmur3")`` returns (seen on an H100 with cuDF 26.10: equal to mmh3,
+    no hash_combine with the seed)."""
+    return mmh3_u32(v)
 
 
 def is_missing(v: Any) -> bool:

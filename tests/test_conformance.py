@@ -30,7 +30,7 @@ from tabprep import ops
 from tabprep.ops import registered_ops
 
 from conftest import (BACKENDS, GPU_SKIP, assert_frames_close, assert_same_frame, assert_matches_schema,
-                      assert_series_equal_ref, canonical_dtype, double, list_series,
+                      assert_series_equal_ref, canonical_dtype, double, frame_on, list_series,
                       is_cpu, make_dataset, ref_murmur3, positive_f64, py_values, random_frame, ratio_to, to_pandas,
                       upper_name)
 
@@ -639,7 +639,7 @@ def test_matches_reference(name, backend):
         check_reference(out, case, train, train, f"{name}[{i}] on {backend}", wf.output_schema)
         assert_matches_schema(out, wf.output_schema, f"{name}[{i}]")
         # the online path (a pandas / cuDF frame in, a frame out) agrees with the dataset path
-        frame = train if is_cpu(backend) else __import__("cudf").from_pandas(train)
+        frame = frame_on(train, backend)
         online = to_pandas(wf.transform(frame))
         assert_same_frame(online, out, f"{name}[{i}] online vs dataset")
 
@@ -663,8 +663,7 @@ def test_output_schema_in_every_partition(name, backend):
         # the dataset's schema is the workflow's output schema
         assert result.schema == schema
         # a zero-row frame transforms to zero rows with the schema's columns and dtypes
-        empty_out = to_pandas(wf.transform(train.iloc[:0] if is_cpu(backend)
-                                           else __import__("cudf").from_pandas(train.iloc[:0])))
+        empty_out = to_pandas(wf.transform(frame_on(train.iloc[:0], backend)))
         assert len(empty_out) == 0
         assert_matches_schema(empty_out, schema, f"{name}[{i}] empty frame")
 

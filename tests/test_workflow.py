@@ -58,14 +58,15 @@ def test_lists_of_names_and_nodes():
     cats = ["s"] >> ops.Categorify()
     conts = ["f32"] >> ops.LogOp()
     wf = tp.Workflow([cats, conts, "label"])
-    assert sorted(wf.output_columns) == ["f32", "label", "s"]
+    assert wf.output_columns == ["s", "f32", "label"]  # the written order
+    assert tp.Workflow(["label", cats, "i8", conts]).output_columns == ["label", "s", "i8", "f32"]
     # deterministic: the same graph built twice gives the same order
     again = tp.Workflow([["s"] >> ops.Categorify(), ["f32"] >> ops.LogOp(), "label"])
     assert again.output_columns == wf.output_columns
     # nodes on the left of '>>' (a list of nodes feeding an op)
     node = [["i8"] >> ops.Rename(postfix="_a"), "i32"] >> ops.Rename(postfix="_b")
     wf3, out = fit_out(node, df)
-    assert sorted(out.columns) == ["i32_b", "i8_a_b"]
+    assert list(out.columns) == ["i8_a_b", "i32_b"]
     assert out["i8_a_b"].tolist() == df["i8"].tolist()
     # a bare column name works on the left of '>>'
     assert tp.Workflow("i8" >> ops.Rename(postfix="_x")).output_columns == ["i8_x"]
