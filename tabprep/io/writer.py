@@ -119,12 +119,8 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     if shuffle in ("partition", "full") and len(df):
         df = _shuffle_frame(df, seed)
     table = _to_table(df, None)
-    if shuffle == "full" and n_targets > 1:
-        rng = np.random.default_rng(seed + 1)
-        targets = rng.integers(0, n_targets, len(df))
-        order = np.argsort(targets, kind="stable")
-        table = table.take(pa.array(order))
-        out["bucket_rows"] = np.bincount(targets, minlength=n_targets).tolist()
+    # full shuffle: the rows are in random order now, so each output file can take a contiguous
+    # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance)
     pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
     out["rows"] = table.num_rows
     return out
@@ -152,7 +148,14 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
                   options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema) -> Dict[str, Any]:
     """Phase 2: write one output file from slices of part files."""
     path = os.path.join(root, of.relpath)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    folder = os.path.dirname(path)
+    if os.path.normpath(folder) != os.path.normpath(root):
+        # never re-create the (temporary) root: after a failed write removed it, a task still
+        # running must fail instead of leaving a half-written folder behind
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
     chunks = _iter_slices(parts, of)
     if shuffle_seed is not None:
         # full shuffle: rows of this file come from every part; mix them (the file must fit in memory)
@@ -243,8 +246,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         if out_files_per_proc is not None:
             output_files = int(out_files_per_proc) * _n_procs()
         ext = ".parquet" if fmt == "parquet" else ".tfrecord" + (".gz" if (options.get("compression") or "").upper() == "GZIP" else "")
+        # one file per partition as is only when no file count was asked for: output_files=N
+        # promises N files of near-equal row counts even when N == npartitions
         direct = (fmt == "parquet" and split_per_worker is None and shuffle != "full"
-                  and (output_files is None or output_files == nparts))
+                  and output_files is None)
         parts_dir = tmp if direct else tmp / "_parts"
         parts_dir.mkdir(exist_ok=True)
         n_targets = (output_files or 1) * (split_per_worker or 1) if shuffle == "full" else 1
@@ -299,13 +304,38 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     except BaseException:
         # leave nothing that looks complete: the hidden tmp folder is removed (or, if removal
         # fails, keeps its .tabprep-incomplete marker)
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_tmp(tmp)
         raise
+
+
+def _remove_tmp(tmp: Path, wait_s: float = 5.0) -> None:
+    """Remove a failed write's temporary folder. When one task raises, a local dask scheduler
+    returns at once while other tasks of the write may still be writing files into the folder
+    (making one rmtree fail on a non-empty directory), so retry until it is gone."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not tmp.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, workers: Optional[int],
                        ext: str) -> List[OutputFile]:
     n_targets = files_per_worker * (workers or 1)
+    # every part (already shuffled) gives each target rows // n_targets rows; the remainders go
+    # round-robin over all parts, cycling over workers first, so row counts of files (and of
+    # worker folders) differ by at most one
+    rotation = [w * files_per_worker + f for f in range(files_per_worker) for w in range(workers or 1)]
+    counts_by_part = []
+    offset = 0
+    for r in results:
+        base, extra = divmod(int(r["rows"]), n_targets)
+        counts = [base] * n_targets
+        for k in range(extra):
+            counts[rotation[(offset + k) % n_targets]] += 1
+        offset = (offset + extra) % n_targets
+        counts_by_part.append(counts)
     outputs = []
     for t in range(n_targets):
         if workers:
@@ -314,10 +344,9 @@ def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, wor
         else:
             rel = f"part-{t:05d}{ext}"
         of = OutputFile(rel)
-        for p, r in enumerate(results):
-            counts = r.get("bucket_rows") or [r["rows"]]
+        for p, counts in enumerate(counts_by_part):
             lo = int(sum(counts[:t]))
-            hi = lo + int(counts[t]) if t < len(counts) else lo
+            hi = lo + int(counts[t])
             if hi > lo:
                 of.slices.append((p, lo, hi))
         outputs.append(of)

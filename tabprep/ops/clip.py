@@ -34,6 +34,10 @@ class Clip(Operator):
             s = df[c]
             if backend.is_list_series(s):
                 out[c] = map_elements(s, lambda leaves: leaves.clip(lower=self.min_value, upper=self.max_value).values)
+            elif backend.is_gpu(s) and str(s.dtype) == "bool":
+                # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
+                # does, then back to bool (nulls stay null)
+                out[c] = s.astype("float64").clip(lower=self.min_value, upper=self.max_value) != 0
             else:
                 out[c] = s.clip(lower=self.min_value, upper=self.max_value)
         return backend.make_frame(out, like=df)

@@ -14,10 +14,9 @@ from .base import Operator, map_elements, register
 class HashBucket(Operator):
     """``id = murmur3_32(value) % num_buckets``; null -> 0. Output in ``[0, num_buckets)``.
 
-    The hash is exactly cuDF's ``Series.hash_values(method="murmur3")`` with seed 0
-    (MurmurHash3_x86_32 of the value's bytes, folded into the seed by libcudf's
-    ``hash_combine``: ``h + 0x9E3779B9 mod 2**32`` for seed 0), reproduced bit for bit on the CPU
-    by :func:`tabprep.hashing.cudf_murmur3_32`, so CPU and GPU ids are identical. Integer
+    The hash is MurmurHash3_x86_32 with seed 0 exactly as cuDF computes it
+    (``Series.hash_values(method="murmur3")``, which is the plain MurmurHash3 of the value's
+    bytes: checked against ``mmh3`` on cuDF 26.10), so CPU and GPU ids are identical. Integer
     columns are hashed as int64 and floats as float64 whatever their width. Unseen values need
     no special handling (every value has a bucket); collisions are expected.
 

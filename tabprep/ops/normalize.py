@@ -1,13 +1,13 @@
 """Normalize: standardize continuous columns to zero mean, unit variance."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Tags
-from ..stats.moments import Moments, combine_moments, partial_moments
+from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_minmax, partial_moments
 from .base import StatOperator, map_elements, register
 
 
@@ -29,14 +29,24 @@ class Normalize(StatOperator):
     def __init__(self) -> None:
         self.stats_ = None
 
-    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Moments]:
-        return {c: partial_moments(df[c]) for c in columns}
+    # partials carry the extrema too: a constant column must get std exactly 0, but its float
+    # mean is not always exact (mean of [0.1] * 3 != 0.1), which leaves a ~1e-17 "std" that
+    # would turn every value into +-1 instead of 0.
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Moments, MinMax]]:
+        return {c: (partial_moments(df[c]), partial_minmax(df[c])) for c in columns}
 
-    def fit_combine(self, partials: List[Dict[str, Moments]]) -> Dict[str, Moments]:
-        return {c: combine_moments([p[c] for p in partials]) for c in partials[0]}
+    def fit_combine(self, partials: List[Dict[str, Tuple[Moments, MinMax]]]) -> Dict[str, Tuple[Moments, MinMax]]:
+        return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]))
+                for c in partials[0]}
 
-    def fit_finalize(self, columns: List[str], combined: Dict[str, Moments]) -> None:
-        self.stats_ = {c: {"mean": m.mean, "std": m.std, "count": m.count} for c, m in combined.items()}
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Moments, MinMax]]) -> None:
+        stats = {}
+        for c, (m, mm) in combined.items():
+            mean, std = m.mean, m.std
+            if mm.min is not None and mm.min == mm.max:
+                mean, std = mm.min, 0.0
+            stats[c] = {"mean": mean, "std": std, "count": m.count}
+        self.stats_ = stats
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
