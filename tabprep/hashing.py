@@ -10,17 +10,16 @@ Two functions are provided:
 :func:`murmur3_32`
     The plain MurmurHash3_x86_32 of each value's canonical bytes (defined below).
     Equal to ``mmh3.hash(value_bytes, seed, signed=False)`` and to the reference
-    C++ ``MurmurHash3_x86_32`` of Austin Appleby's SMHasher.
+    C++ ``MurmurHash3_x86_32`` of Austin Appleby's SMHasher. **This is what
+    ``cudf.Series.hash_values(method="murmur3")`` returns** (checked on an H100 with
+    cuDF 26.10 by ``benchmarks/gpu_check.py`` and the GPU parity tests), so HashBucket,
+    HashedCross and Categorify's hashed OOV buckets use it on the CPU.
 
 :func:`cudf_murmur3_32`
-    What ``cudf.Series.hash_values(method="murmur3", seed=seed)`` (libcudf
-    ``cudf::hashing::murmurhash3_x86_32`` on a one-column table) returns. libcudf's
-    row hasher folds every element hash into the seed with the Boost
-    ``hash_combine``, even for a single column, so its output is
-    ``hash_combine(seed, murmur3_32(value, seed))``; for ``seed=0`` that is
-    ``(murmur3_32(value) + 0x9E3779B9) mod 2**32``. Nulls hash to
-    ``hash_combine(seed, 0xFFFFFFFF)`` there. **HashBucket must use this one** to
-    get the same bucket ids as the GPU path.
+    ``hash_combine(seed, murmur3_32(value, seed))``: the per-row combine that libcudf's
+    row hasher applies when it hashes several columns of a table together (nulls hash to
+    ``hash_combine(seed, 0xFFFFFFFF)``). Kept for multi-column row hashes; a one-column
+    ``Series.hash_values`` does not fold in the seed this way on cuDF 26.10.
 
 Canonical bytes per type (what libcudf feeds to the hash; little-endian):
 
@@ -40,7 +39,7 @@ Canonical bytes per type (what libcudf feeds to the hash; little-endian):
 
 Nulls: ``None``/``pd.NA``/``NaT`` and the masked entries of pandas nullable arrays
 are nulls. :func:`murmur3_32` returns ``0`` for them and :func:`cudf_murmur3_32`
-returns cuDF's null hash; either way callers are expected to handle nulls
+returns libcudf's row-hasher null hash; either way callers are expected to handle nulls
 themselves (HashBucket maps them to its own null bucket). A ``NaN`` inside a plain
 ``float64`` array is *not* a null here: it is hashed as the canonical NaN. (Note
 that cuDF turns NaN into null when it builds a column from pandas by default.)
@@ -481,13 +480,13 @@ def murmur3_32(values: ArrayLike, seed: int = 0) -> np.ndarray:
 
 
 def cudf_murmur3_32(values: ArrayLike, seed: int = 0) -> np.ndarray:
-    """Exactly what ``cudf.Series(values).hash_values(method="murmur3", seed=seed)`` returns.
+    """libcudf's row-hasher form: ``hash_combine(seed, murmur3_32(value, seed))``.
 
-    libcudf's ``murmurhash3_x86_32`` hashes a table row by row, starting from the
-    seed and folding in each column's element hash with ``hash_combine``; for the
-    one-column table behind ``Series.hash_values`` that gives
-    ``hash_combine(seed, murmur3_32(value, seed))`` and, for a null row,
-    ``hash_combine(seed, 0xFFFFFFFF)`` (``CUDF_NULL_HASH_SEED0`` when seed is 0).
+    libcudf's table hasher folds each column's element hash into the seed with
+    ``hash_combine``; a null row gives ``hash_combine(seed, 0xFFFFFFFF)``
+    (``CUDF_NULL_HASH_SEED0`` when seed is 0). On cuDF 26.10 a one-column
+    ``Series.hash_values(method="murmur3")`` returns the plain :func:`murmur3_32`
+    instead (verified on an H100); use that one for ids that must match the GPU.
 
     Args:
         values: as for :func:`murmur3_32` (integer columns must be int64 on the GPU
