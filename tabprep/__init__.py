@@ -2,7 +2,7 @@
 
 >>> import tabprep as tp
 >>> from tabprep import ops
->>> wf = tp.Workflow(["C1"] >> ops.Categorify() + ["label"])
+>>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
 """
 __version__ = "0.1.0"
 

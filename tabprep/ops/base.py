@@ -71,6 +71,13 @@ class Operator:
 
         return as_node(other) >> self
 
+    def _precedence_error(self, other: Any):
+        raise TypeError(f"cannot add {self.label} and {type(other).__name__}: '+' binds tighter than '>>', so "
+                        f"`cols >> {self.label}() + other` adds the op itself. Write `(cols >> {self.label}()) + other`.")
+
+    __add__ = _precedence_error
+    __radd__ = _precedence_error
+
     # -- parameters (scikit-learn style) --------------------------------------------
     @classmethod
     def _param_names(cls) -> List[str]:

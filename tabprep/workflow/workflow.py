@@ -30,7 +30,7 @@ class Workflow:
     Example:
         >>> import tabprep as tp
         >>> from tabprep import ops
-        >>> wf = tp.Workflow(["C1"] >> ops.Categorify() + ["label"])
+        >>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
     """
 
     def __init__(self, output: Any) -> None:
