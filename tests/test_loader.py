@@ -134,9 +134,7 @@ def test_ragged_helpers():
 # parity with the offline transform
 # ---------------------------------------------------------------------------------------
 def test_map_workflow_matches_offline_transform(data_dir, fitted, backend):
-    wf, offline = fitted
-    if backend != "cpu":       # the offline reference on the same backend
-        offline = wf.transform(tp.Dataset(data_dir, cpu=False)).compute().to_pandas()
+    wf, offline = fitted       # the offline reference: the CPU transform (ids and floats are backend-independent)
     loader = _loader(data_dir, shuffle=False, device="cpu" if backend == "cpu" else 0).map(wf)
     batches = list(loader)
     assert len(batches) == len(loader) == -(-N // 256)
