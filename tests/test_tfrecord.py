@@ -531,7 +531,9 @@ def test_dataset_writer_integration(tf: Any, tmp_path: Any) -> None:
         order = np.argsort(rows["id"])
         assert [rows["x"][i] for i in order] == frame["x"].tolist()
         mine = collect(tfr.read_tfrecord(os.path.join(out, "worker_1"), num_parallel_reads=1))
-        assert sorted(mine["id"]) == list(range(n // 2, n))
+        # prebatched: workers are dealt whole batches (16 batches of 64 -> 8 each: rows 512..999)
+        start = n // 2 if batch_size is None else (-(-n // batch_size) // 2) * batch_size
+        assert sorted(mine["id"]) == list(range(start, n))
 
 
 def test_read_drop_remainder_and_empty(tf: Any, tmp_path: Any) -> None:

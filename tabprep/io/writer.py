@@ -73,17 +73,29 @@ def _n_procs() -> int:
         return 1
 
 
-def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optional[int], ext: str) -> List[OutputFile]:
-    """Cut the concatenated parts into ``workers x files_per_worker`` equal row ranges."""
+def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optional[int], ext: str,
+                 align: int = 1) -> List[OutputFile]:
+    """Cut the concatenated parts into ``workers x files_per_worker`` near-equal row ranges.
+
+    With ``align=B`` (prebatched TFRecords) the cuts fall on multiples of B rows: whole batches
+    are dealt out, so workers get batch counts that differ by at most one and only the very last
+    file of the dataset can end with a short batch.
+    """
     total = int(sum(part_rows))
     starts = np.concatenate([[0], np.cumsum(part_rows)]).astype("int64")
     w_count = workers or 1
+    unit = max(1, int(align))
+    units = -(-total // unit)  # ceil: the last unit may be short
+
+    def cut(u: int) -> int:
+        return min(total, u * unit)
+
     outputs: List[OutputFile] = []
     for w in range(w_count):
-        w_lo, w_hi = total * w // w_count, total * (w + 1) // w_count
+        u_lo, u_hi = units * w // w_count, units * (w + 1) // w_count
         for f in range(files_per_worker):
-            lo = w_lo + (w_hi - w_lo) * f // files_per_worker
-            hi = w_lo + (w_hi - w_lo) * (f + 1) // files_per_worker
+            lo = cut(u_lo + (u_hi - u_lo) * f // files_per_worker)
+            hi = cut(u_lo + (u_hi - u_lo) * (f + 1) // files_per_worker)
             name = f"part-{f:05d}{ext}" if workers else f"part-{w * files_per_worker + f:05d}{ext}"
             rel = f"worker_{w}/{name}" if workers else name
             of = OutputFile(rel)
@@ -268,7 +280,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                 outputs = _plan_full_shuffle(results, output_files or 1, split_per_worker, ext)
             else:
                 per_worker = output_files or 1
-                outputs = plan_outputs(part_rows, per_worker, split_per_worker, ext)
+                align = options.get("batch_size") or 1 if fmt == "tfrecord" else 1
+                outputs = plan_outputs(part_rows, per_worker, split_per_worker, ext, align=align)
             out_fn = dask.delayed(_write_output, pure=False)
             tasks = [out_fn(part_paths, of, str(tmp), fmt, schema, options,
                             (seed + 7919 * (j + 1)) if shuffle == "full" else None, arrow_schema)
