@@ -1,7 +1,7 @@
 """Column schema: names, dtypes, tags and properties of a dataset's columns.
 
 A :class:`Schema` travels with every transformed dataset (written next to parquet
-and TFRecord output as ``schema.json``) and with every saved workflow, so readers,
+and TFRecord output as ``_schema.json``) and with every saved workflow, so readers,
 loaders and embedding layers never have to guess dtypes or cardinalities.
 """
 from __future__ import annotations

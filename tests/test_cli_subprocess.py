@@ -132,8 +132,8 @@ def test_local_cluster_workers_2_same_output(work, tmp_path):
               "--workflow-out", tmp_path / "wf", "--workers", "2", "--memory-limit", "2GB")
     assert "dask cluster:" in proc.stderr and "(2 workers)" in proc.stderr
     pd.testing.assert_frame_equal(read(tmp_path / "cluster"), read(tmp_path / "default"))
-    a = json.loads((tmp_path / "cluster" / "schema.json").read_text())
-    b = json.loads((tmp_path / "default" / "schema.json").read_text())
+    a = json.loads((tmp_path / "cluster" / "_schema.json").read_text())
+    b = json.loads((tmp_path / "default" / "_schema.json").read_text())
     assert a == b
 
 
@@ -159,7 +159,7 @@ def test_existing_scheduler_same_output_and_profile(work, tmp_path):
                                 "--scheduler", addr, "--profile"])
         assert r.exit_code == 0, r.output
         assert "Normalize" in r.stdout and "transform" in r.stdout
-    for name in ("tfrecord_spec.json", "schema.json"):
+    for name in ("tfrecord_spec.json", "_schema.json"):
         assert (tmp_path / "cluster" / name).read_text() == (tmp_path / "default" / name).read_text()
     files = sorted(p.name for p in (tmp_path / "default").glob("*.tfrecord"))
     assert files and files == sorted(p.name for p in (tmp_path / "cluster").glob("*.tfrecord"))

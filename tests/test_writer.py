@@ -45,7 +45,7 @@ def test_default_one_file_per_partition_keeps_order(tmp_path, backend):
     ds = make_dataset(df, backend, nparts=4)
     meta = ds.to_parquet(str(tmp_path / "out"))
     out = tmp_path / "out"
-    assert (out / "_SUCCESS").exists() and (out / "schema.json").exists()
+    assert (out / "_SUCCESS").exists() and (out / "_schema.json").exists()
     assert len(data_files(out)) == ds.npartitions
     assert sum(file_rows(out)) == 230 == meta["rows"]
     back = read_back(out)
@@ -118,7 +118,7 @@ def test_split_per_worker(tmp_path, shuffle, backend):
     ids = []
     for w in range(4):
         wdir = out / f"worker_{w}"
-        assert wdir.is_dir() and (wdir / "schema.json").exists()
+        assert wdir.is_dir() and (wdir / "_schema.json").exists()
         files = data_files(wdir)
         assert len(files) == 2
         per_worker.append(sum(pq.ParquetFile(f).metadata.num_rows for f in files))
@@ -195,7 +195,7 @@ def test_transformed_dataset_writes_schema_with_cardinalities(tmp_path):
     ds = make_dataset(df, nparts=3)
     wf.fit(ds)
     wf.transform(ds).to_parquet(str(tmp_path / "out"), output_files=2)
-    schema = json.loads((tmp_path / "out" / "schema.json").read_text())
+    schema = json.loads((tmp_path / "out" / "_schema.json").read_text())
     cols = {c["name"]: c for c in schema["columns"]}
     assert [c["name"] for c in schema["columns"]] == wf.output_columns
     assert cols["s"]["properties"]["cardinality"] == wf.output_schema["s"].cardinality
@@ -238,3 +238,13 @@ def test_property_row_counts(n, nparts, files, workers, shuffle):
             per_w = [sum(file_rows(out / f"worker_{w}")) for w in range(workers)]
             assert max(per_w) - min(per_w) <= 1, f"worker row counts {per_w} are not near-equal"
         assert (out / "_SUCCESS").exists()
+
+
+def test_output_folder_reads_with_plain_pandas(tmp_path):
+    """Side files start with '_' so pyarrow/pandas dataset discovery skips them."""
+    import tabprep as tp
+
+    df = pd.DataFrame({"a": np.arange(10), "b": np.arange(10) * 0.5})
+    tp.Dataset(df, npartitions=2).to_parquet(str(tmp_path / "out"))
+    back = pd.read_parquet(str(tmp_path / "out"))
+    assert sorted(back["a"].tolist()) == list(range(10))

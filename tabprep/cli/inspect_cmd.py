@@ -44,9 +44,9 @@ def describe_workflow(wf: Any, path: str) -> Dict[str, Any]:
 
 
 def describe_output(path: str) -> Dict[str, Any]:
-    """Description of a folder written by transform / convert (schema.json, _metadata.json)."""
+    """Description of a folder written by transform / convert (_schema.json, _metadata.json)."""
     root = Path(path)
-    with open(root / "schema.json") as fh:
+    with open(root / "_schema.json") as fh:
         schema = Schema.from_dict(json.load(fh))
     meta: Dict[str, Any] = {}
     if (root / "_metadata.json").exists():

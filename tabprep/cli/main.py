@@ -332,7 +332,7 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
     """Transform DATA with the fitted workflow in WF_DIR and write it to DIR.
 
     \b
-    DIR gets the data files, schema.json (dtypes, tags, cardinalities), _metadata.json (files and
+    DIR gets the data files, _schema.json (dtypes, tags, cardinalities), _metadata.json (files and
     row counts), tfrecord_spec.json for TFRecord, and _SUCCESS, written last.
 
     \b
@@ -471,14 +471,14 @@ def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose:
 def inspect(path: str, as_json: bool, allow_pickle: bool, quiet: bool, verbose: bool, debug: bool) -> None:
     """Show a fitted workflow: graph, output schema, embedding sizes, statistics.
 
-    WF_DIR may also be a transformed output folder (with schema.json): its schema, embedding sizes
+    WF_DIR may also be a transformed output folder (with _schema.json): its schema, embedding sizes
     and row counts are shown.
     """
     from .inspect_cmd import describe_output, describe_workflow, echo_description
 
     setup_logging(verbose, quiet)
     p = Path(path)
-    if (p / "workflow.json").exists() or not (p / "schema.json").exists():
+    if (p / "workflow.json").exists() or not (p / "_schema.json").exists():
         info = describe_workflow(_load_workflow(path, allow_pickle), path)
     else:
         info = describe_output(path)

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
 DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
 
-SCHEMA_FILE = "schema.json"
+SCHEMA_FILE = "_schema.json"
 SUCCESS_FILE = "_SUCCESS"
 
 
@@ -406,7 +406,7 @@ def _lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _stored_schema(first_file: str) -> Optional[Schema]:
-    """The schema.json tabprep writes next to its output, if any (searched up to 2 folders up)."""
+    """The _schema.json tabprep writes next to its output, if any (searched up to 2 folders up)."""
     d = os.path.dirname(os.path.abspath(first_file))
     for _ in range(3):
         p = os.path.join(d, SCHEMA_FILE)

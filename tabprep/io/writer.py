@@ -4,7 +4,7 @@ Layout of an output folder::
 
     out/
       part-00000.parquet ...        (or worker_0/, worker_1/ ... with split_per_worker=W)
-      schema.json                   names, dtypes, tags, cardinalities (readers need no guessing)
+      _schema.json                   names, dtypes, tags, cardinalities (readers need no guessing)
       _metadata.json                files with their row counts, options
       _SUCCESS                      written last: its presence means the output is complete
 
