@@ -70,6 +70,26 @@ class Workflow:
                     cols.append(c)
         return cols
 
+    def _raw_columns_for(self, targets: Sequence[Node]) -> List[str]:
+        """Raw input columns read by ``targets`` and their ancestors, in first-use order."""
+        keep: set = set()
+        stack = list(targets)
+        while stack:
+            n = stack.pop()
+            if id(n) in keep:
+                continue
+            keep.add(id(n))
+            stack.extend(n.parents)
+        cols: List[str] = []
+        for n in self.nodes:
+            if id(n) not in keep:
+                continue
+            extra = list(n.columns) if n.kind == "select" else (n.op.dependencies() if n.kind == "op" else [])
+            for c in extra:
+                if c not in cols:
+                    cols.append(c)
+        return cols
+
     @property
     def output_columns(self) -> List[str]:
         return self.output_node.output_columns
@@ -238,7 +258,8 @@ class Workflow:
         self._bind(ds.schema, ds.describe())
         for n in self.stat_nodes:
             n.op.clear()
-        ddf = ds.to_ddf(columns=self.input_columns)
+        # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
+        ddf = ds.to_ddf(columns=self._raw_columns_for(self.stat_nodes))
         for i, level in enumerate(self._stat_levels()):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
                 self._bind(ds.schema, ds.describe())
