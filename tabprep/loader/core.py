@@ -697,6 +697,9 @@ class DataLoader:
     Args:
         paths_or_dataset: parquet file(s), a glob, a folder, a :class:`tabprep.Dataset`
             (also a transformed one, e.g. ``wf.transform(ds)``), or a pandas / cuDF frame.
+            Parquet is read by row groups; a dask-backed dataset (csv, a transformed dataset)
+            is read partition by partition, and its partition lengths are computed once when
+            the loader is planned (one pass over its graph).
         batch_size: rows per batch (the last batch of an epoch may be shorter unless
             ``drop_last``).
         label_names: target columns (default: the columns tagged ``target`` in the schema).

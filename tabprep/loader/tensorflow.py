@@ -21,9 +21,11 @@ Each batch is ``(features, labels)`` (just ``features`` when there are no labels
 
 On the GPU (cuDF present, ``device`` not ``"cpu"``) chunks are read and transformed by cuDF
 and the batch arrays (cupy) reach TensorFlow through DLPack, without a copy through host
-memory, when you iterate the loader yourself (``for x, y in loader``, custom training loops).
-Note that Keras 3's ``model.fit`` wraps every ``PyDataset`` in ``tf.data.Dataset.from_generator``,
-which stages tensors in host memory; that copy is Keras', not the loader's.
+memory, when you iterate the loader yourself (``for x, y in loader``, custom training loops,
+:class:`KerasSequenceValidater`). Note that Keras 3's ``model.fit`` wraps every ``PyDataset``
+in ``tf.data.Dataset.from_generator``, which stages tensors in host memory; that copy is
+Keras', not the loader's. On the CPU, batch arrays are 64-byte aligned slices of the chunk and
+are shared with TensorFlow through DLPack as well (other arrays are copied).
 
 Batch order and ``__getitem__``: the loader shuffles by itself (pieces and rows, seeded), and
 ``loader[i]`` returns the *next* batch in the loader's order, whatever ``i`` (as NVTabular's
