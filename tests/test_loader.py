@@ -254,7 +254,7 @@ def test_transformed_dataset_without_map(data_dir, fitted, tmp_path):
     got = _collect(list(loader))
     np.testing.assert_array_equal(got["C3"], offline["C3"].to_numpy())
     assert got["tags"] == _offline_lists(offline, "tags")
-    # written to parquet (schema.json beside it): the tags come back from the stored schema
+    # written to parquet (_schema.json beside it): the tags come back from the stored schema
     ds.to_parquet(str(tmp_path / "out"))
     loader = DataLoader(str(tmp_path / "out"), batch_size=512, label_names=["label"], shuffle=True, seed=1,
                         device="cpu")
