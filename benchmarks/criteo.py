@@ -77,7 +77,14 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
     import tabprep as tp
     from tabprep import ops
 
-    if scheduler != "threads":
+    client = None
+    if scheduler.startswith("distributed"):
+        # a local dask.distributed cluster: one single-threaded worker process per core
+        from distributed import Client, LocalCluster
+
+        n = int(scheduler.split(":")[1]) if ":" in scheduler else os.cpu_count()
+        client = Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None))
+    elif scheduler != "threads":
         dask.config.set(scheduler=scheduler)
     ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=cpu, part_size=part_size)
     cats = CATS >> ops.Categorify()
@@ -165,7 +172,8 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=0, help="input files (default: one per 2.5M rows)")
     ap.add_argument("--gpu", action="store_true", help="tabprep on cuDF; baseline = cuDF read + write only")
     ap.add_argument("--part-size", default=None)
-    ap.add_argument("--scheduler", default="threads", help="dask scheduler for tabprep: threads|processes|sync")
+    ap.add_argument("--scheduler", default="threads",
+                    help="dask scheduler for tabprep: threads|sync|distributed[:N] (LocalCluster, N worker processes)")
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
     ap.add_argument("--phase", help=argparse.SUPPRESS)

@@ -158,15 +158,16 @@ class Categorify(StatOperator):
         """int64 ids (numpy or cupy) of a scalar series."""
         xp = backend.array_module(s)
         pos = V.index_of(s, self._index(key, s))
-        offset = OOV_START + self.num_oov_buckets
-        ids = pos + offset
+        ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
-        if self.num_oov_buckets == 1:
-            ids = xp.where(unseen, OOV_START, ids)
-        else:
-            h = backend.murmur3(s).astype("int64") % self.num_oov_buckets
-            ids = xp.where(unseen, OOV_START + h, ids)
-        ids = xp.where(backend.isnull(s), NULL_ID, ids)
+        if bool(unseen.any()):
+            nulls = backend.isnull(s)
+            if self.num_oov_buckets == 1:
+                ids[unseen] = OOV_START
+            else:
+                h = backend.murmur3(s).astype("int64") % self.num_oov_buckets
+                ids[unseen] = OOV_START + h[unseen]
+            ids[nulls] = NULL_ID  # index_of gives -1 for nulls, so they are among the unseen
         return ids
 
     def transform(self, columns: List[str], df: Any) -> Any:

