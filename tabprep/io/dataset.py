@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd

@@ -311,7 +311,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         _write_json(tmp / METADATA_FILE, meta)
         (tmp / INCOMPLETE_MARKER).unlink()
         (tmp / SUCCESS_FILE).write_text("")
-        _swap_into_place(tmp, final)
+        swap_into_place(tmp, final)
         log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, final, meta["seconds"])
         return meta
     except BaseException:
@@ -388,7 +388,7 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"not JSON-serializable: {type(o).__name__}")
 
 
-def _swap_into_place(tmp: Path, final: Path) -> None:
+def swap_into_place(tmp: Path, final: Path) -> None:
     """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first and then deleted."""
     trash = None
     if final.exists():

@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -156,7 +155,6 @@ class Categorify(StatOperator):
 
     def _encode(self, s: Any, key: str) -> Any:
         """int64 ids (numpy or cupy) of a scalar series."""
-        xp = backend.array_module(s)
         pos = V.index_of(s, self._index(key, s))
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0

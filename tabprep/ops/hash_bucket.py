@@ -1,12 +1,10 @@
 """HashBucket: categorical ids by hashing, no vocabulary to fit."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Union
-
-import numpy as np
+from typing import Any, Dict, List, Union
 
 from .. import backend
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Tags
 from .base import Operator, map_elements, register
 
 

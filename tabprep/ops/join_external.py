@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from ..schema import ColumnSchema, Schema
+from ..schema import Schema
 from .base import Operator, register
 
 _ROW = "__tabprep_row__"

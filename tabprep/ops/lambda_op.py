@@ -93,7 +93,6 @@ class LambdaOp(Operator):
         return [self.dependency] if isinstance(self.dependency, str) else list(self.dependency)
 
     def transform(self, columns: List[str], df: Any) -> Any:
-        lib = backend.frame_lib(df)
         out = {}
         for c in columns:
             if self._arity == 1 and backend.is_list_series(df[c]):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from .. import backend
 from .base import Operator, register
 
 

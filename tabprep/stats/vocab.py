@@ -43,7 +43,7 @@ string objects on the CPU; it is bounded the same way but with a larger constant
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 import numpy as np
 import pandas as pd

@@ -10,13 +10,13 @@ up by name among registered ops, user functions (LambdaOp, Filter, Rename) are i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from .. import __version__
+from ..io.writer import swap_into_place
 from ..ops.base import Operator, StatOperator, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..schema import Schema
@@ -71,13 +71,7 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False) -> None:
         }
         with open(tmp / SPEC_FILE, "w") as fh:
             json.dump(spec, fh, indent=2, default=_default)
-        trash = None
-        if final.exists():
-            trash = final.parent / f".{final.name}.tabprep-old-{uuid.uuid4().hex[:8]}"
-            os.rename(final, trash)
-        os.rename(tmp, final)
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+        swap_into_place(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -5,7 +5,7 @@ import difflib
 import logging
 import time
 from collections import defaultdict
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import dask
 
