@@ -112,6 +112,10 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
         client = Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None))
     elif scheduler != "threads":
         dask.config.set(scheduler=scheduler)
+    if not cpu:
+        from tabprep.backend import use_rmm_pool
+
+        use_rmm_pool()
     t_start = time.perf_counter()  # after imports, like the baselines
     ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=cpu, part_size=part_size)
     cats = CATS >> ops.Categorify()
@@ -157,6 +161,9 @@ def job_cudf_io(data: str, out: str) -> dict:
 
     import cudf
 
+    import rmm
+
+    rmm.reinitialize(pool_allocator=True)  # same allocator as the tabprep GPU job
     files = sorted(glob.glob(os.path.join(data, "*.parquet")))
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)

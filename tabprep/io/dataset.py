@@ -337,12 +337,14 @@ def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: O
     schema = pq.read_schema(path)
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
+    if not cpu:  # cuDF keeps nulls in any dtype; from Arrow also handles empty list columns
+        return backend.arrow_to_frame(schema.empty_table(), cpu=False)
     frame = backend.arrow_to_frame(schema.empty_table(), cpu=True)
     # int columns that hold a null anywhere in the dataset are nullable ints in every partition
     for fld in schema:
         if pa.types.is_integer(fld.type) and (nulls is None or fld.name in nulls):
             frame[fld.name] = frame[fld.name].astype(str(fld.type).replace("uint", "UInt").replace("int", "Int"))
-    return frame if cpu else backend.from_host(frame, cpu=False)
+    return frame
 
 
 def null_columns(files: List[str]) -> set:
