@@ -47,5 +47,8 @@ def frame_to_backend(df: pd.DataFrame, backend_name: str) -> Any:
     if backend_name == "cpu":
         return df
     import cudf
+    import pyarrow as pa
 
-    return cudf.from_pandas(df)
+    # cudf.from_pandas cannot build an empty list column; Arrow can
+    return cudf.DataFrame.from_arrow(pa.Table.from_pandas(df, preserve_index=False)) if len(df) == 0 \
+        else cudf.from_pandas(df)

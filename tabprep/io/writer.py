@@ -130,9 +130,15 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     out: Dict[str, Any] = {"path": path}
     if shuffle in ("partition", "full") and len(df):
         df = _shuffle_frame(df, seed)
-    table = _to_table(df, None)
     # full shuffle: the rows are in random order now, so each output file can take a contiguous
     # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance)
+    if backend.is_gpu(df):
+        # cuDF's parquet writer encodes on the device: no copy of the partition to the host
+        df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
+                                             row_group_size_rows=row_group_size or PART_ROW_GROUP)
+        out["rows"] = len(df)
+        return out
+    table = _to_table(df, None)
     pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
     out["rows"] = table.num_rows
     return out
