@@ -135,7 +135,8 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     if backend.is_gpu(df):
         # cuDF's parquet writer encodes on the device: no copy of the partition to the host
         df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
-                                             row_group_size_rows=row_group_size or PART_ROW_GROUP)
+                                             row_group_size_rows=row_group_size or PART_ROW_GROUP,
+                                             force_nullable_schema=True)
         out["rows"] = len(df)
         return out
     table = _to_table(df, None)
@@ -281,7 +282,9 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         if direct:
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]
         else:
-            arrow_schema = pq.read_schema(part_paths[0]) if part_paths else pa.schema([])
+            # every field nullable: a part without nulls may have been written with required fields
+            arrow_schema = pa.schema([f.with_nullable(True) for f in pq.read_schema(part_paths[0])]) \
+                if part_paths else pa.schema([])
             if shuffle == "full":
                 outputs = _plan_full_shuffle(results, output_files or 1, split_per_worker, ext)
             else:
