@@ -162,6 +162,26 @@ def _gpu_frame(columns: dict, index: Any):
     return out
 
 
+def release_memory(collect: bool = True) -> None:
+    """Give freed heap memory back to the OS (glibc ``malloc_trim``, Arrow's pool).
+
+    pandas/numpy/Arrow free their buffers, but the C allocators keep the pages for reuse;
+    after a pass over the data that is ~1 GB of RSS per 10M Criteo rows that nothing uses.
+    Cheap (milliseconds); a no-op where the calls are unavailable.
+    """
+    if collect:
+        import gc
+
+        gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    pa.default_memory_pool().release_unused()
+
+
 def use_rmm_pool(initial_size: Optional[int] = None) -> bool:
     """Give cuDF/cupy a pooled RMM allocator (as NVTabular and dask-cuda do); True if enabled.
 

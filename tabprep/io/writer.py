@@ -142,6 +142,8 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     table = _to_table(df, None)
     pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
     out["rows"] = table.num_rows
+    del df, table
+    backend.release_memory(collect=False)  # keeps RSS flat: freed pages otherwise stay in the allocators
     return out
 
 

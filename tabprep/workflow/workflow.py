@@ -158,29 +158,35 @@ class Workflow:
 
     # -- execution on one in-memory frame ------------------------------------------------
     def _execute(self, df: Any, targets: Sequence[Node]) -> Dict[int, Any]:
-        """Run the graph on one frame up to ``targets``; returns outputs keyed by id(node)."""
-        cache: Dict[int, Any] = {}
+        """Run the graph on one frame up to ``targets``; returns outputs keyed by id(node).
 
-        def run(n: Node) -> Any:
-            key = id(n)
-            if key in cache:
-                return cache[key]
+        Iterates the topologically sorted nodes rather than recursing through a closure: a
+        recursive closure is a reference cycle, which kept every intermediate frame of a
+        partition alive until the cyclic garbage collector happened to run.
+        """
+        needed: set = set()
+        stack = list(targets)
+        while stack:
+            n = stack.pop()
+            if id(n) not in needed:
+                needed.add(id(n))
+                stack.extend(n.parents)
+        cache: Dict[int, Any] = {}
+        for n in self.nodes:
+            if id(n) not in needed:
+                continue
             if n.kind == "select":
                 out = df[list(n.columns)]
             elif n.kind == "concat":
-                parts = [run(p) for p in n.parents]
+                parts = [cache[id(p)] for p in n.parents]
                 _check_same_rows(parts, n)
                 out = backend.concat_columns(parts)
                 out = out[n.output_columns] if list(out.columns) != n.output_columns else out
             elif n.kind == "drop":
-                out = run(n.parents[0])[n.output_columns]
+                out = cache[id(n.parents[0])][n.output_columns]
             else:
-                out = self._run_op(n, [run(p) for p in n.parents], df)
-            cache[key] = out
-            return out
-
-        for t in targets:
-            run(t)
+                out = self._run_op(n, [cache[id(p)] for p in n.parents], df)
+            cache[id(n)] = out
         return cache
 
     def _op_input(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
@@ -266,6 +272,7 @@ class Workflow:
             self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}")
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
+        backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
         self.fit_time_ = time.perf_counter() - start
         log.info("fitted %d stat ops in %.2fs", len(self.stat_nodes), self.fit_time_)
         return self
@@ -390,6 +397,8 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
         out[nid] = n.op.fit_partial(n.input_columns, inp)
         if wf.op_timer is not None:
             wf.op_timer(nid, n.op.label, "fit", time.perf_counter() - start, len(inp))
+    del cache, df
+    backend.release_memory(collect=False)  # the partition is gone: hand its pages back
     return out
 
 
