@@ -280,3 +280,4 @@ def test_to_tensor_shares_aligned_arrays_and_copies_others():
     readonly = np.arange(10)
     readonly.flags.writeable = False
     assert int(tf.reduce_sum(_to_tensor(readonly))) == 45
+
