@@ -202,6 +202,16 @@ def tags_for(op: Operator) -> tuple:
 __all__ = ["Operator", "StatOperator", "register", "registered_ops", "Tags"]
 
 
+def group_keys(columns: List[str], input_groups: List[List[str]]) -> Dict[str, List[str]]:
+    """Name -> columns of each category an op sees: a column alone, or a ``[["a", "b"]]`` group as ``"a_b"``."""
+    grouped = {c: g for g in input_groups for c in g}
+    keys: Dict[str, List[str]] = {}
+    for c in columns:
+        g = grouped.get(c)
+        keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
+    return keys
+
+
 def map_elements(series: Any, fn: Any, dtype: Optional[str] = None) -> Any:
     """Apply ``fn(scalar_series) -> array`` to a scalar column, or element-wise to a list column.
 

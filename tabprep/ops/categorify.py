@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import vocab as V
-from .base import StatOperator, register
+from .base import StatOperator, group_keys, register
 
 PAD_ID = 0
 NULL_ID = 1
@@ -79,16 +79,7 @@ class Categorify(StatOperator):
     # -- column groups ----------------------------------------------------------------
     def _vocab_keys(self, columns: List[str]) -> Dict[str, List[str]]:
         """vocabulary name -> columns it encodes (joint) or combines (combo)."""
-        grouped = {c: g for g in self.input_groups for c in g}
-        keys: Dict[str, List[str]] = {}
-        for c in columns:
-            g = grouped.get(c)
-            if g is None:
-                keys[c] = [c]
-            else:
-                name = "_".join(g)
-                keys.setdefault(name, list(g))
-        return keys
+        return group_keys(columns, self.input_groups)
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         if self.encode_type == "combo":

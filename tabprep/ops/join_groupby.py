@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, register
+from .base import StatOperator, group_keys, register
 from .categorify import _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -76,12 +76,8 @@ class JoinGroupby(StatOperator):
         return self.conts
 
     def _keys(self, columns: List[str]) -> Dict[str, List[str]]:
-        grouped = {c: g for g in self.input_groups for c in g}
-        keys: Dict[str, List[str]] = {}
-        for c in columns:
-            g = grouped.get(c)
-            keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
-        return keys
+        """category name -> the column(s) it is made of."""
+        return group_keys(columns, self.input_groups)
 
     def _outputs(self, key: str) -> List[tuple]:
         """(output name, cont or None, stat) of one category."""

@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, out_of_fold_mode, register
+from .base import StatOperator, group_keys, out_of_fold_mode, register
 from .categorify import _combo_series
 
 
@@ -100,12 +100,7 @@ class TargetEncoding(StatOperator):
 
     def _keys(self, columns: List[str]) -> Dict[str, List[str]]:
         """category name -> the column(s) it is made of."""
-        grouped = {c: g for g in self.input_groups for c in g}
-        keys: Dict[str, List[str]] = {}
-        for c in columns:
-            g = grouped.get(c)
-            keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
-        return keys
+        return group_keys(columns, self.input_groups)
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         return [f"TE_{key}_{t}" for key in self._keys(columns) for t in self.targets]
