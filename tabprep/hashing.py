@@ -134,10 +134,7 @@ def _rotl(x: np.ndarray, r: int, tmp: np.ndarray) -> None:
 
 def _mix_block(h: np.ndarray, k: np.ndarray, tmp: np.ndarray) -> None:
     """One MurmurHash3 body step: mixes block ``k`` (clobbered) into ``h``."""
-    np.multiply(k, _C1, out=k)
-    _rotl(k, 15, tmp)
-    np.multiply(k, _C2, out=k)
-    np.bitwise_xor(h, k, out=h)
+    _mix_tail(h, k, tmp)  # the body step begins with exactly the tail's mixing
     _rotl(h, 13, tmp)
     np.multiply(h, _FIVE, out=h)
     np.add(h, _N1, out=h)
