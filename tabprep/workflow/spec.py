@@ -10,8 +10,8 @@ workflow's output is every feature's output side by side, in the order listed::
         ops: [FillMissing, {Clip: {min_value: 0}}, LogOp, Normalize]
       - columns: [label]
 
-is ``["C1", "C2"] >> Categorify(freq_threshold=2) + ["I1", "I2"] >> FillMissing() >>
-Clip(min_value=0) >> LogOp() >> Normalize() + ["label"]``.
+is ``(["C1", "C2"] >> Categorify(freq_threshold=2)) + (["I1", "I2"] >> FillMissing() >>
+Clip(min_value=0) >> LogOp() >> Normalize()) + ["label"]``.
 
 Feature keys:
 
