@@ -59,7 +59,11 @@ class Normalize(StatOperator):
                 xp = backend.array_module(x)
                 if not std or not np.isfinite(std):
                     return xp.where(xp.isnan(x), np.nan, 0.0).astype("float32")
-                return ((x - mean) / std).astype("float32")
+                if xp is not np:  # cuDF may hand out a view of the column: no in-place update
+                    return ((x - mean) / std).astype("float32")
+                x -= mean  # in place: x is a fresh float64 copy (same rounding as (x - mean) / std)
+                x /= std
+                return x.astype("float32")
 
             out[c] = map_elements(df[c], norm, dtype="float32")
         return backend.make_frame(out, like=df)

@@ -22,7 +22,8 @@ def _finite_values(series: Any) -> Any:
         series, _ = backend.list_leaves(series)
     x = backend.float_values(series)
     xp = backend.array_module(x)
-    return x[~xp.isnan(x)], xp
+    nan = xp.isnan(x)
+    return (x[~nan] if bool(nan.any()) else x), xp
 
 
 @dataclass
@@ -45,7 +46,8 @@ def partial_moments(series: Any) -> Moments:
     if n == 0:
         return Moments(0, 0.0, 0.0)
     mean = float(x.mean())
-    m2 = float(((x - mean) ** 2).sum())
+    d = x - mean
+    m2 = float(d @ d)  # a dot product: no squared temporary
     return Moments(n, mean, m2)
 
 

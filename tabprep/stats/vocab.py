@@ -99,9 +99,12 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
         if backend.is_list_series(s):
             s, _ = backend.list_leaves(s)
         if _is_int_like(s):
-            mask = backend.isnull(s)
-            values = backend.int_values(s, 0)
-            nulls = int(mask.sum())
+            if backend.is_gpu(s):
+                mask = backend.isnull(s)
+                values = backend.int_values(s, 0)
+            else:
+                values, mask = backend.int_data(s)
+            nulls = int(mask.sum()) if mask is not None else 0
             if nulls:
                 values = values[~mask]
             keys, counts = _sorted_counts(values)
