@@ -116,7 +116,7 @@ def arrow_to_frame(table: pa.Table, cpu: bool = True):
             # build the masked array directly on Arrow's buffers: ~15x cheaper than
             # to_pandas(types_mapper=...); null slots hold whatever the reader left there
             values, mask = _arrow_int_buffers(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-            data[name] = pd.Series(pd.arrays.IntegerArray(values, mask), name=name, copy=False)
+            data[name] = pd.arrays.IntegerArray(values, mask)  # arrays, not Series: 3x cheaper frame
         elif pa.types.is_boolean(typ) and col.null_count > 0:
             data[name] = col.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
         else:
@@ -211,7 +211,20 @@ def frame_to_arrow(df: Any, preserve_index: bool = False) -> pa.Table:
     """Arrow table of a pandas or cuDF frame (index dropped)."""
     if is_gpu(df):
         return df.to_arrow(preserve_index=preserve_index)
+    if not preserve_index and all(isinstance(c, str) for c in df.columns) \
+            and all(isinstance(t, np.dtype) and t.kind in "iufb" for t in df.dtypes):
+        # plain numpy columns (what the Criteo-style ops output): zero-copy per column, ~10x
+        # cheaper than Table.from_pandas' generic path; NaN -> null as from_pandas does
+        return pa.table([_numpy_to_arrow(df[c].to_numpy()) for c in df.columns], names=list(df.columns))
     return pa.Table.from_pandas(df, preserve_index=preserve_index)
+
+
+def _numpy_to_arrow(values: np.ndarray) -> pa.Array:
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+        if nan.any():  # a mask is ~30x faster than from_pandas=True's NaN scan
+            return pa.array(values, mask=nan)
+    return pa.array(values)
 
 
 def to_host(df: Any):
@@ -377,7 +390,12 @@ def nullable_columns(df: Any, columns: Optional[Sequence[str]] = None):
 def new_series(values: Any, like: Any, name: Optional[str] = None, dtype: Optional[str] = None):
     """A series of ``values`` on the backend of ``like``, with ``like``'s index."""
     lib = frame_lib(like)
-    out = lib.Series(values, index=like.index, name=name if name is not None else like.name)
+    name = name if name is not None else like.name
+    if lib is pd and isinstance(values, np.ndarray):
+        # pandas 3 copies an ndarray by default; the ops hand over fresh arrays
+        out = pd.Series(values, index=like.index, name=name, copy=False)
+    else:
+        out = lib.Series(values, index=like.index, name=name)
     if dtype is not None and str(out.dtype) != dtype:
         out = out.astype(dtype)
     return out

@@ -150,7 +150,9 @@ class Categorify(StatOperator):
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
         if bool(unseen.any()):
-            nulls = backend.isnull(s)
+            nulls = backend.int_data(s)[1] if _numpy_int(s) else backend.isnull(s)
+            if nulls is None:
+                nulls = slice(0, 0)
             if self.num_oov_buckets == 1:
                 ids[unseen] = OOV_START
             else:
@@ -263,3 +265,9 @@ def _combo_series(df: Any, cols: List[str]) -> Any:
         nulls = nulls | backend.isnull(df[c])
     key = key.where(~backend.new_series(nulls, like=key).astype(bool))
     return key.rename("_".join(cols))
+
+
+def _numpy_int(s: Any) -> bool:
+    """A pandas (not cuDF) int/bool column, whose null mask :func:`backend.int_data` reads for free."""
+    return (not backend.is_gpu(s) and not backend.is_list_series(s) and not backend.is_string_series(s)
+            and backend._numpy_kind_dtype(s.dtype).kind in "iub")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
+import numpy as np
+
 from .. import backend
 from .base import Operator, map_elements, register
 
@@ -38,6 +40,25 @@ class Clip(Operator):
                 # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
                 # does, then back to bool (nulls stay null)
                 out[c] = s.astype("float64").clip(lower=self.min_value, upper=self.max_value) != 0
+            elif self._numpy_bounds(s) is not None:
+                # numpy releases the GIL where pandas' clip holds it (dask runs partitions on threads)
+                lo, hi = self._numpy_bounds(s)
+                out[c] = backend.new_series(np.clip(s.to_numpy(), lo, hi), like=s)
             else:
                 out[c] = s.clip(lower=self.min_value, upper=self.max_value)
         return backend.make_frame(out, like=df)
+
+    def _numpy_bounds(self, s: Any) -> Optional[tuple]:
+        """Bounds for ``np.clip`` when it gives what pandas' clip gives (numpy int/float
+        columns; for ints, integral bounds only), else None."""
+        dtype = s.dtype
+        if backend.is_gpu(s) or not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+            return None
+        bounds = (self.min_value, self.max_value)
+        if dtype.kind == "f":
+            return bounds
+        info = np.iinfo(dtype)
+        for b in bounds:
+            if b is not None and not (float(b).is_integer() and info.min <= b <= info.max):
+                return None
+        return tuple(None if b is None else int(b) for b in bounds)

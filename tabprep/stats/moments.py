@@ -47,7 +47,8 @@ def partial_moments(series: Any) -> Moments:
         return Moments(0, 0.0, 0.0)
     mean = float(x.mean())
     d = x - mean
-    m2 = float(d @ d)  # a dot product: no squared temporary
+    d *= d  # ufuncs release the GIL (a BLAS dot product here held it)
+    m2 = float(d.sum())
     return Moments(n, mean, m2)
 
 
