@@ -252,11 +252,30 @@ def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: 
         return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None)
     import pyarrow.parquet as pq
 
+    return arrow_to_frame(read_parquet_table(path, row_groups, columns, filesystem), cpu=True)
+
+
+def read_parquet_table(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
+                       filesystem: Any = None) -> pa.Table:
+    """Some row groups of one parquet file as an Arrow table (host memory)."""
+    import pyarrow.parquet as pq
+
     pf = pq.ParquetFile(path, filesystem=filesystem)
     if row_groups is None:
-        table = pf.read(columns=columns, use_threads=False)
-    else:
-        table = pf.read_row_groups(list(row_groups), columns=columns, use_threads=False)
+        return pf.read(columns=columns, use_threads=False)
+    return pf.read_row_groups(list(row_groups), columns=columns, use_threads=False)
+
+
+def tables_to_frame(tables: Sequence[pa.Table]):
+    """One pandas frame of Arrow tables stacked in order: concatenated in Arrow (zero-copy
+    until the single conversion) rather than as pandas frames (``pd.concat`` copies every
+    column once more, holding the GIL). Tables whose schemas differ go through pandas."""
+    if len(tables) == 1:
+        return arrow_to_frame(tables[0], cpu=True)
+    try:
+        table = pa.concat_tables(tables)
+    except pa.ArrowInvalid:
+        return concat_rows([arrow_to_frame(t, cpu=True) for t in tables])
     return arrow_to_frame(table, cpu=True)
 
 

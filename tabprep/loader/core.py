@@ -178,6 +178,10 @@ class _ParquetSource(_Source):
         path = self.files[units[0].group]
         return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu)
 
+    def read_arrow(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        path = self.files[units[0].group]
+        return backend.read_parquet_table(path, [u.key for u in units], columns)
+
     def row_bytes(self, columns: Optional[List[str]]) -> float:
         names = columns if columns is not None else list(self._row_bytes)
         return max(sum(self._row_bytes.get(c, 8.0 * self._total_rows) for c in names) / self._total_rows, 1.0)
@@ -1018,18 +1022,25 @@ class DataLoader:
         return -(-self._num_rows // self.batch_size)
 
     # -- chunk preparation (runs in the prefetch thread) ----------------------------------------
-    def _read_piece(self, piece: _Piece) -> Any:
+    def _read_piece(self, piece: _Piece, arrow: bool = False) -> Any:
         units = [self._source.units[i] for i in piece.units]
-        df = self._source.read(units, self._read_columns)
+        if arrow:
+            df = self._source.read_arrow(units, self._read_columns)
+        else:
+            df = self._source.read(units, self._read_columns)
         full = sum(u.num_rows for u in units)
         if piece.start or piece.stop != full:
-            df = df.iloc[piece.start:piece.stop]
+            df = df.slice(piece.start, piece.stop - piece.start) if arrow else df.iloc[piece.start:piece.stop]
         return df
 
     def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
         pieces = plan.chunks[k]
-        frames = [self._read_piece(p) for p in pieces]
-        raw = frames[0].reset_index(drop=True) if len(frames) == 1 else backend.concat_rows(frames)
+        if isinstance(self._source, _ParquetSource) and self._source.cpu:
+            # parquet on the CPU: the pieces are stacked as Arrow tables, converted once
+            raw = backend.tables_to_frame([self._read_piece(p, arrow=True) for p in pieces])
+        else:
+            frames = [self._read_piece(p) for p in pieces]
+            raw = frames[0].reset_index(drop=True) if len(frames) == 1 else backend.concat_rows(frames)
         expected = plan.offsets[k + 1] - plan.offsets[k]
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
