@@ -100,6 +100,11 @@ def ensure_data(rows: int, data_root: str, files: int, procs: int = 1) -> str:
 def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler: str) -> dict:
     import dask
 
+    try:  # dask imports distributed (when installed) at the first compute: an import, not job time
+        import distributed  # noqa: F401
+    except ImportError:
+        pass
+
     import tabprep as tp
     from tabprep import ops
 

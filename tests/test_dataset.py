@@ -157,3 +157,38 @@ def test_empty_parquet_file_among_others(tmp_path):
     wf = tp.Workflow(["s"] >> ops.Categorify())
     wf.fit(ds)
     assert to_pandas(wf.transform(ds))["s"].tolist() == [3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("part_rows", [50, 120, 400, 10_000])
+def test_pieces_spanning_files_cover_every_row_group_in_order(tmp_path, part_rows):
+    """GPU planning (span_files): pieces run on into the next files until full; every row group
+    is read exactly once, in file order, and a piece fits part_size unless one row group is bigger."""
+    from tabprep.io.dataset import _read_piece, _row_group_memory, plan_pieces
+
+    rng = np.random.default_rng(0)
+    frames, files = [], []
+    for i, n in enumerate([30, 0, 75, 10, 140, 5]):
+        df = pd.DataFrame({"a": rng.integers(0, 9, n), "b": rng.random(n)})
+        path = str(tmp_path / f"f{i}.parquet")
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=20)
+        frames.append(df)
+        files.append(path)
+    one_row = _row_group_memory(pq.read_schema(files[0]), pq.ParquetFile(files[0]).metadata.row_group(0)) / 20
+    part_size = int(part_rows * one_row)
+    pieces = plan_pieces(files, part_size, span_files=True)
+    seen = []
+    for p in pieces:
+        seen += [(p.path, g) for g in p.row_groups]
+        for path, groups in p.more:
+            seen += [(path, g) for g in groups]
+    expected = [(f, g) for f in files for g in range(pq.ParquetFile(f).metadata.num_row_groups)]
+    assert seen == expected
+    for p in pieces:
+        groups = len(p.row_groups) + sum(len(g) for _, g in p.more)
+        assert groups == 1 or p.num_rows * one_row <= part_size + 1e-6
+    got = pd.concat([_read_piece(p, None, True, {}) for p in pieces], ignore_index=True)
+    assert len(got) == sum(len(f) for f in frames) == sum(p.num_rows for p in pieces)
+    pd.testing.assert_frame_equal(got, pd.concat(frames, ignore_index=True), check_dtype=False)
+    if part_rows >= 10_000:
+        assert len([p for p in pieces if p.num_rows]) == 1  # everything in one partition
+    assert len(plan_pieces(files, part_size)) >= len(pieces)  # CPU planning never spans files

@@ -150,7 +150,7 @@ class Categorify(StatOperator):
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
         if bool(unseen.any()):
-            nulls = backend.int_data(s)[1] if _numpy_int(s) else backend.isnull(s)
+            nulls = backend.int_data(s)[1] if _int_column(s) else backend.isnull(s)
             if nulls is None:
                 nulls = slice(0, 0)
             if self.num_oov_buckets == 1:
@@ -267,7 +267,7 @@ def _combo_series(df: Any, cols: List[str]) -> Any:
     return key.rename("_".join(cols))
 
 
-def _numpy_int(s: Any) -> bool:
-    """A pandas (not cuDF) int/bool column, whose null mask :func:`backend.int_data` reads for free."""
-    return (not backend.is_gpu(s) and not backend.is_list_series(s) and not backend.is_string_series(s)
+def _int_column(s: Any) -> bool:
+    """A scalar int/bool column, whose null mask :func:`backend.int_data` reads cheaply."""
+    return (not backend.is_list_series(s) and not backend.is_string_series(s)
             and backend._numpy_kind_dtype(s.dtype).kind in "iub")

@@ -41,18 +41,22 @@ class Clip(Operator):
                 # does, then back to bool (nulls stay null)
                 out[c] = s.astype("float64").clip(lower=self.min_value, upper=self.max_value) != 0
             elif self._numpy_bounds(s) is not None:
-                # numpy releases the GIL where pandas' clip holds it (dask runs partitions on threads)
+                # numpy releases the GIL where pandas' clip holds it (dask runs partitions on
+                # threads); on the GPU one cupy kernel replaces several cuDF calls
                 lo, hi = self._numpy_bounds(s)
-                out[c] = backend.new_series(np.clip(s.to_numpy(), lo, hi), like=s)
+                values = s.values if backend.is_gpu(s) else s.to_numpy()
+                out[c] = backend.new_series(backend.array_module(values).clip(values, lo, hi), like=s)
             else:
                 out[c] = s.clip(lower=self.min_value, upper=self.max_value)
         return backend.make_frame(out, like=df)
 
     def _numpy_bounds(self, s: Any) -> Optional[tuple]:
-        """Bounds for ``np.clip`` when it gives what pandas' clip gives (numpy int/float
-        columns; for ints, integral bounds only), else None."""
+        """Bounds for ``np.clip``/``cupy.clip`` when they give what pandas' clip gives (numpy
+        int/float columns, cuDF ones without nulls; for ints, integral bounds only), else None."""
         dtype = s.dtype
-        if backend.is_gpu(s) or not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+        if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+            return None
+        if backend.is_gpu(s) and s.has_nulls:  # cuDF's clip keeps the null mask
             return None
         bounds = (self.min_value, self.max_value)
         if dtype.kind == "f":

@@ -22,6 +22,8 @@ def fill_column(s: Any, value: Any) -> Any:
         data, mask = s.array._data, s.array._mask
         filled = np.where(mask, np.asarray(value, dtype=data.dtype), data) if mask.any() else data
         return backend.new_series(filled, like=s)
+    if backend.is_gpu(s) and not s.has_nulls and not backend.is_float_series(s):
+        return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
     out = s.fillna(value)
     if backend.is_gpu(s) and backend.is_float_series(s):
         out = out.nans_to_nulls().fillna(value)

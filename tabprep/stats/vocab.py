@@ -99,11 +99,7 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
         if backend.is_list_series(s):
             s, _ = backend.list_leaves(s)
         if _is_int_like(s):
-            if backend.is_gpu(s):
-                mask = backend.isnull(s)
-                values = backend.int_values(s, 0)
-            else:
-                values, mask = backend.int_data(s)
+            values, mask = backend.int_data(s)
             nulls = int(mask.sum()) if mask is not None else 0
             if nulls:
                 values = values[~mask]
@@ -307,9 +303,9 @@ def index_of(series: Any, index: Any) -> Any:
     """Position of each value of ``series`` in the vocabulary (``vocab_index``), -1 when absent or null."""
     if isinstance(index, SortedVocab):
         if _is_int_like(series):
-            pos = index.lookup(backend.int_values(series, 0))
-            mask = backend.isnull(series)
-            if mask.any():
+            values, mask = backend.int_data(series)
+            pos = index.lookup(values)
+            if mask is not None:
                 pos[mask] = -1
             return pos
         # e.g. a float or string column against an integer vocabulary: generic path
