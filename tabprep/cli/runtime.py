@@ -264,6 +264,10 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
                            "add --workers N (an existing --scheduler cluster has its own limits)")
     if not scheduler and not workers:
+        from .. import backend
+
+        if not backend.resolve_cpu(cpu):
+            backend.use_rmm_pool()  # in-process GPU job: pooled device memory, as NVTabular does
         yield None
         return
     from distributed import Client
