@@ -293,3 +293,14 @@ def test_bad_inputs():
         murmur3_32(np.array(["a", 1], dtype=object))
     with pytest.raises(TypeError):
         murmur3_32(np.array([1 + 2j]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(h=st.lists(st.integers(0, 2 ** 32 - 1), min_size=0, max_size=50),
+       d=st.one_of(st.integers(1, 70), st.integers(1, 2 ** 32 + 5), st.sampled_from([1, 2, 3, 2 ** 31 - 1, 2 ** 32 - 1])))
+def test_mod_uint32_is_exact(h, d):
+    """The float64 modulo used by HashBucket equals integer %, for every uint32 and divisor."""
+    arr = np.array(h + [0, 2 ** 32 - 1, 2 ** 32 - 2, d - 1 if d <= 2 ** 32 else 0], dtype=np.uint32)
+    got = hashing.mod_uint32(arr, d)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, arr.astype(np.int64) % d)

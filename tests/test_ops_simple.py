@@ -84,6 +84,52 @@ def test_log_op_below_minus_one_is_nan():
     assert out[0] == -np.inf and np.isnan(out[1]) and out[2] == pytest.approx(np.log(2), rel=1e-6)
 
 
+_TABLE_EDGES = [0, 1, 2, 65534, 65535, 65536, 65537, 2 ** 31, 2 ** 62, np.iinfo(np.int64).max,
+                -1, -2, -65536, np.iinfo(np.int64).min]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "Int64", "int32", "Int16", "uint8", "bool"])
+def test_log_op_int_columns_equal_float64_log1p_rounded(backend, dtype):
+    """Int columns take a table of log1p values on the CPU: results must equal float32(log1p(float64(x)))
+    exactly, across the table's edges, negatives (-1 -> -inf, below -> NaN) and nulls."""
+    rng = np.random.default_rng(3)
+    info_lo, info_hi = ((0, 1) if dtype == "bool" else
+                        (np.iinfo(np.dtype(dtype.lower())).min, np.iinfo(np.dtype(dtype.lower())).max))
+    vals = [v for v in _TABLE_EDGES if info_lo <= v <= info_hi]
+    vals += rng.zipf(1.3, 300).clip(0, info_hi).tolist()
+    x = pd.Series(vals).astype(dtype.lower())
+    if dtype[0].isupper():
+        x = x.astype(dtype)
+        x[rng.random(len(x)) < 0.2] = None
+    df = pd.DataFrame({"x": x})
+    out = run(["x"] >> ops.LogOp(), df, backend, nparts=3)[1]["x"]
+    ref = x.astype("float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exp = np.log1p(ref.to_numpy(dtype="float64", na_value=np.nan)).astype("float32")
+    got = out.to_numpy(dtype="float32", na_value=np.nan)
+    if backend == "cpu":
+        np.testing.assert_array_equal(got, exp)
+    else:  # the device's log1p: within float32 rounding
+        np.testing.assert_allclose(got, exp, rtol=2e-7)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "Int64", "int32", "float32"])
+def test_fill_then_clip_numpy_paths_match_pandas(backend, dtype):
+    """FillMissing and Clip take numpy paths for numpy and masked int columns: same values and dtypes as pandas."""
+    rng = np.random.default_rng(5)
+    x = pd.Series(rng.integers(-50, 50, 200)).astype(dtype.lower())
+    if dtype == "Int64" or dtype == "float32":
+        x = x.astype(dtype)
+        x[rng.random(200) < 0.3] = None
+    df = pd.DataFrame({"x": x})
+    out = run(["x"] >> ops.FillMissing(fill_val=7) >> ops.Clip(min_value=-10, max_value=20), df, backend)[1]["x"]
+    exp = x.fillna(7).clip(lower=-10, upper=20)
+    if dtype == "Int64":
+        exp = exp.astype("int64")
+    assert str(out.dtype) == str(exp.dtype)
+    np.testing.assert_array_equal(out.to_numpy(), exp.to_numpy())
+
+
 # -- LambdaOp -------------------------------------------------------------------------------
 def test_lambda_op_one_and_two_arguments(backend):
     df = random_frame(seed=4, n=60)
