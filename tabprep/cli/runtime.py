@@ -67,7 +67,7 @@ def job_options(f: Callable) -> Callable:
                      help="Run on the CPU (pandas) or the GPU (cuDF). Default: the GPU when cuDF and a GPU are "
                           "usable, else the CPU."),
         click.option("--part-size", metavar="SIZE", default=None,
-                     help="Target size of one partition, e.g. 256MB (default 128MB on CPU, 1GB on GPU). Smaller "
+                     help="Target size of one partition, e.g. 256MB (default 128MB on CPU; on GPU 1/16 of the device memory, at least 1GB). Smaller "
                           "partitions use less memory per task."),
         click.option("--scheduler", metavar="ADDRESS", envvar="TABPREP_SCHEDULER", default=None,
                      help="Run on an existing dask.distributed cluster, e.g. tcp://10.0.0.5:8786 or a "
