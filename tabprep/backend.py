@@ -577,10 +577,11 @@ def vocab_lookup(values: Any, gpu: bool) -> Any:
     return (voc.take(order).reset_index(drop=True), order.values)
 
 
-def index_of(series: Any, vocab: Any):
+def index_of(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
     """Position of each value of ``series`` in the vocabulary, -1 when absent or null.
 
     ``vocab`` is what :func:`vocab_lookup` returns (or, on the CPU, any array of unique values).
+    ``data``: :func:`int_data` of an int ``series`` when the caller has it already (CPU).
     """
     if is_gpu(series):
         import cupy
@@ -608,7 +609,7 @@ def index_of(series: Any, vocab: Any):
     if not is_string_series(series) and _numpy_kind_dtype(series.dtype).kind in "iub":
         # int64 values (an int32 column must find int64 vocabulary entries) and the null mask,
         # straight from the column's buffers
-        values, mask = int_data(series)
+        values, mask = data if data is not None else int_data(series)
         pos = vocab.get_indexer(values)
         if mask is not None:
             pos[mask] = -1

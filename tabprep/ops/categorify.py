@@ -146,11 +146,12 @@ class Categorify(StatOperator):
 
     def _encode(self, s: Any, key: str) -> Any:
         """int64 ids (numpy or cupy) of a scalar series."""
-        pos = V.index_of(s, self._index(key, s))
+        data = backend.int_data(s) if V.is_int_like(s) else None  # values and null mask, read once
+        pos = V.index_of(s, self._index(key, s), data=data)
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
         if bool(unseen.any()):
-            nulls = backend.int_data(s)[1] if _int_column(s) else backend.isnull(s)
+            nulls = data[1] if data is not None else backend.isnull(s)
             if nulls is None:
                 nulls = slice(0, 0)
             if self.num_oov_buckets == 1:
@@ -265,9 +266,3 @@ def _combo_series(df: Any, cols: List[str]) -> Any:
         nulls = nulls | backend.isnull(df[c])
     key = key.where(~backend.new_series(nulls, like=key).astype(bool))
     return key.rename("_".join(cols))
-
-
-def _int_column(s: Any) -> bool:
-    """A scalar int/bool column, whose null mask :func:`backend.int_data` reads cheaply."""
-    return (not backend.is_list_series(s) and not backend.is_string_series(s)
-            and backend._numpy_kind_dtype(s.dtype).kind in "iub")

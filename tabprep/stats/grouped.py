@@ -25,7 +25,7 @@ def key_column(series: Any) -> Tuple[Any, Any]:
     """(``keys``, ``valid``): the non-null key values (an int64 array for integer-like
     columns, else a series) and the boolean mask (numpy/cupy) of the non-null rows."""
     valid = ~backend.isnull(series)
-    if V._is_int_like(series):
+    if V.is_int_like(series):
         keys = backend.int_values(series, 0)
         return keys[valid], valid
     keys = series.reset_index(drop=True)

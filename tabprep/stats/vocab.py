@@ -43,7 +43,7 @@ string objects on the CPU; it is bounded the same way but with a larger constant
 """
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -80,7 +80,7 @@ class Counts:
 
 
 # -- partial ------------------------------------------------------------------------------------
-def _is_int_like(series: Any) -> bool:
+def is_int_like(series: Any) -> bool:
     if backend.is_list_series(series) or backend.is_string_series(series):
         return False
     return backend._numpy_kind_dtype(series.dtype).kind in "iub"
@@ -98,7 +98,7 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
     for s in series_list:
         if backend.is_list_series(s):
             s, _ = backend.list_leaves(s)
-        if _is_int_like(s):
+        if is_int_like(s):
             values, mask = backend.int_data(s)
             nulls = int(mask.sum()) if mask is not None else 0
             if nulls:
@@ -299,15 +299,18 @@ def vocab_index(values: Any, like: Any) -> Any:
     return backend.vocab_lookup(values, gpu=backend.is_gpu(like))
 
 
-def index_of(series: Any, index: Any) -> Any:
-    """Position of each value of ``series`` in the vocabulary (``vocab_index``), -1 when absent or null."""
+def index_of(series: Any, index: Any, data: Optional[Tuple[Any, Any]] = None) -> Any:
+    """Position of each value of ``series`` in the vocabulary (``vocab_index``), -1 when absent or null.
+
+    ``data``: ``backend.int_data(series)`` when the caller has it already (int columns).
+    """
     if isinstance(index, SortedVocab):
-        if _is_int_like(series):
-            values, mask = backend.int_data(series)
+        if is_int_like(series):
+            values, mask = data if data is not None else backend.int_data(series)
             pos = index.lookup(values)
             if mask is not None:
                 pos[mask] = -1
             return pos
         # e.g. a float or string column against an integer vocabulary: generic path
         index = backend.vocab_lookup(index.values, gpu=backend.is_gpu(series))
-    return backend.index_of(series, index)
+    return backend.index_of(series, index, data=data)
