@@ -8,7 +8,6 @@ traceback too with ``--debug``).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import logging
 import os
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import click
+
+from .._util import did_you_mean
 
 log = logging.getLogger("tabprep.cli")
 
@@ -238,16 +239,16 @@ def input_rows(ds: Any) -> Optional[int]:
 def check_columns(wf: Any, ds: Any) -> None:
     """Fail early, naming the spec line, when a column the workflow reads is not in the data."""
     schema = ds.schema
-    lines = getattr(wf, "_spec_column_lines", {}) or {}
-    source = getattr(wf, "_spec_source", None)
+    lines = wf._spec_column_lines
+    source = wf._spec_source
     for col in wf.input_columns:
         if col in schema:
             continue
-        close = difflib.get_close_matches(col, schema.column_names, n=3, cutoff=0.5)
         where = ""
         if lines.get(col):
             where = f" ({source or 'spec'} line {lines[col]})"
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(col, schema.column_names)
+        hint = f"; {hint}" if hint else ""
         names = schema.column_names
         avail = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
         raise JobFailed(f"column {col!r}{where} is not in {ds.describe()}{hint} Its columns: {avail}")

@@ -51,7 +51,6 @@ See :mod:`tabprep.loader.tensorflow` for the Keras adapter.
 from __future__ import annotations
 
 import bisect
-import difflib
 import logging
 import os
 import threading
@@ -62,6 +61,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 import numpy as np
 
 from .. import backend
+from .._util import did_you_mean, is_frame
 from ..schema import Schema, Tags
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
 
     if isinstance(data, Dataset):
         ds = data
-    elif _is_frame(data):
+    elif is_frame(data):
         frame = data
         if cpu is True and backend.is_gpu(frame):
             frame = frame.to_pandas()
@@ -253,11 +253,6 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
         frame = ds.to_ddf().compute()
         return _make_source(frame, cpu if cpu is not None else ds.cpu, None, None, schema or ds.schema)
     return _DaskSource(ds.to_ddf(), ds.cpu, schema or ds.schema)
-
-
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -837,7 +832,7 @@ class DataLoader:
             if isinstance(workflow, Workflow):
                 workflow._require_fitted()
                 self._transform = workflow.transform_frame
-                self._exact = not any(getattr(op, "changes_rows", False) for op in workflow.ops)
+                self._exact = not any(op.changes_rows for op in workflow.ops)
                 if not self._exact:
                     log.warning("the attached workflow drops rows (Filter): len(loader) is an upper bound, "
                                 "random access re-reads the epoch from its start, and Keras needs steps_per_epoch")
@@ -1236,8 +1231,8 @@ class DataLoader:
 
 
 def _missing(name: str, available: List[str], where: str) -> str:
-    close = difflib.get_close_matches(name, available, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(name, available, sep=", ", capitalize=True)
+    hint = f" {hint}" if hint else ""
     return f"column {name!r} is not in {where}.{hint} Available: {sorted(available)[:50]}"
 
 

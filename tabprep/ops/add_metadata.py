@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..schema import ColumnSchema, _jsonable
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class AddMetadata(Operator):
     """Add tags and/or properties to the selected columns' schemas; values pass through unchanged.
 
@@ -47,7 +46,6 @@ class AddMetadata(Operator):
         return col.with_(add_tags=list(self.tags or ()), add_properties=_jsonable(dict(self.properties or {})))
 
 
-@register
 class AddTags(AddMetadata):
     """Add ``tags`` to the selected columns' schemas (:class:`AddMetadata` with tags only).
 
@@ -59,7 +57,6 @@ class AddTags(AddMetadata):
         super().__init__(tags=tags)
 
 
-@register
 class AddProperties(AddMetadata):
     """Set ``properties`` in the selected columns' schemas (:class:`AddMetadata` with properties only).
 

@@ -24,6 +24,8 @@ from ..schema import ColumnSchema, Schema, Tags
 log = logging.getLogger(__name__)
 
 _REGISTRY: Dict[str, type] = {}
+#: the package whose op classes register themselves (see Operator.__init_subclass__)
+_OPS_PACKAGE = __name__.rpartition(".")[0]
 
 #: set by the Workflow while it transforms the rows it was fitted on (see out_of_fold_mode)
 _OUT_OF_FOLD: "contextvars.ContextVar[bool]" = contextvars.ContextVar("tabprep_out_of_fold", default=False)
@@ -41,7 +43,13 @@ def out_of_fold_mode() -> bool:
 
 
 def register(cls: type) -> type:
-    """Class decorator: make an op loadable by name from saved workflows and spec files."""
+    """Class decorator: make an op loadable by name from saved workflows and spec files.
+
+    tabprep's own ops (every op class defined in a module of :mod:`tabprep.ops`) register
+    themselves when their module is imported; user ops opt in with ``@register`` (or
+    ``class MyOp(Operator, register=True)``). An op that is not registered is saved and
+    written to specs by its import path (``package.module:Class``) instead of its name.
+    """
     _REGISTRY[cls.__name__] = cls
     return cls
 
@@ -56,14 +64,42 @@ class Operator:
 
     Subclasses override :meth:`transform` and, when they rename, add or retype columns,
     :meth:`output_column_names` and :meth:`column_schema`.
+
+    The class attributes below are the whole contract the workflow graph, the fit/transform
+    engine, serialization and the loaders read from an op; an op overrides the ones that differ
+    (as class attributes, or per instance in ``__init__`` when they depend on a parameter).
+
+    Subclassing registers the op by class name (see :func:`register`) when it is defined in a
+    module of :mod:`tabprep.ops`; pass ``register=True`` / ``False`` in the class statement to
+    decide explicitly (``class MyOp(Operator, register=True)``).
     """
 
-    #: tags added to every output column
+    #: tags added to every output column (e.g. ``(Tags.CATEGORICAL,)``)
     output_tags: Sequence[str] = ()
-    #: True when the op accepts list (multi-hot) columns element-wise
+    #: True when the op accepts list (multi-hot) columns element-wise; False: :meth:`check_input`
+    #: refuses list columns with a clear error
     supports_lists: bool = False
-    #: True when the op may drop rows (Filter): it must then see the whole merged frame
+    #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
+    #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False
+    #: True when the op treats ``[["a", "b"]]`` column groups of its selection as one unit (a shared
+    #: vocabulary, a joint key, a cross); ``>>`` then hands it the groups in :attr:`input_groups`
+    supports_groups: bool = False
+    #: the column groups (lists of names) of the selection the op is applied to, set by ``>>`` for
+    #: ops with :attr:`supports_groups` and restored from saved state; empty: every column alone.
+    #: Ops that use it assign a fresh list per instance in ``__init__``.
+    input_groups: Sequence[Sequence[str]] = ()
+    #: set by ``>>`` once the instance is part of a graph: one instance belongs to one chain only,
+    #: because it keeps its learned statistics
+    _bound: bool = False
+
+    def __init_subclass__(cls, register: Optional[bool] = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if register is None:  # tabprep's own ops: every public op class of a tabprep.ops module
+            register = (cls.__module__.startswith(_OPS_PACKAGE + ".") and cls.__module__ != __name__
+                        and not cls.__name__.startswith("_"))
+        if register:
+            _REGISTRY[cls.__name__] = cls
 
     # -- graph sugar -------------------------------------------------------------
     def __rrshift__(self, other: Any):
@@ -154,6 +190,10 @@ class Operator:
 class StatOperator(Operator):
     """An op that learns statistics in :meth:`Workflow.fit` before it can transform."""
 
+    #: the learned statistics (JSON-able by default; vocabularies etc. override save/load_state);
+    #: None until :meth:`fit_finalize` or :meth:`load_state`, and again after :meth:`clear`
+    stats_: Any = None
+
     def fit_partial(self, columns: List[str], df: Any) -> Any:
         """Partial statistics of one partition (pandas or cuDF frame, possibly empty)."""
         raise NotImplementedError
@@ -168,7 +208,7 @@ class StatOperator(Operator):
 
     @property
     def fitted(self) -> bool:
-        return getattr(self, "stats_", None) is not None
+        return self.stats_ is not None
 
     def clear(self) -> None:
         """Forget learned state (before a re-fit)."""

@@ -7,10 +7,9 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Tags
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class Bucketize(Operator):
     """Replace each value by the number of ``boundaries`` that are <= it (an int bucket id).
 

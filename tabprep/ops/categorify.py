@@ -11,14 +11,13 @@ import pyarrow.parquet as pq
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, register
+from .base import StatOperator, group_keys
 
 PAD_ID = 0
 NULL_ID = 1
 OOV_START = 2
 
 
-@register
 class Categorify(StatOperator):
     """Encode categorical values (ints or strings, scalar or list columns) as int ids.
 

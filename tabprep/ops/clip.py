@@ -6,10 +6,9 @@ from typing import Any, List, Optional
 import numpy as np
 
 from .. import backend
-from .base import Operator, map_elements, register
+from .base import Operator, map_elements
 
 
-@register
 class Clip(Operator):
     """Clip values to ``[min_value, max_value]`` (either bound may be None). Nulls stay null.
 

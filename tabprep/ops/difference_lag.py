@@ -7,10 +7,9 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class DifferenceLag(Operator):
     """``x[i] - x[i - shift]`` when rows ``i`` and ``i - shift`` have the same partition key, else NaN.
 

@@ -5,10 +5,9 @@ from typing import Any, Dict, List, Optional
 
 from .. import backend
 from ..schema import Schema, Tags
-from .base import StatOperator, register
+from .base import StatOperator
 
 
-@register
 class DropLowCardinality(StatOperator):
     """Drop the selected columns that have fewer than ``min_cardinality`` distinct values.
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..stats.moments import Sketch, combine_sketches, partial_sketch, sketch_quantile
-from .base import StatOperator, register
+from .base import StatOperator
 from .fill_missing import FillMissing
 
 
-@register
 class FillMedian(FillMissing, StatOperator):
     """Fill nulls with the median of the column's non-null values.
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator, register
+from .base import Operator
 
 
 def fill_column(s: Any, value: Any) -> Any:
@@ -48,7 +48,6 @@ def binary_flags(s: Any, name: str) -> Any:
     return backend.new_series(backend.isnull(s), like=s, name=name, dtype="bool")
 
 
-@register
 class FillMissing(Operator):
     """Fill nulls (and NaN) with ``fill_val``.
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List
 
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class Filter(Operator):
     """Keep rows where ``f(df)`` is True; ``f`` gets the frame of the selected columns.
 

@@ -7,14 +7,13 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator, register
+from .base import Operator
 
 AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max")
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
 
-@register
 class Groupby(Operator):
     """Group rows by key column(s) and aggregate the other columns: one output row per group.
 

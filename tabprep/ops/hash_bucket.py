@@ -6,10 +6,9 @@ from typing import Any, Dict, List, Union
 from .. import backend
 from ..hashing import mod_uint32
 from ..schema import ColumnSchema, Tags
-from .base import Operator, map_elements, register
+from .base import Operator, map_elements
 
 
-@register
 class HashBucket(Operator):
     """``id = murmur3_32(value) % num_buckets``; null -> 0. Output in ``[0, num_buckets)``.
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator, register
+from .base import Operator
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
 GOLDEN = 0x9E3779B9
@@ -33,7 +33,6 @@ def hash_combine(hashes: Sequence[Any]) -> Any:
     return h.astype("uint32")
 
 
-@register
 class HashedCross(Operator):
     """Cross several columns: ``id = hash_combine(murmur3(a), murmur3(b), ...) % num_buckets``.
 

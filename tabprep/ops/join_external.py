@@ -8,13 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._util import is_frame
 from ..schema import Schema
-from .base import Operator, register
+from .base import Operator
 
 _ROW = "__tabprep_row__"
 
 
-@register
 class JoinExternal(Operator):
     """Join the columns of a side table onto each row by key, keeping the row order.
 
@@ -53,7 +53,7 @@ class JoinExternal(Operator):
             raise ValueError(f"JoinExternal how must be 'left' or 'inner', got {how!r}")
         if not on:
             raise ValueError("JoinExternal needs the key column(s) 'on'")
-        if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or _is_frame(df_or_path)):
+        if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or is_frame(df_or_path)):
             raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame or a parquet path, "
                             f"got {type(df_or_path).__name__}")
         self.df_or_path = df_or_path
@@ -75,7 +75,7 @@ class JoinExternal(Operator):
             src = self.df_or_path
             if src is None:
                 raise RuntimeError("JoinExternal has no side table (it was built from a saved config without its state)")
-            if _is_frame(src):
+            if is_frame(src):
                 frame = backend.to_host(src)
             else:
                 from ..io.dataset import expand_paths
@@ -190,8 +190,3 @@ class JoinExternal(Operator):
         state = dict(self.__dict__)
         state["_cache"] = {}  # device copies are rebuilt where the op runs
         return state
-
-
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))

@@ -12,14 +12,13 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, register
+from .base import StatOperator, group_keys
 from .categorify import _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 _ACC = ("n", "s", "m2", "lo", "hi")  # per continuous column: count, sum, M2, min, max
 
 
-@register
 class JoinGroupby(StatOperator):
     """Add, to every row, statistics of continuous columns over the rows of its category.
 

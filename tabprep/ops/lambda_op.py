@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .. import backend
 from ..schema import ColumnSchema
-from .base import Operator, register
+from .base import Operator
 
 
 def function_path(f: Callable) -> Optional[str]:
@@ -33,7 +33,6 @@ def resolve_function(path: str) -> Callable:
     return obj
 
 
-@register
 class LambdaOp(Operator):
     """Apply ``f(column)`` or ``f(column, df)`` to each selected column.
 

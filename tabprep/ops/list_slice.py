@@ -7,10 +7,9 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class ListSlice(Operator):
     """Keep ``row[start:end]`` of every list, with Python slice semantics; optionally pad.
 

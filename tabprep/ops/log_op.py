@@ -8,10 +8,9 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Tags
-from .base import Operator, map_elements, register
+from .base import Operator, map_elements
 
 
-@register
 class LogOp(Operator):
     """``log1p(x)`` as float32. Nulls stay null; x < -1 gives NaN (clip at 0 first: ``Clip(min_value=0)``).
 

@@ -8,10 +8,9 @@ import numpy as np
 from .. import backend
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_minmax, partial_moments
-from .base import StatOperator, map_elements, register
+from .base import StatOperator, map_elements
 
 
-@register
 class Normalize(StatOperator):
     """``(x - mean) / std`` with the mean and population std (ddof=0) of the non-null values.
 

@@ -8,10 +8,9 @@ import numpy as np
 from .. import backend
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, combine_minmax, partial_minmax
-from .base import StatOperator, map_elements, register
+from .base import StatOperator, map_elements
 
 
-@register
 class NormalizeMinMax(StatOperator):
     """``(x - min) / (max - min)`` with min and max over the non-null values; float32 out.
 

@@ -7,13 +7,12 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema
-from .base import StatOperator, register
+from .base import StatOperator
 
 DEFAULT_INT_DTYPES = ("int8", "int16", "int32", "int64")
 DEFAULT_FLOAT_DTYPES = ("float32", "float64")
 
 
-@register
 class ReduceDtypeSize(StatOperator):
     """Learn each numeric column's min and max, then cast it to the first dtype that holds them.
 

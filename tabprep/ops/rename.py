@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from .base import Operator, register
+from .base import Operator
 
 
-@register
 class Rename(Operator):
     """Rename columns with a function, a postfix, or (for one column) a new name.
 

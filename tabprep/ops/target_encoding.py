@@ -12,11 +12,10 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, out_of_fold_mode, register
+from .base import StatOperator, group_keys, out_of_fold_mode
 from .categorify import _combo_series
 
 
-@register
 class TargetEncoding(StatOperator):
     """Smoothed mean of a target per category, as new continuous columns ``TE_<col>_<target>``.
 

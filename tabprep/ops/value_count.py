@@ -5,10 +5,9 @@ from typing import Any, Dict, List, Optional
 
 from .. import backend
 from ..schema import ColumnSchema, Schema
-from .base import StatOperator, register
+from .base import StatOperator
 
 
-@register
 class ValueCount(StatOperator):
     """Record the shortest and longest list of each list column as ``value_count`` in the schema.
 

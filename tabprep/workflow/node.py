@@ -45,11 +45,11 @@ class Node:
             other = LambdaOp(other)
         if not isinstance(other, Operator):
             raise TypeError(f"'>>' expects an op (e.g. ops.Categorify()), got {type(other).__name__}: {other!r}")
-        if getattr(other, "_bound", False):
+        if other._bound:
             raise ValueError(f"this {other.label} instance is already used in a graph; create a new op for each chain "
                              f"(ops keep learned statistics per instance)")
         other._bound = True
-        if getattr(other, "supports_groups", False):
+        if other.supports_groups:
             groups = [g for p in _leaf_selects(self) for g in p.groups]
             other.input_groups = [list(g) for g in groups]
         return Node("op", parents=[self], op=other)

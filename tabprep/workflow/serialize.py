@@ -148,7 +148,7 @@ def load_workflow(path: str, allow_pickle: bool = False) -> Workflow:
                 node = merged >> op
             if "state" in entry:
                 op.load_state(root / entry["state_dir"], entry["state"])
-                if hasattr(op, "input_groups") and entry["state"].get("input_groups") is not None:
+                if op.supports_groups and entry["state"].get("input_groups") is not None:
                     op.input_groups = entry["state"]["input_groups"]
         built[entry["id"]] = node
     wf = Workflow(built[spec["output"]])

@@ -557,7 +557,7 @@ class _SpecWriter:
         for n in wf.nodes:
             for p in n.parents:
                 self.refcount[id(p)] = self.refcount.get(id(p), 0) + 1
-        self.given_names: Dict[str, str] = dict(getattr(wf, "_spec_names", {}) or {})
+        self.given_names: Dict[str, str] = dict(wf._spec_names)
         self.names: Dict[int, str] = {}
         self.entries: List[Dict[str, Any]] = []
         self.entry_of: Dict[int, Dict[str, Any]] = {}

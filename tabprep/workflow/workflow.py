@@ -1,15 +1,16 @@
 """The Workflow: fit statistics with dask in one pass per dependency level, transform lazily."""
 from __future__ import annotations
 
-import difflib
 import logging
 import time
 from collections import defaultdict
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import dask
 
 from .. import backend
+from .._util import did_you_mean, is_frame
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import ColumnSchema, Schema
 from .node import Node, as_node, iter_nodes
@@ -32,6 +33,15 @@ class Workflow:
         >>> from tabprep import ops
         >>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
     """
+
+    #: bumped by every fit pass and every transform: part of the dask token (:meth:`__dask_tokenize__`),
+    #: so each pass is a new graph key while the workflow stays one key within a pass
+    _fit_round: int = 0
+    #: set by :meth:`from_spec` (read by :meth:`to_spec` and the CLI's error messages): feature names
+    #: by node id, the spec line of each selected column, and the spec's file name (None for text/dicts)
+    _spec_names: Mapping[str, str] = MappingProxyType({})
+    _spec_column_lines: Mapping[str, Optional[int]] = MappingProxyType({})
+    _spec_source: Optional[str] = None
 
     def __init__(self, output: Any) -> None:
         self.output_node: Node = as_node(output)
@@ -121,8 +131,8 @@ class Workflow:
         available = input_schema.column_names
         for col in self.input_columns:
             if col not in input_schema:
-                close = difflib.get_close_matches(col, available, n=3, cutoff=0.5)
-                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                hint = did_you_mean(col, available, sep=", ", capitalize=True)
+                hint = f" {hint}" if hint else ""
                 users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
                 where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
                 raise KeyError(
@@ -179,7 +189,7 @@ class Workflow:
                 out = df[list(n.columns)]
             elif n.kind == "concat":
                 parts = [cache[id(p)] for p in n.parents]
-                _check_same_rows(parts, n)
+                _check_same_rows(parts)
                 out = backend.concat_columns(parts)
                 out = out[n.output_columns] if list(out.columns) != n.output_columns else out
             elif n.kind == "drop":
@@ -193,7 +203,7 @@ class Workflow:
         if len(parent_outputs) == 1:
             inp = parent_outputs[0]
         else:
-            _check_same_rows(parent_outputs, n)
+            _check_same_rows(parent_outputs)
             inp = backend.concat_columns(parent_outputs)
         deps = [d for d in n.op.dependencies() if d not in inp.columns]
         if deps:
@@ -281,7 +291,7 @@ class Workflow:
         ids = [self.node_id(n) for n in level]
         parts = ddf.to_delayed()
         # one graph key for the workflow, so a distributed cluster ships it once per worker
-        self._fit_round = getattr(self, "_fit_round", 0) + 1
+        self._fit_round += 1
         wf = dask.delayed(self, pure=True)
         partial_fn = dask.delayed(_fit_partition, pure=True)
         partials = [partial_fn(wf, ids, p) for p in parts]
@@ -322,7 +332,7 @@ class Workflow:
         """
         from ..io.dataset import Dataset
 
-        if _is_frame(data):
+        if is_frame(data):
             self._bind(schema_of_frame(data), "the frame")
             return self.transform_frame(data, out_of_fold=out_of_fold)
         ds = data if isinstance(data, Dataset) else Dataset(data)
@@ -332,7 +342,7 @@ class Workflow:
         meta = self.transform_frame(ddf._meta)
         # the workflow (vocabularies included) is one graph key, not a copy inside every task:
         # a distributed cluster ships it once per worker, and each worker keeps its lookup tables
-        self._fit_round = getattr(self, "_fit_round", 0) + 1
+        self._fit_round += 1
         wf = dask.delayed(self, pure=True)
         out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
@@ -377,7 +387,7 @@ class Workflow:
 
     def __dask_tokenize__(self):
         # identity + fit round: cheap, and distinct between the passes of one fit
-        return ("tabprep.Workflow", id(self), getattr(self, "_fit_round", 0))
+        return ("tabprep.Workflow", id(self), self._fit_round)
 
 
 # -- tasks (module-level so they pickle for dask.distributed) ----------------------------
@@ -414,11 +424,6 @@ def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
-
-
 def schema_of_frame(df: Any) -> Schema:
     cols = []
     for name in df.columns:
@@ -435,7 +440,7 @@ def schema_of_frame(df: Any) -> Schema:
     return Schema(cols)
 
 
-def _check_same_rows(parts: List[Any], n: Node) -> None:
+def _check_same_rows(parts: List[Any]) -> None:
     lens = {len(p) for p in parts}
     if len(lens) > 1:
         raise ValueError("branches merged with '+' have different row counts (a Filter inside one branch?); "
