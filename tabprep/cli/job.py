@@ -1,0 +1,219 @@
+"""The job runner of the CLI: one :class:`Job` per command (logging, dask cluster, progress,
+profile), the fit and write steps with their summaries, and the helpers the commands share."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import click
+
+from . import progress as P
+from .runtime import (JobFailed, UsageProblem, check_columns, dask_cluster, input_rows, make_dataset,
+                      resolve_inputs, setup_logging)
+
+
+def load_spec(spec: str) -> Any:
+    """The unfitted workflow of a spec file; a missing file is a usage error (exit code 2)."""
+    from ..workflow import Workflow
+
+    try:
+        return Workflow.from_spec(spec)
+    except FileNotFoundError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def load_workflow(path: str, allow_pickle: bool) -> Any:
+    """A saved workflow folder, with usage errors that say what WF_DIR must be."""
+    from ..workflow import Workflow
+    from ..workflow.serialize import SPEC_FILE
+
+    p = Path(path)
+    if not p.is_dir():
+        raise UsageProblem(f"{path!r} is not a saved workflow folder (make one with `tabprep fit SPEC DATA --out "
+                           f"{path}`)" if not p.exists() else
+                           f"{path!r} is a file; WF_DIR is the folder written by `tabprep fit`"
+                           + (" (a spec file goes to `tabprep fit`)" if path.endswith((".yaml", ".yml", ".json"))
+                              else ""))
+    if not (p / SPEC_FILE).exists():
+        raise UsageProblem(f"{path!r} is not a saved workflow folder (no {SPEC_FILE}); make one with `tabprep fit`")
+    try:
+        return Workflow.load(path, allow_pickle=allow_pickle)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
+        raise
+
+
+def folder_bytes(path: str) -> int:
+    """Total size in bytes of the files under ``path`` (for the summaries)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def rate(rows: Optional[int], seconds: float) -> str:
+    """`` (1.2M rows/s)`` for a summary line, or ``""`` when rows or time are unknown."""
+    if not rows or seconds <= 0:
+        return ""
+    return f" ({P.human(rows / seconds)} rows/s)"
+
+
+class Job:
+    """Shared state of one CLI job: options, client, progress, profile rows."""
+
+    def __init__(self, opts: Dict[str, Any]) -> None:
+        self.opts = opts
+        self.quiet = bool(opts.get("quiet"))
+        self.profile = bool(opts.get("profile"))
+        self.client: Any = None
+        self.profile_rows: List[Dict[str, Any]] = []
+        self._cm: Any = None
+
+    def __enter__(self) -> "Job":
+        setup_logging(bool(self.opts.get("verbose")), self.quiet)
+        o = self.opts
+        if o.get("cpu") is False:
+            from ..backend import has_cudf
+
+            if not has_cudf():
+                raise JobFailed("--gpu needs cuDF, dask-cuDF and a CUDA GPU, which are not usable here "
+                                "(pip install tabprep[gpu] on a machine with an NVIDIA GPU); use --cpu")
+        self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet)
+        self.client = self._cm.__enter__()
+        if self.client is not None:
+            self.say(f"dask cluster: {self.client.scheduler.address} "
+                     f"({len(self.client.scheduler_info()['workers'])} workers)", err=True)
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._cm.__exit__(*exc)
+
+    def say(self, text: str, err: bool = False) -> None:
+        if not self.quiet:
+            click.echo(text, err=err)
+
+    def dataset(self, data: Sequence[str]) -> Any:
+        files = resolve_inputs(data)
+        o = self.opts
+        return make_dataset(files, o.get("engine"), o.get("sep"), o.get("names"), o.get("part_size"), o.get("cpu"))
+
+    def progress(self, rows: Optional[int], rename: Optional[Dict[str, str]] = None) -> P.Progress:
+        return P.Progress(rows=rows, enabled=not self.quiet, rename=rename)
+
+    # -- steps ---------------------------------------------------------------------------
+    def fit(self, wf: Any, ds: Any) -> Dict[str, Any]:
+        check_columns(wf, ds)
+        rows = input_rows(ds)
+        prog = self.progress(rows)
+        if self.profile:
+            wf.op_timer = P.record
+            P.collect_and_reset()
+        start = time.perf_counter()
+        with P.FitTicker(prog):
+            wf.fit(ds, progress=prog)
+        seconds = time.perf_counter() - start
+        if self.profile:
+            self.profile_rows += P.profile_table("fit", P.gather_times(self.client), wf, round(seconds, 3))
+            wf.op_timer = None
+        passes = len(wf._stat_levels())
+        self.say(f"fit: {f'{rows:,} rows, ' if rows is not None else ''}{ds.npartitions} partitions, "
+                 f"{passes} pass{'es' if passes != 1 else ''} over the data in {P.duration(seconds)}"
+                 f"{rate(rows, seconds)}")
+        return {"rows": rows, "seconds": seconds, "partitions": ds.npartitions, "passes": passes}
+
+    def write(self, source: Any, out: str, to: str, wf: Any = None, rows: Optional[int] = None,
+              **kw: Any) -> Dict[str, Any]:
+        """Transform ``source`` with ``wf`` (or write it as is) to ``out``."""
+        ds = wf.transform(source) if wf is not None else source
+        if wf is not None and self.profile:
+            wf.op_timer = P.record
+            P.collect_and_reset()
+        rename = None if wf is not None else {"transform": "convert", "transform (phase 1)": "read"}
+        prog = self.progress(rows, rename)
+        start = time.perf_counter()
+        opts = {k: v for k, v in kw.items() if v is not None}
+        if to == "parquet":
+            meta = ds.to_parquet(out, progress=prog, **opts)
+        else:
+            meta = ds.to_tfrecord(out, progress=prog, **opts)
+        seconds = time.perf_counter() - start
+        if wf is not None and self.profile:
+            self.profile_rows += P.profile_table("transform", P.gather_times(self.client), wf, round(seconds, 3))
+            wf.op_timer = None
+        size = folder_bytes(out)
+        verb = "transform" if wf is not None else "convert"
+        self.say(f"{verb}: {meta['rows']:,} rows -> {len(meta['files'])} {to} file"
+                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(size)}B) in {P.duration(seconds)}"
+                 f"{rate(meta['rows'], seconds)}")
+        meta["seconds_total"] = seconds
+        return meta
+
+    def finish(self) -> None:
+        if self.profile:
+            P.echo_profile(self.profile_rows)
+
+
+def writer_kwargs(to: str, output_files: Optional[int], split_per_worker: Optional[int],
+                  batch_size: Optional[int], shuffle: Optional[str], seed: Optional[int],
+                  compression: Optional[str], overwrite: bool) -> Dict[str, Any]:
+    """Check the output options of a writing command and turn them into ``to_parquet`` / ``to_tfrecord`` kwargs."""
+    if to == "parquet" and batch_size is not None:
+        raise UsageProblem("--batch-size applies to --to tfrecord (prebatched records); parquet has no batches")
+    if compression is not None:
+        allowed = ("snappy", "zstd", "gzip", "lz4", "brotli", "none") if to == "parquet" else ("gzip", "zlib", "none")
+        if compression.lower() not in allowed:
+            raise UsageProblem(f"--compression {compression!r} is not available for {to}; use one of {', '.join(allowed)}")
+        if compression.lower() == "none":
+            compression = "none" if to == "parquet" else None
+        elif to == "tfrecord":
+            compression = compression.upper()
+    opts: Dict[str, Any] = {"output_files": output_files, "split_per_worker": split_per_worker,
+                            "shuffle": shuffle, "seed": seed, "overwrite": overwrite}
+    if to == "tfrecord":
+        opts["batch_size"] = batch_size
+        opts["compression"] = compression
+    elif compression is not None:
+        opts["compression"] = compression
+    return opts
+
+
+def check_not_inside(files: List[str], out: str) -> None:
+    """Refuse an output folder that holds one of the input files (overwriting it would destroy them)."""
+    out_abs = os.path.abspath(out)
+    for f in files:
+        if os.path.abspath(f).startswith(out_abs + os.sep):
+            raise UsageProblem(f"the output folder {out!r} holds the input {f!r}; write to another folder")
+
+
+def generate_atomic(kind: str, rows: int, out: str, files: Optional[int], seed: int) -> None:
+    """Generate into a hidden sibling folder and rename it into place at the end."""
+    from ..io import synthetic
+
+    final = Path(out)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tabprep-tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        kwargs: Dict[str, Any] = {"seed": seed}
+        if files is not None:
+            kwargs["files"] = files
+        fn = synthetic.generate_criteo if kind == "criteo" else synthetic.generate_movielens
+        fn(rows, str(tmp), **kwargs)
+        if final.exists():
+            trash = final.parent / f".{final.name}.tabprep-old-{uuid.uuid4().hex[:8]}"
+            os.rename(final, trash)
+            os.rename(tmp, final)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
