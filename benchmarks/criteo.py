@@ -322,14 +322,24 @@ LABELS = {"tabprep": "tabprep", "floor": "I/O floor (pyarrow read+write)", "pand
           "pandas-concat": "pandas, concat (old)", "polars": "Polars", "cudf-io": "cuDF read+write"}
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process (all threads) and its waited-for children."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run_phase(args: argparse.Namespace) -> None:
     with PeakRSS() as mem:
         t = time.perf_counter()
+        c = _cpu_s()  # includes the imports inside the job functions (small next to the job)
         if args.phase == "tabprep":
             res = job_tabprep(args.data, args.out, not args.gpu, args.part_size, args.scheduler)
         else:
             res = JOBS[args.phase](args.data, args.out)
         res["wall_s"] = time.perf_counter() - t
+        res["cpu_s"] = _cpu_s() - c
     res["peak_rss_gib"] = mem.peak / 1024 ** 3
     print("RESULT " + json.dumps(res))
 
@@ -430,8 +440,9 @@ def main() -> None:
     rows_arg = args.rows or ("200000" if args.check else "10000000")
     rows_list = [int(float(r)) for r in rows_arg.split(",")]
     print("seconds = the job after imports (read, fit, transform, write); peak = the job process's peak RSS "
-          "(with its children); x tabprep = that job's seconds / tabprep's (above 1: tabprep is faster)")
-    print(f"{'rows':>12} {'job':>32} {'seconds':>8} {'rows/s':>12} {'peak GiB':>9} {'x tabprep':>9}  notes")
+          "(with its children); x tabprep = that job's seconds / tabprep's (above 1: tabprep is faster); "
+          "CPU s = the job process's user+system seconds, all threads (steadier than seconds on a busy machine)")
+    print(f"{'rows':>12} {'job':>32} {'seconds':>8} {'rows/s':>12} {'peak GiB':>9} {'x tabprep':>9} {'CPU s':>7}  notes")
     for rows in rows_list:
         files = args.files or max(2, rows // 1_000_000)
         data = ensure_data(rows, args.data_root, files, args.gen_procs)
@@ -451,7 +462,8 @@ def main() -> None:
                             f"{r['npartitions']} partitions")
                 label = LABELS[job] + ("-gpu" if job == "tabprep" and args.gpu else "")
                 print(f"{rows:>12,} {label:>32} {r['total_s']:>8.2f} {rows / r['total_s']:>12,.0f} "
-                      f"{r['peak_rss_gib']:>9.2f} {r['total_s'] / ours['total_s']:>9.2f}  {note}", flush=True)
+                      f"{r['peak_rss_gib']:>9.2f} {r['total_s'] / ours['total_s']:>9.2f} {r['cpu_s']:>7.1f}  {note}",
+                      flush=True)
                 if not args.check:
                     shutil.rmtree(os.path.join(out_dir, job), ignore_errors=True)
             t = res["tabprep"]["total_s"]
