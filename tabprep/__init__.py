@@ -4,8 +4,7 @@
 >>> from tabprep import ops
 >>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
 """
-__version__ = "0.1.0"
-
+from ._version import __version__
 from . import ops  # noqa: E402
 from .io.dataset import Dataset  # noqa: E402
 from .ops.embeddings import get_embedding_sizes  # noqa: E402

@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from ..schema import Schema
+from .commit import INCOMPLETE_MARKER, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401 - re-exported
+from .writer import write_dataset
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +28,6 @@ DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
 #: every cuDF call costs ~0.1-1 ms of Python whatever the rows, so fewer, bigger partitions
 #: go faster, and 1/16 leaves room for two partitions in flight with their temporaries
 DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
-
-SCHEMA_FILE = "_schema.json"
-SUCCESS_FILE = "_SUCCESS"
 
 
 def parse_size(size: Union[None, int, str]) -> Optional[int]:
@@ -153,9 +152,7 @@ class Dataset:
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
             return base
-        from ..workflow.workflow import schema_of_frame
-
-        return schema_of_frame(self.to_ddf()._meta)
+        return Schema.from_frame(self.to_ddf()._meta)
 
     @property
     def num_rows(self) -> int:
@@ -212,28 +209,26 @@ class Dataset:
     def to_parquet(self, path: str, output_files: Optional[int] = None, out_files_per_proc: Optional[int] = None,
                    shuffle: Optional[str] = None, split_per_worker: Optional[int] = None,
                    overwrite: bool = False, seed: Optional[int] = None, row_group_size: Optional[int] = None,
-                   compression: str = "snappy", progress: Any = None) -> Dict[str, Any]:
+                   compression: str = "snappy", progress: Any = None,
+                   transaction: Optional[Transaction] = None) -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`."""
-        from .writer import write_dataset
-
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression},
-                             progress=progress)
+                             progress=progress, transaction=transaction)
 
     def to_tfrecord(self, path: str, batch_size: Optional[int] = None, output_files: Optional[int] = None,
                     split_per_worker: Optional[int] = None, compression: Optional[str] = None,
                     drop_last: bool = False, shuffle: Optional[str] = None, overwrite: bool = False,
-                    seed: Optional[int] = None, progress: Any = None) -> Dict[str, Any]:
+                    seed: Optional[int] = None, progress: Any = None,
+                    transaction: Optional[Transaction] = None) -> Dict[str, Any]:
         """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`."""
-        from .writer import write_dataset
-
         return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"batch_size": batch_size, "compression": compression,
                                              "drop_last": drop_last},
-                             progress=progress)
+                             progress=progress, transaction=transaction)
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -251,7 +246,7 @@ def expand_paths(src: Any) -> List[str]:
                           if not n.startswith((".", "_")) and n.endswith((".parquet", ".csv", ".pq", ".csv.gz"))]
             if not found:
                 raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
-            if os.path.exists(os.path.join(item, ".tabprep-incomplete")):
+            if os.path.exists(os.path.join(item, INCOMPLETE_MARKER)):
                 raise ValueError(f"{item!r} is an incomplete tabprep output (a write was interrupted); "
                                  f"write it again before reading it")
             files += found
