@@ -168,7 +168,7 @@ class Transaction:
             raise PermissionError(f"cannot write to {str(final.parent)!r}: {exc}. Choose a writable path.") from exc
         stage = Stage(final, tmp, kind, overwrite, self.txid)
         self.stages.append(stage)
-        _write_json(tmp / JOURNAL_FILE, self._journal([stage.member()]))
+        self._prepare()  # every temporary names all of them: a rollback at any path removes all
         (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
         return stage
 
@@ -246,7 +246,8 @@ class Transaction:
         return first.parent / f".{first.name}{_RECORD}{self.txid}.json"
 
     def _prepare(self) -> None:
-        """Every temporary folder gets the journal naming all members (commit not decided yet)."""
+        """Every temporary folder gets the journal naming all members (the commit is not decided
+        until the record exists)."""
         members = [s.member() for s in self.stages]
         for s in self.stages:
             _write_json(s.tmp / JOURNAL_FILE, self._journal(members))
@@ -309,14 +310,16 @@ def recover(path: PathLike) -> List[str]:
     done: List[str] = []
     journals: Dict[str, Dict[str, Any]] = {}
     legacy_tmps, olds = [], []
+    tmps_of: Dict[str, List[Path]] = {}
     for p in siblings:
         rest = p.name[len(prefix) - 1:]
         if rest.startswith(_TMP):
             j = _read_json(p / JOURNAL_FILE)
-            if j is None:
+            if j is None or j["txid"] not in p.name:
                 legacy_tmps.append(p)
             else:
                 journals.setdefault(j["txid"], j)
+                tmps_of.setdefault(j["txid"], []).append(p)
         elif rest.startswith(_OLD):
             olds.append(p)
         elif rest.startswith(_RECORD) and p.name.endswith(".part"):
@@ -333,6 +336,10 @@ def recover(path: PathLike) -> List[str]:
             raise RuntimeError(f"a tabprep write (process {j['pid']}) to {str(final)!r} is still in progress; wait "
                                f"for it to end (if none runs, delete the hidden {prefix}tabprep-* folders next to it)")
         done += _resolve(j)
+        for p in tmps_of.get(txid, []):  # a temporary its own journal does not list: never committed
+            if p.exists() and not Path(j["record"]).exists():
+                _remove_tree(p)
+                done.append(f"removed the uncommitted write {p}")
     # leftovers no journal speaks for (older tabprep versions, or a crash before the journal)
     for p in legacy_tmps:
         _remove_tree(p)
