@@ -44,6 +44,7 @@ from .._version import __version__
 from ..schema import Schema
 from . import commit
 from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE
+from .planning import split_rows
 from .tfrecord import TFRecordSink, spec_for
 
 log = logging.getLogger(__name__)
@@ -84,19 +85,12 @@ def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optio
     """
     total = int(sum(part_rows))
     starts = np.concatenate([[0], np.cumsum(part_rows)]).astype("int64")
-    w_count = workers or 1
     unit = max(1, int(align))
-    units = -(-total // unit)  # ceil: the last unit may be short
-
-    def cut(u: int) -> int:
-        return min(total, u * unit)
-
     outputs: List[OutputFile] = []
-    for w in range(w_count):
-        u_lo, u_hi = units * w // w_count, units * (w + 1) // w_count
-        for f in range(files_per_worker):
-            lo = cut(u_lo + (u_hi - u_lo) * f // files_per_worker)
-            hi = cut(u_lo + (u_hi - u_lo) * (f + 1) // files_per_worker)
+    # units (of `align` rows) split evenly over workers, then each worker's over its files
+    for w, (w_lo, w_hi) in enumerate(split_rows(-(-total // unit), workers or 1)):
+        for f, (f_lo, f_hi) in enumerate(split_rows(w_hi - w_lo, files_per_worker)):
+            lo, hi = min(total, (w_lo + f_lo) * unit), min(total, (w_lo + f_hi) * unit)
             name = f"part-{f:05d}{ext}" if workers else f"part-{w * files_per_worker + f:05d}{ext}"
             rel = f"worker_{w}/{name}" if workers else name
             of = OutputFile(rel)
