@@ -145,6 +145,7 @@ class Transaction:
         self.txid = f"{uuid.uuid4().hex[:12]}"
         self.stages: List[Stage] = []
         self.state = "open"  # open -> committed | aborted | failed (left to recovery)
+        self._journals_stale = False
         _ACTIVE.add(self.txid)
 
     # -- staging ------------------------------------------------------------------------------
@@ -176,6 +177,7 @@ class Transaction:
         """Drop a stage whose writer failed: its temporary folder is removed."""
         if stage in self.stages:
             self.stages.remove(stage)
+            self._journals_stale = True
         _remove_tree(stage.tmp, wait_s)
 
     # -- commit -------------------------------------------------------------------------------
@@ -193,7 +195,8 @@ class Transaction:
                 raise RuntimeError(f"cannot commit: the writes of {unfinished} did not finish")
             for s in self.stages:
                 check_target(s.final, s.kind, s.overwrite)
-            self._prepare()
+            if self._journals_stale:  # a stage was discarded: the journals must not name it
+                self._prepare()
         except BaseException:
             self.abort()
             raise
@@ -250,12 +253,17 @@ class Transaction:
         until the record exists)."""
         members = [s.member() for s in self.stages]
         for s in self.stages:
-            _write_json(s.tmp / JOURNAL_FILE, self._journal(members))
+            # written in place: a torn journal (a crash while writing it) can only be one of a
+            # commit not decided yet, which recovery rolls back like a tmp without a journal
+            _write_json(s.tmp / JOURNAL_FILE, self._journal(members), atomic=False)
+        self._journals_stale = False
 
     def _write_record(self) -> None:
         """The commit point: from here on a crash is rolled forward."""
         if self.stages:
-            _write_json(self._record_path(), self._journal([s.member() for s in self.stages]), durable=True)
+            # not fsynced: the data files are not either (speed); the protocol covers killed
+            # processes, where the kernel keeps every write, not power loss
+            _write_json(self._record_path(), self._journal([s.member() for s in self.stages]))
 
     @staticmethod
     def _move_aside(s: Stage) -> None:
@@ -432,15 +440,13 @@ def _read_json(path: Path) -> Optional[Dict[str, Any]]:
     return data if isinstance(data, dict) and "txid" in data else None
 
 
-def _write_json(path: Path, obj: Any, durable: bool = False) -> None:
-    """Write ``obj`` to ``path`` atomically (temporary file + rename)."""
-    part = path.parent / f"{path.name}.part"
+def _write_json(path: Path, obj: Any, atomic: bool = True) -> None:
+    """Write ``obj`` to ``path``, atomically by default (temporary file + rename)."""
+    part = path.parent / f"{path.name}.part" if atomic else path
     with open(part, "w") as fh:
         json.dump(obj, fh)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(part, path)
+    if atomic:
+        os.replace(part, path)
 
 
 def _remove_tree(path: Path, wait_s: float = 5.0) -> None:
