@@ -4,12 +4,12 @@
 >>> from tabprep import ops
 >>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
 """
-__version__ = "0.1.0"
-
+from ._version import __version__
 from . import ops  # noqa: E402
+from .io.commit import Transaction  # noqa: E402
 from .io.dataset import Dataset  # noqa: E402
 from .ops.embeddings import get_embedding_sizes  # noqa: E402
 from .schema import ColumnSchema, Schema, Tags  # noqa: E402
 from .workflow import Workflow  # noqa: E402
 
-__all__ = ["Dataset", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "__version__"]
+__all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "__version__"]

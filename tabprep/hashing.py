@@ -5,8 +5,6 @@ must be identical whether a partition is a pandas frame (this module, on the CPU
 or a cuDF frame (``cudf.Series.hash_values(method="murmur3")`` on the GPU). This
 module therefore reproduces exactly what libcudf hashes, byte for byte.
 
-Two functions are provided:
-
 :func:`murmur3_32`
     The plain MurmurHash3_x86_32 of each value's canonical bytes (defined below).
     Equal to ``mmh3.hash(value_bytes, seed, signed=False)`` and to the reference
@@ -15,11 +13,8 @@ Two functions are provided:
     cuDF 26.10 by ``benchmarks/gpu_check.py`` and the GPU parity tests), so HashBucket,
     HashedCross and Categorify's hashed OOV buckets use it on the CPU.
 
-:func:`cudf_murmur3_32`
-    ``hash_combine(seed, murmur3_32(value, seed))``: the per-row combine that libcudf's
-    row hasher applies when it hashes several columns of a table together (nulls hash to
-    ``hash_combine(seed, 0xFFFFFFFF)``). Kept for multi-column row hashes; a one-column
-    ``Series.hash_values`` does not fold in the seed this way on cuDF 26.10.
+Several columns are folded into one hash by Boost's ``hash_combine`` in
+:func:`tabprep.ops.hashed_cross.hash_combine` (the same numpy/cupy code on both backends).
 
 Canonical bytes per type (what libcudf feeds to the hash; little-endian):
 
@@ -38,8 +33,7 @@ Canonical bytes per type (what libcudf feeds to the hash; little-endian):
 * categorical: the hash of each row's category value.
 
 Nulls: ``None``/``pd.NA``/``NaT`` and the masked entries of pandas nullable arrays
-are nulls. :func:`murmur3_32` returns ``0`` for them and :func:`cudf_murmur3_32`
-returns libcudf's row-hasher null hash; either way callers are expected to handle nulls
+are nulls. :func:`murmur3_32` returns ``0`` for them; callers are expected to handle nulls
 themselves (HashBucket maps them to its own null bucket). A ``NaN`` inside a plain
 ``float64`` array is *not* a null here: it is hashed as the canonical NaN. (Note
 that cuDF turns NaN into null when it builds a column from pandas by default.)
@@ -62,7 +56,7 @@ import pyarrow as pa
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["murmur3_32", "cudf_murmur3_32", "hash_combine_32", "mod_uint32", "CUDF_NULL_HASH_SEED0"]
+__all__ = ["murmur3_32", "mod_uint32"]
 
 ArrayLike = Union[np.ndarray, pd.Series, pd.Index, pd.api.extensions.ExtensionArray, list, tuple]
 
@@ -73,7 +67,6 @@ _F1 = np.uint32(0x85EBCA6B)
 _F2 = np.uint32(0xC2B2AE35)
 _FIVE = np.uint32(5)
 _MASK32 = 0xFFFFFFFF
-_GOLDEN = 0x9E3779B9
 _CANONICAL_NAN_BITS = np.uint64(0x7FF8000000000000)
 
 #: Rows per chunk in the fixed-width path: 8 uint32 temporaries of 256 KiB each.
@@ -116,27 +109,6 @@ def _check_seed(seed: int) -> int:
     if not 0 <= seed <= _MASK32:
         raise ValueError(f"seed must be in [0, 2**32), got {seed}")
     return seed
-
-
-def hash_combine_32(lhs: Union[int, np.ndarray], rhs: Union[int, np.ndarray]) -> np.ndarray:
-    """Boost/libcudf ``hash_combine`` on uint32: ``lhs ^ (rhs + 0x9E3779B9 + (lhs << 6) + (lhs >> 2))``.
-
-    Args:
-        lhs: running hash (scalar or uint32 array).
-        rhs: hash to fold in (scalar or uint32 array).
-
-    Returns:
-        uint32 array (0-d when both inputs are scalars), arithmetic modulo 2**32.
-    """
-    lhs64 = np.asarray(lhs, dtype=np.uint64) & np.uint64(_MASK32)
-    rhs64 = np.asarray(rhs, dtype=np.uint64) & np.uint64(_MASK32)
-    mixed = (rhs64 + np.uint64(_GOLDEN) + ((lhs64 << np.uint64(6)) & np.uint64(_MASK32))
-             + (lhs64 >> np.uint64(2))) & np.uint64(_MASK32)
-    return (lhs64 ^ mixed).astype(np.uint32)
-
-
-#: ``cudf_murmur3_32`` (and cuDF) value for a null row when ``seed == 0``.
-CUDF_NULL_HASH_SEED0 = int(hash_combine_32(0, _MASK32))
 
 
 # ---------------------------------------------------------------------------
@@ -485,36 +457,8 @@ def murmur3_32(values: ArrayLike, seed: int = 0) -> np.ndarray:
             non-strings.
 
     Note:
-        This is the *element* hash. ``cudf.Series.hash_values(method="murmur3")``
-        additionally combines it with the seed; use :func:`cudf_murmur3_32` to
-        reproduce cuDF's output.
+        This is the *element* hash, what a one-column
+        ``cudf.Series.hash_values(method="murmur3")`` returns on cuDF 26.10.
     """
     out, _ = _hash_with_mask(values, _check_seed(seed))
     return out
-
-
-def cudf_murmur3_32(values: ArrayLike, seed: int = 0) -> np.ndarray:
-    """libcudf's row-hasher form: ``hash_combine(seed, murmur3_32(value, seed))``.
-
-    libcudf's table hasher folds each column's element hash into the seed with
-    ``hash_combine``; a null row gives ``hash_combine(seed, 0xFFFFFFFF)``
-    (``CUDF_NULL_HASH_SEED0`` when seed is 0). On cuDF 26.10 a one-column
-    ``Series.hash_values(method="murmur3")`` returns the plain :func:`murmur3_32`
-    instead (verified on an H100); use that one for ids that must match the GPU.
-
-    Args:
-        values: as for :func:`murmur3_32` (integer columns must be int64 on the GPU
-            side too, float columns float64; tabprep casts both before hashing).
-        seed: unsigned 32-bit seed (default 0). Only ``seed=0`` gives the same
-            answer on every cuDF release; how non-zero seeds enter libcudf's
-            element hash has changed between releases (this follows libcudf's
-            current row hasher, where the element hash also uses the seed).
-
-    Returns:
-        ``np.ndarray`` of ``uint32``; ``% num_buckets`` of it is the HashBucket id.
-    """
-    seed = _check_seed(seed)
-    raw, null_mask = _hash_with_mask(values, seed)
-    if null_mask.any():
-        raw[null_mask] = _MASK32
-    return hash_combine_32(np.uint32(seed), raw)

@@ -12,6 +12,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import numpy as np
 
+from . import backend
+
 
 class Tags:
     """Well-known column tags (strings, so user tags mix freely with them)."""
@@ -191,6 +193,28 @@ class Schema:
     @classmethod
     def from_json(cls, text: str) -> "Schema":
         return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_frame(cls, df: Any) -> "Schema":
+        """Build a schema (no tags) from a pandas or cuDF DataFrame (or a dask frame's ``_meta``).
+
+        Dtypes are kept as the frame names them (``"Int64"`` stays ``"Int64"``); list columns
+        (pandas ``ArrowDtype(list)``, cuDF ``ListDtype``) become ragged ``is_list`` columns of
+        their element dtype. An empty frame gives its columns' dtypes as well.
+        """
+        cols = []
+        for name in df.columns:
+            s = df[name]
+            if backend.is_list_series(s):
+                dtype = s.dtype
+                if hasattr(dtype, "element_type"):  # cudf.ListDtype
+                    inner = str(dtype.element_type)
+                else:  # pandas ArrowDtype(list)
+                    inner = str(dtype.pyarrow_dtype.value_type)
+                cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
+            else:
+                cols.append(ColumnSchema(name, dtype=str(s.dtype)))
+        return cls(cols)
 
     @classmethod
     def from_arrow(cls, arrow_schema: Any) -> "Schema":

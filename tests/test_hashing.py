@@ -13,12 +13,9 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import tabprep.hashing as hashing  # noqa: E402
-from tabprep.hashing import (  # noqa: E402
-    CUDF_NULL_HASH_SEED0,
-    cudf_murmur3_32,
-    hash_combine_32,
-    murmur3_32,
-)
+from tabprep.backend import murmur3 as backend_murmur3  # noqa: E402
+from tabprep.hashing import murmur3_32  # noqa: E402
+from tabprep.ops.hashed_cross import hash_combine  # noqa: E402
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -78,9 +75,10 @@ def test_known_int64_values():
 
 
 def test_cudf_docstring_values():
-    # cudf.Series([10, 120, 30]).hash_values(method="murmur3") from cuDF's own
-    # docstring (printed there as int32 by older releases).
-    got = cudf_murmur3_32(pd.Series([10, 120, 30]))
+    # cudf.Series([10, 120, 30]).hash_values(method="murmur3") from cuDF's own docstring
+    # (printed there as int32 by older releases) is libcudf's row hasher: the element hash
+    # folded into seed 0 with hash_combine, which is what HashedCross computes for one column.
+    got = hash_combine([backend_murmur3(pd.Series([10, 120, 30]))])
     assert got.dtype == np.uint32
     assert got.view(np.int32).tolist() == [-1930516747, 422619251, -941520876]
 
@@ -94,27 +92,37 @@ def test_cudf_docstring_values():
         ([True, True, False], lambda v: bytes([int(v)])),
     ],
 )
-def test_cudf_matches_pylibcudf_reference(values, to_bytes):
-    # pylibcudf's tests define the expected single-column murmurhash3_x86_32 as
+def test_row_hash_matches_pylibcudf_reference(values, to_bytes):
+    # pylibcudf's tests define the expected single-column murmurhash3_x86_32 row hash as
     # hash_combine_32(seed, mmh3(scalar_to_binary(x), seed)) with seed 0.
-    got = cudf_murmur3_32(np.array(values))
+    got = hash_combine([murmur3_32(np.array(values))])
     assert got.tolist() == [ref_combine(0, ref(to_bytes(v))) for v in values]
 
 
-def test_cudf_nulls_and_seed():
-    assert CUDF_NULL_HASH_SEED0 == ref_combine(0, 0xFFFFFFFF) == 0x9E3779B8
-    got = cudf_murmur3_32(pd.Series([5, None], dtype="Int64"))
-    assert got.tolist() == [ref_combine(0, ref_int(5)), CUDF_NULL_HASH_SEED0]
-    got = cudf_murmur3_32(pd.Series(["x", None]), seed=15)
-    assert got.tolist() == [ref_combine(15, ref(b"x", 15)), ref_combine(15, 0xFFFFFFFF)]
+def test_nulls_hash_to_zero_and_cross_as_a_value():
+    # tabprep's element hash of a null is 0 (HashBucket maps nulls to its own bucket;
+    # HashedCross crosses a null like any value): hash_combine(0, 0) for a one-column row
+    got = backend_murmur3(pd.Series([5, None], dtype="Int64"))
+    assert got.tolist() == [ref_int(5), 0]
+    assert hash_combine([got]).tolist() == [ref_combine(0, ref_int(5)), ref_combine(0, 0)]
+    got = backend_murmur3(pd.Series(["x", None]))
+    assert got.tolist() == [ref(b"x"), 0]
 
 
-def test_hash_combine_vectorized():
-    lhs = np.array([0, 1, 0xFFFFFFFF, 12345], dtype=np.uint32)
-    rhs = np.array([0xFFFFFFFF, 0, 7, 0x9E3779B9], dtype=np.uint32)
-    got = hash_combine_32(lhs, rhs)
+def test_hash_combine_folds_columns_in_order():
+    cols = [np.array([0, 1, 0xFFFFFFFF, 12345], dtype=np.uint32),
+            np.array([0xFFFFFFFF, 0, 7, 0x9E3779B9], dtype=np.uint32),
+            np.array([3, 0x80000000, 0, 1], dtype=np.uint32)]
+    got = hash_combine(cols)
     assert got.dtype == np.uint32
-    assert got.tolist() == [ref_combine(int(a), int(b)) for a, b in zip(lhs, rhs)]
+    expected = []
+    for row in zip(*(c.tolist() for c in cols)):
+        h = 0
+        for k in row:
+            h = ref_combine(h, k)
+        expected.append(h)
+    assert got.tolist() == expected
+    assert hash_combine(cols[::-1]).tolist() != expected  # order matters
 
 
 # --- integers ---------------------------------------------------------------

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pytest
 
 import tabprep.io.tfrecord as tfr
+from tabprep.io.tfrecord import encoder as tfe
+from tabprep.io.tfrecord import spec as tfs
 from tabprep.io.tfrecord import SPEC_FILE, TFRecordSink, load_spec, spec_for, write_spec
 from tabprep.schema import ColumnSchema, Schema
 
@@ -58,7 +60,7 @@ def write_workers(root: str, table: pa.Table, schema: Schema, workers: int, **kw
 def raw_records(path: str) -> List[bytes]:
     """Pure-Python TFRecord reader that checks both masked CRCs (no TF)."""
     def masked(data: bytes) -> int:
-        return tfr._masked_crc_one(data)
+        return tfe._masked_crc_one(data)
 
     out = []
     with open(path, "rb") as fh:
@@ -182,10 +184,10 @@ SCHEMA = Schema.from_arrow(TABLE.schema)
 # --------------------------------------------------------------------------------------
 def test_varint_matches_reference() -> None:
     values = np.array([0, 1, 127, 128, 300, 16383, 16384, 2**35, I64.max, -1, I64.min], dtype=np.int64)
-    flat, lens = tfr._varint_flat(values)
-    expected = b"".join(tfr._varint_bytes(int(v) & 0xFFFFFFFFFFFFFFFF) for v in values)
+    flat, lens = tfe._varint_flat(values)
+    expected = b"".join(tfe._varint_bytes(int(v) & 0xFFFFFFFFFFFFFFFF) for v in values)
     assert flat.tobytes() == expected
-    assert lens.tolist() == [len(tfr._varint_bytes(int(v) & 0xFFFFFFFFFFFFFFFF)) for v in values]
+    assert lens.tolist() == [len(tfe._varint_bytes(int(v) & 0xFFFFFFFFFFFFFFFF)) for v in values]
 
 
 def test_framing_and_crcs_pure_python(tmp_path: Any) -> None:
@@ -356,11 +358,11 @@ def test_fast_paths_match_generic(tmp_path: Any, monkeypatch: Any) -> None:
     path in one block, including keys long enough to need multi-byte lengths."""
     table = _long_key_table()
     schema = Schema.from_arrow(table.schema)
-    assert tfr._int_scalar_entry(tfr._to_column(table.column("a" * 117), schema["a" * 117], "int64"), 60) is None
-    assert tfr._int_scalar_entry(tfr._to_column(table.column("b" * 130), schema["b" * 130], "int64"), 60) is not None
+    assert tfe._int_scalar_entry(tfe._to_column(table.column("a" * 117), schema["a" * 117], "int64"), 60) is None
+    assert tfe._int_scalar_entry(tfe._to_column(table.column("b" * 130), schema["b" * 130], "int64"), 60) is not None
     write_output(str(tmp_path / "fast"), table, schema)
-    monkeypatch.setattr(tfr, "_BLOCK_BYTES", 2000)
-    monkeypatch.setattr(tfr, "_int_scalar_entry", lambda col, n: None)
+    monkeypatch.setattr(tfe, "_BLOCK_BYTES", 2000)
+    monkeypatch.setattr(tfe, "_int_scalar_entry", lambda col, n: None)
     write_output(str(tmp_path / "generic"), table, schema)
     fast = (tmp_path / "fast" / "part_0.tfrecord").read_bytes()
     assert fast == (tmp_path / "generic" / "part_0.tfrecord").read_bytes()
@@ -383,7 +385,7 @@ def _tf_example(tf: Any, row: Dict[str, Any], schema: Schema) -> Any:
     for col in schema:
         value = row[col.name]
         values = value if col.is_list else [value]
-        kind = tfr._feature_dtype(col)
+        kind = tfs._feature_dtype(col)
         if kind == "int64":
             feats[col.name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
         elif kind == "float32":
@@ -400,7 +402,7 @@ def test_bytes_equal_tf_serialization(tf: Any, tmp_path: Any, monkeypatch: Any, 
     """Per-example records are byte-identical to TF's (deterministic) serialization and
     pass TF's own record reader, which checks both CRCs."""
     if not int_fast_path:
-        monkeypatch.setattr(tfr, "_int_scalar_entry", lambda col, n: None)
+        monkeypatch.setattr(tfe, "_int_scalar_entry", lambda col, n: None)
     full = Schema.from_arrow(table.schema)
     schema = full.select(sorted(full.column_names))  # deterministic serialization sorts map keys
     write_output(str(tmp_path), table, schema)

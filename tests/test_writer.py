@@ -143,9 +143,15 @@ def test_refuses_non_empty_existing_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     make_dataset(df).to_parquet(str(tmp_path / "empty"))
     assert sum(file_rows(tmp_path / "empty")) == 20
-    # overwrite replaces the old content entirely
-    make_dataset(df.iloc[:5]).to_parquet(str(out), overwrite=True, output_files=1)
-    assert not (out / "keep.txt").exists() and sum(file_rows(out)) == 5
+    # overwrite never replaces a folder tabprep did not write (issue #11): refused, files kept
+    with pytest.raises(FileExistsError, match="tabprep did not write it") as exc:
+        make_dataset(df.iloc[:5]).to_parquet(str(out), overwrite=True, output_files=1)
+    assert str(out) in str(exc.value)
+    assert (out / "keep.txt").read_text() == "precious" and visible(out) == ["keep.txt"]
+    # ... but replaces a tabprep output entirely
+    make_dataset(df.iloc[:7]).to_parquet(str(tmp_path / "empty"), overwrite=True, output_files=1)
+    assert sum(file_rows(tmp_path / "empty")) == 7
+    assert [f for f in visible(tmp_path / "empty") if not f.startswith("_")] == ["part-00000.parquet"]
     assert sorted(os.listdir(tmp_path)) == ["empty", "out"], "no temporary or trash folder may remain"
 
 

@@ -1,4 +1,5 @@
 """Reading and writing datasets (parquet, csv, TFRecord) and synthetic data."""
+from .commit import Transaction
 from .dataset import Dataset
 
-__all__ = ["Dataset"]
+__all__ = ["Dataset", "Transaction"]

@@ -6,8 +6,7 @@ import glob
 import json
 import logging
 import os
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import dask.dataframe as dd
 import numpy as np
@@ -17,6 +16,10 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from ..schema import Schema
+from .commit import INCOMPLETE_MARKER, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401 - re-exported
+from .planning import Piece, plan_pieces  # noqa: F401 - re-exported
+from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
+from .writer import write_dataset
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +29,6 @@ DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
 #: every cuDF call costs ~0.1-1 ms of Python whatever the rows, so fewer, bigger partitions
 #: go faster, and 1/16 leaves room for two partitions in flight with their temporaries
 DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
-
-SCHEMA_FILE = "_schema.json"
-SUCCESS_FILE = "_SUCCESS"
 
 
 def parse_size(size: Union[None, int, str]) -> Optional[int]:
@@ -41,17 +41,6 @@ def parse_size(size: Union[None, int, str]) -> Optional[int]:
         if text.endswith(unit):
             return int(float(text[: -len(unit)]) * mult)
     return int(float(text))
-
-
-@dataclass(frozen=True)
-class Piece:
-    """Some row groups of one parquet file (then, on the GPU, possibly of the next files too,
-    in ``more``: ``(path, row_groups)`` pairs): the unit a partition is read from."""
-
-    path: str
-    row_groups: Tuple[int, ...]
-    num_rows: int
-    more: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
 
 
 class Dataset:
@@ -153,9 +142,7 @@ class Dataset:
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
             return base
-        from ..workflow.workflow import schema_of_frame
-
-        return schema_of_frame(self.to_ddf()._meta)
+        return Schema.from_frame(self.to_ddf()._meta)
 
     @property
     def num_rows(self) -> int:
@@ -212,28 +199,26 @@ class Dataset:
     def to_parquet(self, path: str, output_files: Optional[int] = None, out_files_per_proc: Optional[int] = None,
                    shuffle: Optional[str] = None, split_per_worker: Optional[int] = None,
                    overwrite: bool = False, seed: Optional[int] = None, row_group_size: Optional[int] = None,
-                   compression: str = "snappy", progress: Any = None) -> Dict[str, Any]:
+                   compression: str = "snappy", progress: Any = None,
+                   transaction: Optional[Transaction] = None) -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`."""
-        from .writer import write_dataset
-
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression},
-                             progress=progress)
+                             progress=progress, transaction=transaction)
 
     def to_tfrecord(self, path: str, batch_size: Optional[int] = None, output_files: Optional[int] = None,
                     split_per_worker: Optional[int] = None, compression: Optional[str] = None,
                     drop_last: bool = False, shuffle: Optional[str] = None, overwrite: bool = False,
-                    seed: Optional[int] = None, progress: Any = None) -> Dict[str, Any]:
+                    seed: Optional[int] = None, progress: Any = None,
+                    transaction: Optional[Transaction] = None) -> Dict[str, Any]:
         """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`."""
-        from .writer import write_dataset
-
         return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"batch_size": batch_size, "compression": compression,
                                              "drop_last": drop_last},
-                             progress=progress)
+                             progress=progress, transaction=transaction)
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -251,7 +236,7 @@ def expand_paths(src: Any) -> List[str]:
                           if not n.startswith((".", "_")) and n.endswith((".parquet", ".csv", ".pq", ".csv.gz"))]
             if not found:
                 raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
-            if os.path.exists(os.path.join(item, ".tabprep-incomplete")):
+            if os.path.exists(os.path.join(item, INCOMPLETE_MARKER)):
                 raise ValueError(f"{item!r} is an incomplete tabprep output (a write was interrupted); "
                                  f"write it again before reading it")
             files += found
@@ -286,92 +271,6 @@ def default_gpu_part_size() -> int:
     except Exception:  # noqa: BLE001 - no usable device here: the floor applies
         total = 0
     return max(DEFAULT_PART_SIZE_GPU, total // 16)
-
-
-def plan_pieces(files: List[str], part_size: int, span_files: bool = False) -> List[Piece]:
-    """Group consecutive row groups of each file into pieces of about ``part_size`` bytes in memory.
-
-    The in-memory size of a row group is estimated from its row count and the schema (8 bytes
-    per int64 value plus a null mask, ...) rather than from parquet's byte counts, which for
-    dictionary-encoded columns can be 10x smaller than the decoded data.
-
-    ``span_files`` (the GPU's choice): a piece continues into the next files (of the same
-    schema) until it is full, so many small files still make few, big partitions; cuDF reads
-    them in one call. On the CPU a partition stays within one file.
-    """
-    pieces = _plan_file_pieces(files, part_size)
-    return _merge_across_files(pieces, part_size) if span_files else [p for p, _, _ in pieces]
-
-
-def _merge_across_files(pieces: List[Tuple[Piece, int, Any]], part_size: int) -> List[Piece]:
-    out: List[Piece] = []
-    cur: Optional[List[Any]] = None  # [first piece, more segments, rows, size, schema]
-    for piece, size, schema in pieces:
-        if not piece.row_groups:  # an empty file: nothing to read, and a piece of its own
-            if cur is not None:
-                out.append(Piece(cur[0].path, cur[0].row_groups, cur[2], tuple(cur[1])))
-                cur = None
-            out.append(piece)
-            continue
-        if cur is not None and cur[3] + size <= part_size and schema.equals(cur[4]) \
-                and (cur[1][-1][0] if cur[1] else cur[0].path) != piece.path:
-            cur[1].append((piece.path, piece.row_groups))
-            cur[2] += piece.num_rows
-            cur[3] += size
-            continue
-        if cur is not None:
-            out.append(Piece(cur[0].path, cur[0].row_groups, cur[2], tuple(cur[1])))
-        cur = [piece, [], piece.num_rows, size, schema]
-    if cur is not None:
-        out.append(Piece(cur[0].path, cur[0].row_groups, cur[2], tuple(cur[1])))
-    return out
-
-
-def _plan_file_pieces(files: List[str], part_size: int) -> List[Tuple[Piece, int, Any]]:
-    """Per-file pieces, each with its estimated size and the file's Arrow schema."""
-    pieces: List[Tuple[Piece, int, Any]] = []
-    for f in files:
-        try:
-            md = pq.ParquetFile(f).metadata
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
-        group: List[int] = []
-        size = rows = 0
-        arrow_schema = md.schema.to_arrow_schema()
-        for i in range(md.num_row_groups):
-            rg = md.row_group(i)
-            rg_size = _row_group_memory(arrow_schema, rg)
-            if group and size + rg_size > part_size:
-                pieces.append((Piece(f, tuple(group), rows), size, arrow_schema))
-                group, size, rows = [], 0, 0
-            group.append(i)
-            size += rg_size
-            rows += rg.num_rows
-        if group:
-            pieces.append((Piece(f, tuple(group), rows), size, arrow_schema))
-        elif md.num_row_groups == 0:
-            pieces.append((Piece(f, (), 0), 0, arrow_schema))
-    return pieces
-
-
-def _row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
-    """Estimated bytes of one decoded row group: fixed-width columns by type, others by parquet size."""
-    total = 0
-    for j in range(rg.num_columns):
-        col = rg.column(j)
-        name = col.path_in_schema.split(".")[0]
-        typ = arrow_schema.field(name).type if name in arrow_schema.names else None
-        width = None
-        if typ is not None and not pa.types.is_nested(typ):
-            try:
-                width = typ.bit_width
-            except ValueError:  # variable-width (strings, binary): no bit_width
-                width = None
-        if width and width >= 8 and not pa.types.is_dictionary(typ):
-            total += rg.num_rows * (width // 8 + 1)
-        else:
-            total += max(col.total_uncompressed_size, rg.num_rows * 8)
-    return total
 
 
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:

@@ -8,10 +8,11 @@ Layout of an output folder::
       _metadata.json                files with their row counts, options
       _SUCCESS                      written last: its presence means the output is complete
 
-Atomicity: everything is written into a hidden sibling folder marked
-``.tabprep-incomplete`` and renamed into place at the very end, so a crash leaves either the
-previous output untouched or a hidden folder that readers refuse, never a folder that looks
-complete.
+Atomicity (:mod:`tabprep.io.commit`): everything is written into a hidden sibling folder
+marked ``.tabprep-incomplete`` and renamed into place at the very end, so a crash leaves either
+the previous output untouched or a hidden folder that readers refuse (and the next write to the
+path cleans up), never a folder that looks complete. An existing folder is replaced only with
+``overwrite=True`` and only if tabprep wrote it.
 
 How rows reach files:
 
@@ -29,7 +30,6 @@ import logging
 import os
 import shutil
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -39,14 +39,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import __version__, backend
+from .. import backend
+from .._version import __version__
 from ..schema import Schema
-from .dataset import SCHEMA_FILE, SUCCESS_FILE
+from . import commit
+from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE
+from .planning import split_rows
+from .tfrecord import TFRecordSink, spec_for
 
 log = logging.getLogger(__name__)
 
-INCOMPLETE_MARKER = ".tabprep-incomplete"
-METADATA_FILE = "_metadata.json"
 #: rows per parquet row group in temporary part files (the granularity of phase-2 slicing)
 PART_ROW_GROUP = 65536
 SHUFFLES = (None, "partition", "full")
@@ -83,19 +85,12 @@ def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optio
     """
     total = int(sum(part_rows))
     starts = np.concatenate([[0], np.cumsum(part_rows)]).astype("int64")
-    w_count = workers or 1
     unit = max(1, int(align))
-    units = -(-total // unit)  # ceil: the last unit may be short
-
-    def cut(u: int) -> int:
-        return min(total, u * unit)
-
     outputs: List[OutputFile] = []
-    for w in range(w_count):
-        u_lo, u_hi = units * w // w_count, units * (w + 1) // w_count
-        for f in range(files_per_worker):
-            lo = cut(u_lo + (u_hi - u_lo) * f // files_per_worker)
-            hi = cut(u_lo + (u_hi - u_lo) * (f + 1) // files_per_worker)
+    # units (of `align` rows) split evenly over workers, then each worker's over its files
+    for w, (w_lo, w_hi) in enumerate(split_rows(-(-total // unit), workers or 1)):
+        for f, (f_lo, f_hi) in enumerate(split_rows(w_hi - w_lo, files_per_worker)):
+            lo, hi = min(total, (w_lo + f_lo) * unit), min(total, (w_lo + f_hi) * unit)
             name = f"part-{f:05d}{ext}" if workers else f"part-{w * files_per_worker + f:05d}{ext}"
             rel = f"worker_{w}/{name}" if workers else name
             of = OutputFile(rel)
@@ -113,7 +108,7 @@ def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optio
 
 
 # -- tasks --------------------------------------------------------------------------------
-def _to_table(df: Any, schema: Optional[Schema]) -> pa.Table:
+def _to_table(df: Any) -> pa.Table:
     table = backend.frame_to_arrow(df)
     return table.replace_schema_metadata(None)
 
@@ -125,7 +120,7 @@ def _shuffle_frame(df: Any, seed: int) -> Any:
 
 
 def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
-                compression: str, n_targets: int) -> Dict[str, Any]:
+                compression: str) -> Dict[str, Any]:
     """Phase 1: write one transformed partition; return its row count (and bucket counts)."""
     out: Dict[str, Any] = {"path": path}
     if shuffle in ("partition", "full") and len(df):
@@ -140,7 +135,7 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
                                              force_nullable_schema=True)
         out["rows"] = len(df)
         return out
-    table = _to_table(df, None)
+    table = _to_table(df)
     pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
     out["rows"] = table.num_rows
     del df, table
@@ -195,8 +190,6 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
         finally:
             writer.close()
         return {"file": of.relpath, "rows": rows, "bytes": os.path.getsize(path)}
-    from .tfrecord import TFRecordSink
-
     sink = TFRecordSink(path, schema, batch_size=options.get("batch_size"),
                         compression=options.get("compression"), drop_last=bool(options.get("drop_last")))
     for t in chunks:
@@ -211,7 +204,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                   out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
                   split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                   format_options: Optional[Dict[str, Any]] = None,
-                  progress: Optional[Callable[[str, int, int], None]] = None) -> Dict[str, Any]:
+                  progress: Optional[Callable[[str, int, int], None]] = None,
+                  transaction: Optional[commit.Transaction] = None) -> Dict[str, Any]:
     """Write ``ds`` (a :class:`tabprep.Dataset`, usually ``workflow.transform(...)``) to ``path``.
 
     Args:
@@ -225,11 +219,15 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             file must then fit in memory).
         split_per_worker: W writes ``worker_0`` .. ``worker_{W-1}`` sub-folders holding row counts
             that differ by at most one, for W data-parallel training processes.
-        overwrite: replace an existing output folder (atomically, at the end).
+        overwrite: replace an existing output folder (atomically, at the end). Only a folder
+            tabprep wrote (``_SUCCESS`` and ``_metadata.json``) or an empty one is replaced;
+            any other folder is refused with ``FileExistsError``.
         seed: shuffle seed (default: random).
         format_options: parquet: ``row_group_size``, ``compression``; tfrecord: ``batch_size``,
             ``compression`` (None/"GZIP"), ``drop_last``.
         progress: optional ``(stage, done, total)`` callback.
+        transaction: a :class:`tabprep.io.commit.Transaction` to stage the folder in (committed
+            with the transaction's other folders, e.g. a saved workflow); default: committed here.
 
     Returns:
         The ``_metadata.json`` content: files with row counts, total rows, timings.
@@ -246,19 +244,14 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             raise ValueError(f"{name} must be >= 1, got {val}")
     options = dict(format_options or {})
     start = time.perf_counter()
-    final = Path(path)
-    if final.exists() and (final.is_file() or any(final.iterdir())):
-        if not overwrite:
-            raise FileExistsError(f"output folder {str(final)!r} exists and is not empty; pass overwrite=True "
-                                  f"(CLI: --overwrite) to replace it, or choose another path")
-    parent = final.parent if str(final.parent) else Path(".")
+    txn = transaction if transaction is not None else commit.Transaction()
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = parent / f".{final.name}.tabprep-tmp-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-    except OSError as exc:
-        raise PermissionError(f"cannot write to {str(parent)!r}: {exc}. Choose a writable output path.") from exc
-    (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
+        stage = txn.stage(path, commit.OUTPUT, overwrite=overwrite)
+    except BaseException:
+        if transaction is None:
+            txn.abort()
+        raise
+    tmp = stage.tmp
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
     try:
@@ -274,11 +267,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                   and output_files is None)
         parts_dir = tmp if direct else tmp / "_parts"
         parts_dir.mkdir(exist_ok=True)
-        n_targets = (output_files or 1) * (split_per_worker or 1) if shuffle == "full" else 1
         part_paths = [str(parts_dir / f"part-{i:05d}.parquet") for i in range(nparts)]
         write_fn = dask.delayed(_write_part, pure=False)
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
-                          options.get("compression") or "snappy" if direct else "snappy", n_targets)
+                          options.get("compression") or "snappy" if direct else "snappy")
                  for i, part in enumerate(ddf.to_delayed())]
         gpu = backend.is_gpu(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", gpu)
@@ -322,28 +314,21 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         if fmt == "tfrecord":
             _write_tfrecord_spec(tmp, schema, options, files, prefix="")
         _write_json(tmp / METADATA_FILE, meta)
-        (tmp / INCOMPLETE_MARKER).unlink()
         (tmp / SUCCESS_FILE).write_text("")
-        swap_into_place(tmp, final)
-        log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, final, meta["seconds"])
+        stage.finish()
+        if transaction is None:
+            txn.commit()
+        log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,
+                 meta["seconds"])
         return meta
     except BaseException:
         # leave nothing that looks complete: the hidden tmp folder is removed (or, if removal
-        # fails, keeps its .tabprep-incomplete marker)
-        _remove_tmp(tmp)
+        # fails, keeps its .tabprep-incomplete marker and the next write there removes it)
+        if transaction is None:
+            txn.abort()
+        else:
+            txn.discard(stage)
         raise
-
-
-def _remove_tmp(tmp: Path, wait_s: float = 5.0) -> None:
-    """Remove a failed write's temporary folder. When one task raises, a local dask scheduler
-    returns at once while other tasks of the write may still be writing files into the folder
-    (making one rmtree fail on a non-empty directory), so retry until it is gone."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not tmp.exists() or time.monotonic() > deadline:
-            return
-        time.sleep(0.05)
 
 
 def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, workers: Optional[int],
@@ -381,13 +366,11 @@ def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, wor
 
 def _write_tfrecord_spec(folder: Path, schema: Schema, options: Dict[str, Any], files: List[Dict[str, Any]],
                          prefix: str) -> None:
-    from .tfrecord import spec_for
-
     spec = spec_for(schema, options.get("batch_size"), options.get("compression"))
     spec["drop_last"] = bool(options.get("drop_last"))
     spec["files"] = [{**f, "file": f["file"][len(prefix):]} for f in files]
     spec["rows"] = int(sum(f["rows"] for f in files))
-    _write_json(folder / "tfrecord_spec.json", spec)
+    _write_json(folder / TFRECORD_SPEC_FILE, spec)
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -399,17 +382,6 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, np.generic):
         return o.item()
     raise TypeError(f"not JSON-serializable: {type(o).__name__}")
-
-
-def swap_into_place(tmp: Path, final: Path) -> None:
-    """Rename ``tmp`` to ``final``; an existing ``final`` is moved aside first and then deleted."""
-    trash = None
-    if final.exists():
-        trash = final.parent / f".{final.name}.tabprep-old-{uuid.uuid4().hex[:8]}"
-        os.rename(final, trash)
-    os.rename(tmp, final)
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
 
 
 def _compute(tasks: List[Any], progress: Optional[Callable[[str, int, int], None]], stage: str,

@@ -10,32 +10,44 @@ up by name among registered ops, user functions (LambdaOp, Filter, Rename) are i
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
-from .. import __version__
-from ..io.writer import swap_into_place
+import numpy as np
+
+from .._version import __version__
+from ..io import commit
+from ..io.commit import WORKFLOW_FILE
 from ..ops.base import Operator, StatOperator, registered_ops
+from ..ops.lambda_op import resolve_function
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..schema import Schema
 from .node import Node
 from .workflow import Workflow
 
-SPEC_FILE = "workflow.json"
+SPEC_FILE = WORKFLOW_FILE
 FORMAT_VERSION = 1
 
 
-def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False) -> None:
-    """Write ``wf`` to the folder ``path`` atomically (a temp folder renamed at the end)."""
+def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
+                  transaction: Optional[commit.Transaction] = None) -> None:
+    """Write ``wf`` to the folder ``path`` atomically (a temp folder renamed at the end).
+
+    ``path`` may be new, an empty folder or a saved workflow (replaced only once the new one is
+    complete); any other folder is refused with ``FileExistsError`` (its files are kept). With
+    ``transaction`` the folder is committed with the transaction's other folders.
+    """
     wf._require_fitted()
     if wf.input_schema is None:
         raise RuntimeError("fit the workflow (or transform a dataset with it) before saving")
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.tabprep-tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    txn = transaction if transaction is not None else commit.Transaction()
+    try:
+        stage = txn.stage(path, commit.WORKFLOW, overwrite=True)
+    except BaseException:
+        if transaction is None:
+            txn.abort()
+        raise
+    tmp = stage.tmp
     try:
         nodes = []
         for n in wf.nodes:
@@ -71,9 +83,14 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False) -> None:
         }
         with open(tmp / SPEC_FILE, "w") as fh:
             json.dump(spec, fh, indent=2, default=_default)
-        swap_into_place(tmp, final)
+        stage.finish()
+        if transaction is None:
+            txn.commit()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if transaction is None:
+            txn.abort()
+        else:
+            txn.discard(stage)
         raise
 
 
@@ -119,8 +136,6 @@ def load_workflow(path: str, allow_pickle: bool = False) -> Workflow:
         else:
             cls = ops.get(entry["op"])
             if "op_class" in entry:
-                from ..ops.lambda_op import resolve_function
-
                 cls = resolve_function(entry["op_class"])
                 if not (isinstance(cls, type) and issubclass(cls, Operator)):
                     raise TypeError(f"{entry['op_class']} is not a tabprep Operator")
@@ -157,8 +172,6 @@ def load_workflow(path: str, allow_pickle: bool = False) -> Workflow:
 
 
 def _default(o: Any) -> Any:
-    import numpy as np
-
     if isinstance(o, np.generic):
         return o.item()
     if isinstance(o, np.ndarray):

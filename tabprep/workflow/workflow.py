@@ -11,8 +11,9 @@ import dask
 
 from .. import backend
 from .._util import did_you_mean, is_frame
+from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import ColumnSchema, Schema
+from ..schema import Schema
 from .node import Node, as_node, iter_nodes
 
 log = logging.getLogger(__name__)
@@ -231,7 +232,7 @@ class Workflow:
         ``out_of_fold``: see :meth:`transform`.
         """
         if self.input_schema is None:
-            self._bind(schema_of_frame(df), "the frame")
+            self._bind(Schema.from_frame(df), "the frame")
         self._require_fitted()
         token = _OUT_OF_FOLD.set(bool(out_of_fold))
         try:
@@ -267,8 +268,6 @@ class Workflow:
                 (paths, pandas/cuDF/dask frames).
             progress: optional callback ``(stage, done, total)`` for progress bars.
         """
-        from ..io.dataset import Dataset
-
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         start = time.perf_counter()
         self._bind(ds.schema, ds.describe())
@@ -330,10 +329,8 @@ class Workflow:
         computed without its own fold (no label leak for training). Default False: all ops
         use the statistics of the whole fitted data (validation, test, serving).
         """
-        from ..io.dataset import Dataset
-
         if is_frame(data):
-            self._bind(schema_of_frame(data), "the frame")
+            self._bind(Schema.from_frame(data), "the frame")
             return self.transform_frame(data, out_of_fold=out_of_fold)
         ds = data if isinstance(data, Dataset) else Dataset(data)
         self._bind(ds.schema, ds.describe())
@@ -353,11 +350,16 @@ class Workflow:
         return self.fit(dataset).transform(dataset, out_of_fold=out_of_fold)
 
     # -- persistence -------------------------------------------------------------------
-    def save(self, path: str, allow_pickle: bool = False) -> None:
-        """Save the fitted workflow to a directory (JSON spec + statistics files); see :mod:`tabprep.workflow.serialize`."""
+    def save(self, path: str, allow_pickle: bool = False, transaction: Any = None) -> None:
+        """Save the fitted workflow to a directory (JSON spec + statistics files); see :mod:`tabprep.workflow.serialize`.
+
+        ``path`` may be new, empty or a saved workflow (replaced atomically); any other folder is
+        refused with ``FileExistsError``. ``transaction`` (a :class:`tabprep.io.commit.Transaction`)
+        commits it together with other folders, e.g. the output of ``to_parquet``.
+        """
         from .serialize import save_workflow
 
-        save_workflow(self, path, allow_pickle=allow_pickle)
+        save_workflow(self, path, allow_pickle=allow_pickle, transaction=transaction)
 
     @classmethod
     def load(cls, path: str, allow_pickle: bool = False) -> "Workflow":
@@ -424,20 +426,8 @@ def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any
 
 
 # -- helpers ---------------------------------------------------------------------------
-def schema_of_frame(df: Any) -> Schema:
-    cols = []
-    for name in df.columns:
-        s = df[name]
-        if backend.is_list_series(s):
-            dtype = s.dtype
-            if hasattr(dtype, "element_type"):  # cudf.ListDtype
-                inner = str(dtype.element_type)
-            else:  # pandas ArrowDtype(list)
-                inner = str(dtype.pyarrow_dtype.value_type)
-            cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
-        else:
-            cols.append(ColumnSchema(name, dtype=str(s.dtype)))
-    return Schema(cols)
+#: the old name of :meth:`Schema.from_frame` (ops/join_external.py and loader/core.py still use it)
+schema_of_frame = Schema.from_frame
 
 
 def _check_same_rows(parts: List[Any]) -> None:

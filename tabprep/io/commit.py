@@ -1,0 +1,476 @@
+"""The layout of the folders tabprep writes, and their atomic commit.
+
+Every folder tabprep writes (a transformed output, a saved workflow) is written into a hidden
+temporary sibling and renamed into place at the end:
+
+* ``.NAME.tabprep-tmp-TXID``: the new version while it is being written (it holds
+  ``.tabprep-incomplete`` until the writer is done, so readers refuse it, and
+  ``.tabprep-commit.json``, the journal the next run at that path recovers from);
+* ``.NAME.tabprep-old-TXID``: the previous version, moved aside during the commit and deleted
+  only once the new one is in place;
+* ``.NAME.tabprep-commit-TXID.json``: the commit record. Writing it (atomically, by a rename)
+  is the commit point of a :class:`Transaction`: without it a crashed commit is rolled back
+  (the temporaries are deleted and the previous versions stay), with it it is rolled forward
+  (the remaining renames are done), so a joint commit of several folders (``fit-transform``'s
+  output and workflow) leaves all of them new or all of them old.
+
+A folder that tabprep did not write is never replaced: an existing folder must be empty or
+hold the markers of its kind (:data:`OUTPUT`: ``_SUCCESS`` and ``_metadata.json``;
+:data:`WORKFLOW`: ``workflow.json``), otherwise staging it raises ``FileExistsError`` naming
+it. Temporaries left by a crashed run at a path (killed process, power is not covered: data
+files are not fsynced, for speed) are recovered by the next :meth:`Transaction.stage` of that
+path, or explicitly with :func:`recover`.
+
+Example (both folders or neither)::
+
+    with Transaction() as txn:
+        dataset.to_parquet("out/", overwrite=True, transaction=txn)
+        workflow.save("wf/", transaction=txn)
+    # committed here; an exception inside the block leaves both previous versions
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Set, Union
+
+log = logging.getLogger(__name__)
+
+# -- output layout ---------------------------------------------------------------------------
+SCHEMA_FILE = "_schema.json"
+SUCCESS_FILE = "_SUCCESS"
+METADATA_FILE = "_metadata.json"
+TFRECORD_SPEC_FILE = "tfrecord_spec.json"
+WORKFLOW_FILE = "workflow.json"
+#: present in a folder while it is being written: readers refuse such a folder
+INCOMPLETE_MARKER = ".tabprep-incomplete"
+#: the journal inside a temporary folder (and, briefly, inside the committed folder)
+JOURNAL_FILE = ".tabprep-commit.json"
+
+_TMP, _OLD, _RECORD = ".tabprep-tmp-", ".tabprep-old-", ".tabprep-commit-"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """What a committed folder is (for messages) and the files that show tabprep wrote it."""
+
+    what: str
+    markers: tuple
+
+    def owns(self, folder: Path) -> bool:
+        return all((folder / m).exists() for m in self.markers)
+
+
+#: a transformed / converted dataset (Hadoop and Spark write ``_SUCCESS`` too, not ``_metadata.json``)
+OUTPUT = FolderKind("output folder", (SUCCESS_FILE, METADATA_FILE))
+#: a saved workflow
+WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
+
+#: transactions of this process that are still running (their temporaries are not stale)
+_ACTIVE: Set[str] = set()
+
+
+# -- checks ----------------------------------------------------------------------------------
+def check_target(path: PathLike, kind: FolderKind, overwrite: bool) -> None:
+    """Raise ``FileExistsError`` unless a commit of ``kind`` may create or replace ``path``.
+
+    ``path`` may be missing or an empty folder; with ``overwrite``, also a folder holding
+    ``kind``'s markers (one tabprep wrote). Anything else (a file, a folder of someone else's
+    files) is refused with a message naming it: replacing it would delete those files.
+    """
+    p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        return
+    if not p.is_dir():
+        raise FileExistsError(f"{kind.what} {str(p)!r} is an existing file; choose another path")
+    if not any(p.iterdir()):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{kind.what} {str(p)!r} exists and is not empty; pass overwrite=True "
+                              f"(CLI: --overwrite) to replace it, or choose another path")
+    if not kind.owns(p):
+        raise FileExistsError(
+            f"refusing to replace {str(p)!r}: tabprep did not write it (a tabprep {kind.what} holds "
+            f"{' and '.join(kind.markers)}), and replacing it would delete its files. Choose another path, "
+            f"or move that folder away yourself")
+
+
+# -- one folder of a transaction -------------------------------------------------------------
+@dataclass
+class Stage:
+    """One folder being written: write into :attr:`tmp`, call :meth:`finish`, then the
+    transaction commits it."""
+
+    final: Path
+    tmp: Path
+    kind: FolderKind
+    overwrite: bool
+    txid: str
+    finished: bool = False
+    old: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.old = self.final.parent / f".{self.final.name}{_OLD}{self.txid}"
+
+    def finish(self) -> None:
+        """The writer is done: the folder is complete (readers no longer refuse it)."""
+        (self.tmp / INCOMPLETE_MARKER).unlink(missing_ok=True)
+        self.finished = True
+
+    def member(self) -> Dict[str, Any]:
+        return {"final": str(self.final), "tmp": str(self.tmp), "old": str(self.old),
+                "what": self.kind.what, "markers": list(self.kind.markers)}
+
+
+class Transaction:
+    """Commit one or more folders together: after :meth:`commit` all are new; after a failure,
+    :meth:`abort` or a crash (recovered by the next run at any of the paths) all are old.
+
+    Use as a context manager: leaving the block normally commits, an exception aborts.
+    Writers take it as ``transaction=`` (:meth:`tabprep.Dataset.to_parquet`,
+    :meth:`~tabprep.Dataset.to_tfrecord`, :meth:`tabprep.Workflow.save`) and stage their
+    folder in it instead of committing it themselves.
+    """
+
+    def __init__(self) -> None:
+        self.txid = f"{uuid.uuid4().hex[:12]}"
+        self.stages: List[Stage] = []
+        self.state = "open"  # open -> committed | aborted | failed (left to recovery)
+        self._journals_stale = False
+        _ACTIVE.add(self.txid)
+
+    # -- staging ------------------------------------------------------------------------------
+    def stage(self, path: PathLike, kind: FolderKind, overwrite: bool = False) -> Stage:
+        """Check ``path`` (:func:`check_target`), recover what a crashed run left there, and
+        create the temporary sibling the writer fills (it holds :data:`INCOMPLETE_MARKER`)."""
+        if self.state != "open":
+            raise RuntimeError(f"this transaction is {self.state}; start a new one")
+        final = Path(os.path.abspath(os.fspath(path)))
+        for s in self.stages:
+            if s.final == final or s.final in final.parents or final in s.final.parents:
+                raise ValueError(f"{str(final)!r} and {str(s.final)!r} cannot be committed together: "
+                                 f"{'they are the same folder' if s.final == final else 'one is inside the other'}")
+        recover(final)
+        check_target(final, kind, overwrite)
+        tmp = final.parent / f".{final.name}{_TMP}{self.txid}"
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
+        except OSError as exc:
+            raise PermissionError(f"cannot write to {str(final.parent)!r}: {exc}. Choose a writable path.") from exc
+        stage = Stage(final, tmp, kind, overwrite, self.txid)
+        self.stages.append(stage)
+        self._prepare()  # every temporary names all of them: a rollback at any path removes all
+        (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
+        return stage
+
+    def discard(self, stage: Stage, wait_s: float = 5.0) -> None:
+        """Drop a stage whose writer failed: its temporary folder is removed."""
+        if stage in self.stages:
+            self.stages.remove(stage)
+            self._journals_stale = True
+        _remove_tree(stage.tmp, wait_s)
+
+    # -- commit -------------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Replace every staged folder by its new version, all or none.
+
+        Raises (and rolls back) if a stage is not finished or if a folder tabprep did not
+        write appeared at one of the paths while the job ran.
+        """
+        if self.state != "open":
+            raise RuntimeError(f"this transaction is {self.state}")
+        try:
+            unfinished = [str(s.final) for s in self.stages if not s.finished]
+            if unfinished:
+                raise RuntimeError(f"cannot commit: the writes of {unfinished} did not finish")
+            for s in self.stages:
+                check_target(s.final, s.kind, s.overwrite)
+            if self._journals_stale:  # a stage was discarded: the journals must not name it
+                self._prepare()
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            self._write_record()
+        except BaseException:
+            self._record_path().unlink(missing_ok=True)
+            self.abort()
+            raise
+        try:
+            for s in self.stages:
+                self._move_aside(s)
+            for s in self.stages:
+                self._move_in(s)
+        except BaseException:
+            self._undo()
+            raise
+        self._cleanup()
+        self.state = "committed"
+        _ACTIVE.discard(self.txid)
+
+    def abort(self) -> None:
+        """Remove every temporary folder of this transaction; the paths keep their old state."""
+        if self.state in ("committed", "failed"):
+            return
+        for s in list(self.stages):
+            _remove_tree(s.tmp)
+        self.stages = []
+        self.state = "aborted"
+        _ACTIVE.discard(self.txid)
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self.state != "open":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    # -- protocol steps (separate methods so tests can stop between any two) ------------------
+    def _journal(self, members: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {"txid": self.txid, "pid": os.getpid(), "host": socket.gethostname(),
+                "record": str(self._record_path()), "members": members}
+
+    def _record_path(self) -> Path:
+        first = self.stages[0].final if self.stages else Path(os.getcwd()) / "_"
+        return first.parent / f".{first.name}{_RECORD}{self.txid}.json"
+
+    def _prepare(self) -> None:
+        """Every temporary folder gets the journal naming all members (the commit is not decided
+        until the record exists)."""
+        members = [s.member() for s in self.stages]
+        for s in self.stages:
+            # written in place: a torn journal (a crash while writing it) can only be one of a
+            # commit not decided yet, which recovery rolls back like a tmp without a journal
+            _write_json(s.tmp / JOURNAL_FILE, self._journal(members), atomic=False)
+        self._journals_stale = False
+
+    def _write_record(self) -> None:
+        """The commit point: from here on a crash is rolled forward."""
+        if self.stages:
+            # not fsynced: the data files are not either (speed); the protocol covers killed
+            # processes, where the kernel keeps every write, not power loss
+            _write_json(self._record_path(), self._journal([s.member() for s in self.stages]))
+
+    @staticmethod
+    def _move_aside(s: Stage) -> None:
+        if s.final.exists() or s.final.is_symlink():
+            os.rename(s.final, s.old)
+
+    @staticmethod
+    def _move_in(s: Stage) -> None:
+        os.rename(s.tmp, s.final)
+
+    def _cleanup(self) -> None:
+        for s in self.stages:
+            _remove_tree(s.old)
+        for s in self.stages:
+            (s.final / JOURNAL_FILE).unlink(missing_ok=True)
+        self._record_path().unlink(missing_ok=True)
+
+    def _undo(self) -> None:
+        """An error (not a crash) during the renames: put the old versions back."""
+        try:
+            for s in reversed(self.stages):
+                if _journal_txid(s.final) == self.txid:
+                    os.rename(s.final, s.tmp)
+                if s.old.exists() and not s.final.exists():
+                    os.rename(s.old, s.final)
+            self._record_path().unlink(missing_ok=True)
+        except OSError:
+            # leave the record: the next run at these paths rolls the commit forward
+            log.exception("could not roll back the commit of %s; the next write there completes it",
+                          [str(s.final) for s in self.stages])
+            self.state = "failed"  # abort() must not delete what the roll-forward needs
+            _ACTIVE.discard(self.txid)
+            return
+        self.abort()
+
+
+# -- recovery --------------------------------------------------------------------------------
+def recover(path: PathLike) -> List[str]:
+    """Finish or undo what crashed commits left at ``path``; return what was done (for logs).
+
+    Commits with a record are rolled forward (every member of the transaction, wherever it
+    is), those without are rolled back (their temporaries deleted). Leftovers of older tabprep
+    versions (no journal): a missing ``path`` gets its ``-old-`` copy back, other leftovers are
+    deleted. Raises ``RuntimeError`` when a live tabprep process is writing ``path``.
+    """
+    final = Path(os.path.abspath(os.fspath(path)))
+    parent, prefix = final.parent, f".{final.name}."
+    try:
+        siblings = [parent / n for n in os.listdir(parent) if n.startswith(prefix)]
+    except FileNotFoundError:
+        return []
+    done: List[str] = []
+    journals: Dict[str, Dict[str, Any]] = {}
+    legacy_tmps, olds = [], []
+    tmps_of: Dict[str, List[Path]] = {}
+    for p in siblings:
+        rest = p.name[len(prefix) - 1:]
+        if rest.startswith(_TMP):
+            j = _read_json(p / JOURNAL_FILE)
+            if j is None or j["txid"] not in p.name:
+                legacy_tmps.append(p)
+            else:
+                journals.setdefault(j["txid"], j)
+                tmps_of.setdefault(j["txid"], []).append(p)
+        elif rest.startswith(_OLD):
+            olds.append(p)
+        elif rest.startswith(_RECORD) and p.name.endswith(".part"):
+            p.unlink(missing_ok=True)  # a record whose writing was interrupted: never committed
+        elif rest.startswith(_RECORD) and p.name.endswith(".json"):
+            j = _read_json(p)
+            if j is not None:
+                journals[j["txid"]] = j
+    j = _read_json(final / JOURNAL_FILE) if final.is_dir() else None
+    if j is not None:
+        journals.setdefault(j["txid"], j)
+    for txid, j in journals.items():
+        if _is_live(j):
+            raise RuntimeError(f"a tabprep write (process {j['pid']}) to {str(final)!r} is still in progress; wait "
+                               f"for it to end (if none runs, delete the hidden {prefix}tabprep-* folders next to it)")
+        done += _resolve(j)
+        for p in tmps_of.get(txid, []):  # a temporary its own journal does not list: never committed
+            if p.exists() and not Path(j["record"]).exists():
+                _remove_tree(p)
+                done.append(f"removed the uncommitted write {p}")
+    # leftovers no journal speaks for (older tabprep versions, or a crash before the journal)
+    for p in legacy_tmps:
+        _remove_tree(p)
+        done.append(f"removed the interrupted write {p}")
+    olds = [p for p in olds if p.exists()]
+    if olds and not final.exists():
+        keep = max(olds, key=lambda p: p.stat().st_mtime)
+        os.rename(keep, final)
+        done.append(f"restored the previous version of {final} from {keep.name}")
+        olds.remove(keep)
+    for p in olds:
+        _remove_tree(p)
+        done.append(f"removed the replaced version {p}")
+    for line in done:
+        log.warning("recovering an interrupted tabprep commit: %s", line)
+    return done
+
+
+def _resolve(j: Dict[str, Any]) -> List[str]:
+    record = Path(j["record"])
+    members = j.get("members", [])
+    done: List[str] = []
+    if not record.exists():  # never committed: roll back
+        for m in members:
+            tmp = Path(m["tmp"])
+            if tmp.exists():
+                _remove_tree(tmp)
+                done.append(f"removed the uncommitted write {tmp}")
+            old, final = Path(m["old"]), Path(m["final"])
+            if old.exists() and not final.exists():  # defensive: never lose both
+                os.rename(old, final)
+                done.append(f"restored {final}")
+        return done
+    for m in members:  # committed: roll forward
+        final, tmp, old = Path(m["final"]), Path(m["tmp"]), Path(m["old"])
+        if tmp.exists():
+            if (final.exists() or final.is_symlink()) and _journal_txid(final) != j["txid"]:
+                if old.exists():
+                    raise RuntimeError(f"cannot complete the interrupted commit of {str(final)!r}: both {final} and "
+                                       f"{old} exist; move one of them away")
+                check_target(final, FolderKind(m["what"], tuple(m["markers"])), overwrite=True)
+                os.rename(final, old)
+            os.rename(tmp, final)
+            done.append(f"completed the commit of {final}")
+        elif not final.exists() and old.exists():
+            os.rename(old, final)  # the new version is gone (deleted by hand?): keep the old one
+            done.append(f"restored {final} (its new version was missing)")
+    for m in members:
+        final, old = Path(m["final"]), Path(m["old"])
+        if old.exists() and final.exists():
+            _remove_tree(old)
+        if _journal_txid(final) == j["txid"]:
+            (final / JOURNAL_FILE).unlink(missing_ok=True)
+    record.unlink(missing_ok=True)
+    return done
+
+
+def _is_live(j: Dict[str, Any]) -> bool:
+    """Is the process that wrote journal ``j`` still running (on this host)?"""
+    if j.get("host") != socket.gethostname():
+        return False  # another machine (shared file system): it cannot be checked; treat as stale
+    pid = int(j.get("pid", -1))
+    if pid == os.getpid():
+        return j["txid"] in _ACTIVE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed child not yet reaped is a zombie: dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _journal_txid(folder: Path) -> Optional[str]:
+    j = _read_json(folder / JOURNAL_FILE) if folder.is_dir() else None
+    return j.get("txid") if j else None
+
+
+def _read_json(path: Path) -> Optional[Dict[str, Any]]:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "txid" in data else None
+
+
+def _write_json(path: Path, obj: Any, atomic: bool = True) -> None:
+    """Write ``obj`` to ``path``, atomically by default (temporary file + rename)."""
+    part = path.parent / f"{path.name}.part" if atomic else path
+    with open(part, "w") as fh:
+        json.dump(obj, fh)
+    if atomic:
+        os.replace(part, path)
+
+
+def _remove_tree(path: Path, wait_s: float = 5.0) -> None:
+    """Remove a temporary folder. When one task of a write raises, a local dask scheduler
+    returns at once while other tasks may still be writing into the folder (one rmtree then
+    fails on a non-empty directory), so retry until it is gone."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists() or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def staged_paths(path: PathLike) -> Iterator[Path]:
+    """The hidden temporaries (``-tmp-``, ``-old-``, commit records) next to ``path``."""
+    final = Path(os.path.abspath(os.fspath(path)))
+    prefix = f".{final.name}.tabprep-"
+    if final.parent.is_dir():
+        for n in sorted(os.listdir(final.parent)):
+            if n.startswith(prefix):
+                yield final.parent / n
+
+
+__all__ = ["SCHEMA_FILE", "SUCCESS_FILE", "METADATA_FILE", "TFRECORD_SPEC_FILE", "WORKFLOW_FILE",
+           "INCOMPLETE_MARKER", "FolderKind", "OUTPUT", "WORKFLOW", "Stage", "Transaction", "check_target",
+           "recover", "staged_paths"]
