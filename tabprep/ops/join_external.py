@@ -63,7 +63,7 @@ class JoinExternal(Operator):
         #: an inner join drops rows (Workflow treats it like Filter)
         self.changes_rows = how == "inner"
         self._host: Any = None  # the validated side table on the host (pandas)
-        self._cache: Dict[bool, Any] = {}
+        self._cache: Dict[str, Any] = {}
 
     # -- the side table -----------------------------------------------------------------
     @property
@@ -121,11 +121,11 @@ class JoinExternal(Operator):
         return [c for c in frame.columns if c not in self.keys]
 
     def _side(self, like: Any) -> Any:
-        gpu = backend.is_gpu(like)
-        side = self._cache.get(gpu)
+        dev = backend.device(like)
+        side = self._cache.get(dev)
         if side is None:
-            side = backend.from_host(self._side_host(), cpu=not gpu)
-            self._cache[gpu] = side
+            side = backend.move_like(like, self._side_host())
+            self._cache[dev] = side
         return side
 
     # -- columns ------------------------------------------------------------------------
@@ -192,6 +192,4 @@ class JoinExternal(Operator):
         return state
 
 
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
+_is_frame = backend.is_frame

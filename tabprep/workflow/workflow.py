@@ -293,7 +293,7 @@ class Workflow:
             raise ValueError("the dataset has no partitions to fit on")
         if progress is not None:
             progress(stage, 0, len(parts))
-        (combined,) = dask.compute(partials[0], **backend.compute_options(backend.is_gpu(ddf._meta)))
+        (combined,) = dask.compute(partials[0], **backend.compute_options_for(ddf._meta))
         if progress is not None:
             progress(stage, len(parts), len(parts))
         by_id = {self.node_id(n): n for n in level}
@@ -414,9 +414,7 @@ def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
+_is_frame = backend.is_frame
 
 
 def schema_of_frame(df: Any) -> Schema:
