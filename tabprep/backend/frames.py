@@ -154,6 +154,15 @@ def _nullable_columns_pandas(df: Any, columns: Optional[Sequence[str]] = None):
     return df.astype(casts) if casts else df
 
 
+nullable_int_dtypes = Dispatch("nullable_int_dtypes", """{column: dtype} of the pandas nullable int
+columns of ``meta`` (``Int64``, ``UInt8``...): partitions are cast to them; nothing on cuDF.""")
+
+
+@nullable_int_dtypes.register(object)
+def _nullable_int_dtypes_pandas(meta: Any) -> dict:
+    return {c: str(meta[c].dtype) for c in meta.columns if str(meta[c].dtype)[:1] in ("I", "U")}
+
+
 set_nulls = Dispatch("set_nulls", """``series`` with the rows where ``mask`` (bool numpy/cupy array) is True
 set to null.
 
@@ -265,4 +274,5 @@ def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> 
 
 
 register_gpu_lazy(_make_frame, _new_series, _concat_columns, to_backend, move_like, nullable_columns,
+                  nullable_int_dtypes,
                   set_nulls, cast_keep_nulls, frame_to_arrow, to_dask)

@@ -239,6 +239,7 @@ def _move_like(like: Any, frame: Any):
 
 
 F.nullable_columns.register_module(GPU_MODULES, lambda df, columns=None: df)
+F.nullable_int_dtypes.register_module(GPU_MODULES, lambda meta: {})
 
 
 @_register(F.set_nulls)
