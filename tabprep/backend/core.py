@@ -156,9 +156,15 @@ class HostDevice:
     """Where the CPU backend computes: host memory, nothing to synchronize."""
 
     cpu = True
+    name = "cpu"
 
     def total_memory(self) -> int:
         return host_memory_bytes()
+
+    def default_threads(self) -> int:
+        """Chunk-preparation threads by default: two where there are cores to spare (pandas and
+        Arrow release the GIL for part of the work)."""
+        return max(1, min(2, (os.cpu_count() or 1) // 2))
 
     def synchronize(self) -> None:
         """Nothing queued on the CPU."""
@@ -179,6 +185,11 @@ class CudaDevice:
 
     def __init__(self, index: int) -> None:
         self.index = index
+        self.name = f"gpu:{index}"
+
+    def default_threads(self) -> int:
+        """One chunk-preparation thread: more only contend for the one device."""
+        return 1
 
     def total_memory(self) -> int:
         import cupy

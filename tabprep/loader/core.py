@@ -140,6 +140,15 @@ class _Source:
     def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         raise NotImplementedError
 
+    def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        """Rows of ``units`` as a *part*: a frame, or whatever :meth:`stack` stacks best; parts
+        are sliced with :func:`tabprep.backend.slice_rows`."""
+        return self.read(units, columns)
+
+    def stack(self, parts: Sequence[Any]) -> Any:
+        """One frame (index 0..n-1) of parts stacked in order."""
+        return parts[0].reset_index(drop=True) if len(parts) == 1 else backend.concat_rows(parts)
+
     def row_bytes(self, columns: Optional[List[str]]) -> float:
         """Estimated bytes of one row of ``columns`` in memory."""
         raise NotImplementedError
@@ -155,6 +164,8 @@ class _ParquetSource(_Source):
         self.files = files
         self.cpu = cpu
         self.schema = schema
+        # parquet on the CPU: parts are Arrow tables, stacked and converted to pandas once
+        self._reader = backend.parquet_reader(cpu)
         self.units = []
         self._row_bytes: Dict[str, float] = {}
         total_rows = 0
@@ -182,6 +193,12 @@ class _ParquetSource(_Source):
         path = self.files[units[0].group]
         return backend.read_parquet_table(path, [u.key for u in units], columns)
 
+    def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        return self._reader.read(self.files[units[0].group], [u.key for u in units], columns)
+
+    def stack(self, parts: Sequence[Any]) -> Any:
+        return self._reader.stack(parts)
+
     def row_bytes(self, columns: Optional[List[str]]) -> float:
         names = columns if columns is not None else list(self._row_bytes)
         return max(sum(self._row_bytes.get(c, 8.0 * self._total_rows) for c in names) / self._total_rows, 1.0)
@@ -193,7 +210,7 @@ class _ParquetSource(_Source):
 class _FrameSource(_Source):
     def __init__(self, frame: Any, schema: Optional[Schema]) -> None:
         self.frame = frame.reset_index(drop=True)
-        self.cpu = not backend.is_gpu(frame)
+        self.cpu = backend.is_cpu(frame)
         self.schema = schema
         n = len(self.frame)
         self.units = [_Unit(0, (a, min(a + FRAME_UNIT_ROWS, n)), min(a + FRAME_UNIT_ROWS, n) - a)
@@ -235,11 +252,7 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
     if isinstance(data, Dataset):
         ds = data
     elif _is_frame(data):
-        frame = data
-        if cpu is True and backend.is_gpu(frame):
-            frame = frame.to_pandas()
-        elif cpu is False and not backend.is_gpu(frame):
-            frame = backend.from_host(frame, cpu=False)
+        frame = backend.to_backend(data, cpu)
         from ..workflow.workflow import schema_of_frame
 
         return _FrameSource(frame, schema or schema_of_frame(frame))
@@ -255,9 +268,7 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
     return _DaskSource(ds.to_ddf(), ds.cpu, schema or ds.schema)
 
 
-def _is_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
+_is_frame = backend.is_frame
 
 
 # ---------------------------------------------------------------------------------------
@@ -400,26 +411,9 @@ def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
     return out
 
 
-#: alignment of the batch arrays made on the CPU: TensorFlow's CPU kernels need 64-byte aligned
-#: buffers, and aligned arrays can be handed to it through DLPack without a copy
-ALIGN = 64
-
-
-def _take_aligned(arr: np.ndarray, perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
-    """``arr[perm]`` (or a copy of ``arr``) in a new array whose row ``first_row`` starts on an
-    :data:`ALIGN`-byte boundary: batches start at that row plus multiples of ``batch_size``, so
-    their slices are aligned whenever ``batch_size * row bytes`` is a multiple of :data:`ALIGN`."""
-    shape = ((len(perm) if perm is not None else len(arr)),) + arr.shape[1:]
-    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
-    nbytes = int(np.prod(shape, dtype=np.int64)) * arr.dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    off = (-(buf.ctypes.data + first_row * row_bytes)) % ALIGN
-    out = buf[off:off + nbytes].view(arr.dtype).reshape(shape)
-    if perm is None:
-        np.copyto(out, arr)
-    else:
-        np.take(arr, perm, axis=0, out=out, mode="clip")   # indices are valid; "clip" avoids a buffered copy
-    return out
+#: alignment of the batch arrays made on the CPU (see :func:`tabprep.backend.take_aligned`)
+ALIGN = backend.ALIGN
+_take_aligned = backend.take_aligned
 
 
 def _slice(col: Any, a: int, b: int) -> Any:
@@ -443,29 +437,6 @@ def _concat_batches(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
         else:
             out[name] = _xp(first).concatenate([p[name] for p in parts])
     return out
-
-
-def _total_memory(cpu: bool, device: int) -> int:
-    """Total bytes of RAM (CPU) or of the GPU ``device``."""
-    if not cpu:
-        import cupy
-
-        with cupy.cuda.Device(device):
-            return int(cupy.cuda.runtime.memGetInfo()[1])
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().total)
-    except ImportError:  # pragma: no cover - psutil is a dev dependency; sysconf is POSIX
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _sync(cpu: bool) -> None:
-    """Wait for the GPU work queued by this thread (before arrays are handed to another stream)."""
-    if not cpu:
-        import cupy
-
-        cupy.cuda.get_current_stream().synchronize()
 
 
 # ---------------------------------------------------------------------------------------
@@ -587,7 +558,7 @@ class _ChunkStream:
         self.plan = plan
         self.prefetch = loader.prefetch
         self.threads = loader.threads
-        self._init = _thread_init(loader.cpu, loader.device)
+        self._init = loader._device.thread_init()
         self._pf: Optional[_Prefetcher] = None
         self._next = -1
         self._last: Tuple[int, Optional[_Chunk]] = (-1, None)
@@ -635,18 +606,6 @@ def _weak_producer(loader: "DataLoader", plan: _EpochPlan) -> Callable[[int], _C
         return obj._prepare_chunk(plan, k)
 
     return produce
-
-
-def _thread_init(cpu: bool, device: int) -> Optional[Callable[[], None]]:
-    if cpu:
-        return None
-
-    def init() -> None:
-        import cupy
-
-        cupy.cuda.Device(device).use()
-
-    return init
 
 
 def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_last: bool,
@@ -792,8 +751,9 @@ class DataLoader:
             self.device = int(device)
         self._source = _make_source(paths_or_dataset, cpu, engine, reader_kwargs, schema)
         self.cpu = self._source.cpu
+        self._device = backend.compute_device(self.cpu, self.device)
         if threads is None:
-            threads = 1 if not self.cpu else max(1, min(2, (os.cpu_count() or 1) // 2))
+            threads = self._device.default_threads()
         if int(threads) < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = int(threads)
@@ -971,7 +931,7 @@ class DataLoader:
     def _target_piece_rows(self) -> int:
         if self.buffer_size >= 1:
             return int(self.buffer_size)
-        mem = _total_memory(self.cpu, self.device) * self.buffer_size
+        mem = self._device.total_memory() * self.buffer_size
         return max(int(mem / self._source.row_bytes(self._read_columns)), 1)
 
     def _plan_rank(self) -> None:
@@ -1022,25 +982,17 @@ class DataLoader:
         return -(-self._num_rows // self.batch_size)
 
     # -- chunk preparation (runs in the prefetch thread) ----------------------------------------
-    def _read_piece(self, piece: _Piece, arrow: bool = False) -> Any:
+    def _read_piece(self, piece: _Piece) -> Any:
         units = [self._source.units[i] for i in piece.units]
-        if arrow:
-            df = self._source.read_arrow(units, self._read_columns)
-        else:
-            df = self._source.read(units, self._read_columns)
+        df = self._source.read_part(units, self._read_columns)
         full = sum(u.num_rows for u in units)
         if piece.start or piece.stop != full:
-            df = df.slice(piece.start, piece.stop - piece.start) if arrow else df.iloc[piece.start:piece.stop]
+            df = backend.slice_rows(df, piece.start, piece.stop)
         return df
 
     def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
         pieces = plan.chunks[k]
-        if isinstance(self._source, _ParquetSource) and self._source.cpu:
-            # parquet on the CPU: the pieces are stacked as Arrow tables, converted once
-            raw = backend.tables_to_frame([self._read_piece(p, arrow=True) for p in pieces])
-        else:
-            frames = [self._read_piece(p) for p in pieces]
-            raw = frames[0].reset_index(drop=True) if len(frames) == 1 else backend.concat_rows(frames)
+        raw = self._source.stack([self._read_piece(p) for p in pieces])
         expected = plan.offsets[k + 1] - plan.offsets[k]
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
@@ -1058,27 +1010,22 @@ class DataLoader:
         first = 0
         if self.shuffle and n > 1:
             perm = np.random.default_rng(plan.seed + [k + 1]).permutation(n)
-        if self.cpu:
-            # the first row of this chunk that starts a full batch: batch slices from there on are
-            # 64-byte aligned, so the TF adapter hands them over without a copy
-            first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
-            columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
-                       else _take_aligned(c, perm, first) for name, c in columns.items()}
-        elif perm is not None:
-            import cupy
-
-            perm = cupy.asarray(perm)
-            columns = {name: take_ragged(c, perm) if isinstance(c, _RaggedColumn) else c[perm]
-                       for name, c in columns.items()}
+        if perm is not None:
+            perm = self._device.asarray(perm)
+        # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
+        # on are 64-byte aligned (backend.take_rows), so the TF adapter hands them over without a copy
+        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
+                   else backend.take_rows(c, perm, first) for name, c in columns.items()}
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
                 dense = pad_ragged(columns[name], m)
-                columns[name] = _take_aligned(dense, None, first) if self.cpu else dense
+                columns[name] = backend.take_rows(dense, None, first)
         for c in columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
-        _sync(self.cpu)
+        self._device.synchronize()
         return _Chunk(columns, n)
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
@@ -1112,28 +1059,7 @@ class DataLoader:
         if backend.is_string_series(s):
             raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
                             f"Categorify or HashBucket in the workflow")
-        if backend.is_gpu(s):
-            if s.null_count:
-                self._warn_nulls(name, s)
-                s = s.fillna(float("nan") if s.dtype.kind == "f" else 0)
-            arr = s.values
-            import cupy
-
-            arr = arr.astype(cupy.float32, copy=False) if cont else arr
-            return cupy.ascontiguousarray(arr)
-        dtype = s.dtype
-        np_dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype)) if not isinstance(dtype, np.dtype) else dtype
-        if not isinstance(dtype, np.dtype) and s.hasnans:
-            self._warn_nulls(name, s)
-            if np_dtype.kind in "iub" and not cont:
-                arr = s.to_numpy(dtype=np_dtype if np_dtype.kind != "b" else np.int8, na_value=0)
-            else:
-                arr = s.to_numpy(dtype=np.float32 if cont else np.float64, na_value=np.nan)
-        else:
-            arr = s.to_numpy(dtype=np_dtype)
-        if cont and arr.dtype != np.float32:
-            arr = arr.astype(np.float32)
-        return np.ascontiguousarray(arr)
+        return backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
 
     def _warn_nulls(self, name: str, s: Any) -> None:
         if name not in self._warned_nulls:
@@ -1232,7 +1158,7 @@ class DataLoader:
         self._ensure_ready()
         return (f"{type(self).__name__}({self._source.describe()}, batch_size={self.batch_size}, rows={self.num_rows}, "
                 f"batches={len(self)}, shuffle={self.shuffle}, rank={self.global_rank}/{self.global_size}, "
-                f"{'cpu' if self.cpu else f'gpu:{self.device}'})")
+                f"{self._device.name})")
 
 
 def _missing(name: str, available: List[str], where: str) -> str:
