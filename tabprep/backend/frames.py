@@ -92,6 +92,11 @@ def concat_columns(frames: Sequence[Any]):
     return _concat_columns(frames[0], frames)
 
 
+take_frame_rows = Dispatch("take_frame_rows", """Rows ``perm`` (int numpy array) of a frame, in that order,
+index reset (the writer's shuffles).""")
+take_frame_rows.register(object, lambda df, perm: df.take(perm).reset_index(drop=True))
+
+
 def concat_rows(frames: Sequence[Any]):
     """Concatenate frames of the same columns one under the other, index reset."""
     frames = list(frames)
@@ -273,6 +278,6 @@ def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> 
     return dd.read_csv(files, blocksize=blocksize, **kwargs)
 
 
-register_gpu_lazy(_make_frame, _new_series, _concat_columns, to_backend, move_like, nullable_columns,
+register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, nullable_columns,
                   nullable_int_dtypes,
                   set_nulls, cast_keep_nulls, frame_to_arrow, to_dask)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .dispatch import Dispatch
+from .dispatch import Dispatch, register_gpu_lazy
 
 
 def _gpu():
@@ -148,3 +148,30 @@ def parquet_reader(cpu: bool) -> Any:
 slice_rows = Dispatch("slice_rows", "Rows ``[start, stop)`` of an Arrow table or a pandas / cuDF frame.")
 slice_rows.register(pa.Table, lambda t, start, stop: t.slice(start, stop - start))
 slice_rows.register(object, lambda df, start, stop: df.iloc[start:stop])
+
+
+write_parquet_part = Dispatch("write_parquet_part", """Write a frame as one parquet file; returns its row count.
+
+pandas: through Arrow (``row_group_size`` rows per group, default ``default_row_group``), then the
+freed pages are handed back to the OS (keeps RSS flat). cuDF: its own writer encodes on the
+device (no copy to the host), cuDF's default row groups unless ``row_group_size`` is given,
+every field nullable.""")
+
+
+@write_parquet_part.register(object)
+def _write_parquet_part_pandas(df: Any, path: str, row_group_size: Optional[int], compression: str,
+                               default_row_group: Optional[int] = None) -> int:
+    import pyarrow.parquet as pq
+
+    from .core import release_memory
+    from .frames import frame_to_arrow
+
+    table = frame_to_arrow(df).replace_schema_metadata(None)
+    pq.write_table(table, path, row_group_size=row_group_size or default_row_group, compression=compression)
+    rows = table.num_rows
+    del df, table
+    release_memory(collect=False)  # keeps RSS flat: freed pages otherwise stay in the allocators
+    return rows
+
+
+register_gpu_lazy(write_parquet_part)

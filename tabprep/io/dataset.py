@@ -19,11 +19,10 @@ from ..schema import Schema
 log = logging.getLogger(__name__)
 
 #: default partition size (uncompressed bytes of the columns read); the GPU takes bigger bites
-DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
-#: GPU floor; the default is 1/16 of the device's memory when larger (5 GB on an 80 GB H100):
-#: every cuDF call costs ~0.1-1 ms of Python whatever the rows, so fewer, bigger partitions
-#: go faster, and 1/16 leaves room for two partitions in flight with their temporaries
-DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
+#: (see :class:`tabprep.backend.HostDevice` / :class:`~tabprep.backend.CudaDevice`)
+DEFAULT_PART_SIZE_CPU = backend.PART_SIZE_CPU
+#: GPU floor; the default is 1/16 of the device's memory when larger
+DEFAULT_PART_SIZE_GPU = backend.PART_SIZE_GPU
 
 SCHEMA_FILE = "_schema.json"
 SUCCESS_FILE = "_SUCCESS"
@@ -165,9 +164,9 @@ class Dataset:
     @property
     def pieces(self) -> List[Piece]:
         if self._pieces is None:
-            self._pieces = plan_pieces(self.files, parse_size(self.part_size) or
-                                       (DEFAULT_PART_SIZE_CPU if self.cpu else default_gpu_part_size()),
-                                       span_files=not self.cpu)
+            dev = backend.compute_device(self.cpu)
+            self._pieces = plan_pieces(self.files, parse_size(self.part_size) or dev.default_part_size(),
+                                       span_files=dev.pieces_span_files)
         return self._pieces
 
     def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
@@ -186,9 +185,8 @@ class Dataset:
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
                                label="tabprep-read-parquet", enforce_metadata=False)
         # csv
-        ddf = backend.read_csv(self.files, parse_size(self.part_size) or
-                               (DEFAULT_PART_SIZE_CPU if self.cpu else DEFAULT_PART_SIZE_GPU),
-                               self.cpu, **self.read_kwargs)
+        blocksize = parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
+        ddf = backend.read_csv(self.files, blocksize, self.cpu, **self.read_kwargs)
         return ddf[list(columns)] if columns is not None else ddf
 
     def compute(self) -> Any:
@@ -267,7 +265,7 @@ def _infer_engine(files: List[str]) -> str:
 
 def default_gpu_part_size() -> int:
     """:data:`DEFAULT_PART_SIZE_GPU` or 1/16 of the current device's memory, the larger."""
-    return max(DEFAULT_PART_SIZE_GPU, backend.gpu_total_memory() // 16)  # 0 without a usable device
+    return backend.CudaDevice(0).default_part_size()
 
 
 def plan_pieces(files: List[str], part_size: int, span_files: bool = False) -> List[Piece]:
