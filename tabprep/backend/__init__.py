@@ -37,8 +37,8 @@ from .arrays import (ALIGN, _numpy_kind_dtype, array_clip_bounds, array_module, 
                      is_int_like, is_list_series, is_string_series, isnull, log1p_int, mod_buckets, murmur3,
                      quiet, take_aligned, take_rows, to_host, to_numpy, value_counts)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
-                   compute_options, compute_options_for, device, gpu_free_memory_mb, gpu_total_memory, has_cudf,
-                   host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
+                   compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
+                   has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
                    use_rmm_pool)
 from .dispatch import Dispatch
 from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, concat_columns,
@@ -56,7 +56,8 @@ __all__ = [
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",
-    "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_free_memory_mb", "gpu_total_memory",
+    "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
+    "gpu_total_memory",
     "has_cudf", "host_memory_bytes", "index_of", "int_data", "int_log1p32", "int_values", "is_cpu",
     "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
     "list_from_leaves", "list_leaves", "lists_to_arrow", "log1p_int", "make_frame", "mod_buckets",

@@ -247,6 +247,22 @@ def compute_device(cpu: bool, index: int = 0) -> Any:
     return HostDevice() if cpu else CudaDevice(index)
 
 
+def gpu_count() -> int:
+    """Number of visible CUDA devices (NVML, else the CUDA runtime through cupy); 0 without any."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:  # noqa: BLE001
+        try:
+            import cupy
+
+            return int(cupy.cuda.runtime.getDeviceCount())
+        except Exception:  # noqa: BLE001
+            return 0
+
+
 def gpu_total_memory() -> int:
     """Total bytes of the current GPU; 0 where no device is usable."""
     try:

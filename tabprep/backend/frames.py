@@ -125,7 +125,8 @@ def _to_backend_pandas(frame: Any, cpu: Optional[bool]):
     return frame
 
 
-move_like = Dispatch("move_like", """Host (pandas) frame ``frame`` on the backend of ``like``; dispatched on ``like``.""")
+move_like = Dispatch("move_like", """Host (pandas) frame ``frame`` on the backend of ``like``
+(dispatched on ``like``: a cuDF copy for cuDF objects, ``frame`` itself otherwise).""")
 move_like.register(object, lambda like, frame: frame)
 
 
