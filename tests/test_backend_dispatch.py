@@ -86,6 +86,12 @@ def test_every_gpu_dispatcher_is_registered_lazily():
         d = getattr(mods[alias], name)
         assert isinstance(d, Dispatch), name
         assert set(d._lazy) >= {"cudf", "cupy", "dask_cudf"} or d._modules, f"{name} is not registered lazily"
+    # and the other way round: a dispatcher that loads the GPU module must get a GPU implementation
+    # there (else cuDF objects would silently run the pandas code)
+    with_gpu = {id(getattr(mods[alias], name)) for alias, name in registered}
+    lazy = {d.__name__ for mod in mods.values() for d in vars(mod).values()
+            if isinstance(d, Dispatch) and d._lazy and id(d) not in with_gpu}
+    assert lazy == set()
 
 
 def test_importing_tabprep_imports_no_gpu_library():
