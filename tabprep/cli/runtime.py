@@ -290,7 +290,7 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
             from dask_cuda import LocalCUDACluster
         except ImportError:
             raise JobFailed("--workers on the GPU needs dask-cuda (pip install tabprep[gpu]); or add --cpu") from None
-        n_gpus = _gpu_count()
+        n_gpus = backend.gpu_count()
         n = n_gpus if workers == "auto" else int(workers)
         if n > n_gpus:
             raise UsageProblem(f"--workers {n} on the GPU needs {n} GPUs (one worker per GPU); this machine has "
@@ -310,17 +310,3 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
         yield client
 
-
-def _gpu_count() -> int:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        return int(pynvml.nvmlDeviceGetCount())
-    except Exception:  # noqa: BLE001
-        try:
-            import cupy
-
-            return int(cupy.cuda.runtime.getDeviceCount())
-        except Exception:  # noqa: BLE001
-            return 0

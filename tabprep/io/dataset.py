@@ -9,8 +9,6 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import dask.dataframe as dd
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -24,11 +22,10 @@ from .writer import write_dataset
 log = logging.getLogger(__name__)
 
 #: default partition size (uncompressed bytes of the columns read); the GPU takes bigger bites
-DEFAULT_PART_SIZE_CPU = 128 * 1024 ** 2
-#: GPU floor; the default is 1/16 of the device's memory when larger (5 GB on an 80 GB H100):
-#: every cuDF call costs ~0.1-1 ms of Python whatever the rows, so fewer, bigger partitions
-#: go faster, and 1/16 leaves room for two partitions in flight with their temporaries
-DEFAULT_PART_SIZE_GPU = 1024 * 1024 ** 2
+#: (see :class:`tabprep.backend.HostDevice` / :class:`~tabprep.backend.CudaDevice`)
+DEFAULT_PART_SIZE_CPU = backend.PART_SIZE_CPU
+#: GPU floor; the default is 1/16 of the device's memory when larger
+DEFAULT_PART_SIZE_GPU = backend.PART_SIZE_GPU
 
 
 def parse_size(size: Union[None, int, str]) -> Optional[int]:
@@ -78,16 +75,12 @@ class Dataset:
             self.__dict__.update(src.__dict__)
             return
         if _is_dask_frame(src):
-            self.cpu = not backend.is_gpu(src._meta) if cpu is None else backend.resolve_cpu(cpu)
+            self.cpu = backend.is_cpu(src._meta) if cpu is None else backend.resolve_cpu(cpu)
             self._ddf = src
             self.engine = "dask"
         elif _is_memory_frame(src):
-            self.cpu = not backend.is_gpu(src) if cpu is None else backend.resolve_cpu(cpu)
-            frame = src
-            if self.cpu and backend.is_gpu(frame):
-                frame = frame.to_pandas()
-            elif not self.cpu and not backend.is_gpu(frame):
-                frame = backend.from_host(frame, cpu=False)
+            self.cpu = backend.is_cpu(src) if cpu is None else backend.resolve_cpu(cpu)
+            frame = backend.to_backend(src, self.cpu)
             self._ddf = _from_frame(frame, npartitions or 1)
             self.engine = "memory"
         else:
@@ -158,9 +151,9 @@ class Dataset:
     @property
     def pieces(self) -> List[Piece]:
         if self._pieces is None:
-            self._pieces = plan_pieces(self.files, parse_size(self.part_size) or
-                                       (DEFAULT_PART_SIZE_CPU if self.cpu else default_gpu_part_size()),
-                                       span_files=not self.cpu)
+            dev = backend.compute_device(self.cpu)
+            self._pieces = plan_pieces(self.files, parse_size(self.part_size) or dev.default_part_size(),
+                                       span_files=dev.pieces_span_files)
         return self._pieces
 
     def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
@@ -175,19 +168,12 @@ class Dataset:
             pieces = self.pieces
             if not pieces:
                 return _from_frame(meta, 1)
-            nullable = {c: str(meta[c].dtype) for c in meta.columns if str(meta[c].dtype)[:1] in ("I", "U")} \
-                if self.cpu else {}
+            nullable = backend.nullable_int_dtypes(meta)
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
                                label="tabprep-read-parquet", enforce_metadata=False)
         # csv
-        if self.cpu:
-            ddf = dd.read_csv(self.files, blocksize=parse_size(self.part_size) or DEFAULT_PART_SIZE_CPU,
-                              **self.read_kwargs)
-        else:
-            import dask_cudf
-
-            ddf = dask_cudf.read_csv(self.files, blocksize=parse_size(self.part_size) or DEFAULT_PART_SIZE_GPU,
-                                     **self.read_kwargs)
+        blocksize = parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
+        ddf = backend.read_csv(self.files, blocksize, self.cpu, **self.read_kwargs)
         return ddf[list(columns)] if columns is not None else ddf
 
     def compute(self) -> Any:
@@ -264,13 +250,7 @@ def _infer_engine(files: List[str]) -> str:
 
 def default_gpu_part_size() -> int:
     """:data:`DEFAULT_PART_SIZE_GPU` or 1/16 of the current device's memory, the larger."""
-    try:
-        import cupy
-
-        total = int(cupy.cuda.Device().mem_info[1])
-    except Exception:  # noqa: BLE001 - no usable device here: the floor applies
-        total = 0
-    return max(DEFAULT_PART_SIZE_GPU, total // 16)
+    return backend.CudaDevice(0).default_part_size()
 
 
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
@@ -292,14 +272,8 @@ def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: O
     schema = pq.read_schema(path)
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
-    if not cpu:  # cuDF keeps nulls in any dtype; from Arrow also handles empty list columns
-        return backend.arrow_to_frame(schema.empty_table(), cpu=False)
-    frame = backend.arrow_to_frame(schema.empty_table(), cpu=True)
     # int columns that hold a null anywhere in the dataset are nullable ints in every partition
-    for fld in schema:
-        if pa.types.is_integer(fld.type) and (nulls is None or fld.name in nulls):
-            frame[fld.name] = frame[fld.name].astype(str(fld.type).replace("uint", "UInt").replace("int", "Int"))
-    return frame
+    return backend.empty_frame(schema, cpu, nulls)
 
 
 def null_columns(files: List[str]) -> set:
@@ -327,38 +301,10 @@ def _file_null_columns(path: str, mtime: float) -> frozenset:
 
 
 def _from_frame(frame: Any, npartitions: int) -> Any:
-    if backend.is_gpu(frame):
-        import dask_cudf
-
-        return dask_cudf.from_cudf(frame, npartitions=npartitions)
-    return dd.from_pandas(_lists_to_arrow(frame), npartitions=npartitions, sort=False)
+    return backend.to_dask(frame, npartitions)  # pandas: list columns of Python objects become Arrow lists
 
 
-def _lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
-    """Object columns holding Python lists / arrays become Arrow list columns.
-
-    Otherwise dask would turn them into strings (``"[1, 2]"``), and ops could not see them as
-    multi-hot columns.
-    """
-    converted = {}
-    for name in frame.columns:
-        s = frame[name]
-        if s.dtype != object:
-            continue
-        first = s.dropna().head(1)
-        if len(first) and isinstance(first.iloc[0], (list, tuple, np.ndarray)):
-            try:
-                arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else list(v) for v in s])
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise TypeError(f"column {name!r} holds lists that Arrow cannot type ({exc}); make every element "
-                                f"the same type (e.g. all ints or all strings)") from None
-            converted[name] = pd.Series(pd.arrays.ArrowExtensionArray(arr), index=s.index, name=name)
-    if not converted:
-        return frame
-    out = frame.copy(deep=False)
-    for name, col in converted.items():
-        out[name] = col
-    return out
+_lists_to_arrow = backend.lists_to_arrow
 
 
 def _stored_schema(first_file: str) -> Optional[Schema]:
@@ -377,6 +323,4 @@ def _is_dask_frame(obj: Any) -> bool:
     return hasattr(obj, "to_delayed") and hasattr(obj, "_meta") and hasattr(obj, "npartitions")
 
 
-def _is_memory_frame(obj: Any) -> bool:
-    mod = type(obj).__module__
-    return type(obj).__name__ == "DataFrame" and (mod.startswith("pandas") or mod.startswith("cudf"))
+_is_memory_frame = backend.is_frame

@@ -108,15 +108,9 @@ def plan_outputs(part_rows: Sequence[int], files_per_worker: int, workers: Optio
 
 
 # -- tasks --------------------------------------------------------------------------------
-def _to_table(df: Any) -> pa.Table:
-    table = backend.frame_to_arrow(df)
-    return table.replace_schema_metadata(None)
-
-
 def _shuffle_frame(df: Any, seed: int) -> Any:
     rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(df))
-    return df.take(perm).reset_index(drop=True) if not backend.is_gpu(df) else df.iloc[perm].reset_index(drop=True)
+    return backend.take_frame_rows(df, rng.permutation(len(df)))
 
 
 def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
@@ -126,20 +120,10 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     if shuffle in ("partition", "full") and len(df):
         df = _shuffle_frame(df, seed)
     # full shuffle: the rows are in random order now, so each output file can take a contiguous
-    # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance)
-    if backend.is_gpu(df):
-        # cuDF's parquet writer encodes on the device: no copy of the partition to the host
-        # cuDF's default row groups (1M rows): small ones make its writer ~2x slower
-        df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
-                                             row_group_size_rows=row_group_size or None,
-                                             force_nullable_schema=True)
-        out["rows"] = len(df)
-        return out
-    table = _to_table(df)
-    pq.write_table(table, path, row_group_size=row_group_size or PART_ROW_GROUP, compression=compression)
-    out["rows"] = table.num_rows
-    del df, table
-    backend.release_memory(collect=False)  # keeps RSS flat: freed pages otherwise stay in the allocators
+    # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance).
+    # pandas goes through Arrow (PART_ROW_GROUP rows per group); cuDF encodes on the device.
+    out["rows"] = backend.write_parquet_part(df, path, row_group_size, compression,
+                                             default_row_group=PART_ROW_GROUP)
     return out
 
 
@@ -272,8 +256,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
                           options.get("compression") or "snappy" if direct else "snappy")
                  for i, part in enumerate(ddf.to_delayed())]
-        gpu = backend.is_gpu(ddf._meta)
-        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", gpu)
+        options = backend.compute_options_for(ddf._meta)
+        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", options)
         part_rows = [r["rows"] for r in results]
         if direct:
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]
@@ -385,10 +369,11 @@ def _json_default(o: Any) -> Any:
 
 
 def _compute(tasks: List[Any], progress: Optional[Callable[[str, int, int], None]], stage: str,
-             gpu: bool = False) -> List[Any]:
-    """dask.compute with an optional progress callback (local schedulers and distributed)."""
+             options: Optional[Dict[str, Any]] = None) -> List[Any]:
+    """dask.compute with an optional progress callback (local schedulers and distributed);
+    ``options``: :func:`backend.compute_options_for` the data (default: the CPU's)."""
     total = len(tasks)
-    options = backend.compute_options(gpu)
+    options = options if options is not None else backend.compute_options(False)
     if progress is None or total == 0:
         return list(dask.compute(*tasks, **options)) if tasks else []
     try:

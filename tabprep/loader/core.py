@@ -47,644 +47,32 @@ array (numpy on the CPU, cupy on the GPU):
   ``sparse_as_dense=True``.
 
 See :mod:`tabprep.loader.tensorflow` for the Keras adapter.
+
+Modules, by stage: :mod:`~tabprep.loader.sources` (units, reading),
+:mod:`~tabprep.loader.planning` (pieces, shards), :mod:`~tabprep.loader.prefetch` (background
+threads, batches), :mod:`~tabprep.loader.ragged` (batch containers, list columns); this module
+holds :class:`DataLoader` and re-exports their names. Backend differences (pandas / cuDF, numpy /
+cupy, host / device) are :mod:`tabprep.backend` calls.
 """
 from __future__ import annotations
 
-import bisect
 import logging
-import os
 import threading
-import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import backend
-from .._util import did_you_mean, is_frame
+from .._util import did_you_mean
 from ..schema import Schema, Tags
+from .planning import _EpochPlan, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
+from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
+from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
+                     _slice, _take_aligned, _xp, pad_ragged, take_ragged)
+from .sources import (FRAME_UNIT_ROWS, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
+                      _ParquetSource, _Piece, _Source, _Unit)
 
 log = logging.getLogger(__name__)
-
-#: rows of one unit when the source is an in-memory frame (units are grouped into pieces)
-FRAME_UNIT_ROWS = 8192
-#: padding id of multi-hot columns made dense (Categorify's padding id)
-PAD_ID = 0
-
-
-# ---------------------------------------------------------------------------------------
-# batch containers
-# ---------------------------------------------------------------------------------------
-class RaggedBatch(NamedTuple):
-    """A list column of one batch: ``values`` (flat, all rows' elements one after the other)
-    and ``lengths`` (int64, one count per row; ``lengths.sum() == len(values)``)."""
-
-    values: Any
-    lengths: Any
-
-
-@dataclass
-class _RaggedColumn:
-    """A list column of one chunk: flat values and ``offsets`` (int64, rows + 1)."""
-
-    values: Any
-    offsets: Any
-    host_offsets: Optional[np.ndarray] = None  # numpy copy of offsets (GPU), so slicing needs no sync
-    row_lengths: Any = None                    # offsets' differences, computed once per chunk
-
-    @property
-    def lengths(self) -> Any:
-        if self.row_lengths is not None:
-            return self.row_lengths
-        return self.offsets[1:] - self.offsets[:-1]
-
-
-@dataclass
-class _Chunk:
-    """Prepared (transformed, shuffled) columns of one chunk."""
-
-    columns: Dict[str, Any]
-    num_rows: int
-
-
-# ---------------------------------------------------------------------------------------
-# sources: units of data and how to read them
-# ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Unit:
-    group: int       # pieces never span groups (files)
-    key: Any         # row-group index / partition index / (start, stop)
-    num_rows: int
-
-
-@dataclass(frozen=True)
-class _Piece:
-    """Consecutive units of one group, rows ``[start, stop)`` of their concatenation."""
-
-    units: Tuple[int, ...]
-    start: int
-    stop: int
-
-    @property
-    def num_rows(self) -> int:
-        return self.stop - self.start
-
-
-class _Source:
-    """Where the rows come from. Subclasses fill ``units``, ``cpu``, ``schema``."""
-
-    units: List[_Unit]
-    cpu: bool
-    schema: Optional[Schema]
-
-    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        raise NotImplementedError
-
-    def row_bytes(self, columns: Optional[List[str]]) -> float:
-        """Estimated bytes of one row of ``columns`` in memory."""
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        return type(self).__name__
-
-
-class _ParquetSource(_Source):
-    def __init__(self, files: List[str], cpu: bool, schema: Optional[Schema]) -> None:
-        import pyarrow.parquet as pq
-
-        self.files = files
-        self.cpu = cpu
-        self.schema = schema
-        self.units = []
-        self._row_bytes: Dict[str, float] = {}
-        total_rows = 0
-        for gi, f in enumerate(files):
-            try:
-                md = pq.ParquetFile(f).metadata
-            except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
-                raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
-            for i in range(md.num_row_groups):
-                rg = md.row_group(i)
-                if rg.num_rows:
-                    self.units.append(_Unit(gi, i, rg.num_rows))
-                    total_rows += rg.num_rows
-                for j in range(rg.num_columns):
-                    col = rg.column(j)
-                    name = col.path_in_schema.split(".")[0]
-                    self._row_bytes[name] = self._row_bytes.get(name, 0.0) + col.total_uncompressed_size
-        self._total_rows = max(total_rows, 1)
-
-    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        path = self.files[units[0].group]
-        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu)
-
-    def read_arrow(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        path = self.files[units[0].group]
-        return backend.read_parquet_table(path, [u.key for u in units], columns)
-
-    def row_bytes(self, columns: Optional[List[str]]) -> float:
-        names = columns if columns is not None else list(self._row_bytes)
-        return max(sum(self._row_bytes.get(c, 8.0 * self._total_rows) for c in names) / self._total_rows, 1.0)
-
-    def describe(self) -> str:
-        return f"{len(self.files)} parquet file(s) like {self.files[0]}" if self.files else "no files"
-
-
-class _FrameSource(_Source):
-    def __init__(self, frame: Any, schema: Optional[Schema]) -> None:
-        self.frame = frame.reset_index(drop=True)
-        self.cpu = not backend.is_gpu(frame)
-        self.schema = schema
-        n = len(self.frame)
-        self.units = [_Unit(0, (a, min(a + FRAME_UNIT_ROWS, n)), min(a + FRAME_UNIT_ROWS, n) - a)
-                      for a in range(0, n, FRAME_UNIT_ROWS)]
-
-    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        df = self.frame if columns is None else self.frame[list(columns)]
-        return df.iloc[units[0].key[0]: units[-1].key[1]]
-
-    def row_bytes(self, columns: Optional[List[str]]) -> float:
-        df = self.frame if columns is None else self.frame[list(columns)]
-        return max(float(df.memory_usage(index=False).sum()) / max(len(df), 1), 1.0)
-
-
-class _DaskSource(_Source):
-    """Partitions of a dask (or dask-cuDF) frame; their lengths are computed once (one pass)."""
-
-    def __init__(self, ddf: Any, cpu: bool, schema: Optional[Schema]) -> None:
-        self.ddf = ddf
-        self.cpu = cpu
-        self.schema = schema
-        lengths = ddf.map_partitions(len).compute()
-        self.units = [_Unit(i, i, int(n)) for i, n in enumerate(lengths) if int(n) > 0]
-
-    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        ddf = self.ddf if columns is None else self.ddf[list(columns)]
-        frames = [ddf.get_partition(u.key).compute() for u in units]
-        return frames[0] if len(frames) == 1 else backend.concat_rows(frames)
-
-    def row_bytes(self, columns: Optional[List[str]]) -> float:
-        meta = self.ddf._meta if columns is None else self.ddf._meta[list(columns)]
-        return 8.0 * max(len(meta.columns), 1)
-
-
-def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_kwargs: Optional[Dict[str, Any]],
-                 schema: Optional[Schema]) -> _Source:
-    from ..io.dataset import Dataset
-
-    if isinstance(data, Dataset):
-        ds = data
-    elif is_frame(data):
-        frame = data
-        if cpu is True and backend.is_gpu(frame):
-            frame = frame.to_pandas()
-        elif cpu is False and not backend.is_gpu(frame):
-            frame = backend.from_host(frame, cpu=False)
-        from ..workflow.workflow import schema_of_frame
-
-        return _FrameSource(frame, schema or schema_of_frame(frame))
-    else:
-        ds = Dataset(data, engine=engine, cpu=cpu, **(reader_kwargs or {}))
-    if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None:
-        use_cpu = ds.cpu if cpu is None else backend.resolve_cpu(cpu)
-        return _ParquetSource(ds.files, use_cpu, schema or ds.schema)
-    if ds.engine == "memory" and not ds.files:
-        # an in-memory Dataset: slice the frame itself rather than computing dask partitions
-        frame = ds.to_ddf().compute()
-        return _make_source(frame, cpu if cpu is not None else ds.cpu, None, None, schema or ds.schema)
-    return _DaskSource(ds.to_ddf(), ds.cpu, schema or ds.schema)
-
-
-# ---------------------------------------------------------------------------------------
-# planning: pieces, shards, chunks
-# ---------------------------------------------------------------------------------------
-def plan_pieces(units: Sequence[_Unit], target_rows: int) -> List[_Piece]:
-    """Group consecutive units of the same group into pieces of at most ``target_rows`` rows.
-
-    A unit larger than ``target_rows`` (a big parquet row group) is a piece by itself: pieces
-    have row-group granularity and row groups are never read twice.
-    """
-    target_rows = max(int(target_rows), 1)
-    pieces: List[_Piece] = []
-    cur: List[int] = []
-    rows = 0
-    for i, u in enumerate(units):
-        if cur and (units[cur[-1]].group != u.group or rows + u.num_rows > target_rows):
-            pieces.append(_Piece(tuple(cur), 0, rows))
-            cur, rows = [], 0
-        cur.append(i)
-        rows += u.num_rows
-    if cur:
-        pieces.append(_Piece(tuple(cur), 0, rows))
-    return pieces
-
-
-def _trim_piece(piece: _Piece, units: Sequence[_Unit], start: int, stop: int) -> _Piece:
-    """Rows ``[start, stop)`` (relative to the piece's units) of ``piece``, dropping whole units
-    that fall outside so they are not read."""
-    keep: List[int] = []
-    pos = 0
-    first_pos = None
-    for ui in piece.units:
-        n = units[ui].num_rows
-        if pos + n > start and pos < stop:
-            if first_pos is None:
-                first_pos = pos
-            keep.append(ui)
-        pos += n
-    assert first_pos is not None
-    return _Piece(tuple(keep), start - first_pos, stop - first_pos)
-
-
-def slice_rows(pieces: Sequence[_Piece], units: Sequence[_Unit], lo: int, hi: int) -> List[_Piece]:
-    """Pieces covering global rows ``[lo, hi)`` of the concatenation of ``pieces``."""
-    out: List[_Piece] = []
-    pos = 0
-    for p in pieces:
-        a, b = pos, pos + p.num_rows
-        pos = b
-        if b <= lo or a >= hi:
-            continue
-        s = max(lo, a) - a + p.start
-        e = min(hi, b) - a + p.start
-        out.append(_trim_piece(p, units, s, e))
-    return out
-
-
-def shard_rows(num_rows: int, global_size: int, global_rank: int, drop_last: bool) -> List[Tuple[int, int]]:
-    """Global row ranges of one rank (see the module docstring): equal counts on every rank.
-
-    Returns one range, or two when the rank wraps around to the start of the dataset.
-    """
-    if global_size < 1 or not 0 <= global_rank < global_size:
-        raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={global_rank}, "
-                         f"global_size={global_size}")
-    if num_rows <= 0:
-        return []
-    if drop_last:
-        per = num_rows // global_size
-        lo = global_rank * per
-        return [(lo, lo + per)] if per else []
-    per = -(-num_rows // global_size)
-    lo = min(global_rank * per, num_rows)
-    hi = min(lo + per, num_rows)
-    ranges = [(lo, hi)] if hi > lo else []
-    short = per - (hi - lo)
-    if short:
-        ranges.append((0, short))
-    return ranges
-
-
-@dataclass
-class _EpochPlan:
-    epoch: int
-    seed: Any
-    chunks: List[List[_Piece]]
-    offsets: List[int]          # first (input) row of each chunk; len(chunks) + 1 entries
-
-    @property
-    def num_rows(self) -> int:
-        return self.offsets[-1]
-
-
-# ---------------------------------------------------------------------------------------
-# array helpers (numpy or cupy)
-# ---------------------------------------------------------------------------------------
-def _xp(arr: Any):
-    return backend.array_module(arr)
-
-
-def _row_ids(offsets: Any, nnz: int, xp: Any) -> Any:
-    """Row index of each of the ``nnz`` flat values of a ragged column."""
-    lengths = offsets[1:] - offsets[:-1]
-    if xp is np:
-        return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    return xp.searchsorted(offsets[1:], xp.arange(nnz, dtype=xp.int64), side="right")
-
-
-def take_ragged(col: _RaggedColumn, perm: Any) -> _RaggedColumn:
-    """Rows ``perm`` (an int array on the column's device) of a ragged column."""
-    xp = _xp(col.offsets)
-    lengths = col.lengths[perm]
-    offsets = xp.zeros(len(lengths) + 1, dtype=xp.int64)
-    xp.cumsum(lengths, out=offsets[1:])
-    nnz = int(offsets[-1])
-    if nnz == 0:
-        return _RaggedColumn(col.values[:0], offsets)
-    rows = _row_ids(offsets, nnz, xp)
-    src = col.offsets[:-1][perm][rows] + (xp.arange(nnz, dtype=xp.int64) - offsets[rows])
-    return _RaggedColumn(col.values[src], offsets)
-
-
-def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
-    """Dense ``(rows, max_len)`` array of a ragged column, right-padded with ``pad``;
-    longer rows are truncated to their first ``max_len`` values."""
-    xp = _xp(col.offsets)
-    n = len(col.offsets) - 1
-    out = xp.full((n, max_len), pad, dtype=col.values.dtype)
-    nnz = len(col.values)
-    if nnz == 0 or max_len == 0:
-        return out
-    rows = _row_ids(col.offsets, nnz, xp)
-    pos = xp.arange(nnz, dtype=xp.int64) - col.offsets[rows]
-    keep = pos < max_len
-    if bool(keep.all()):
-        out[rows, pos] = col.values
-    else:
-        out[rows[keep], pos[keep]] = col.values[keep]
-    return out
-
-
-#: alignment of the batch arrays made on the CPU: TensorFlow's CPU kernels need 64-byte aligned
-#: buffers, and aligned arrays can be handed to it through DLPack without a copy
-ALIGN = 64
-
-
-def _take_aligned(arr: np.ndarray, perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
-    """``arr[perm]`` (or a copy of ``arr``) in a new array whose row ``first_row`` starts on an
-    :data:`ALIGN`-byte boundary: batches start at that row plus multiples of ``batch_size``, so
-    their slices are aligned whenever ``batch_size * row bytes`` is a multiple of :data:`ALIGN`."""
-    shape = ((len(perm) if perm is not None else len(arr)),) + arr.shape[1:]
-    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
-    nbytes = int(np.prod(shape, dtype=np.int64)) * arr.dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    off = (-(buf.ctypes.data + first_row * row_bytes)) % ALIGN
-    out = buf[off:off + nbytes].view(arr.dtype).reshape(shape)
-    if perm is None:
-        np.copyto(out, arr)
-    else:
-        np.take(arr, perm, axis=0, out=out, mode="clip")   # indices are valid; "clip" avoids a buffered copy
-    return out
-
-
-def _slice(col: Any, a: int, b: int) -> Any:
-    """Rows ``[a, b)`` of a chunk column (views)."""
-    if isinstance(col, _RaggedColumn):
-        host = col.host_offsets if col.host_offsets is not None else col.offsets
-        lo, hi = int(host[a]), int(host[b])
-        return RaggedBatch(col.values[lo:hi], col.lengths[a:b])
-    return col[a:b]
-
-
-def _concat_batches(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
-    if len(parts) == 1:
-        return parts[0]
-    out = {}
-    for name, first in parts[0].items():
-        if isinstance(first, RaggedBatch):
-            xp = _xp(first.values)
-            out[name] = RaggedBatch(xp.concatenate([p[name].values for p in parts]),
-                                    xp.concatenate([p[name].lengths for p in parts]))
-        else:
-            out[name] = _xp(first).concatenate([p[name] for p in parts])
-    return out
-
-
-def _total_memory(cpu: bool, device: int) -> int:
-    """Total bytes of RAM (CPU) or of the GPU ``device``."""
-    if not cpu:
-        import cupy
-
-        with cupy.cuda.Device(device):
-            return int(cupy.cuda.runtime.memGetInfo()[1])
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().total)
-    except ImportError:  # pragma: no cover - psutil is a dev dependency; sysconf is POSIX
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _sync(cpu: bool) -> None:
-    """Wait for the GPU work queued by this thread (before arrays are handed to another stream)."""
-    if not cpu:
-        import cupy
-
-        cupy.cuda.get_current_stream().synchronize()
-
-
-# ---------------------------------------------------------------------------------------
-# background preparation of chunks
-# ---------------------------------------------------------------------------------------
-class _Prefetcher:
-    """Produces ``produce(k)`` for ``k`` in ``indices`` in ``workers`` daemon threads, in order.
-
-    A slot is taken before a chunk is produced and given back when the consumer takes it, so at
-    most ``max(depth, workers)`` chunks are being built or waiting while the consumer uses one.
-    Chunks are handed over in the order of ``indices`` whatever thread finished first. A thread's
-    exception is re-raised by :meth:`get` when the consumer reaches that chunk; :meth:`close`
-    stops the threads.
-    """
-
-    def __init__(self, produce: Callable[[int], Any], indices: Sequence[int], depth: int,
-                 init: Optional[Callable[[], None]] = None, owner: Any = None, workers: int = 1) -> None:
-        # the threads hold no strong reference to their owner: when the owner (a chunk stream) is
-        # garbage-collected, they notice and end
-        self._owner = weakref.ref(owner) if owner is not None else (lambda: True)
-        self._produce = produce
-        self._indices = list(indices)
-        self._init = init
-        workers = max(1, min(int(workers), len(self._indices) or 1))
-        self._slots = threading.Semaphore(max(int(depth), workers, 1))
-        self._stop = threading.Event()
-        self._cond = threading.Condition()
-        self._ready: Dict[int, Tuple[str, Any]] = {}
-        self._claimed = 0      # indices handed to workers
-        self._pos = 0          # indices handed to the consumer
-        self._threads = [threading.Thread(target=self._run, name="tabprep-loader-prefetch", daemon=True)
-                         for _ in range(workers)]
-        for t in self._threads:
-            t.start()
-
-    def _gone(self) -> bool:
-        return self._stop.is_set() or self._owner() is None
-
-    def _run(self) -> None:
-        try:
-            if self._init is not None:
-                self._init()
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
-            with self._cond:
-                self._ready.setdefault(self._indices[0] if self._indices else -1, ("err", exc))
-                self._cond.notify_all()
-            return
-        while True:
-            while not self._slots.acquire(timeout=0.05):
-                if self._gone():
-                    return
-            if self._gone():
-                return
-            with self._cond:
-                if self._claimed >= len(self._indices):
-                    self._slots.release()
-                    return
-                k = self._indices[self._claimed]
-                self._claimed += 1
-            try:
-                result: Tuple[str, Any] = ("ok", self._produce(k))
-            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
-                result = ("err", exc)
-            with self._cond:
-                self._ready[k] = result
-                self._cond.notify_all()
-            if result[0] == "err":
-                return
-
-    def get(self) -> Tuple[int, Any]:
-        """The next ``(k, chunk)`` in order; raises what a thread raised for that chunk."""
-        if self._pos >= len(self._indices):
-            raise RuntimeError("the loader asked its prefetch threads for a chunk past the end of the epoch")
-        k = self._indices[self._pos]
-        with self._cond:
-            while k not in self._ready:
-                if not any(t.is_alive() for t in self._threads):
-                    errors = [v for v in self._ready.values() if v[0] == "err"]
-                    if errors:
-                        kind, item = errors[0]
-                        break
-                    raise RuntimeError("the loader's prefetch threads stopped without a result")
-                self._cond.wait(0.5)
-            else:
-                kind, item = self._ready.pop(k)
-        if kind == "err":
-            try:
-                item.add_note("(raised while preparing a chunk in tabprep's loader prefetch thread)")
-            except AttributeError:  # pragma: no cover - Python < 3.11
-                pass
-            raise item
-        self._pos += 1
-        self._slots.release()
-        return k, item
-
-    def close(self) -> None:
-        self._stop.set()
-        with self._cond:
-            self._ready.clear()
-        me = threading.current_thread()
-        for t in self._threads:
-            if t is me:
-                continue  # the loader was freed by this thread itself: it ends after this chunk
-            t.join(timeout=10)
-            if t.is_alive():  # pragma: no cover - a read stuck in I/O
-                log.warning("a loader prefetch thread did not stop within 10 s; leaving it (daemon)")
-
-
-class _ChunkStream:
-    """The chunks of one epoch, in order, prepared ahead by a :class:`_Prefetcher`.
-
-    ``get(k)`` is cheap for the chunk it returned last and for the next one; any other ``k``
-    restarts preparation at ``k`` (the cost of random access). Holds its loader weakly, so a
-    loader that is dropped mid-epoch is freed at once and its thread stops.
-    """
-
-    def __init__(self, loader: "DataLoader", plan: _EpochPlan) -> None:
-        self._loader = weakref.ref(loader)
-        self.plan = plan
-        self.prefetch = loader.prefetch
-        self.threads = loader.threads
-        self._init = _thread_init(loader.cpu, loader.device)
-        self._pf: Optional[_Prefetcher] = None
-        self._next = -1
-        self._last: Tuple[int, Optional[_Chunk]] = (-1, None)
-
-    def get(self, k: int) -> _Chunk:
-        if self._last[0] == k and self._last[1] is not None:
-            return self._last[1]
-        if self.prefetch <= 0:
-            loader = self._loader()
-            if loader is None:
-                raise RuntimeError("the loader was garbage-collected")
-            chunk = loader._prepare_chunk(self.plan, k)
-        else:
-            if self._pf is None or self._next != k:
-                self.close()
-                loader = self._loader()
-                if loader is None:
-                    raise RuntimeError("the loader was garbage-collected")
-                self._pf = _Prefetcher(_weak_producer(loader, self.plan), range(k, len(self.plan.chunks)),
-                                       self.prefetch, init=self._init, owner=self, workers=self.threads)
-            got, chunk = self._pf.get()
-            assert got == k, (got, k)
-            self._next = k + 1
-        self._last = (k, chunk)
-        return chunk
-
-    def close(self) -> None:
-        if self._pf is not None:
-            self._pf.close()
-            self._pf = None
-            self._next = -1
-
-    def __del__(self) -> None:
-        if self._pf is not None:
-            self._pf._stop.set()
-
-
-def _weak_producer(loader: "DataLoader", plan: _EpochPlan) -> Callable[[int], _Chunk]:
-    ref = weakref.ref(loader)
-
-    def produce(k: int) -> _Chunk:
-        obj = ref()
-        if obj is None:
-            raise RuntimeError("the loader was garbage-collected")
-        return obj._prepare_chunk(plan, k)
-
-    return produce
-
-
-def _thread_init(cpu: bool, device: int) -> Optional[Callable[[], None]]:
-    if cpu:
-        return None
-
-    def init() -> None:
-        import cupy
-
-        cupy.cuda.Device(device).use()
-
-    return init
-
-
-def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_last: bool,
-                  exact: bool) -> Iterator[Dict[str, Any]]:
-    """Batches of ``stream``'s epoch from batch ``start_batch`` on (a plain function, so a
-    suspended generator does not keep its loader alive)."""
-    plan = stream.plan
-    bs = batch_size
-    nchunks = len(plan.chunks)
-    if exact:
-        start_row = start_batch * bs
-        k = max(bisect.bisect_right(plan.offsets, start_row) - 1, 0)
-        pos = start_row - plan.offsets[k]
-        skip = 0
-    else:
-        k, pos, skip = 0, 0, start_batch
-    pending: List[Dict[str, Any]] = []
-    pending_rows = 0
-    while k < nchunks:
-        chunk = stream.get(k)
-        cols = chunk.columns
-        n = chunk.num_rows
-        while pos < n:
-            if not pending_rows and pos + bs <= n:
-                batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()} if not skip else {}
-                pos += bs
-            else:
-                take = min(bs - pending_rows, n - pos)
-                pending.append({name: _slice(c, pos, pos + take) for name, c in cols.items()})
-                pending_rows += take
-                pos += take
-                if pending_rows < bs:
-                    continue
-                batch = _concat_batches(pending)
-                pending, pending_rows = [], 0
-            if skip:
-                skip -= 1
-                continue
-            yield batch
-        pos = 0
-        k += 1
-    if pending_rows and not drop_last and not skip:
-        yield _concat_batches(pending)
 
 
 # ---------------------------------------------------------------------------------------
@@ -787,8 +175,9 @@ class DataLoader:
             self.device = int(device)
         self._source = _make_source(paths_or_dataset, cpu, engine, reader_kwargs, schema)
         self.cpu = self._source.cpu
+        self._device = backend.compute_device(self.cpu, self.device)
         if threads is None:
-            threads = 1 if not self.cpu else max(1, min(2, (os.cpu_count() or 1) // 2))
+            threads = self._device.default_threads()
         if int(threads) < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = int(threads)
@@ -966,7 +355,7 @@ class DataLoader:
     def _target_piece_rows(self) -> int:
         if self.buffer_size >= 1:
             return int(self.buffer_size)
-        mem = _total_memory(self.cpu, self.device) * self.buffer_size
+        mem = self._device.total_memory() * self.buffer_size
         return max(int(mem / self._source.row_bytes(self._read_columns)), 1)
 
     def _plan_rank(self) -> None:
@@ -1017,25 +406,17 @@ class DataLoader:
         return -(-self._num_rows // self.batch_size)
 
     # -- chunk preparation (runs in the prefetch thread) ----------------------------------------
-    def _read_piece(self, piece: _Piece, arrow: bool = False) -> Any:
+    def _read_piece(self, piece: _Piece) -> Any:
         units = [self._source.units[i] for i in piece.units]
-        if arrow:
-            df = self._source.read_arrow(units, self._read_columns)
-        else:
-            df = self._source.read(units, self._read_columns)
+        df = self._source.read_part(units, self._read_columns)
         full = sum(u.num_rows for u in units)
         if piece.start or piece.stop != full:
-            df = df.slice(piece.start, piece.stop - piece.start) if arrow else df.iloc[piece.start:piece.stop]
+            df = backend.slice_rows(df, piece.start, piece.stop)
         return df
 
     def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
         pieces = plan.chunks[k]
-        if isinstance(self._source, _ParquetSource) and self._source.cpu:
-            # parquet on the CPU: the pieces are stacked as Arrow tables, converted once
-            raw = backend.tables_to_frame([self._read_piece(p, arrow=True) for p in pieces])
-        else:
-            frames = [self._read_piece(p) for p in pieces]
-            raw = frames[0].reset_index(drop=True) if len(frames) == 1 else backend.concat_rows(frames)
+        raw = self._source.stack([self._read_piece(p) for p in pieces])
         expected = plan.offsets[k + 1] - plan.offsets[k]
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
@@ -1053,27 +434,22 @@ class DataLoader:
         first = 0
         if self.shuffle and n > 1:
             perm = np.random.default_rng(plan.seed + [k + 1]).permutation(n)
-        if self.cpu:
-            # the first row of this chunk that starts a full batch: batch slices from there on are
-            # 64-byte aligned, so the TF adapter hands them over without a copy
-            first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
-            columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
-                       else _take_aligned(c, perm, first) for name, c in columns.items()}
-        elif perm is not None:
-            import cupy
-
-            perm = cupy.asarray(perm)
-            columns = {name: take_ragged(c, perm) if isinstance(c, _RaggedColumn) else c[perm]
-                       for name, c in columns.items()}
+        if perm is not None:
+            perm = self._device.asarray(perm)
+        # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
+        # on are 64-byte aligned (backend.take_rows), so the TF adapter hands them over without a copy
+        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
+                   else backend.take_rows(c, perm, first) for name, c in columns.items()}
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
                 dense = pad_ragged(columns[name], m)
-                columns[name] = _take_aligned(dense, None, first) if self.cpu else dense
+                columns[name] = backend.take_rows(dense, None, first)
         for c in columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
-        _sync(self.cpu)
+        self._device.synchronize()
         return _Chunk(columns, n)
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
@@ -1107,28 +483,7 @@ class DataLoader:
         if backend.is_string_series(s):
             raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
                             f"Categorify or HashBucket in the workflow")
-        if backend.is_gpu(s):
-            if s.null_count:
-                self._warn_nulls(name, s)
-                s = s.fillna(float("nan") if s.dtype.kind == "f" else 0)
-            arr = s.values
-            import cupy
-
-            arr = arr.astype(cupy.float32, copy=False) if cont else arr
-            return cupy.ascontiguousarray(arr)
-        dtype = s.dtype
-        np_dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype)) if not isinstance(dtype, np.dtype) else dtype
-        if not isinstance(dtype, np.dtype) and s.hasnans:
-            self._warn_nulls(name, s)
-            if np_dtype.kind in "iub" and not cont:
-                arr = s.to_numpy(dtype=np_dtype if np_dtype.kind != "b" else np.int8, na_value=0)
-            else:
-                arr = s.to_numpy(dtype=np.float32 if cont else np.float64, na_value=np.nan)
-        else:
-            arr = s.to_numpy(dtype=np_dtype)
-        if cont and arr.dtype != np.float32:
-            arr = arr.astype(np.float32)
-        return np.ascontiguousarray(arr)
+        return backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
 
     def _warn_nulls(self, name: str, s: Any) -> None:
         if name not in self._warned_nulls:
@@ -1227,7 +582,7 @@ class DataLoader:
         self._ensure_ready()
         return (f"{type(self).__name__}({self._source.describe()}, batch_size={self.batch_size}, rows={self.num_rows}, "
                 f"batches={len(self)}, shuffle={self.shuffle}, rank={self.global_rank}/{self.global_size}, "
-                f"{'cpu' if self.cpu else f'gpu:{self.device}'})")
+                f"{self._device.name})")
 
 
 def _missing(name: str, available: List[str], where: str) -> str:

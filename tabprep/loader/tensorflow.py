@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .. import backend
 from .core import DataLoader, RaggedBatch
 
 log = logging.getLogger(__name__)
@@ -57,14 +58,7 @@ log = logging.getLogger(__name__)
 # TensorFlow GPU memory
 # ---------------------------------------------------------------------------------------
 def _free_gpu_mb(device: int) -> Optional[float]:
-    try:
-        import cupy
-
-        with cupy.cuda.Device(device):
-            free, _total = cupy.cuda.runtime.memGetInfo()
-        return free / 1024 ** 2
-    except Exception:  # noqa: BLE001 - no cupy / no driver: caller falls back to memory growth
-        return None
+    return backend.gpu_free_memory_mb(device)  # None without cupy / a driver: memory growth instead
 
 
 def configure_tensorflow(memory_allocation: Union[None, float, str] = None, device: Optional[int] = None) -> Optional[int]:
@@ -315,11 +309,8 @@ class KerasSequenceLoader(keras.utils.PyDataset):
 
     # -- conversion --------------------------------------------------------------------------
     def _convert(self, batch: Dict[str, Any]) -> Any:
-        if not self.loader.cpu:
-            import cupy
-
-            # the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
-            cupy.cuda.get_current_stream().synchronize()
+        # on the GPU the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
+        self.loader._device.synchronize()
         x: Dict[str, Any] = {}
         for name in self.loader._cat_names + self.loader._cont_names:
             value = batch[name]

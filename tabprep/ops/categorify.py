@@ -136,7 +136,7 @@ class Categorify(StatOperator):
 
     # -- transform -------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
-        ck = (key, backend.is_gpu(like))
+        ck = (key, backend.device(like))
         idx = self._index_cache.get(ck)
         if idx is None:
             idx = V.vocab_index(self.stats_[key]["values"], like)
@@ -251,7 +251,7 @@ class Categorify(StatOperator):
 
 
 def _host(values: Any) -> Any:
-    return backend.to_numpy(values) if backend.is_gpu(values) else values
+    return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
 
 
 def _combo_series(df: Any, cols: List[str]) -> Any:

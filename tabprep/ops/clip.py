@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-import numpy as np
-
 from .. import backend
 from .base import Operator, map_elements
 
@@ -35,33 +33,8 @@ class Clip(Operator):
             s = df[c]
             if backend.is_list_series(s):
                 out[c] = map_elements(s, lambda leaves: leaves.clip(lower=self.min_value, upper=self.max_value).values)
-            elif backend.is_gpu(s) and str(s.dtype) == "bool":
-                # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
-                # does, then back to bool (nulls stay null)
-                out[c] = s.astype("float64").clip(lower=self.min_value, upper=self.max_value) != 0
-            elif self._numpy_bounds(s) is not None:
-                # numpy releases the GIL where pandas' clip holds it (dask runs partitions on
-                # threads); on the GPU one cupy kernel replaces several cuDF calls
-                lo, hi = self._numpy_bounds(s)
-                values = s.values if backend.is_gpu(s) else s.to_numpy()
-                out[c] = backend.new_series(backend.array_module(values).clip(values, lo, hi), like=s)
             else:
-                out[c] = s.clip(lower=self.min_value, upper=self.max_value)
+                # numpy / cupy clip where it gives what pandas' clip gives (it releases the GIL;
+                # on the GPU one kernel replaces several cuDF calls), else the frame library's clip
+                out[c] = backend.clip_series(s, self.min_value, self.max_value)
         return backend.make_frame(out, like=df)
-
-    def _numpy_bounds(self, s: Any) -> Optional[tuple]:
-        """Bounds for ``np.clip``/``cupy.clip`` when they give what pandas' clip gives (numpy
-        int/float columns, cuDF ones without nulls; for ints, integral bounds only), else None."""
-        dtype = s.dtype
-        if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
-            return None
-        if backend.is_gpu(s) and s.has_nulls:  # cuDF's clip keeps the null mask
-            return None
-        bounds = (self.min_value, self.max_value)
-        if dtype.kind == "f":
-            return bounds
-        info = np.iinfo(dtype)
-        for b in bounds:
-            if b is not None and not (float(b).is_integer() and info.min <= b <= info.max):
-                return None
-        return tuple(None if b is None else int(b) for b in bounds)

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from typing import Any, List
 
-import numpy as np
-import pandas as pd
-
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from .base import Operator
@@ -17,30 +14,7 @@ def fill_column(s: Any, value: Any) -> Any:
         from .base import map_elements
 
         return map_elements(s, lambda leaves: fill_column(leaves, value).values)
-    if not backend.is_gpu(s) and isinstance(s.array, pd.arrays.IntegerArray) and _fits(value, s.array._data.dtype):
-        # numpy where() on the masked array's buffers: pandas' fillna + astype hold the GIL
-        data, mask = s.array._data, s.array._mask
-        filled = np.where(mask, np.asarray(value, dtype=data.dtype), data) if mask.any() else data
-        return backend.new_series(filled, like=s)
-    if backend.is_gpu(s) and not s.has_nulls and not backend.is_float_series(s):
-        return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
-    out = s.fillna(value)
-    if backend.is_gpu(s) and backend.is_float_series(s):
-        out = out.nans_to_nulls().fillna(value)
-    dtype = str(out.dtype)
-    if dtype in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "boolean"):
-        out = out.astype(dtype.lower().replace("boolean", "bool"))
-    return out
-
-
-def _fits(value: Any, dtype: np.dtype) -> bool:
-    """True when ``value`` is an integer that ``dtype`` holds (else pandas decides/raises)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
-        return False
-    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        return False
-    info = np.iinfo(dtype)
-    return info.min <= value <= info.max
+    return backend.fill_nulls(s, value)
 
 
 def binary_flags(s: Any, name: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Union
 
 from .. import backend
-from ..hashing import mod_uint32
 from ..schema import ColumnSchema, Tags
 from .base import Operator, map_elements
 
@@ -54,9 +53,7 @@ class HashBucket(Operator):
 
             def hash_mod(s: Any, nb: int = nb) -> Any:
                 h = backend.murmur3(s)  # 0 for nulls, and 0 % nb = 0: nulls need no extra pass
-                if backend.is_gpu(s):
-                    return h.astype("int64") % nb
-                return mod_uint32(h, nb)
+                return backend.mod_buckets(h, nb)
 
             out[c] = map_elements(df[c], hash_mod, dtype=self.dtype)
         return backend.make_frame(out, like=df)

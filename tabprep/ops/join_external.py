@@ -63,7 +63,7 @@ class JoinExternal(Operator):
         #: an inner join drops rows (Workflow treats it like Filter)
         self.changes_rows = how == "inner"
         self._host: Any = None  # the validated side table on the host (pandas)
-        self._cache: Dict[bool, Any] = {}
+        self._cache: Dict[str, Any] = {}
 
     # -- the side table -----------------------------------------------------------------
     @property
@@ -121,11 +121,11 @@ class JoinExternal(Operator):
         return [c for c in frame.columns if c not in self.keys]
 
     def _side(self, like: Any) -> Any:
-        gpu = backend.is_gpu(like)
-        side = self._cache.get(gpu)
+        dev = backend.device(like)
+        side = self._cache.get(dev)
         if side is None:
-            side = backend.from_host(self._side_host(), cpu=not gpu)
-            self._cache[gpu] = side
+            side = backend.move_like(like, self._side_host())
+            self._cache[dev] = side
         return side
 
     # -- columns ------------------------------------------------------------------------
@@ -136,14 +136,13 @@ class JoinExternal(Operator):
         return list(columns) + self.ext_columns()
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
-        from ..workflow.workflow import schema_of_frame
 
         ext = self.ext_columns()
         clash = [c for c in ext if c in columns]
         if clash:
             raise ValueError(f"JoinExternal: side-table columns {clash} clash with the selected columns; "
                              f"pass columns_ext without them, or Rename them first")
-        side_schema = schema_of_frame(self._side_host()[ext])
+        side_schema = Schema.from_frame(self._side_host()[ext])
         return Schema([input_schema[c] for c in columns] + list(side_schema))
 
     # -- computation -------------------------------------------------------------------------

@@ -165,8 +165,7 @@ class JoinGroupby(StatOperator):
         nonempty = [f for f in frames if len(f)]
         if len(nonempty) <= 1:
             return nonempty[0] if nonempty else frames[0]
-        if len({backend.is_gpu(f) for f in nonempty}) > 1:
-            nonempty = [backend.to_host(f) for f in nonempty]
+        nonempty = backend.on_one_backend(nonempty)  # host copies when some partials were moved there
         lib = backend.frame_lib(nonempty[0])
         cat = lib.concat(nonempty)
         if self.conts:
@@ -219,7 +218,7 @@ class JoinGroupby(StatOperator):
 
     # -- transform ----------------------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
-        ck = ("index", key, backend.is_gpu(like))
+        ck = ("index", key, backend.device(like))
         idx = self._cache.get(ck)
         if idx is None:
             idx = V.vocab_index(self.stats_[key]["values"], like)
@@ -227,7 +226,7 @@ class JoinGroupby(StatOperator):
         return idx
 
     def _column(self, key: str, name: str, like: Any) -> Any:
-        ck = ("col", key, name, backend.is_gpu(like))
+        ck = ("col", key, name, backend.device(like))
         arr = self._cache.get(ck)
         if arr is None:
             arr = backend.array_module(like).asarray(self.stats_[key]["table"][name])

@@ -1,7 +1,6 @@
 """LogOp: log(1 + x) of continuous columns."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, List
 
 import numpy as np
@@ -29,11 +28,7 @@ class LogOp(Operator):
         def log1p(s: Any) -> Any:
             if backend._numpy_kind_dtype(s.dtype).kind in "iub":
                 values, mask = backend.int_data(s)
-                if backend.is_gpu(s):  # the device's log1p is fast: no table needed
-                    with _quiet():
-                        out = backend.array_module(values).log1p(values.astype("float64")).astype("float32")
-                else:
-                    out = int_log1p32(values)
+                out = backend.log1p_int(values)  # CPU: a table of log1p values; GPU: the device's log1p
                 if mask is not None:
                     out[mask] = np.nan
                 return out
@@ -65,35 +60,8 @@ def fast_log1p(x: Any) -> Any:
     return out
 
 
-#: integers below this are looked up in a table of log1p values (256 KiB of float32: stays in cache)
-_TABLE_SIZE = 1 << 16
+#: ``float32(log1p(values))`` of an int64 numpy array by table lookup (see :mod:`tabprep.backend.arrays`)
+int_log1p32 = backend.int_log1p32
 
 
-@lru_cache(maxsize=1)
-def _log1p_table() -> np.ndarray:
-    table = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
-    table.flags.writeable = False
-    return table
-
-
-def int_log1p32(values: np.ndarray) -> np.ndarray:
-    """``float32(log1p(values))`` of an int64 numpy array, exactly as computing it in float64.
-
-    Counts (the Criteo ``I`` columns, clicks, views) are mostly small non-negative integers:
-    a gather from a table of correctly rounded values is ~6x faster than evaluating the
-    logarithm (no SIMD float64 log on most CPUs). Values outside ``[0, 65536)`` are computed;
-    -1 gives -inf and smaller values NaN, like ``log1p``.
-    """
-    out = _log1p_table().take(values, mode="clip")  # out-of-table slots are fixed below
-    # negative values wrap to huge unsigned ones: one comparison finds both ends
-    big = values.view(np.uint64) >= _TABLE_SIZE
-    if big.any():
-        with _quiet():
-            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
-    return out
-
-
-def _quiet():
-    import numpy as np
-
-    return np.errstate(invalid="ignore", divide="ignore")
+_quiet = backend.quiet

@@ -223,7 +223,7 @@ class TargetEncoding(StatOperator):
         return enc
 
     def _device(self, name: str, arr: np.ndarray, like: Any) -> Any:
-        ck = (name, backend.is_gpu(like))
+        ck = (name, backend.device(like))
         out = self._cache.get(ck)
         if out is None:
             out = backend.array_module(like).asarray(arr)
@@ -231,7 +231,7 @@ class TargetEncoding(StatOperator):
         return out
 
     def _index(self, key: str, like: Any) -> Any:
-        ck = ("index", key, backend.is_gpu(like))
+        ck = ("index", key, backend.device(like))
         idx = self._cache.get(ck)
         if idx is None:
             idx = V.vocab_index(self.stats_["keys"][key]["values"], like)

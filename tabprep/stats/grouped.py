@@ -59,8 +59,7 @@ def combine_agg(frames: List[Any], aggs: Dict[str, str]) -> Any:
         return frames[0]
     if len(nonempty) == 1:
         return nonempty[0]
-    if len({backend.is_gpu(f) for f in nonempty}) > 1:
-        nonempty = [backend.to_host(f) for f in nonempty]
+    nonempty = backend.on_one_backend(nonempty)  # host copies when some partials were moved there
     lib = backend.frame_lib(nonempty[0])
     cat = lib.concat(nonempty)
     out = cat.groupby(level=0, sort=False).agg({n: aggs[n] for n in cat.columns})

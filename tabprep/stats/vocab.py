@@ -46,7 +46,6 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
-import pandas as pd
 
 from .. import backend
 
@@ -80,10 +79,8 @@ class Counts:
 
 
 # -- partial ------------------------------------------------------------------------------------
-def is_int_like(series: Any) -> bool:
-    if backend.is_list_series(series) or backend.is_string_series(series):
-        return False
-    return backend._numpy_kind_dtype(series.dtype).kind in "iub"
+#: int, bool and nullable-int columns (not lists or strings): the sorted-array layout
+is_int_like = backend.is_int_like
 
 
 def _sorted_counts(values: Any) -> Tuple[Any, Any]:
@@ -116,13 +113,9 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
 
 def to_host(c: Counts) -> Counts:
     """The same counts in host memory (numpy / pandas)."""
-    if c.sorted_layout:
-        if backend.is_gpu(c.keys):
-            return Counts(backend.to_numpy(c.counts), c.nulls, backend.to_numpy(c.keys))
+    if backend.is_cpu(c.counts):
         return c
-    if backend.is_gpu(c.counts):
-        return Counts(c.counts.to_pandas(), c.nulls)
-    return c
+    return Counts(backend.to_host(c.counts), c.nulls, None if c.keys is None else backend.to_host(c.keys))
 
 
 # -- combine ------------------------------------------------------------------------------------
@@ -136,8 +129,7 @@ def combine_counts(partials: List[Counts]) -> Counts:
         p = nonempty[0]
         return Counts(p.counts, nulls, p.keys)
     if all(p.sorted_layout for p in nonempty):
-        gpu = {backend.is_gpu(p.keys) for p in nonempty}
-        if len(gpu) > 1:  # some partials were moved to the host: merge there
+        if not backend.same_device(p.keys for p in nonempty):  # some partials were moved to the host: merge there
             nonempty = [to_host(p) for p in nonempty]
         keys, counts = _merge_sorted([p.keys for p in nonempty], [p.counts for p in nonempty])
         return Counts(counts, nulls, keys)
@@ -180,16 +172,12 @@ def _reduce_equal(keys: Any, counts: Any, xp: Any) -> Tuple[Any, Any]:
 def _as_series(c: Counts) -> Any:
     if not c.sorted_layout:
         return c.counts
-    if backend.is_gpu(c.keys):
-        lib = backend.frame_lib(c.keys)
-        return lib.Series(c.counts, index=lib.Index(c.keys))
-    return pd.Series(c.counts, index=pd.Index(c.keys))
+    lib = backend.frame_lib(c.keys)  # pandas for numpy keys, cuDF for cupy ones
+    return lib.Series(c.counts, index=lib.Index(c.keys))
 
 
 def _sum_series(parts: List[Any]) -> Any:
-    libs = {backend.is_gpu(p) for p in parts}
-    if len(libs) > 1:
-        parts = [p.to_pandas() if backend.is_gpu(p) else p for p in parts]
+    parts = backend.on_one_backend(parts)
     lib = backend.frame_lib(parts[0])
     merged = lib.concat(parts)
     return merged.groupby(level=0, sort=False).sum()
@@ -206,9 +194,7 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     """
     if counts.sorted_layout:
         return _finalize_sorted(counts.keys, counts.counts, freq_threshold, max_size)
-    c = counts.counts
-    if backend.is_gpu(c):
-        c = c.to_pandas()
+    c = backend.to_host(counts.counts)
     if len(c) == 0:
         # no non-null value: an empty vocabulary of the column's kind (strings -> object)
         try:
@@ -252,51 +238,15 @@ def _finalize_sorted(keys: Any, counts: Any, freq_threshold: int, max_size: int)
 
 
 # -- lookup ---------------------------------------------------------------------------------------
-class SortedVocab:
-    """An integer vocabulary sorted by value, with each value's position in the vocabulary.
-
-    Searched with ``searchsorted`` (numpy or cupy): no hash table, 16 bytes per value.
-    """
-
-    __slots__ = ("keys", "ids", "values")
-
-    def __init__(self, values: np.ndarray, like: Any) -> None:
-        order = np.argsort(values, kind="stable")
-        keys = values[order]
-        xp = backend.array_module(like)
-        self.keys = xp.asarray(keys)
-        self.ids = xp.asarray(order.astype("int64", copy=False))
-        self.values = values  # id order, host: for the fallback path
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def lookup(self, q: Any) -> Any:
-        """Position in the vocabulary of each int64 value of ``q`` (same array module), -1 if absent."""
-        xp = backend.array_module(q)
-        n = len(self.keys)
-        if n == 0 or len(q) == 0:
-            return xp.full(len(q), -1, dtype="int64")
-        # sorted queries make the binary searches walk the vocabulary in order (cache friendly)
-        qo = xp.argsort(q)
-        qs = q[qo]
-        pos = xp.searchsorted(self.keys, qs)
-        xp.minimum(pos, n - 1, out=pos)
-        res = xp.where(self.keys[pos] == qs, self.ids[pos], -1)
-        out = xp.empty_like(res)
-        out[qo] = res
-        return out
+#: an integer vocabulary sorted by value (the GPU's lookup structure; numpy or cupy)
+SortedVocab = backend.SortedVocab
 
 
 def vocab_index(values: Any, like: Any) -> Any:
-    """Lookup structure of a vocabulary (host array in id order) for :func:`index_of` on ``like``'s backend."""
-    values = np.asarray(values) if not isinstance(values, np.ndarray) else values
-    if values.dtype.kind in "iu" and backend.is_gpu(like):
-        # GPU: sort + binary search is what the device does best
-        return SortedVocab(values.astype("int64", copy=False), like)
-    # CPU: a hash table (pandas.Index, built once per vocabulary) answers in O(1) per value,
-    # ~8x faster than sorting each partition's values for a binary search
-    return backend.vocab_lookup(values, gpu=backend.is_gpu(like))
+    """Lookup structure of a vocabulary (host array in id order) for :func:`index_of` on ``like``'s
+    backend: a hash table (``pandas.Index``) on the CPU, :class:`SortedVocab` for integer
+    vocabularies on the GPU (see :func:`tabprep.backend.vocab_lookup`)."""
+    return backend.vocab_lookup(values, like)
 
 
 def index_of(series: Any, index: Any, data: Optional[Tuple[Any, Any]] = None) -> Any:
@@ -304,13 +254,4 @@ def index_of(series: Any, index: Any, data: Optional[Tuple[Any, Any]] = None) ->
 
     ``data``: ``backend.int_data(series)`` when the caller has it already (int columns).
     """
-    if isinstance(index, SortedVocab):
-        if is_int_like(series):
-            values, mask = data if data is not None else backend.int_data(series)
-            pos = index.lookup(values)
-            if mask is not None:
-                pos[mask] = -1
-            return pos
-        # e.g. a float or string column against an integer vocabulary: generic path
-        index = backend.vocab_lookup(index.values, gpu=backend.is_gpu(series))
     return backend.index_of(series, index, data=data)

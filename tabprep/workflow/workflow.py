@@ -302,7 +302,7 @@ class Workflow:
             raise ValueError("the dataset has no partitions to fit on")
         if progress is not None:
             progress(stage, 0, len(parts))
-        (combined,) = dask.compute(partials[0], **backend.compute_options(backend.is_gpu(ddf._meta)))
+        (combined,) = dask.compute(partials[0], **backend.compute_options_for(ddf._meta))
         if progress is not None:
             progress(stage, len(parts), len(parts))
         by_id = {self.node_id(n): n for n in level}

@@ -1,0 +1,364 @@
+"""Column values as arrays: masks, int/float views, hashes, counts, and array kernels.
+
+pandas / numpy implementations; the cuDF / cupy ones are in :mod:`tabprep.backend.gpu`,
+registered lazily on the same :class:`~tabprep.backend.dispatch.Dispatch` objects.
+
+Conventions:
+* Nulls: a missing value is a null; on float columns NaN counts as null too
+  (pandas cannot tell them apart, so cuDF is made to agree).
+* Integers of any width are widened to int64 before hashing or lookups, so an
+  int32 and an int64 column with the same values get the same ids.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .dispatch import Dispatch, register_gpu_lazy
+
+# ---------------------------------------------------------------------------
+# modules and host copies
+# ---------------------------------------------------------------------------
+array_module = Dispatch("array_module", "``cupy`` for GPU objects, else ``numpy``.")
+array_module.register(object, lambda obj: np)
+
+frame_lib = Dispatch("frame_lib", "The dataframe module of ``obj``: ``cudf`` or ``pandas``.")
+frame_lib.register(object, lambda obj: pd)
+
+to_numpy = Dispatch("to_numpy", "Host numpy copy of a numpy/cupy array or a pandas/cuDF series.")
+
+
+@to_numpy.register(object)
+def _to_numpy(arr: Any) -> np.ndarray:
+    if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
+        return arr.to_numpy()
+    return np.asarray(arr)
+
+
+to_host = Dispatch("to_host", "pandas / numpy copy of a cuDF object or cupy array (identity on the CPU).")
+to_host.register(object, lambda obj: obj)
+
+
+# ---------------------------------------------------------------------------
+# column kinds
+# ---------------------------------------------------------------------------
+is_list_series = Dispatch("is_list_series", "True for list (multi-hot) columns on either backend.")
+
+
+@is_list_series.register(object)
+def _is_list_series(series: Any) -> bool:
+    dtype = series.dtype
+    return isinstance(dtype, pd.ArrowDtype) and (
+        pa.types.is_list(dtype.pyarrow_dtype) or pa.types.is_large_list(dtype.pyarrow_dtype)
+        or pa.types.is_fixed_size_list(dtype.pyarrow_dtype))
+
+
+is_string_series = Dispatch("is_string_series", "True for string columns on either backend.")
+
+
+@is_string_series.register(object)
+def _is_string_series(series: Any) -> bool:
+    dtype = series.dtype
+    return pd.api.types.is_string_dtype(dtype) or (
+        isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype))
+
+
+def is_float_series(series: Any) -> bool:
+    return not is_list_series(series) and np.dtype(_numpy_kind_dtype(series.dtype)).kind == "f"
+
+
+def _numpy_kind_dtype(dtype: Any):
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", dtype))
+    except TypeError:
+        return np.dtype("O")
+
+
+def is_int_like(series: Any) -> bool:
+    """True for int, bool and nullable-int columns (not lists or strings)."""
+    if is_list_series(series) or is_string_series(series):
+        return False
+    return _numpy_kind_dtype(series.dtype).kind in "iub"
+
+
+# ---------------------------------------------------------------------------
+# values
+# ---------------------------------------------------------------------------
+isnull = Dispatch("isnull", "Boolean array (numpy or cupy): True where the value is null or NaN.")
+isnull.register(object, lambda series: series.isna().to_numpy())
+
+float_values = Dispatch("float_values", """Values as a float array, NaN where null. On the CPU a fresh
+array (callers may write into it); cuDF may return a view of the column's device memory.""")
+
+
+@float_values.register(object)
+def _float_values(series: Any, dtype: str = "float64"):
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iubf":
+        # numpy-backed: nothing to fill (NaN is the float null), so skip pandas' na_value pass
+        return np.array(series.to_numpy(), dtype=dtype, copy=True)
+    return series.to_numpy(dtype=dtype, na_value=np.nan)
+
+
+int_values = Dispatch("int_values", "Values as an int64 array, ``fill`` where null. Bools become 0/1.")
+
+
+@int_values.register(object)
+def _int_values(series: Any, fill: int = 0):
+    if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iub":  # numpy: no nulls to fill
+        return series.to_numpy(dtype="int64")
+    return series.to_numpy(dtype="int64", na_value=fill)
+
+
+int_data = Dispatch("int_data", """int/bool column as ``(int64 values, null mask or None)``, without
+copies where possible.
+
+Null slots of the values hold arbitrary numbers: read them only where the mask is False.
+numpy arrays for pandas, cupy arrays for cuDF. A hot path of the int ops (Categorify,
+LogOp, HashBucket), where ``to_numpy(na_value=...)`` would copy and scan every column once
+more (and on cuDF, each extra call costs ~0.5 ms of Python before any kernel runs).""")
+
+
+@int_data.register(object)
+def _int_data(series: Any) -> Tuple[Any, Optional[Any]]:
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype):
+        values = series.to_numpy()
+        return (values if dtype == np.int64 else values.astype(np.int64)), None
+    arr = series.array
+    if isinstance(arr, pd.arrays.IntegerArray) or isinstance(arr, pd.arrays.BooleanArray):
+        values, mask = arr._data, arr._mask  # the masked array's own buffers (pandas >= 1.0 layout)
+        values = values if values.dtype == np.int64 else values.astype(np.int64)
+        return values, (mask if mask.any() else None)
+    mask = series.isna().to_numpy()
+    return series.to_numpy(dtype="int64", na_value=0), (mask if mask.any() else None)
+
+
+value_counts = Dispatch("value_counts", """(counts indexed by value, excluding nulls; number of nulls)
+of one column or list leaves.""")
+
+
+@value_counts.register(object)
+def _value_counts(series: Any) -> Tuple[Any, int]:
+    nulls = int(isnull(series).sum())
+    if _numpy_kind_dtype(series.dtype).kind in "iub" and not is_string_series(series):
+        # nullable ints: count on the int64 view of the non-null values (faster, stable dtype)
+        values = series.to_numpy(dtype="int64", na_value=0)
+        if nulls:
+            values = values[~series.isna().to_numpy()]
+        counts = pd.Series(values).value_counts(sort=False)
+        return counts, nulls
+    counts = series.value_counts(sort=False, dropna=True)
+    return counts, nulls
+
+
+murmur3 = Dispatch("murmur3", """MurmurHash3_x86_32 of each value (uint32 array on the series' backend);
+nulls hash to 0.
+
+cuDF's ``hash_values(method="murmur3")`` is the reference; it is the plain
+MurmurHash3_x86_32 of the value's bytes (checked on an H100 with cuDF 26.10: equal to
+``mmh3.hash(bytes, 0, signed=False)``, no ``hash_combine`` with the seed), and the CPU path,
+:func:`tabprep.hashing.murmur3_32`, reproduces it bit for bit. Integer columns are widened
+to int64 and floats to float64 first on both backends.""")
+
+
+@murmur3.register(object)
+def _murmur3(series: Any, seed: int = 0):
+    from ..hashing import murmur3_32
+
+    if is_string_series(series):
+        values = series.to_numpy(dtype=object, na_value="")
+    elif series.dtype.kind == "f" if hasattr(series.dtype, "kind") else False:
+        values = series.to_numpy(dtype="float64", na_value=0.0)
+    elif _numpy_kind_dtype(series.dtype).kind == "f":
+        values = series.to_numpy(dtype="float64", na_value=0.0)
+    else:
+        values, mask = int_data(series)
+        out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
+        if mask is not None:
+            out = out.copy() if not out.flags.writeable else out
+            out[mask] = 0
+        return out
+    mask = isnull(series)
+    out = murmur3_32(values, seed=seed).astype(np.uint32, copy=False)
+    if mask.any():
+        out = out.copy()
+        out[mask] = 0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# per-op kernels (the backend-specific fast paths of FillMissing, Clip, LogOp, HashBucket)
+# ---------------------------------------------------------------------------
+fill_nulls = Dispatch("fill_nulls", """``series`` (scalar) with nulls (and NaN) replaced by ``value``;
+nullable ints become plain int64 (FillMissing).""")
+
+
+@fill_nulls.register(object)
+def _fill_nulls(s: Any, value: Any) -> Any:
+    from .frames import new_series
+
+    if isinstance(s.array, pd.arrays.IntegerArray) and _fits(value, s.array._data.dtype):
+        # numpy where() on the masked array's buffers: pandas' fillna + astype hold the GIL
+        data, mask = s.array._data, s.array._mask
+        filled = np.where(mask, np.asarray(value, dtype=data.dtype), data) if mask.any() else data
+        return new_series(filled, like=s)
+    out = s.fillna(value)
+    return _unmask_dtype(out)
+
+
+def _unmask_dtype(out: Any) -> Any:
+    dtype = str(out.dtype)
+    if dtype in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "boolean"):
+        out = out.astype(dtype.lower().replace("boolean", "bool"))
+    return out
+
+
+def _fits(value: Any, dtype: np.dtype) -> bool:
+    """True when ``value`` is an integer that ``dtype`` holds (else pandas decides/raises)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)):
+        return False
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        return False
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
+
+
+clip_series = Dispatch("clip_series", """``series`` (scalar) clipped to ``[lower, upper]`` (either may be
+None), dtype kept, nulls kept (Clip).""")
+
+
+@clip_series.register(object)
+def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
+    from .frames import new_series
+
+    bounds = array_clip_bounds(s.dtype, lower, upper)
+    if bounds is not None:
+        # numpy releases the GIL where pandas' clip holds it (dask runs partitions on threads)
+        lo, hi = bounds
+        values = s.to_numpy()
+        return new_series(np.clip(values, lo, hi), like=s)
+    return s.clip(lower=lower, upper=upper)
+
+
+def array_clip_bounds(dtype: Any, lower: Any, upper: Any) -> Optional[tuple]:
+    """Bounds for ``np.clip``/``cupy.clip`` when they give what pandas' clip gives (numpy
+    int/float dtypes; for ints, integral bounds only), else None."""
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf":
+        return None
+    bounds = (lower, upper)
+    if dtype.kind == "f":
+        return bounds
+    info = np.iinfo(dtype)
+    for b in bounds:
+        if b is not None and not (float(b).is_integer() and info.min <= b <= info.max):
+            return None
+    return tuple(None if b is None else int(b) for b in bounds)
+
+
+def quiet():
+    """numpy/cupy error state for logs of 0 and negatives (-inf / NaN expected)."""
+    return np.errstate(invalid="ignore", divide="ignore")
+
+
+log1p_int = Dispatch("log1p_int", """``float32(log1p(values))`` of an int64 array (numpy or cupy), exactly
+as computing it in float64 (LogOp).""")
+
+#: integers below this are looked up in a table of log1p values (256 KiB of float32: stays in cache)
+_TABLE_SIZE = 1 << 16
+
+
+@lru_cache(maxsize=1)
+def _log1p_table() -> np.ndarray:
+    table = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
+    table.flags.writeable = False
+    return table
+
+
+@log1p_int.register(object)
+def int_log1p32(values: np.ndarray) -> np.ndarray:
+    """``float32(log1p(values))`` of an int64 numpy array, exactly as computing it in float64.
+
+    Counts (the Criteo ``I`` columns, clicks, views) are mostly small non-negative integers:
+    a gather from a table of correctly rounded values is ~6x faster than evaluating the
+    logarithm (no SIMD float64 log on most CPUs). Values outside ``[0, 65536)`` are computed;
+    -1 gives -inf and smaller values NaN, like ``log1p``.
+    """
+    out = _log1p_table().take(values, mode="clip")  # out-of-table slots are fixed below
+    # negative values wrap to huge unsigned ones: one comparison finds both ends
+    big = values.view(np.uint64) >= _TABLE_SIZE
+    if big.any():
+        with quiet():
+            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
+    return out
+
+
+mod_buckets = Dispatch("mod_buckets", """``hashes % num_buckets`` of a uint32 hash array (numpy or cupy)
+as int64 (HashBucket).""")
+
+
+@mod_buckets.register(object)
+def _mod_buckets(h: Any, nb: int) -> Any:
+    from ..hashing import mod_uint32
+
+    return mod_uint32(h, nb)
+
+
+# ---------------------------------------------------------------------------
+# loader arrays
+# ---------------------------------------------------------------------------
+#: alignment of the batch arrays made on the CPU: TensorFlow's CPU kernels need 64-byte aligned
+#: buffers, and aligned arrays can be handed to it through DLPack without a copy
+ALIGN = 64
+
+
+def take_aligned(arr: np.ndarray, perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
+    """``arr[perm]`` (or a copy of ``arr``) in a new array whose row ``first_row`` starts on an
+    :data:`ALIGN`-byte boundary: batches start at that row plus multiples of ``batch_size``, so
+    their slices are aligned whenever ``batch_size * row bytes`` is a multiple of :data:`ALIGN`."""
+    shape = ((len(perm) if perm is not None else len(arr)),) + arr.shape[1:]
+    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
+    nbytes = int(np.prod(shape, dtype=np.int64)) * arr.dtype.itemsize
+    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    off = (-(buf.ctypes.data + first_row * row_bytes)) % ALIGN
+    out = buf[off:off + nbytes].view(arr.dtype).reshape(shape)
+    if perm is None:
+        np.copyto(out, arr)
+    else:
+        np.take(arr, perm, axis=0, out=out, mode="clip")   # indices are valid; "clip" avoids a buffered copy
+    return out
+
+
+take_rows = Dispatch("take_rows", """Rows ``perm`` (None: all) of a batch array, as the loader's chunks
+hold them: on the CPU a new array aligned at row ``first_row`` (:func:`take_aligned`); on the GPU
+``arr[perm]`` (``arr`` itself when ``perm`` is None; ``perm`` on the device).""")
+take_rows.register(object, take_aligned)
+
+column_array = Dispatch("column_array", """Contiguous numpy / cupy values of a scalar (non-string)
+series for the loader: float32 when ``cont``; nulls become NaN in float columns and 0 in integer /
+bool ones, after calling ``on_nulls()``.""")
+
+
+@column_array.register(object)
+def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
+    dtype = s.dtype
+    np_dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype)) if not isinstance(dtype, np.dtype) else dtype
+    if not isinstance(dtype, np.dtype) and s.hasnans:
+        on_nulls()
+        if np_dtype.kind in "iub" and not cont:
+            arr = s.to_numpy(dtype=np_dtype if np_dtype.kind != "b" else np.int8, na_value=0)
+        else:
+            arr = s.to_numpy(dtype=np.float32 if cont else np.float64, na_value=np.nan)
+    else:
+        arr = s.to_numpy(dtype=np_dtype)
+    if cont and arr.dtype != np.float32:
+        arr = arr.astype(np.float32)
+    return np.ascontiguousarray(arr)
+
+
+register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
+                  float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
+                  log1p_int, mod_buckets, take_rows, column_array)

@@ -1,0 +1,398 @@
+"""The cuDF / cupy implementations of the backend functions.
+
+Imported lazily, by :class:`~tabprep.backend.dispatch.Dispatch` the first time a cuDF, dask-cuDF
+or cupy object is seen, or by a reader asked for ``cpu=False``: importing tabprep never imports
+cuDF. Each function here is registered on its dispatcher for every type of those libraries (as
+``is_gpu`` tested the type's module).
+
+Nothing here runs in CI (no GPU): the GPU tests (``pytest -m gpu``) cover it.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, List, Optional, Sequence
+
+import cudf
+import cupy
+import numpy as np
+import pyarrow as pa
+
+from . import arrays as A
+from . import frames as F
+from . import lists as L
+from . import lookup as K
+from . import parquet as P
+from .dispatch import GPU_MODULES
+
+log = logging.getLogger("tabprep.backend")
+
+
+def _register(dispatcher: Any) -> Callable:
+    def wrapper(func: Callable) -> Callable:
+        return dispatcher.register_module(GPU_MODULES, func)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------------------
+# modules and host copies
+# ---------------------------------------------------------------------------
+A.array_module.register_module(GPU_MODULES, lambda obj: cupy)
+A.frame_lib.register_module(GPU_MODULES, lambda obj: cudf)
+
+
+@_register(A.to_numpy)
+def _to_numpy(arr: Any) -> np.ndarray:
+    if hasattr(arr, "to_numpy") and not isinstance(arr, np.ndarray):
+        return arr.to_numpy()
+    return arr.get()
+
+
+@_register(A.to_host)
+def _to_host(obj: Any) -> Any:
+    if isinstance(obj, cupy.ndarray):
+        return obj.get()
+    return obj.to_pandas()
+
+
+# ---------------------------------------------------------------------------
+# column kinds and values
+# ---------------------------------------------------------------------------
+@_register(A.is_list_series)
+def _is_list_series(series: Any) -> bool:
+    return str(series.dtype).startswith("list")
+
+
+@_register(A.is_string_series)
+def _is_string_series(series: Any) -> bool:
+    dtype = series.dtype
+    return str(dtype) in ("object", "str", "string")
+
+
+@_register(A.isnull)
+def _isnull(series: Any):
+    if A.is_float_series(series):
+        # cuDF keeps NaN apart from null; tabprep treats both as missing (as pandas does)
+        if not series.has_nulls:
+            return cupy.isnan(series.values)
+        return series.isna().values | cupy.isnan(series.fillna(0).values)
+    if not series.has_nulls and not A.is_list_series(series):
+        return cupy.zeros(len(series), dtype=bool)
+    return series.isna().values
+
+
+@_register(A.float_values)
+def _float_values(series: Any, dtype: str = "float64"):
+    if not series.has_nulls and series.dtype.kind in "iubf":
+        return series.values.astype(dtype)  # cupy astype: a fresh array, no cuDF calls
+    return series.astype(dtype).to_cupy(na_value=np.nan)
+
+
+@_register(A.int_values)
+def _int_values(series: Any, fill: int = 0):
+    return series.astype("int64").fillna(fill).values
+
+
+@_register(A.int_data)
+def _int_data(series: Any):
+    if series.has_nulls:
+        mask = series.isna().values
+        values = series.fillna(0).values
+    else:
+        mask, values = None, series.values
+    return (values if values.dtype == np.int64 else values.astype(np.int64)), mask
+
+
+@_register(A.value_counts)
+def _value_counts(series: Any):
+    nulls = int(A.isnull(series).sum())
+    counts = series.value_counts(sort=False, dropna=True)
+    if A.is_float_series(series) and len(counts):
+        counts = counts[~cupy.isnan(counts.index.to_series().fillna(0).values)]
+    return counts, nulls
+
+
+@_register(A.murmur3)
+def _murmur3(series: Any, seed: int = 0):
+    mask = A.isnull(series)
+    s = series
+    if s.dtype.kind in "iub":
+        s = s.astype("int64")
+    elif s.dtype.kind == "f":
+        s = s.astype("float64")
+    out = s.hash_values(method="murmur3", seed=seed).values.astype("uint32")
+    out[mask] = 0
+    return out
+
+
+# ---------------------------------------------------------------------------
+# per-op kernels
+# ---------------------------------------------------------------------------
+@_register(A.fill_nulls)
+def _fill_nulls(s: Any, value: Any) -> Any:
+    if not s.has_nulls and not A.is_float_series(s):
+        return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
+    out = s.fillna(value)
+    if A.is_float_series(s):
+        out = out.nans_to_nulls().fillna(value)
+    return A._unmask_dtype(out)
+
+
+@_register(A.clip_series)
+def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
+    if str(s.dtype) == "bool":
+        # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
+        # does, then back to bool (nulls stay null)
+        return s.astype("float64").clip(lower=lower, upper=upper) != 0
+    dtype = s.dtype
+    bounds = None
+    if isinstance(dtype, np.dtype) and dtype.kind in "iuf" and not s.has_nulls:  # cuDF's clip keeps the null mask
+        bounds = A.array_clip_bounds(dtype, lower, upper)
+    if bounds is not None:
+        # one cupy kernel replaces several cuDF calls
+        lo, hi = bounds
+        values = s.values
+        return F.new_series(cupy.clip(values, lo, hi), like=s)
+    return s.clip(lower=lower, upper=upper)
+
+
+@_register(A.log1p_int)
+def _log1p_int(values: Any) -> Any:
+    # the device's log1p is fast: no table needed
+    with A.quiet():
+        return cupy.log1p(values.astype("float64")).astype("float32")
+
+
+@_register(A.mod_buckets)
+def _mod_buckets(h: Any, nb: int) -> Any:
+    return h.astype("int64") % nb
+
+
+@_register(A.take_rows)
+def _take_rows(arr: Any, perm: Any, first_row: int) -> Any:
+    return arr if perm is None else arr[perm]
+
+
+@_register(A.column_array)
+def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
+    if s.null_count:
+        on_nulls()
+        s = s.fillna(float("nan") if s.dtype.kind == "f" else 0)
+    arr = s.values
+    arr = arr.astype(cupy.float32, copy=False) if cont else arr
+    return cupy.ascontiguousarray(arr)
+
+
+# ---------------------------------------------------------------------------
+# frames
+# ---------------------------------------------------------------------------
+def _gpu_frame(columns: dict, index: Any):
+    """cuDF frame of same-length columns, without aligning each column's index.
+
+    ``cudf.DataFrame(dict, index=...)`` compares every column's index with ``index`` (which
+    materializes RangeIndexes on the device): per column and per partition that costs more than
+    the ops themselves.
+    """
+    data = {}
+    for name, col in columns.items():
+        if isinstance(col, cudf.Series):
+            data[name] = col if F._is_default_index(col.index, len(col)) else col.reset_index(drop=True)
+        else:
+            data[name] = cudf.Series(col)
+    out = cudf.DataFrame(data)
+    if not F._is_default_index(index, len(out)):
+        out.index = index
+    return out
+
+
+@_register(F._make_frame)
+def _make_frame(like: Any, columns: dict):
+    return _gpu_frame(columns, like.index)
+
+
+@_register(F._new_series)
+def _new_series(like: Any, values: Any, name: Any):
+    if F._is_default_index(like.index, len(like)) and not hasattr(values, "index"):
+        # cuDF: passing the index costs ~0.7 ms per column (it is validated and materialized)
+        return cudf.Series(values, name=name)
+    return cudf.Series(values, index=like.index, name=name)
+
+
+@_register(F._concat_columns)
+def _concat_columns(first: Any, frames: Sequence[Any]):
+    return _gpu_frame({name: f[name] for f in frames for name in f.columns}, frames[0].index)
+
+
+@_register(F.take_frame_rows)
+def _take_frame_rows(df: Any, perm: Any):
+    return df.iloc[perm].reset_index(drop=True)
+
+
+def from_host(df: Any):
+    return cudf.from_pandas(df)
+
+
+@_register(F.to_backend)
+def _to_backend(frame: Any, cpu: Optional[bool]):
+    if cpu is True:
+        return frame.to_pandas()
+    return frame
+
+
+@_register(F.move_like)
+def _move_like(like: Any, frame: Any):
+    return from_host(frame)
+
+
+F.nullable_columns.register_module(GPU_MODULES, lambda df, columns=None: df)
+F.nullable_int_dtypes.register_module(GPU_MODULES, lambda meta: {})
+
+
+@_register(F.set_nulls)
+def _set_nulls(series: Any, mask: Any):
+    if not bool(mask.any()):
+        return series
+    return series.mask(F.new_series(mask, like=series, dtype="bool"))
+
+
+@_register(F.cast_keep_nulls)
+def _cast_keep_nulls(series: Any, dtype: str):
+    return series.astype(dtype)
+
+
+@_register(F.frame_to_arrow)
+def _frame_to_arrow(df: Any, preserve_index: bool = False) -> pa.Table:
+    return df.to_arrow(preserve_index=preserve_index)
+
+
+@_register(F.to_dask)
+def _to_dask(frame: Any, npartitions: int) -> Any:
+    import dask_cudf
+
+    return dask_cudf.from_cudf(frame, npartitions=npartitions)
+
+
+def read_csv(files: Sequence[str], blocksize: int, **kwargs: Any) -> Any:
+    import dask_cudf
+
+    return dask_cudf.read_csv(files, blocksize=blocksize, **kwargs)
+
+
+# ---------------------------------------------------------------------------
+# parquet / Arrow
+# ---------------------------------------------------------------------------
+def arrow_to_frame(table: pa.Table):
+    return cudf.DataFrame.from_arrow(table)
+
+
+def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]]):
+    return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None)
+
+
+def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]]):
+    return cudf.read_parquet(list(paths), columns=columns, row_groups=[list(g) for g in row_groups])
+
+
+@_register(P.write_parquet_part)
+def _write_parquet_part(df: Any, path: str, row_group_size: Optional[int], compression: str,
+                        default_row_group: Optional[int] = None) -> int:
+    # cuDF's parquet writer encodes on the device: no copy of the partition to the host
+    # cuDF's default row groups (1M rows): small ones make its writer ~2x slower
+    df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
+                                         row_group_size_rows=row_group_size or None,
+                                         force_nullable_schema=True)
+    return len(df)
+
+
+class CudfParquetReader:
+    """Parts are cuDF frames (read on the device), stacked with ``concat``."""
+
+    def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]]) -> Any:
+        return read_parquet_piece(path, row_groups, columns)
+
+    def stack(self, parts: Sequence[Any]) -> Any:
+        return parts[0].reset_index(drop=True) if len(parts) == 1 else F.concat_rows(parts)
+
+
+# ---------------------------------------------------------------------------
+# lists
+# ---------------------------------------------------------------------------
+@_register(L.list_leaves)
+def _list_leaves(series: Any):
+    col = series.list
+    leaves = col.leaves
+    lengths = col.len().fillna(0).astype("int64").values
+    offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
+    return leaves.reset_index(drop=True), offsets
+
+
+@_register(L._list_from_leaves)
+def _list_from_leaves(like: Any, values: Any, offsets: Any, name: Any, keep: bool):
+    return _gpu_list_from_leaves(values, offsets, like, name, keep_nulls=keep)
+
+
+def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_nulls: bool = False):
+    vals = values if isinstance(values, cudf.Series) else cudf.Series(values)
+    offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
+    try:
+        import pylibcudf as plc
+
+        mask, null_count = None, 0
+        if keep_nulls and like.null_count:
+            # same rows as ``like``: reuse its validity bitmask for the null rows
+            src = like._column.to_pylibcudf(mode="read")
+            if src.offset():  # a sliced view: materialize so the bitmask starts at row 0
+                src = like.copy(deep=True)._column.to_pylibcudf(mode="read")
+            mask, null_count = src.null_mask(), src.null_count()
+        col = plc.Column(plc.DataType(plc.TypeId.LIST), len(offs) - 1, None, mask, null_count, 0,
+                         [offs._column.to_pylibcudf(mode="read"), vals._column.to_pylibcudf(mode="read")])
+        out = cudf.Series.from_pylibcudf(col)
+    except (ImportError, AttributeError, TypeError) as exc:
+        # older cuDF: rebuild through Arrow on the host (slower, same result)
+        log.debug("pylibcudf list construction unavailable (%s); using Arrow", exc)
+        nulls = pa.array(like.isna().to_numpy()) if keep_nulls and like.null_count else None
+        arr = pa.ListArray.from_arrays(offs.to_arrow(), vals.to_arrow(), mask=nulls)
+        out = cudf.Series.from_arrow(arr)
+    out.index = like.index
+    return out.rename(name)
+
+
+# ---------------------------------------------------------------------------
+# vocabulary lookups
+# ---------------------------------------------------------------------------
+@_register(K._vocab_lookup)
+def _vocab_lookup(like: Any, values: np.ndarray) -> Any:
+    """The vocabulary sorted on the device plus the sort order (binary search)."""
+    voc = cudf.Series(values)
+    order = voc.argsort()
+    return (voc.take(order).reset_index(drop=True), order.values)
+
+
+@_register(K._vocab_structure)
+def _vocab_structure(like: Any, values: np.ndarray) -> Any:
+    if values.dtype.kind in "iu":
+        # GPU: sort + binary search is what the device does best
+        return K.SortedVocab(values.astype("int64", copy=False), like)
+    return _vocab_lookup(like, values)
+
+
+@_register(K._index_of)
+def _index_of(series: Any, vocab: Any, data: Any = None):
+    sorted_voc, order = vocab
+    n = len(sorted_voc)
+    nulls = A.isnull(series)
+    if n == 0:
+        return cupy.full(len(series), -1, dtype="int64")
+    s = series.reset_index(drop=True)
+    if s.dtype != sorted_voc.dtype:
+        if s.dtype.kind in "iub" and sorted_voc.dtype.kind in "iu":
+            s = s.astype(sorted_voc.dtype)
+        elif s.dtype.kind in "iuf" and sorted_voc.dtype.kind in "iuf":
+            s = s.astype("float64")
+            sorted_voc = sorted_voc.astype("float64")
+    s = s.fillna(sorted_voc.iloc[0])
+    pos = cupy.asarray(sorted_voc.searchsorted(s))
+    safe = cupy.minimum(pos, n - 1)
+    cand = sorted_voc.take(safe).reset_index(drop=True)
+    found = (cand == s).fillna(False).values & (pos < n) & ~nulls
+    return cupy.where(found, order[safe], -1).astype("int64")

@@ -1,0 +1,133 @@
+"""Vocabulary lookups: position of each value of a column in a learned vocabulary.
+
+CPU: a ``pandas.Index`` (hash table built once per vocabulary, one O(1) probe per value).
+GPU (:mod:`tabprep.backend.gpu`): a binary search on the device; integer vocabularies use
+:class:`SortedVocab` (array code, the same on numpy and cupy).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .arrays import _numpy_kind_dtype, array_module, int_data, is_int_like, is_string_series, isnull
+from .core import device
+from .dispatch import Dispatch, register_gpu_lazy
+
+
+class SortedVocab:
+    """An integer vocabulary sorted by value, with each value's position in the vocabulary.
+
+    Searched with ``searchsorted`` (numpy or cupy): no hash table, 16 bytes per value.
+    """
+
+    __slots__ = ("keys", "ids", "values", "_generic")
+
+    def __init__(self, values: np.ndarray, like: Any) -> None:
+        order = np.argsort(values, kind="stable")
+        keys = values[order]
+        xp = array_module(like)
+        self.keys = xp.asarray(keys)
+        self.ids = xp.asarray(order.astype("int64", copy=False))
+        self.values = values  # id order, host: for the fallback path
+        self._generic: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def lookup(self, q: Any) -> Any:
+        """Position in the vocabulary of each int64 value of ``q`` (same array module), -1 if absent."""
+        xp = array_module(q)
+        n = len(self.keys)
+        if n == 0 or len(q) == 0:
+            return xp.full(len(q), -1, dtype="int64")
+        # sorted queries make the binary searches walk the vocabulary in order (cache friendly)
+        qo = xp.argsort(q)
+        qs = q[qo]
+        pos = xp.searchsorted(self.keys, qs)
+        xp.minimum(pos, n - 1, out=pos)
+        res = xp.where(self.keys[pos] == qs, self.ids[pos], -1)
+        out = xp.empty_like(res)
+        out[qo] = res
+        return out
+
+    def generic(self, like: Any) -> Any:
+        """The lookup structure of the same vocabulary for columns that are not integers
+        (e.g. a float or string column against an integer vocabulary), built once."""
+        dev = device(like)
+        out = self._generic.get(dev)
+        if out is None:
+            out = self._generic[dev] = _vocab_lookup(like, self.values)
+        return out
+
+
+_vocab_lookup = Dispatch("vocab_lookup")
+
+
+@_vocab_lookup.register(object)
+def _vocab_lookup_pandas(like: Any, values: np.ndarray) -> Any:
+    # CPU: a hash table (pandas.Index, built once per vocabulary) answers in O(1) per value,
+    # ~8x faster than sorting each partition's values for a binary search
+    return pd.Index(values)
+
+
+#: the structure for a vocabulary of any dtype: the generic one, or on the GPU a
+#: :class:`SortedVocab` for integer vocabularies (sort + binary search is what the device does best)
+_vocab_structure = Dispatch("vocab_structure")
+_vocab_structure.register(object, _vocab_lookup_pandas)
+
+
+def vocab_lookup(values: Any, like: Any) -> Any:
+    """Build once per vocabulary (host array in id order) the structure :func:`index_of`
+    searches for columns on ``like``'s backend.
+
+    CPU: a ``pandas.Index`` (hash table built lazily, then reused for every partition).
+    GPU: :class:`SortedVocab` for integer vocabularies, else the vocabulary sorted on the device.
+    """
+    values = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    return _vocab_structure(like, values)
+
+
+_index_of = Dispatch("index_of")
+
+
+@_index_of.register(object)
+def _index_of_pandas(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
+    if not isinstance(vocab, pd.Index):
+        vocab = pd.Index(vocab)
+    if not is_string_series(series) and _numpy_kind_dtype(series.dtype).kind in "iub":
+        # int64 values (an int32 column must find int64 vocabulary entries) and the null mask,
+        # straight from the column's buffers
+        values, mask = data if data is not None else int_data(series)
+        pos = vocab.get_indexer(values)
+        if mask is not None:
+            pos[mask] = -1
+        return pos
+    pos = vocab.get_indexer(series)
+    mask = isnull(series)
+    if mask.any():
+        pos[mask] = -1
+    return pos
+
+
+def index_of(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
+    """Position of each value of ``series`` in the vocabulary, -1 when absent or null.
+
+    ``vocab`` is what :func:`vocab_lookup` returns (or, on the CPU, any array of unique values,
+    or a :class:`SortedVocab`). ``data``: :func:`int_data` of an int ``series`` when the caller
+    has it already.
+    """
+    if isinstance(vocab, SortedVocab):
+        if is_int_like(series):
+            values, mask = data if data is not None else int_data(series)
+            pos = vocab.lookup(values)
+            if mask is not None:
+                pos[mask] = -1
+            return pos
+        # e.g. a float or string column against an integer vocabulary: generic path
+        vocab = vocab.generic(series)
+    return _index_of(series, vocab, data)
+
+
+register_gpu_lazy(_vocab_lookup, _vocab_structure, _index_of)

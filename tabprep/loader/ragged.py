@@ -1,0 +1,126 @@
+"""Batch containers and the array code of ragged (list) columns: numpy on the CPU, cupy on the GPU.
+
+Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from .. import backend
+
+#: padding id of multi-hot columns made dense (Categorify's padding id)
+PAD_ID = 0
+
+
+# ---------------------------------------------------------------------------------------
+# batch containers
+# ---------------------------------------------------------------------------------------
+class RaggedBatch(NamedTuple):
+    """A list column of one batch: ``values`` (flat, all rows' elements one after the other)
+    and ``lengths`` (int64, one count per row; ``lengths.sum() == len(values)``)."""
+
+    values: Any
+    lengths: Any
+
+
+@dataclass
+class _RaggedColumn:
+    """A list column of one chunk: flat values and ``offsets`` (int64, rows + 1)."""
+
+    values: Any
+    offsets: Any
+    host_offsets: Optional[np.ndarray] = None  # numpy copy of offsets (GPU), so slicing needs no sync
+    row_lengths: Any = None                    # offsets' differences, computed once per chunk
+
+    @property
+    def lengths(self) -> Any:
+        if self.row_lengths is not None:
+            return self.row_lengths
+        return self.offsets[1:] - self.offsets[:-1]
+
+
+@dataclass
+class _Chunk:
+    """Prepared (transformed, shuffled) columns of one chunk."""
+
+    columns: Dict[str, Any]
+    num_rows: int
+
+
+# ---------------------------------------------------------------------------------------
+# array helpers (numpy or cupy)
+# ---------------------------------------------------------------------------------------
+def _xp(arr: Any):
+    return backend.array_module(arr)
+
+
+def _row_ids(offsets: Any, nnz: int, xp: Any) -> Any:
+    """Row index of each of the ``nnz`` flat values of a ragged column."""
+    lengths = offsets[1:] - offsets[:-1]
+    if xp is np:
+        return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    return xp.searchsorted(offsets[1:], xp.arange(nnz, dtype=xp.int64), side="right")
+
+
+def take_ragged(col: _RaggedColumn, perm: Any) -> _RaggedColumn:
+    """Rows ``perm`` (an int array on the column's device) of a ragged column."""
+    xp = _xp(col.offsets)
+    lengths = col.lengths[perm]
+    offsets = xp.zeros(len(lengths) + 1, dtype=xp.int64)
+    xp.cumsum(lengths, out=offsets[1:])
+    nnz = int(offsets[-1])
+    if nnz == 0:
+        return _RaggedColumn(col.values[:0], offsets)
+    rows = _row_ids(offsets, nnz, xp)
+    src = col.offsets[:-1][perm][rows] + (xp.arange(nnz, dtype=xp.int64) - offsets[rows])
+    return _RaggedColumn(col.values[src], offsets)
+
+
+def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
+    """Dense ``(rows, max_len)`` array of a ragged column, right-padded with ``pad``;
+    longer rows are truncated to their first ``max_len`` values."""
+    xp = _xp(col.offsets)
+    n = len(col.offsets) - 1
+    out = xp.full((n, max_len), pad, dtype=col.values.dtype)
+    nnz = len(col.values)
+    if nnz == 0 or max_len == 0:
+        return out
+    rows = _row_ids(col.offsets, nnz, xp)
+    pos = xp.arange(nnz, dtype=xp.int64) - col.offsets[rows]
+    keep = pos < max_len
+    if bool(keep.all()):
+        out[rows, pos] = col.values
+    else:
+        out[rows[keep], pos[keep]] = col.values[keep]
+    return out
+
+
+#: alignment of the batch arrays made on the CPU (see :func:`tabprep.backend.take_aligned`)
+ALIGN = backend.ALIGN
+_take_aligned = backend.take_aligned
+
+
+def _slice(col: Any, a: int, b: int) -> Any:
+    """Rows ``[a, b)`` of a chunk column (views)."""
+    if isinstance(col, _RaggedColumn):
+        host = col.host_offsets if col.host_offsets is not None else col.offsets
+        lo, hi = int(host[a]), int(host[b])
+        return RaggedBatch(col.values[lo:hi], col.lengths[a:b])
+    return col[a:b]
+
+
+def _concat_batches(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
+    if len(parts) == 1:
+        return parts[0]
+    out = {}
+    for name, first in parts[0].items():
+        if isinstance(first, RaggedBatch):
+            xp = _xp(first.values)
+            out[name] = RaggedBatch(xp.concatenate([p[name].values for p in parts]),
+                                    xp.concatenate([p[name].lengths for p in parts]))
+        else:
+            out[name] = _xp(first).concatenate([p[name] for p in parts])
+    return out

@@ -1,0 +1,178 @@
+"""Sources of a loader: units of data (row groups, partitions, row ranges) and how to read them.
+
+Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import backend
+from ..schema import Schema
+
+#: rows of one unit when the source is an in-memory frame (units are grouped into pieces)
+FRAME_UNIT_ROWS = 8192
+
+
+# ---------------------------------------------------------------------------------------
+# sources: units of data and how to read them
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Unit:
+    group: int       # pieces never span groups (files)
+    key: Any         # row-group index / partition index / (start, stop)
+    num_rows: int
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Consecutive units of one group, rows ``[start, stop)`` of their concatenation."""
+
+    units: Tuple[int, ...]
+    start: int
+    stop: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.stop - self.start
+
+
+class _Source:
+    """Where the rows come from. Subclasses fill ``units``, ``cpu``, ``schema``."""
+
+    units: List[_Unit]
+    cpu: bool
+    schema: Optional[Schema]
+
+    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        raise NotImplementedError
+
+    def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        """Rows of ``units`` as a *part*: a frame, or whatever :meth:`stack` stacks best; parts
+        are sliced with :func:`tabprep.backend.slice_rows`."""
+        return self.read(units, columns)
+
+    def stack(self, parts: Sequence[Any]) -> Any:
+        """One frame (index 0..n-1) of parts stacked in order."""
+        return parts[0].reset_index(drop=True) if len(parts) == 1 else backend.concat_rows(parts)
+
+    def row_bytes(self, columns: Optional[List[str]]) -> float:
+        """Estimated bytes of one row of ``columns`` in memory."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class _ParquetSource(_Source):
+    def __init__(self, files: List[str], cpu: bool, schema: Optional[Schema]) -> None:
+        import pyarrow.parquet as pq
+
+        self.files = files
+        self.cpu = cpu
+        self.schema = schema
+        # parquet on the CPU: parts are Arrow tables, stacked and converted to pandas once
+        self._reader = backend.parquet_reader(cpu)
+        self.units = []
+        self._row_bytes: Dict[str, float] = {}
+        total_rows = 0
+        for gi, f in enumerate(files):
+            try:
+                md = pq.ParquetFile(f).metadata
+            except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
+                raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
+            for i in range(md.num_row_groups):
+                rg = md.row_group(i)
+                if rg.num_rows:
+                    self.units.append(_Unit(gi, i, rg.num_rows))
+                    total_rows += rg.num_rows
+                for j in range(rg.num_columns):
+                    col = rg.column(j)
+                    name = col.path_in_schema.split(".")[0]
+                    self._row_bytes[name] = self._row_bytes.get(name, 0.0) + col.total_uncompressed_size
+        self._total_rows = max(total_rows, 1)
+
+    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        path = self.files[units[0].group]
+        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu)
+
+    def read_arrow(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        path = self.files[units[0].group]
+        return backend.read_parquet_table(path, [u.key for u in units], columns)
+
+    def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        return self._reader.read(self.files[units[0].group], [u.key for u in units], columns)
+
+    def stack(self, parts: Sequence[Any]) -> Any:
+        return self._reader.stack(parts)
+
+    def row_bytes(self, columns: Optional[List[str]]) -> float:
+        names = columns if columns is not None else list(self._row_bytes)
+        return max(sum(self._row_bytes.get(c, 8.0 * self._total_rows) for c in names) / self._total_rows, 1.0)
+
+    def describe(self) -> str:
+        return f"{len(self.files)} parquet file(s) like {self.files[0]}" if self.files else "no files"
+
+
+class _FrameSource(_Source):
+    def __init__(self, frame: Any, schema: Optional[Schema]) -> None:
+        self.frame = frame.reset_index(drop=True)
+        self.cpu = backend.is_cpu(frame)
+        self.schema = schema
+        n = len(self.frame)
+        self.units = [_Unit(0, (a, min(a + FRAME_UNIT_ROWS, n)), min(a + FRAME_UNIT_ROWS, n) - a)
+                      for a in range(0, n, FRAME_UNIT_ROWS)]
+
+    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        df = self.frame if columns is None else self.frame[list(columns)]
+        return df.iloc[units[0].key[0]: units[-1].key[1]]
+
+    def row_bytes(self, columns: Optional[List[str]]) -> float:
+        df = self.frame if columns is None else self.frame[list(columns)]
+        return max(float(df.memory_usage(index=False).sum()) / max(len(df), 1), 1.0)
+
+
+class _DaskSource(_Source):
+    """Partitions of a dask (or dask-cuDF) frame; their lengths are computed once (one pass)."""
+
+    def __init__(self, ddf: Any, cpu: bool, schema: Optional[Schema]) -> None:
+        self.ddf = ddf
+        self.cpu = cpu
+        self.schema = schema
+        lengths = ddf.map_partitions(len).compute()
+        self.units = [_Unit(i, i, int(n)) for i, n in enumerate(lengths) if int(n) > 0]
+
+    def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
+        ddf = self.ddf if columns is None else self.ddf[list(columns)]
+        frames = [ddf.get_partition(u.key).compute() for u in units]
+        return frames[0] if len(frames) == 1 else backend.concat_rows(frames)
+
+    def row_bytes(self, columns: Optional[List[str]]) -> float:
+        meta = self.ddf._meta if columns is None else self.ddf._meta[list(columns)]
+        return 8.0 * max(len(meta.columns), 1)
+
+
+def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_kwargs: Optional[Dict[str, Any]],
+                 schema: Optional[Schema]) -> _Source:
+    from ..io.dataset import Dataset
+
+    if isinstance(data, Dataset):
+        ds = data
+    elif _is_frame(data):
+        frame = backend.to_backend(data, cpu)
+        from ..workflow.workflow import schema_of_frame
+
+        return _FrameSource(frame, schema or schema_of_frame(frame))
+    else:
+        ds = Dataset(data, engine=engine, cpu=cpu, **(reader_kwargs or {}))
+    if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None:
+        use_cpu = ds.cpu if cpu is None else backend.resolve_cpu(cpu)
+        return _ParquetSource(ds.files, use_cpu, schema or ds.schema)
+    if ds.engine == "memory" and not ds.files:
+        # an in-memory Dataset: slice the frame itself rather than computing dask partitions
+        frame = ds.to_ddf().compute()
+        return _make_source(frame, cpu if cpu is not None else ds.cpu, None, None, schema or ds.schema)
+    return _DaskSource(ds.to_ddf(), ds.cpu, schema or ds.schema)
+
+
+from .._util import is_frame as _is_frame  # noqa: E402 - one definition for the package
