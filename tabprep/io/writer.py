@@ -256,8 +256,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
                           options.get("compression") or "snappy" if direct else "snappy")
                  for i, part in enumerate(ddf.to_delayed())]
-        options = backend.compute_options_for(ddf._meta)
-        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", options)
+        dask_options = backend.compute_options_for(ddf._meta)
+        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         part_rows = [r["rows"] for r in results]
         if direct:
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]
@@ -369,11 +369,11 @@ def _json_default(o: Any) -> Any:
 
 
 def _compute(tasks: List[Any], progress: Optional[Callable[[str, int, int], None]], stage: str,
-             options: Optional[Dict[str, Any]] = None) -> List[Any]:
+             dask_options: Optional[Dict[str, Any]] = None) -> List[Any]:
     """dask.compute with an optional progress callback (local schedulers and distributed);
-    ``options``: :func:`backend.compute_options_for` the data (default: the CPU's)."""
+    ``dask_options``: :func:`backend.compute_options_for` the data (default: the CPU's)."""
     total = len(tasks)
-    options = options if options is not None else backend.compute_options(False)
+    options = dask_options if dask_options is not None else backend.compute_options(False)
     if progress is None or total == 0:
         return list(dask.compute(*tasks, **options)) if tasks else []
     try:
