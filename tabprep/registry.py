@@ -152,11 +152,16 @@ def resolve_function(path: str, trusted: Optional[bool] = None, allowed: Optiona
         policy = _LOAD_TRUSTED.get()
         trusted = True if policy is None else policy
     if not trusted:
+        if what == "op class":
+            how = ("decorate the class with @tp.ops.register in a module imported before loading, or "
+                   "tp.register_function(cls)")
+        elif ":" in path:
+            how = f"tp.register_function(func) before loading (it registers the name {path!r})"
+        else:
+            how = f"tp.register_function(func, name={path!r}) before loading"
         raise UntrustedCodeError(
             f"the saved workflow names the {what} {path!r}, which is not registered in this process; loading a "
-            f"saved workflow imports and runs nothing it names unless you opt in. If you trust it: register it "
-            f"before loading (tp.register_function(func) for a function saved as 'module:qualname', "
-            f"tp.register_function(func, name={path!r}) for another name, @tp.ops.register for an op class), or "
+            f"saved workflow imports and runs nothing it names unless you opt in. If you trust it: {how}, or "
             f"load with Workflow.load(path, trusted=True) (CLI: --trusted), which imports the module it names",
             path)
     if ":" not in path:

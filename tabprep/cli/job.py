@@ -45,7 +45,7 @@ def load_workflow(path: str, allow_pickle: bool, trusted: bool = False) -> Any:
     try:
         return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted)
     except UntrustedCodeError as exc:
-        raise UsageProblem(f"{exc}; on the command line: --trusted") from None
+        raise UsageProblem(str(exc)) from None  # the message names --trusted
     except ValueError as exc:
         if "allow_pickle" in str(exc):
             raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
