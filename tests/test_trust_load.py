@@ -207,3 +207,101 @@ def test_fuzz_tampered_json_imports_and_runs_nothing(tmp_path, evil_module, wher
     except Exception:
         pass
     _untouched(evil_module)
+
+
+# -- decisions of the implementation (helper trust-load) -----------------------------------------------
+def test_spec_file_import_still_imports(tmp_path, evil_module):
+    # a spec file is user-written code-like config: its {import: ...} imports as documented
+    spec = {"features": [{"columns": ["a"], "ops": [{"Rename": {"f": {"import": f"{EVIL}:run"}}}]}]}
+    wf = tp.Workflow.from_spec(spec)
+    assert Path(str(evil_module) + ".imported").exists()
+    assert wf.output_columns == ["renamed"]
+
+
+def test_allow_pickle_implies_trusted_imports(tmp_path, evil_module):
+    path = _saved(tmp_path, _rename_wf())
+    _edit(path, lambda s: _rename_entry(s)["params"].__setitem__("f", {"import": f"{EVIL}:run"}))
+    wf = tp.Workflow.load(path, allow_pickle=True)
+    assert "renamed" in list(wf.transform(pd.DataFrame({"a": [1], "b": ["x"], "label": [0]})).columns)
+
+
+def test_registered_op_class_by_path_loads_without_trust(tmp_path):
+    # an op whose name is taken by another registered op is saved with op_class; the op registry
+    # (by module:qualname) is on the allow-list
+    path = _saved(tmp_path, _rename_wf())
+    _edit(path, lambda s: _rename_entry(s).__setitem__("op_class", "tabprep.ops.rename:Rename"))
+    out = tp.Workflow.load(path).transform(pd.DataFrame({"a": [1], "b": ["x"], "label": [0]}))
+    assert list(out.columns) == ["A_X", "b", "label"]
+
+
+def test_pickled_path_outside_stats_is_refused(tmp_path):
+    wf = tp.Workflow((["a"] >> ops.LambdaOp(lambda c: c + 1)) + ["label"])
+    df = pd.DataFrame({"a": [1, 2], "label": [0, 1]})
+    wf.fit(df)
+    wf.save(tmp_path / "wf", allow_pickle=True)
+    entry = lambda s: next(n for n in s["nodes"] if n.get("op") == "LambdaOp")  # noqa: E731
+    _edit(tmp_path / "wf", lambda s: entry(s)["params"].__setitem__("f", {"pickled": "../elsewhere.pkl"}))
+    with pytest.raises(ValueError, match=r"elsewhere\.pkl.*not a path under stats/"):
+        tp.Workflow.load(tmp_path / "wf", allow_pickle=True)
+
+
+def test_missing_and_edited_statistics_files(tmp_path):
+    path = _saved(tmp_path, tp.Workflow((["b"] >> ops.Categorify()) + ["label"]))
+    spec = json.loads((path / "workflow.json").read_text())
+    rec = spec["stats_files"]
+    assert spec["format_version"] >= 2 and len(rec) == 1
+    rel, info = next(iter(rec.items()))
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    assert info["sha256"] == hashlib.sha256((path / rel).read_bytes()).hexdigest()
+    assert info["rows"] == pq.read_metadata(path / rel).num_rows == 2  # the distinct values x, y
+    # a rewritten vocabulary of the same shape (values changed) is refused
+    t = pq.read_table(path / rel).to_pandas()
+    t["value"] = t["value"].replace({"x": "y", "y": "x"})
+    t.to_parquet(path / rel, index=False)
+    with pytest.raises(ValueError, match=rf"{Path(rel).name}.*checksum"):
+        tp.Workflow.load(path)
+    (path / rel).unlink()
+    with pytest.raises(ValueError, match=rf"{Path(rel).name} is missing"):
+        tp.Workflow.load(path)
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code != 0 and "is missing" in result.output
+
+
+def test_old_folder_without_checksums_loads_with_warning(tmp_path, caplog):
+    original = _rename_wf()
+    path = _saved(tmp_path, original)
+    _edit(path, lambda s: (s.pop("stats_files"), s.__setitem__("format_version", 1)))
+    with caplog.at_level("WARNING"):
+        wf = tp.Workflow.load(path)
+    assert "without checksums" in caplog.text
+    df = pd.DataFrame({"a": [1, 2], "b": ["y", "x"], "label": [0, 1]})
+    pd.testing.assert_frame_equal(wf.transform(df), original.transform(df))
+    # a current-format folder whose checksums were removed is refused
+    _edit(path, lambda s: s.__setitem__("format_version", 2))
+    with pytest.raises(ValueError, match="stats_files"):
+        tp.Workflow.load(path)
+
+
+def test_cli_trusted_flag(tmp_path, evil_module):
+    path = _saved(tmp_path, _rename_wf())
+    _edit(path, lambda s: _rename_entry(s)["params"].__setitem__("f", {"import": f"{EVIL}:run"}))
+    refused = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert refused.exit_code == 2 and "--trusted" in refused.output
+    _untouched(evil_module)
+    ok = CliRunner().invoke(cli, ["inspect", "--trusted", str(path)])
+    assert ok.exit_code == 0, ok.output
+    assert "renamed" in ok.output
+
+
+def test_register_function_decorator_and_lambda_names():
+    @tp.register_function(name="tests.plus_one")
+    def plus_one(c):
+        return c + 1
+
+    assert tp.registry.resolve_function("tests.plus_one", trusted=False) is plus_one
+    with pytest.raises(ValueError, match="name="):
+        tp.register_function(lambda c: c)
+    assert tp.register_function(upper_name) is upper_name
