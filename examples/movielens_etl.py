@@ -20,17 +20,17 @@ from tabprep import ops
 from tabprep.io.synthetic import generate_movielens
 
 
+# saved workflows store user functions by name and Workflow.load resolves only registered names:
+# a stable name works when this file runs as a script (module ``__main__``) too; a process that
+# loads the saved workflow registers it again by importing this module
+@tp.register_function(name="movielens_etl.liked")
 def liked(rating: Any) -> Any:
-    """Binary label: 1 when the rating is 4 stars or more (importable, so the workflow saves)."""
+    """Binary label: 1 when the rating is 4 stars or more."""
     return (rating >= 4.0).astype("int8")
 
 
 def build_workflow() -> tp.Workflow:
-    # saved workflows store user functions by import path: take ``liked`` from this module by
-    # its importable name (run as a script it is ``__main__``); loading the saved workflow
-    # then needs examples/ on the Python path
-    from movielens_etl import liked as liked_fn
-
+    liked_fn = liked
     ids = ["userId", "movieId"] >> ops.Categorify(freq_threshold=2)
     genres = ["genres"] >> ops.Categorify()            # multi-hot: one vocabulary over all elements
     label = ["rating"] >> ops.LambdaOp(liked_fn, dtype="int8", tags=["target"]) >> ops.Rename(name="label")

@@ -9,7 +9,9 @@ from . import ops  # noqa: E402
 from .io.commit import Transaction  # noqa: E402
 from .io.dataset import Dataset  # noqa: E402
 from .ops.embeddings import get_embedding_sizes  # noqa: E402
+from .registry import UntrustedCodeError, register_function  # noqa: E402
 from .schema import ColumnSchema, Schema, Tags  # noqa: E402
 from .workflow import Workflow  # noqa: E402
 
-__all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "__version__"]
+__all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "register_function",
+           "UntrustedCodeError", "__version__"]

@@ -351,6 +351,11 @@ def upper_name(name):
     return name.upper() + "_X"
 
 
+# saved workflows name these functions; loading resolves only registered ones (issue #11)
+for _f in (double, ratio_to, positive_f64, upper_name):
+    tp.register_function(_f)
+
+
 def norm_strings(df: pd.DataFrame) -> pd.DataFrame:
     """String columns as pandas' default ``str`` dtype (dask turns ``str`` into ``string[pyarrow]``;
     the two flavours hold the same values)."""

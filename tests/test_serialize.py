@@ -26,6 +26,7 @@ def full_workflow():
                        >> ops.Filter(positive_f64_or_all))
 
 
+@tp.register_function  # saved as 'test_serialize:positive_f64_or_all'; loading resolves registered names only
 def positive_f64_or_all(df):
     """Filter keeping rows with label >= 0 (all of them) -- importable."""
     return df["label"] >= 0

@@ -26,7 +26,7 @@ def load_spec(spec: str) -> Any:
         raise UsageProblem(str(exc)) from None
 
 
-def load_workflow(path: str, allow_pickle: bool) -> Any:
+def load_workflow(path: str, allow_pickle: bool, trusted: bool = False) -> Any:
     """A saved workflow folder, with usage errors that say what WF_DIR must be."""
     from ..workflow import Workflow
     from ..workflow.serialize import SPEC_FILE
@@ -40,8 +40,12 @@ def load_workflow(path: str, allow_pickle: bool) -> Any:
                               else ""))
     if not (p / SPEC_FILE).exists():
         raise UsageProblem(f"{path!r} is not a saved workflow folder (no {SPEC_FILE}); make one with `tabprep fit`")
+    from ..registry import UntrustedCodeError
+
     try:
-        return Workflow.load(path, allow_pickle=allow_pickle)
+        return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted)
+    except UntrustedCodeError as exc:
+        raise UsageProblem(str(exc)) from None  # the message names --trusted
     except ValueError as exc:
         if "allow_pickle" in str(exc):
             raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None

@@ -24,6 +24,8 @@ from .runtime import (UsageProblem, check_columns, check_output, handle_errors, 
                       make_dataset, output_options, read_options, resolve_inputs, setup_logging)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "
+                "(runs code from their modules: only if you trust WF_DIR).")
 
 __all__ = ["cli", "main", "CRITEO_SPEC"]
 
@@ -144,12 +146,13 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
 @write_options
 @click.option("--allow-pickle", is_flag=True,
               help="Load a workflow saved with pickled functions (runs code from WF_DIR: only if you trust it).")
+@click.option("--trusted", is_flag=True, help=TRUSTED_HELP)
 @read_options
 @job_options
 @handle_errors
 def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_files: Optional[int],
               split_per_worker: Optional[int], batch_size: Optional[int], shuffle: Optional[str], seed: Optional[int],
-              compression: Optional[str], overwrite: bool, allow_pickle: bool, **opts: Any) -> None:
+              compression: Optional[str], overwrite: bool, allow_pickle: bool, trusted: bool, **opts: Any) -> None:
     """Transform DATA with the fitted workflow in WF_DIR and write it to DIR.
 
     \b
@@ -164,7 +167,7 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
     """
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
-        wf = load_workflow(wf_dir, allow_pickle)
+        wf = load_workflow(wf_dir, allow_pickle, trusted)
         check_output(out, overwrite)
         ds = job.dataset(data)
         check_not_inside(ds.files, out)
@@ -287,9 +290,11 @@ def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose:
 @click.argument("path", metavar="WF_DIR")
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 @click.option("--allow-pickle", is_flag=True, help="Load a workflow saved with pickled functions (trusted only).")
+@click.option("--trusted", is_flag=True, help=TRUSTED_HELP)
 @output_options
 @handle_errors
-def inspect(path: str, as_json: bool, allow_pickle: bool, quiet: bool, verbose: bool, debug: bool) -> None:
+def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, quiet: bool, verbose: bool,
+            debug: bool) -> None:
     """Show a fitted workflow: graph, output schema, embedding sizes, statistics.
 
     WF_DIR may also be a transformed output folder (with _schema.json): its schema, embedding sizes
@@ -300,7 +305,7 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, quiet: bool, verbose: 
     setup_logging(verbose, quiet)
     p = Path(path)
     if (p / "workflow.json").exists() or not (p / "_schema.json").exists():
-        info = describe_workflow(load_workflow(path, allow_pickle), path)
+        info = describe_workflow(load_workflow(path, allow_pickle, trusted), path)
     else:
         info = describe_output(path)
     if as_json:

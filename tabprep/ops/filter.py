@@ -44,6 +44,6 @@ class Filter(Operator):
 
     @classmethod
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Filter":
-        from .lambda_op import resolve_function
+        from .lambda_op import function_from_config
 
-        return cls(resolve_function(config["f"]["import"]))
+        return cls(function_from_config(config.get("f"), "Filter"))

@@ -1,36 +1,13 @@
 """LambdaOp: apply user code to each selected column."""
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .. import backend
+from ..registry import function_path, resolve_function
 from ..schema import ColumnSchema
 from .base import Operator
-
-
-def function_path(f: Callable) -> Optional[str]:
-    """``"module:qualname"`` when ``f`` can be re-imported by that path, else None."""
-    module = getattr(f, "__module__", None)
-    qualname = getattr(f, "__qualname__", None)
-    if not module or not qualname or module == "__main__" or "<" in qualname:
-        return None
-    try:
-        if resolve_function(f"{module}:{qualname}") is not f:
-            return None
-    except (ImportError, AttributeError):
-        return None
-    return f"{module}:{qualname}"
-
-
-def resolve_function(path: str) -> Callable:
-    """Import ``"module:qualname"``."""
-    module, _, qualname = path.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 class LambdaOp(Operator):
@@ -44,9 +21,11 @@ class LambdaOp(Operator):
     element; row lengths and null rows are kept, and ``dtype`` is the elements' dtype. A
     two-parameter ``f(col, df)`` gets the whole list column instead (row-aligned with ``df``).
 
-    Saving: a workflow stores ``f`` by import path (``module:qualname``); a function that
-    cannot be re-imported that way (a lambda, a notebook function) is refused at save unless
-    ``allow_pickle=True`` is given to both ``save`` and ``load``.
+    Saving: a workflow stores ``f`` by its :func:`tabprep.register_function` name or import path
+    (``module:qualname``); loading resolves it only against the functions registered in the
+    loading process unless ``Workflow.load(path, trusted=True)``. A function with neither (a
+    lambda, a notebook function) is refused at save unless ``allow_pickle=True`` is given to both
+    ``save`` and ``load`` (or it is registered under a name).
 
     Args:
         f: the function.
@@ -72,12 +51,7 @@ class LambdaOp(Operator):
         self.dtype = dtype
         self.tags = tags
         self.label_ = label
-        try:
-            params = [p for p in inspect.signature(f).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            self._arity = 2 if len(params) >= 2 else 1
-        except (TypeError, ValueError):
-            self._arity = 1
+        self._arity = _arity(f)
 
     def get_params(self) -> Dict[str, Any]:
         return {"f": self.f, "dependency": self.dependency, "dtype": self.dtype, "tags": self.tags, "label": self.label_}
@@ -146,7 +120,32 @@ class LambdaOp(Operator):
     @classmethod
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "LambdaOp":
         config = dict(config)
-        f = config.pop("f")
-        if "import" not in f:
-            raise ValueError("internal: pickled LambdaOp functions are restored by the workflow loader")
-        return cls(resolve_function(f["import"]), **config)
+        return cls(function_from_config(config.pop("f", None), "LambdaOp"), **config)
+
+
+def _arity(f: Callable) -> int:
+    """2 when ``f`` takes ``(col, df)``, else 1."""
+    nin = getattr(f, "nin", None)
+    if type(f).__name__ == "ufunc" and isinstance(nin, int):
+        # a numpy ufunc's signature is (x, /, out=None, ...): its second positional is the output
+        # buffer, not a frame; its input count is nin
+        return 2 if nin >= 2 else 1
+    try:
+        params = [p for p in inspect.signature(f).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return 1
+    return 2 if len(params) >= 2 else 1
+
+
+def function_from_config(f: Any, where: str) -> Callable:
+    """The function of a saved/spec ``f`` parameter: ``{"import": name}`` resolved by
+    :func:`tabprep.registry.resolve_function` (restricted inside ``Workflow.load``), or a callable
+    passed through; pickled functions are restored by the workflow loader before this."""
+    if callable(f):
+        return f
+    if isinstance(f, dict) and set(f) == {"import"}:
+        return resolve_function(f["import"])
+    if isinstance(f, dict) and "pickled" in f:
+        raise ValueError(f"{where}: a pickled function is read only by Workflow.load(path, allow_pickle=True)")
+    raise TypeError(f"{where}: f must be a function or {{import: 'module:qualname'}}, got {f!r}")

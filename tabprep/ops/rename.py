@@ -10,7 +10,8 @@ class Rename(Operator):
     """Rename columns with a function, a postfix, or (for one column) a new name.
 
     Args:
-        f: ``f(name) -> new_name`` (stored by import path when the workflow is saved).
+        f: ``f(name) -> new_name`` (stored by its registered name or import path when the
+            workflow is saved; see :func:`tabprep.register_function`).
         postfix: appended to each name.
         name: the new name; only valid when exactly one column is selected.
 
@@ -24,6 +25,8 @@ class Rename(Operator):
                  name: Optional[str] = None) -> None:
         if sum(x is not None for x in (f, postfix, name)) != 1:
             raise ValueError("Rename needs exactly one of f, postfix or name")
+        if f is not None and not callable(f):
+            raise TypeError(f"Rename(f=...) needs a callable, got {type(f).__name__}")
         self.f = f
         self.postfix = postfix
         self.name = name
@@ -52,14 +55,15 @@ class Rename(Operator):
         path = function_path(self.f)
         if path is None:
             raise ValueError("Rename(f=...) with a lambda or local function cannot be saved; use postfix=/name=, "
-                             "or a function defined in an importable module")
+                             "a function defined in an importable module, or register it under a name "
+                             "(tp.register_function(f, name='myproject.rename'))")
         return {"f": {"import": path}, "postfix": None, "name": None}
 
     @classmethod
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Rename":
-        from .lambda_op import resolve_function
+        from .lambda_op import function_from_config
 
         config = dict(config)
-        if isinstance(config.get("f"), dict):
-            config["f"] = resolve_function(config["f"]["import"])
+        if config.get("f") is not None:
+            config["f"] = function_from_config(config["f"], "Rename")
         return cls(**config)

@@ -1,17 +1,33 @@
 """Save / load a fitted workflow as a folder: ``workflow.json`` + per-op statistics files.
 
 ``workflow.json`` is human-readable: the tabprep version, every node of the graph (kind,
-parents, selected columns, op class and parameters), the input and output schemas and the
-embedding sizes. Statistics live next to it under ``stats/<node id>/`` (vocabularies as
-parquet, small statistics inline as JSON). Loading executes no stored code: ops are looked
-up by name among registered ops, user functions (LambdaOp, Filter, Rename) are imported by
-``module:qualname``, and pickled functions are read only with ``allow_pickle=True``.
+parents, selected columns, op class and parameters), the input and output schemas, the
+embedding sizes, and the sha256, size and row count of every statistics file. Statistics live
+next to it under ``stats/<node id>/`` (vocabularies as parquet, small statistics inline as JSON).
+
+Loading executes nothing the folder names unless the user opts in (issue #11):
+
+* ops are looked up by name among registered ops; a saved ``op_class`` (an op that was not
+  registered under its name) resolves only to a registered op class or a class given to
+  :func:`tabprep.register_function`;
+* user functions (LambdaOp, Filter, Rename) stored as ``{"import": name}`` resolve only to
+  functions registered in the loading process (:func:`tabprep.register_function`);
+* anything else raises :class:`tabprep.registry.UntrustedCodeError` before its module is
+  imported, unless ``trusted=True`` (imports the named modules) or ``allow_pickle=True``
+  (pickled functions; a pickle can import anything, so it implies ``trusted``);
+* every statistics file is checked against its recorded sha256 before any op reads it, so a
+  swapped, truncated or edited file is an error naming it. The checksums detect corruption and
+  mix-ups; they are no defence against someone who also edits ``workflow.json`` (nothing in the
+  folder is code, which is what makes such an edit harmless). Folders saved by tabprep before
+  checksums (``format_version`` 1) load with a warning.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from pathlib import Path
-from typing import Any, Dict, Optional
+import logging
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -19,14 +35,19 @@ from .._version import __version__
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
 from ..ops.base import Operator, StatOperator, registered_ops
-from ..ops.lambda_op import resolve_function
 from ..ops.embeddings import embedding_sizes_from_schema
+from ..registry import load_policy, resolve_function
 from ..schema import Schema
 from .node import Node
 from .workflow import Workflow
 
+log = logging.getLogger(__name__)
+
 SPEC_FILE = WORKFLOW_FILE
-FORMAT_VERSION = 1
+#: 2: ``stats_files`` (sha256, bytes, rows of every statistics file); 1: no checksums
+FORMAT_VERSION = 2
+#: the folder of the statistics files, relative to the saved workflow
+STATS_DIR = "stats"
 
 
 def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
@@ -80,6 +101,8 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
             "output_schema": wf.output_schema.to_dict(),
             "embedding_sizes": {k: list(v) for k, v in embedding_sizes_from_schema(wf.output_schema).items()},
             "allow_pickle": allow_pickle,
+            # last: every statistics file (pickled functions included) is written by now
+            "stats_files": stats_manifest(tmp),
         }
         with open(tmp / SPEC_FILE, "w") as fh:
             json.dump(spec, fh, indent=2, default=_default)
@@ -112,7 +135,23 @@ def _pickle_functions(op: Operator, config: Dict[str, Any], folder: Path, allow_
     return config
 
 
-def load_workflow(path: str, allow_pickle: bool = False) -> Workflow:
+def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False) -> Workflow:
+    """Load a folder written by :func:`save_workflow`.
+
+    Args:
+        path: the folder.
+        allow_pickle: read pickled functions (runs code from the folder; implies ``trusted``).
+        trusted: resolve functions and op classes the folder names by importing their modules;
+            without it only registered ones resolve (:func:`tabprep.register_function`,
+            :func:`tabprep.ops.register`) and any other name raises
+            :class:`~tabprep.registry.UntrustedCodeError` before an import.
+
+    Raises:
+        FileNotFoundError: no ``workflow.json``.
+        UntrustedCodeError: a function / op class not on the allow-list (nothing imported).
+        ValueError: a statistics file that differs from its recorded checksum (named), or a
+            damaged ``workflow.json``.
+    """
     root = Path(path)
     spec_path = root / SPEC_FILE
     if not spec_path.exists():
@@ -120,55 +159,178 @@ def load_workflow(path: str, allow_pickle: bool = False) -> Workflow:
                                 f"save one with workflow.save(path) or `tabprep fit`")
     with open(spec_path) as fh:
         spec = json.load(fh)
-    if spec.get("format_version", 0) > FORMAT_VERSION:
+    if not isinstance(spec, dict) or not isinstance(spec.get("nodes"), list):
+        raise ValueError(f"{spec_path} is not a saved tabprep workflow (no list of nodes); it was edited or damaged")
+    version = spec.get("format_version", 0)
+    if not isinstance(version, int):
+        raise ValueError(f"{spec_path}: format_version must be an integer, got {version!r}")
+    if version > FORMAT_VERSION:
         raise ValueError(f"{spec_path} was written by a newer tabprep ({spec.get('tabprep_version')}); upgrade tabprep")
-    ops = registered_ops()
-    built: Dict[str, Node] = {}
-    for entry in spec["nodes"]:
-        parents = [built[p] for p in entry["parents"]]
-        kind = entry["kind"]
-        if kind == "select":
-            node = Node("select", columns=entry["columns"], groups=[tuple(g) for g in entry.get("groups", [])])
-        elif kind == "concat":
-            node = Node("concat", parents=parents)
-        elif kind == "drop":
-            node = Node("drop", parents=parents, columns=entry["columns"])
-        else:
-            cls = ops.get(entry["op"])
-            if "op_class" in entry:
-                cls = resolve_function(entry["op_class"])
-                if not (isinstance(cls, type) and issubclass(cls, Operator)):
-                    raise TypeError(f"{entry['op_class']} is not a tabprep Operator")
-            if cls is None:
-                raise ValueError(f"unknown op {entry['op']!r} in {spec_path}; is the module defining it imported?")
-            params = dict(entry.get("params", {}))
-            f = params.get("f")
-            if isinstance(f, dict) and "pickled" in f:
-                if not allow_pickle:
-                    raise ValueError(f"{spec_path}: op {entry['op']} holds a pickled function; loading it runs code "
-                                     f"from the file. Pass allow_pickle=True only if you trust {root}.")
-                import cloudpickle
-
-                with open(root / f["pickled"], "rb") as fh:
-                    params["f"] = cloudpickle.load(fh)
-                op = cls(**params)
-            else:
-                op = cls.from_config(params, allow_pickle=allow_pickle)
-            if len(parents) == 1:
-                node = parents[0] >> op
-            else:
-                merged = parents[0]
-                for p in parents[1:]:
-                    merged = merged + p
-                node = merged >> op
-            if "state" in entry:
-                op.load_state(root / entry["state_dir"], entry["state"])
-                if op.supports_groups and entry["state"].get("input_groups") is not None:
-                    op.input_groups = entry["state"]["input_groups"]
-        built[entry["id"]] = node
-    wf = Workflow(built[spec["output"]])
+    verify_stats(root, spec)
+    # everything that may resolve a name (op classes, ops' from_config, load_state) runs under the policy
+    with load_policy(bool(trusted or allow_pickle)):
+        built: Dict[str, Node] = {}
+        for entry in spec["nodes"]:
+            try:
+                nid, node = _build_node(entry, built, root, allow_pickle)
+            except (KeyError, TypeError, AttributeError, IndexError) as exc:
+                nid = entry.get("id") if isinstance(entry, dict) else None
+                raise ValueError(f"{spec_path}: node {nid!r} cannot be rebuilt ({type(exc).__name__}: {exc}); "
+                                 f"the file was edited or damaged") from exc
+            built[nid] = node
+        wf = Workflow(built[spec["output"]])
     wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {root}")
     return wf
+
+
+def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow_pickle: bool) -> tuple:
+    spec_path = root / SPEC_FILE
+    parents = [built[p] for p in entry["parents"]]
+    kind = entry["kind"]
+    if kind == "select":
+        return entry["id"], Node("select", columns=entry["columns"], groups=[tuple(g) for g in entry.get("groups", [])])
+    if kind == "concat":
+        return entry["id"], Node("concat", parents=parents)
+    if kind == "drop":
+        return entry["id"], Node("drop", parents=parents, columns=entry["columns"])
+    if kind != "op":
+        raise ValueError(f"{spec_path}: unknown node kind {kind!r}")
+    name = entry["op"]
+    if not isinstance(name, str):
+        raise ValueError(f"{spec_path}: an op is named by a string, got {name!r}")
+    cls = registered_ops().get(name)
+    if "op_class" in entry:
+        # registered op classes by import path; anything else needs trust (checked before importing)
+        allowed = {f"{c.__module__}:{c.__qualname__}": c for c in registered_ops().values()}
+        cls = resolve_function(entry["op_class"], allowed=allowed, what="op class")
+        if not (isinstance(cls, type) and issubclass(cls, Operator)):
+            raise TypeError(f"{entry['op_class']} is not a tabprep Operator")
+    if cls is None:
+        raise ValueError(f"unknown op {name!r} in {spec_path}; is the module defining it imported "
+                         f"(and the op registered with @tp.ops.register)?")
+    params = entry.get("params", {})
+    if not isinstance(params, dict):
+        raise ValueError(f"{spec_path}: the parameters of {name} must be a mapping, got {params!r}")
+    params = dict(params)
+    f = params.get("f")
+    if isinstance(f, dict) and "pickled" in f:
+        if not allow_pickle:
+            raise ValueError(f"{spec_path}: op {name} holds a pickled function; loading it runs code "
+                             f"from the file. Pass allow_pickle=True only if you trust {root}.")
+        import cloudpickle
+
+        with open(_inside(root, f["pickled"], "pickled"), "rb") as fh:
+            params["f"] = cloudpickle.load(fh)
+        op = cls(**params)
+    else:
+        op = cls.from_config(params, allow_pickle=allow_pickle)
+    if len(parents) == 1:
+        node = parents[0] >> op
+    else:
+        merged = parents[0]
+        for p in parents[1:]:
+            merged = merged + p
+        node = merged >> op
+    if "state" in entry:
+        state = entry["state"]
+        if not isinstance(state, dict):
+            raise ValueError(f"{spec_path}: the state of {name} must be a mapping, got {state!r}")
+        op.load_state(_inside(root, entry["state_dir"], "state_dir"), state)
+        if op.supports_groups and state.get("input_groups") is not None:
+            op.input_groups = state["input_groups"]
+    return entry["id"], node
+
+
+def _inside(root: Path, rel: Any, what: str) -> Path:
+    """``root / rel`` for a relative path under the statistics folder (a saved workflow reads nothing else)."""
+    if not isinstance(rel, str):
+        raise ValueError(f"{root / SPEC_FILE}: {what} must be a path, got {rel!r}")
+    parts = PurePosixPath(rel).parts
+    if not parts or parts[0] != STATS_DIR or ".." in parts or PurePosixPath(rel).is_absolute():
+        raise ValueError(f"{root / SPEC_FILE}: {what} {rel!r} is not a path under {STATS_DIR}/")
+    return root.joinpath(*parts)
+
+
+# -- statistics checksums ---------------------------------------------------------------------
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            n = fh.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
+    return h.hexdigest()
+
+
+def _rows(path: Path) -> Optional[int]:
+    """Row count of a parquet file from its footer (None for other files or an unreadable footer)."""
+    if path.suffix != ".parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        return int(pq.read_metadata(path).num_rows)
+    except Exception:  # noqa: BLE001 - a damaged footer: the checksum error says the rest
+        return None
+
+
+def _stats_files(root: Path) -> List[Path]:
+    stats = root / STATS_DIR
+    if not stats.is_dir():
+        return []
+    return sorted(p for p in stats.rglob("*") if p.is_file())
+
+
+def stats_manifest(root: Path) -> Dict[str, Dict[str, Any]]:
+    """``{"stats/<node>/<file>": {"sha256", "bytes", "rows"}}`` of every file under ``root/stats``
+    (``rows``: parquet row count, None for other files)."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for p in _stats_files(root):
+        out[p.relative_to(root).as_posix()] = {"sha256": file_sha256(p), "bytes": p.stat().st_size, "rows": _rows(p)}
+    return out
+
+
+def verify_stats(root: Path, spec: Dict[str, Any]) -> None:
+    """Check every statistics file of a saved workflow against ``spec["stats_files"]``.
+
+    Raises ValueError naming the first file that is missing or whose sha256 differs (modified,
+    truncated, swapped). Files under ``stats/`` the save did not write are logged (ops read only
+    the files their state names). Folders of ``format_version`` 1 have no checksums: a warning.
+    """
+    spec_path = root / SPEC_FILE
+    recorded = spec.get("stats_files")
+    if recorded is None and spec.get("format_version", 0) < 2:
+        log.warning("%s was saved by tabprep %s (format_version %s) without checksums of its statistics files; "
+                    "they are not verified. Save the workflow again to add them.",
+                    spec_path, spec.get("tabprep_version", "?"), spec.get("format_version", 0))
+        return
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{spec_path}: the checksums of the statistics files ('stats_files') are missing; the file "
+                         f"was edited or damaged. Restore the folder or save the workflow again")
+    for rel, rec in recorded.items():
+        f = _inside(root, rel, "a statistics file")
+        if not f.is_file():
+            raise ValueError(f"statistics file {f} is missing (recorded with its checksum in {spec_path}); "
+                             f"restore the folder or save the workflow again")
+        if not isinstance(rec, dict):
+            raise ValueError(f"{spec_path}: the checksum record of {rel} is damaged: {rec!r}")
+        if file_sha256(f) != rec.get("sha256"):
+            size, rows = f.stat().st_size, _rows(f)
+            detail = f"{size} bytes, saved with {rec.get('bytes')}"
+            if rows is not None or rec.get("rows") is not None:
+                detail += f"; {rows if rows is not None else 'unreadable'} rows, saved with {rec.get('rows')}"
+            raise ValueError(f"statistics file {f} does not match the sha256 checksum recorded in {spec_path}: it "
+                             f"was changed after saving (modified, truncated or swapped with another file; {detail}). "
+                             f"Restore the folder or save the workflow again")
+    extra = [p.relative_to(root).as_posix() for p in _stats_files(root)
+             if p.relative_to(root).as_posix() not in recorded and not p.name.startswith(".")]
+    if extra:
+        log.warning("%s: files under %s/ that the save did not write are ignored: %s", root, STATS_DIR,
+                    ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else ""))
 
 
 def _default(o: Any) -> Any:

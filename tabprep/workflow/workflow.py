@@ -362,11 +362,17 @@ class Workflow:
         save_workflow(self, path, allow_pickle=allow_pickle, transaction=transaction)
 
     @classmethod
-    def load(cls, path: str, allow_pickle: bool = False) -> "Workflow":
-        """Load a workflow saved with :meth:`save`; it transforms exactly like the original."""
+    def load(cls, path: str, allow_pickle: bool = False, trusted: bool = False) -> "Workflow":
+        """Load a workflow saved with :meth:`save`; it transforms exactly like the original.
+
+        Runs nothing the folder names: functions and op classes resolve only to registered ones
+        (:func:`tabprep.register_function`, ``@ops.register``) unless ``trusted=True`` (imports the
+        modules named in ``workflow.json``); pickled functions need ``allow_pickle=True`` (implies
+        ``trusted``). Statistics files are checked against their recorded checksums.
+        """
         from .serialize import load_workflow
 
-        return load_workflow(path, allow_pickle=allow_pickle)
+        return load_workflow(path, allow_pickle=allow_pickle, trusted=trusted)
 
     @classmethod
     def from_spec(cls, spec: Any) -> "Workflow":
