@@ -123,6 +123,18 @@ class ServingTransform:
         self._list_inputs = {c for c, s, _ in self._in_cols if s.is_list}
         self._outputs = [(c.name, c, np.dtype("O") if c.dtype == "str" else np.dtype(c.dtype))
                          for c in self.output_schema]
+        # one-row fast path: values whose Python type is exactly the fitted kind's need no check
+        self._fast_types = [(c, {"i": int, "s": str, "f": float if s.dtype == "float64" else None,
+                                 "b": bool}.get(k) if not s.is_list else None, s, k) for c, s, k in self._in_cols]
+        # one-row outputs: one numpy array per output dtype, sliced into per-column views
+        groups: Dict[Any, List[str]] = {}
+        for name, col, dt in self._outputs:
+            if not col.is_list:
+                groups.setdefault(dt, []).append(name)
+        self._row_groups = list(groups.items())
+        self._row_lists = [(name, dt) for name, col, dt in self._outputs if col.is_list]
+        self._result_names = [k for name, col, _ in self._outputs
+                              for k in ((f"{name}__values", f"{name}__nnzs") if col.is_list else (name,))]
 
     # -- running ----------------------------------------------------------------------------------
     def _run(self, env_inputs: Dict[str, Any], row: bool) -> Dict[str, Any]:
@@ -130,12 +142,14 @@ class ServingTransform:
         for kind, i, arg in self._plan:
             if kind == "select":
                 env[i] = {c: env_inputs[c] for c in arg}
-            elif kind == "concat":
-                merged: Dict[str, Any] = {}
-                for p in arg:
-                    for k, v in env[p].items():
-                        merged.setdefault(k, v)
-                env[i] = merged
+            elif kind == "concat":  # a merge's parents never share a column (the graph refuses that)
+                if len(arg) == 1:
+                    env[i] = env[arg[0]]
+                else:
+                    merged: Dict[str, Any] = {}
+                    for p in arg:
+                        merged.update(env[p])
+                    env[i] = merged
             elif kind == "drop":
                 src = env[arg[0]]
                 env[i] = {c: src[c] for c in arg[1] if c in src}
@@ -145,9 +159,8 @@ class ServingTransform:
                     inp = env[parents[0]]
                 else:
                     inp = {}
-                    for p in parents:
-                        for k, v in env[p].items():
-                            inp.setdefault(k, v)
+                    for p in reversed(parents):  # the first parent holding a name wins, as offline
+                        inp.update(env[p])
                 env[i] = kernel.row(inp) if row else kernel.batch(inp)
         return env[self._out_index]
 
@@ -168,23 +181,33 @@ class ServingTransform:
         """One row's outputs as Python scalars (lists for list columns; None or NaN for nulls)."""
         if not isinstance(row, Mapping):
             raise ServingInputError(f"a row is an object of column -> value, got {type(row).__name__}")
-        self._missing(row)
-        vals = {c: row_value(s, row[c], cast, k) for c, s, k in self._in_cols}
+        vals = {}
+        try:
+            for c, fast, s, k in self._fast_types:
+                v = row[c]
+                if v is None or (type(v) is fast and (fast is not int or -_I64 <= v < _I64)):
+                    vals[c] = v
+                else:
+                    vals[c] = row_value(s, v, cast, k)
+        except KeyError:
+            self._missing(row)
+            raise
         out = self._run(vals, row=True)
         return {name: out[name] for name, _, _ in self._outputs}
 
     def _finish_row(self, vals: Dict[str, Any]) -> Dict[str, np.ndarray]:
         res: Dict[str, np.ndarray] = {}
-        for name, col, dt in self._outputs:
+        for dt, names in self._row_groups:
+            arr = _masked([vals[n] for n in names], dt)
+            for i, n in enumerate(names):
+                res[n] = arr[i:i + 1]
+        for name, dt in self._row_lists:
             v = vals[name]
-            if col.is_list:
-                if v is None:
-                    v = []
-                res[f"{name}__values"] = _masked([x for x in v], dt)
-                res[f"{name}__nnzs"] = np.array([len(v)], dtype=np.int64)
-            else:
-                res[name] = _masked([v], dt)
-        return res
+            if v is None:
+                v = []
+            res[f"{name}__values"] = _masked(list(v), dt)
+            res[f"{name}__nnzs"] = np.array([len(v)], dtype=np.int64)
+        return {name: res[name] for name in self._result_names}
 
     def transform_batch(self, columns: Any, cast: bool = False) -> Dict[str, np.ndarray]:
         """A batch given as ``{column: array or list}`` (list columns: a list of lists) or a pandas frame."""
@@ -244,6 +267,9 @@ class ServingTransform:
 
         return {"input_schema": self.input_schema.to_dict(), "output_schema": self.output_schema.to_dict(),
                 "embedding_sizes": {k: list(v) for k, v in embedding_sizes_from_schema(self.output_schema).items()}}
+
+
+_I64 = 1 << 63
 
 
 def _masked(vals: List[Any], dt: np.dtype) -> np.ndarray:
