@@ -292,7 +292,9 @@ def _series_column(col: ColumnSchema, s: Any, cast: bool, kind: str) -> Col:
 
 
 def _list_column(col: ColumnSchema, data: Any, cast: bool, kind: str) -> Col:
-    if hasattr(data, "to_numpy") and not isinstance(data, np.ndarray):  # a pandas list column
+    if hasattr(getattr(data, "array", None), "_pa_array"):  # a pandas list column backed by Arrow
+        rows = data.array._pa_array.to_pylist()
+    elif hasattr(data, "to_numpy") and not isinstance(data, np.ndarray):  # a pandas column of lists
         rows = [None if _is_null_row(r) else list(r) for r in data.to_numpy(dtype=object).tolist()]
     elif isinstance(data, np.ndarray):
         rows = [None if _is_null_row(r) else list(r) for r in data.tolist()]
@@ -322,7 +324,7 @@ def _list_column(col: ColumnSchema, data: Any, cast: bool, kind: str) -> Col:
 
 
 def _is_null_row(r: Any) -> bool:
-    return r is None or (isinstance(r, float) and math.isnan(r))
+    return r is None or (isinstance(r, float) and math.isnan(r)) or type(r).__name__ == "NAType"
 
 
 def rows_of(col: Col) -> Tuple[List[Any], ...]:

@@ -61,15 +61,19 @@ def register_kernel(op_cls: type) -> Callable[[Callable[..., "Kernel"]], Callabl
     return deco
 
 
-def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> "Kernel":
-    """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
-    fn = _KERNELS.get(type(op))
-    if fn is None:
+def check_servable(op: Any, columns: List[str]) -> None:
+    """Raise :class:`ServingBuildError` saying why ``op`` cannot be served, if it cannot."""
+    if type(op) not in _KERNELS:
         why = REFUSED.get(type(op).__name__, "it has no serving kernel")
         raise ServingBuildError(f"cannot serve {op.label} on columns {columns}: {why}. Remove it from the served "
                                 f"outputs (ServingTransform(wf, exclude=[...])), or register a kernel with "
                                 f"tabprep.serving.register_kernel({op.label})")
-    return fn(op, columns, in_schema, out_schema)
+
+
+def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> "Kernel":
+    """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
+    check_servable(op, columns)
+    return _KERNELS[type(op)](op, columns, in_schema, out_schema)
 
 
 class Kernel:
@@ -97,7 +101,12 @@ class Kernel:
         out = {}
         for c, fn in fns:
             v = vals[c]
-            out[c] = [fn(x) for x in v] if type(v) is list else fn(v)
+            if type(v) is list:
+                out[c] = [fn(x) for x in v]
+            elif v is None and self.is_list[c]:
+                out[c] = None  # a null list row stays null
+            else:
+                out[c] = fn(v)
         return out
 
 
@@ -176,8 +185,8 @@ class _Categorify(Kernel):
             else:
                 h = hash_batch(v, col.mask, kind).astype(np.int64) % self.B
                 ids[unseen] = 2 + h[unseen]
-            if nulls is not None:
-                ids[nulls] = 1
+        if nulls is not None:
+            ids[nulls] = 1  # null slots of an int column hold arbitrary values that may be in the vocabulary
         return ids
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
@@ -201,7 +210,7 @@ class _Categorify(Kernel):
         for name, c, get, table, kind in self.row_jobs:
             v = vals[c]
             if v is None:
-                out[name] = 1
+                out[name] = None if self.is_list[c] else 1
             elif type(v) is list:
                 out[name] = [self._one(x, table, kind) for x in v]
             else:
@@ -335,7 +344,10 @@ class _Fill(Kernel):
                 fn = (lambda e, v=v: v if e is None or e != e else e)
             else:
                 fn = (lambda e, v=v: v if e is None else e)
-            out[c] = [fn(e) for e in x] if type(x) is list else fn(x)
+            if type(x) is list:
+                out[c] = [fn(e) for e in x]
+            else:
+                out[c] = None if x is None and self.is_list[c] else fn(x)
         out.update(flags)
         return out
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..schema import ColumnSchema, Schema
 from .columns import Col, ServingInputError, batch_column, kind_of, row_value
-from .kernels import ServingBuildError, compile_kernel
+from .kernels import ServingBuildError, check_servable, compile_kernel
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ class ServingTransform:
             elif n.kind == "drop":
                 needed[id(n.parents[0])] |= want
             elif n.kind == "op":
+                check_servable(n.op, n.input_columns)
                 inputs = set(n.input_columns)
                 for p in n.parents:
                     needed[id(p)] |= inputs & set(p.output_columns)
