@@ -28,8 +28,9 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @handle_errors
 def serve(wf_dir: str, host: str, port: int, workers: int, exclude: Tuple[str, ...], max_body: int,
           access_log: bool, quiet: bool, verbose: bool, debug: bool) -> None:
-    """Serve the fitted workflow in WF_DIR over HTTP until interrupted (Ctrl-C or SIGTERM finish the
-    requests in flight, then exit 0).
+    """Serve the fitted workflow in WF_DIR over HTTP until interrupted: Ctrl-C or SIGTERM stop
+    accepting connections, finish the requests in flight (10 s at most), then exit (with the
+    signal's status, as uvicorn does, so a supervisor sees why).
 
     \b
       POST /transform   one row {"C1": 123, "I1": 4}, {"rows": [...]} or {"columns": {...}}
