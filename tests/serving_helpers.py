@@ -129,3 +129,44 @@ def json_value(v: Any) -> Any:
     if isinstance(v, float) and math.isnan(v):
         return None
     return v
+
+
+def keras_inputs(st: Any, frame: pd.DataFrame) -> Dict[str, np.ndarray]:
+    """The exported model's inputs for ``frame`` (its documented layout: values + ``__null`` masks)."""
+    b: Dict[str, np.ndarray] = {}
+    for c, s, k in st._in_cols:
+        col = frame[c]
+        if s.is_list:
+            rows = [r if r is not None else [] for r in col.array._pa_array.to_pylist()]
+            vals = [v for r in rows for v in r]
+            null = np.array([v is None for v in vals], dtype=bool)
+            fill = {"s": "", "i": 0, "b": False, "f": np.nan}[k]
+            dt = object if k == "s" else (np.int64 if k == "i" else s.dtype)
+            b[c + "__values"] = np.array([fill if v is None else v for v in vals], dtype=dt)
+            b[c + "__nnzs"] = np.array([len(r) for r in rows], dtype=np.int64)
+        else:
+            null = col.isna().to_numpy()
+            if k == "s":
+                b[c] = np.array(["" if m else v for v, m in zip(col.tolist(), null)], dtype=object)
+            elif k == "i":
+                b[c] = col.to_numpy(dtype="int64", na_value=0)
+            else:
+                b[c] = col.to_numpy(dtype=s.dtype, na_value=np.nan)
+        if k != "f":
+            b[c + "__null"] = null
+    return b
+
+
+def keras_outputs(out: Dict[str, Any], names: List[str]) -> Dict[str, np.ndarray]:
+    """The exported model's outputs as served arrays (``__null`` outputs folded into masks)."""
+    res = {}
+    for k in names:
+        g = np.asarray(out[k])
+        if g.dtype == object:
+            g = np.array([x.decode() for x in g], dtype=object)
+        if k + "__null" in out:
+            m = np.asarray(out[k + "__null"])
+            if m.any():
+                g = np.ma.MaskedArray(g, mask=m)
+        res[k] = g
+    return res
