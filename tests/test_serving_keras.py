@@ -27,7 +27,7 @@ def test_tensor_murmur3_equals_mmh3_on_tabprep_bytes():
     ints = [0, 1, -5, 2 ** 62, -(2 ** 63), 2 ** 63 - 1]
     got = hash_tensor(_T(tf.constant(ints, tf.int64), None, None, "i")).numpy().tolist()
     assert got == [mmh3.hash(struct.pack("<q", v), 0, signed=False) for v in ints]
-    floats = [0.0, -0.0, 1.5, np.inf, -np.inf, 1e-300]
+    floats = [0.0, -0.0, 1.5, np.inf, -np.inf, 1e-300, 1.1125369292536007e-308, -5e-324]  # subnormals too
     got = hash_tensor(_T(tf.constant(floats, tf.float64), None, None, "f")).numpy().tolist()
     assert got == [mmh3.hash(struct.pack("<d", v + 0.0), 0, signed=False) for v in floats]
     got = hash_tensor(_T(tf.constant([np.nan, 2.0], tf.float64), None, None, "f")).numpy().tolist()

@@ -13,7 +13,10 @@
   rounds.
 
 Ops that cannot be exported exactly are refused with a message (float or combined Categorify
-vocabularies, ops without a serving kernel...).
+vocabularies, ops without a serving kernel...). One known difference: TensorFlow's CPU kernels
+flush subnormal floats (``|x| < 2.2e-308`` in float64, ``< 1.2e-38`` in float32) to zero in
+arithmetic and comparisons, so LogOp / Normalize / Bucketize of such inputs may differ from
+tabprep's (hashes are computed on the bits and are not affected).
 
 **Inputs** (one per raw column the outputs need): a scalar column ``c`` is a 1-d tensor ``c``
 (int64 for every int width, float32/float64 as fitted, bool, string); non-float columns also take
@@ -103,8 +106,12 @@ def hash_tensor(t: _T) -> Any:
     elif t.kind == "f":
         x = tf.cast(v, tf.float64)
         null = tf.math.is_nan(x)
-        x = tf.where(null, tf.zeros_like(x), x) + tf.constant(0.0, tf.float64)  # -0.0 + 0.0 == +0.0
-        h = _hash_words64(tf.bitcast(x, tf.uint32))
+        # -0.0 -> +0.0 on the bits: float arithmetic would also flush subnormals to zero (TF's CPU
+        # kernels run with denormals-are-zero), changing their hash
+        words = tf.bitcast(tf.where(null, tf.zeros_like(x), x), tf.uint32)
+        lo, hi = words[:, 0], words[:, 1]
+        hi = tf.where((hi == _u32(0x80000000)) & (lo == _u32(0)), tf.zeros_like(hi), hi)
+        h = _hash_words64(tf.stack([lo, hi], axis=1))
     else:
         h = _hash_strings(tf.where(t.null, tf.fill(tf.shape(v), ""), v) if t.null is not None else v)
         null = t.null
