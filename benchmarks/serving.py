@@ -108,7 +108,8 @@ def main(argv: Any = None) -> Dict[str, Any]:
     ap.add_argument("--workers", type=int, default=1, help="server processes (tabprep serve --workers)")
     ap.add_argument("--max-requests", type=int, default=500_000, help="HTTP requests at most")
     ap.add_argument("--workdir", default=None)
-    ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--no-http", action="store_true", help="skip the HTTP part")
+    ap.add_argument("--only-http", action="store_true", help="skip the in-process part")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -149,6 +150,15 @@ def main(argv: Any = None) -> Dict[str, Any]:
             assert np.array_equal(out[c], ref, equal_nan=ref.dtype.kind == "f"), (i, c)
     print(f"parity: {n_rows} rows as a batch and every 97th row alone equal wf.transform(frame)", flush=True)
 
+    if not args.only_http:
+        _in_process(args, st, wf, frame, rows, feats, n_rows, res)
+    if not args.no_http:
+        _http(args, st, wf_dir, rows, res)
+    return res
+
+
+def _in_process(args: Any, st: Any, wf: Any, frame: Any, rows: List[Any], feats: List[str], n_rows: int,
+                res: Dict[str, Any]) -> None:
     # -- in process, one row
     for r in rows[:200]:
         st(r)
@@ -195,7 +205,9 @@ def main(argv: Any = None) -> Dict[str, Any]:
     print(f"  1000 rows transform_batch(numpy arrays) p50 {fmt_us(b['arrays_p50'])}, (pandas frame) "
           f"{fmt_us(b['frame_p50'])}  |  wf.transform(frame) {fmt_us(b['baseline_p50'])}")
 
-    if not args.no_http:
+
+def _http(args: Any, st: Any, wf_dir: str, rows: List[Any], res: Dict[str, Any]) -> None:
+    if True:
         port = free_port()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path))
         proc = subprocess.Popen([sys.executable, "-m", "tabprep.cli", "serve", wf_dir, "--port", str(port),
@@ -229,7 +241,6 @@ def main(argv: Any = None) -> Dict[str, Any]:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    return res
 
 
 if __name__ == "__main__":

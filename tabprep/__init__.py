@@ -11,5 +11,7 @@ from .io.dataset import Dataset  # noqa: E402
 from .ops.embeddings import get_embedding_sizes  # noqa: E402
 from .schema import ColumnSchema, Schema, Tags  # noqa: E402
 from .workflow import Workflow  # noqa: E402
+from .serving import ServingTransform  # noqa: E402 - numpy only; the HTTP server and Keras export import lazily
 
-__all__ = ["Dataset", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "__version__"]
+__all__ = ["Dataset", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes", "ServingTransform",
+           "__version__"]

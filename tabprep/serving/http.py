@@ -193,9 +193,67 @@ def make_app(st: ServingTransform, max_body: int = MAX_BODY, name: str = "workfl
     async def get_schema(request: Request) -> Response:
         return Response(schema, 200, media_type=json_type)
 
-    return Starlette(routes=[Route("/transform", transform, methods=["POST"]),
-                             Route("/health", health, methods=["GET"]),
-                             Route("/schema", get_schema, methods=["GET"])])
+    app = Starlette(routes=[Route("/transform", transform, methods=["POST"]),
+                            Route("/health", health, methods=["GET"]),
+                            Route("/schema", get_schema, methods=["GET"])])
+    return _FastTransform(app, handler, max_body)
+
+
+class _FastTransform:
+    """ASGI front of the Starlette app: ``POST /transform`` is answered here directly.
+
+    Starlette's request/response objects, router and middleware cost about as much as the
+    transform of one row; the hot endpoint reads the body and writes the answer with the raw ASGI
+    calls (same limits and errors as the Starlette route, which serves everything else).
+    """
+
+    _HEADERS = [(b"content-type", b"application/json")]
+
+    def __init__(self, app: Any, handler: Handler, max_body: int) -> None:
+        self.app = app
+        self.handler = handler
+        self.max_body = max_body
+
+    async def __call__(self, scope: Dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/transform" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        status, body = 200, b""
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+                status, body = 413, _error(f"request body of {value.decode()} bytes is over the limit of "
+                                           f"{self.max_body} bytes (tabprep serve --max-body-size)")
+        if status == 200:
+            chunks, size, more = [], 0, True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    status, body = 413, _error(f"request body is over the limit of {self.max_body} bytes "
+                                               f"(tabprep serve --max-body-size)")
+                    break
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+            if status == 200:
+                qs = scope.get("query_string", b"")
+                cast = b"cast=" in qs and _query_flag(qs)
+                try:
+                    status, body = self.handler.handle(chunks[0] if len(chunks) == 1 else b"".join(chunks), cast=cast)
+                except Exception:  # noqa: BLE001 - a bug must not kill the connection: 500, logged
+                    log.exception("POST /transform failed")
+                    status, body = 500, _error("internal error (see the server log)")
+        await send({"type": "http.response.start", "status": status,
+                    "headers": self._HEADERS + [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _query_flag(qs: bytes) -> bool:
+    from urllib.parse import parse_qs
+
+    return parse_qs(qs.decode()).get("cast", ["false"])[-1].lower() in ("1", "true", "yes")
 
 
 # -- the server process ---------------------------------------------------------------------------------
