@@ -73,7 +73,10 @@ def check_servable(op: Any, columns: List[str]) -> None:
 def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> "Kernel":
     """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
     check_servable(op, columns)
-    return _KERNELS[type(op)](op, columns, in_schema, out_schema)
+    kernel = _KERNELS[type(op)](op, columns, in_schema, out_schema)
+    if type(kernel).scalar_fn is not Kernel.scalar_fn:  # element-wise: its functions, built before any call
+        kernel._fns = [(c, kernel.scalar_fn(c)) for c in kernel.columns]
+    return kernel
 
 
 class Kernel:
@@ -95,11 +98,8 @@ class Kernel:
 
     def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
         """Default for element-wise kernels: :meth:`scalar_fn` of each value (each element of a list)."""
-        fns = self.__dict__.get("_fns")
-        if fns is None:
-            fns = self._fns = [(c, self.scalar_fn(c)) for c in self.columns]
         out = {}
-        for c, fn in fns:
+        for c, fn in self._fns:  # set by compile_kernel: nothing is written during a call (thread safety)
             v = vals[c]
             if type(v) is list:
                 out[c] = [fn(x) for x in v]
