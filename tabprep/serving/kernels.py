@@ -334,6 +334,12 @@ class _Fill(Kernel):
         out.update(flags)
         return out
 
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        v = self.fill[c]
+        if self.kinds[c] == "f":
+            return lambda e: v if e is None or e != e else e
+        return lambda e: v if e is None else e
+
     def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
         out, flags = {}, {}
         for c in self.columns:

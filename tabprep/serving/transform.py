@@ -113,6 +113,7 @@ class ServingTransform:
                 kernel = compile_kernel(n.op, n.input_columns, in_schema, schemas[wf.node_id(n)])
                 self._plan.append(("op", i, ([index[id(p)] for p in n.parents], kernel)))
         self._out_index = index[id(wf.output_node)]
+        self._row_plan = _fuse_elementwise(self._plan, self._out_index)
         self.input_names: List[str] = raw
         self.input_schema: Schema = wf.input_schema.select(raw)
         self._in_cols: List[Tuple[str, ColumnSchema, str]] = [(c, self.input_schema[c], kind_of(self.input_schema[c].dtype))
@@ -140,8 +141,21 @@ class ServingTransform:
     # -- running ----------------------------------------------------------------------------------
     def _run(self, env_inputs: Dict[str, Any], row: bool) -> Dict[str, Any]:
         env: Dict[int, Dict[str, Any]] = {}
-        for kind, i, arg in self._plan:
-            if kind == "select":
+        for kind, i, arg in (self._row_plan if row else self._plan):
+            if kind == "fused":  # a chain of element-wise ops, one composed function per column
+                src, fns, is_list = arg
+                inp = env[src]
+                out: Dict[str, Any] = {}
+                for c, fn in fns:
+                    v = inp[c]
+                    if type(v) is list:
+                        out[c] = [fn(x) for x in v]
+                    elif v is None and c in is_list:
+                        out[c] = None  # a null list row stays null
+                    else:
+                        out[c] = fn(v)
+                env[i] = out
+            elif kind == "select":
                 env[i] = {c: env_inputs[c] for c in arg}
             elif kind == "concat":  # a merge's parents never share a column (the graph refuses that)
                 if len(arg) == 1:
@@ -200,8 +214,7 @@ class ServingTransform:
         res: Dict[str, np.ndarray] = {}
         for dt, names in self._row_groups:
             arr = _masked([vals[n] for n in names], dt)
-            for i, n in enumerate(names):
-                res[n] = arr[i:i + 1]
+            res.update(zip(names, arr.reshape(-1, 1)))  # one length-1 view per column, made in C
         for name, dt in self._row_lists:
             v = vals[name]
             if v is None:
@@ -271,6 +284,39 @@ class ServingTransform:
 
 
 _I64 = 1 << 63
+
+
+def _compose(f: Any, g: Any) -> Any:
+    return lambda x: g(f(x))
+
+
+def _fuse_elementwise(plan: List[Tuple[str, int, Any]], out_index: int) -> List[Tuple[str, int, Any]]:
+    """The one-row plan: chains of element-wise kernels over the same columns (``FillMissing >> Clip
+    >> LogOp >> Normalize``) become one step applying one composed function per column, which saves
+    a dict and a loop per op. A node is fused into its parent only when nothing else reads the parent."""
+    readers: Dict[int, int] = {out_index: 1}
+    for kind, _, arg in plan:
+        parents = arg if kind == "concat" else [arg[0]] if kind == "drop" else arg[0] if kind == "op" else []
+        for p in parents:
+            readers[p] = readers.get(p, 0) + 1
+    out: List[Tuple[str, int, Any]] = []
+    for step in plan:
+        kind, i, arg = step
+        kernel = arg[1] if kind == "op" else None
+        fns = getattr(kernel, "_fns", None)
+        if fns is None or len(arg[0]) != 1 or list(kernel.outputs) != list(kernel.columns):
+            out.append(step)
+            continue
+        src = arg[0][0]
+        is_list = {c for c in kernel.columns if kernel.is_list[c]}
+        prev = out[-1] if out else None
+        if prev is not None and prev[0] == "fused" and prev[1] == src and readers.get(src) == 1 \
+                and [c for c, _ in prev[2][1]] == [c for c, _ in fns]:
+            composed = [(c, _compose(f, g)) for (c, f), (_, g) in zip(prev[2][1], fns)]
+            out[-1] = ("fused", i, (prev[2][0], composed, prev[2][2]))
+        else:
+            out.append(("fused", i, (src, list(fns), is_list)))
+    return out
 
 
 def _masked(vals: List[Any], dt: np.dtype) -> np.ndarray:
