@@ -20,6 +20,9 @@ import numpy as np
 
 #: vocabularies up to this size also get a ``dict`` for one-row lookups (~100 bytes per entry)
 DICT_MAX = 1 << 18
+#: batches at least this long against vocabularies larger than this are sorted before the search
+_SORT_MIN_QUERIES = 64
+_SORT_MIN_VOCAB = 4096
 
 
 class IntTable:
@@ -47,6 +50,17 @@ class IntTable:
         """Position of each int64 value of ``q`` (a fresh int64 array), -1 when absent."""
         if self.size == 0:
             return np.full(len(q), -1, dtype=np.int64)
+        if len(q) >= _SORT_MIN_QUERIES and self.size > _SORT_MIN_VOCAB:
+            # sorted queries make numpy's binary searches start where the previous one ended and
+            # walk the vocabulary in order: 2.6x faster on 26 Criteo columns of 1000 values whose
+            # vocabularies do not stay in cache together
+            order = np.argsort(q)  # ties need no order: equal values get the same answer
+            qs = q[order]
+            i = np.searchsorted(self.keys, qs)
+            np.minimum(i, self._last, out=i)
+            out = np.empty(len(q), dtype=np.int64)
+            out[order] = np.where(self.keys[i] == qs, self.pos[i], -1)
+            return out
         i = np.searchsorted(self.keys, q)
         np.minimum(i, self._last, out=i)
         return np.where(self.keys[i] == q, self.pos[i], -1)
