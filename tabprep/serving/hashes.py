@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..hashing import hash_combine_32, murmur3_32
+from ..hashing import murmur3_32
 
 _M = 0xFFFFFFFF
 _C1, _C2 = 0xCC9E2D51, 0x1B873593
@@ -103,4 +103,4 @@ def combine_scalar(hashes: Any) -> int:
     return h
 
 
-__all__ = ["murmur3_bytes", "hash_scalar", "hash_batch", "combine_scalar", "hash_combine_32"]
+__all__ = ["murmur3_bytes", "hash_scalar", "hash_batch", "combine_scalar"]

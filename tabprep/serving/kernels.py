@@ -27,7 +27,7 @@ from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, C
                    FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize, Rename,
                    ValueCount)
 from ..ops.hashed_cross import hash_combine
-from ..ops.log_op import _TABLE_SIZE, _log1p_table, fast_log1p, int_log1p32
+from ..ops.log_op import fast_log1p
 from ..schema import Schema
 from .columns import Col, kind_of
 from .hashes import combine_scalar, hash_batch, hash_scalar
@@ -423,7 +423,22 @@ class _Clip(Kernel):
         return clip
 
 
-_LOG1P_ITEM = _log1p_table().item
+#: float32(log1p(i)) for the small ints that counts mostly are: tabprep's LogOp of an int column is
+#: float32(log1p(float64(x))), and a gather beats evaluating the logarithm
+_TABLE_SIZE = 1 << 16
+_LOG1P_TABLE = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
+_LOG1P_TABLE.flags.writeable = False
+_LOG1P_ITEM = _LOG1P_TABLE.item
+
+
+def int_log1p32(values: np.ndarray) -> np.ndarray:
+    """``float32(log1p(float64(values)))`` of an int64 array (-1 -> -inf, below -> NaN)."""
+    out = _LOG1P_TABLE.take(values, mode="clip")
+    big = values.view(np.uint64) >= _TABLE_SIZE  # negatives wrap to huge unsigned values
+    if big.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
+    return out
 
 
 def _log1p_int(v: Any) -> Optional[float]:
