@@ -20,3 +20,26 @@ def test_example_movielens_etl_prints_embedding_sizes(tmp_path, monkeypatch, cap
     loaded = tp.Workflow.load(str(tmp_path / "workflow"))
     assert loaded.output_schema == res["schema"]
     sys.modules.pop("movielens_etl", None)
+
+
+def test_example_serving_fits_saves_serves_and_queries(tmp_path, monkeypatch, capsys):
+    import sys
+
+    import numpy as np
+
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    monkeypatch.syspath_prepend(examples)
+    # the example starts `python -m tabprep.cli serve` in a subprocess: it must import this checkout
+    monkeypatch.setenv("PYTHONPATH", os.path.dirname(examples) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    import serving
+
+    res = serving.main(["--rows", "5000", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "equal to wf.transform" in out and "HTTP /transform" in out
+    local = res["in_process"]
+    assert res["http_one"]["C1"] == int(local["C1"][0]) > 2 and local["C3"][0] == 2  # seen id; unseen -> OOV 2
+    assert np.float32(res["http_one"]["I1"]) == local["I1"][0]
+    assert res["http_rows"][1]["C1"] == 1 and res["http_rows"][0] == res["http_one"]  # null -> 1
+    assert res["refused"][0] == 422 and res["refused"][1]["column"] == "C1"
+    assert res["schema"]["embedding_sizes"]["C1"][0] == tp.Workflow.load(str(tmp_path / "workflow")).output_schema["C1"].cardinality
+    sys.modules.pop("serving", None)

@@ -365,6 +365,11 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
     run_demo(rows, workdir, files, opts)
 
 
+from .serve_cmd import serve as _serve  # noqa: E402 - `tabprep serve` lives in its own module
+
+cli.add_command(_serve)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Any:
     """Console-script entry point (``tabprep``)."""
     # like `python -m`: custom ops and functions a spec names ({import: "mymodule:f"}) may live in

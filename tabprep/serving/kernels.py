@@ -1,0 +1,621 @@
+"""Serving kernels: per-op compiled transforms of a batch of numpy columns or of one row.
+
+A kernel is compiled once per op node from the op's learned state (vocabularies, means...)
+and the static schema of its input columns, so at request time it does no lookup of
+parameters and no dtype dispatch. Every kernel has two paths that give identical results:
+
+* ``batch(cols)``: ``{name: Col}`` -> ``{name: Col}``, vectorized numpy;
+* ``row(vals)``: ``{name: value}`` -> ``{name: value}``, plain Python on scalars (a numpy call
+  costs ~1 us of overhead, which dominates a one-row request).
+
+Kernels are registered per op class (:func:`register_kernel`), exact class only: a subclass
+of a built-in op may change its transform, so it needs its own kernel. Ops that cannot be
+applied to a request in isolation are refused when the serving transform is built
+(:data:`REFUSED`), as is any op without a kernel.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import struct
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..hashing import mod_uint32
+from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DropLowCardinality, FillMedian,
+                   FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize, Rename,
+                   ValueCount)
+from ..ops.hashed_cross import hash_combine
+from ..ops.log_op import fast_log1p
+from ..schema import Schema
+from .columns import Col, kind_of
+from .hashes import combine_scalar, hash_batch, hash_scalar
+from .lookup import ObjectTable, getter, make_table
+
+_KERNELS: Dict[type, Callable[..., "Kernel"]] = {}
+
+#: op class name -> why it cannot serve one request on its own
+REFUSED = {
+    "Groupby": "it aggregates rows into groups, so its output depends on the whole dataset, not on one request",
+    "DifferenceLag": "it reads the previous rows of the same key, which a request does not hold",
+    "Filter": "it drops rows, so a request could get fewer outputs than inputs; filter before serving",
+    "LambdaOp": "it runs an arbitrary Python function on pandas frames, which serving cannot apply per request "
+                "without pandas; express it with built-in ops or register a kernel for it",
+    "JoinExternal": "serving has no kernel for side-table joins yet",
+    "JoinGroupby": "serving has no kernel for per-category statistics yet",
+    "TargetEncoding": "serving has no kernel for target encodings yet",
+    "ListSlice": "serving has no kernel for list slicing yet",
+}
+
+
+class ServingBuildError(TypeError):
+    """The workflow holds an op that cannot be served (see :data:`REFUSED`)."""
+
+
+def register_kernel(op_cls: type) -> Callable[[Callable[..., "Kernel"]], Callable[..., "Kernel"]]:
+    """Decorator: ``compile(op, columns, in_schema, out_schema) -> Kernel`` serves ``op_cls`` exactly."""
+    def deco(fn: Callable[..., "Kernel"]) -> Callable[..., "Kernel"]:
+        _KERNELS[op_cls] = fn
+        return fn
+    return deco
+
+
+def check_servable(op: Any, columns: List[str]) -> None:
+    """Raise :class:`ServingBuildError` saying why ``op`` cannot be served, if it cannot."""
+    if type(op) not in _KERNELS:
+        why = REFUSED.get(type(op).__name__, "it has no serving kernel")
+        raise ServingBuildError(f"cannot serve {op.label} on columns {columns}: {why}. Remove it from the served "
+                                f"outputs (ServingTransform(wf, exclude=[...])), or register a kernel with "
+                                f"tabprep.serving.register_kernel({op.label})")
+
+
+def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> "Kernel":
+    """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
+    check_servable(op, columns)
+    kernel = _KERNELS[type(op)](op, columns, in_schema, out_schema)
+    if type(kernel).scalar_fn is not Kernel.scalar_fn:  # element-wise: its functions, built before any call
+        kernel._fns = [(c, kernel.scalar_fn(c)) for c in kernel.columns]
+    return kernel
+
+
+class Kernel:
+    """Base: ``batch`` and ``row`` map input columns to output columns (names of ``out_schema``)."""
+
+    def __init__(self, op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        self.op = op
+        self.columns = list(columns)
+        self.kinds = {c: kind_of(in_schema[c].dtype) for c in columns}
+        self.is_list = {c: in_schema[c].is_list for c in columns}
+        self.outputs = out_schema.column_names
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        raise NotImplementedError
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        """Element-wise kernels: the function of one value of column ``c`` (None in, None out)."""
+        raise NotImplementedError
+
+    def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
+        """Default for element-wise kernels: :meth:`scalar_fn` of each value (each element of a list)."""
+        out = {}
+        for c, fn in self._fns:  # set by compile_kernel: nothing is written during a call (thread safety)
+            v = vals[c]
+            if type(v) is list:
+                out[c] = [fn(x) for x in v]
+            elif v is None and self.is_list[c]:
+                out[c] = None  # a null list row stays null
+            else:
+                out[c] = fn(v)
+        return out
+
+
+# -- schema-only and renaming ops ---------------------------------------------------------------
+class _Passthrough(Kernel):
+    """Columns unchanged, renamed positionally (Rename) or a subset kept (DropLowCardinality)."""
+
+    def __init__(self, op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        names = op.output_column_names(columns)
+        if len(names) == len(columns):
+            self.pairs = list(zip(columns, names))
+        else:
+            self.pairs = [(n, n) for n in names]
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        return {dst: cols[src] for src, dst in self.pairs}
+
+    def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
+        return {dst: vals[src] for src, dst in self.pairs}
+
+
+for _cls in (Rename, AddMetadata, AddTags, AddProperties, ValueCount, DropLowCardinality):
+    register_kernel(_cls)(_Passthrough)
+
+
+# -- Categorify -----------------------------------------------------------------------------------
+@register_kernel(Categorify)
+class _Categorify(Kernel):
+    def __init__(self, op: Categorify, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        op._require_fitted()
+        self.base = 2 + op.num_oov_buckets
+        self.B = op.num_oov_buckets
+        self.jobs = []  # (output name, input columns, vocabulary key, combo?)
+        self.tables: Dict[str, Any] = {}
+        self.getters: Dict[str, Any] = {}
+        for key, cols in op._vocab_keys(columns).items():
+            values = np.asarray(op.stats_[key]["values"])
+            combo = op.encode_type == "combo" and len(cols) > 1
+            if combo:
+                bad = [c for c in cols if self.kinds[c] not in "isb"]
+                if bad:
+                    raise ServingBuildError(f"cannot serve Categorify(encode_type='combo') of {cols}: the float "
+                                            f"column(s) {bad} are keyed by pandas' float-to-string formatting")
+                self.tables[key] = ObjectTable(values)
+                self.jobs.append((key, cols, key, True))
+                continue
+            numeric_vocab = values.dtype.kind in "iub"
+            if numeric_vocab and any(self.kinds[c] == "f" for c in cols):
+                self.tables[key] = ObjectTable(values)  # float queries of an int vocabulary: compare by value
+            else:
+                self.tables[key] = make_table(values)
+            for c in cols:
+                self.jobs.append((c, [c], key, False))
+        self.getters = {k: getter(t) for k, t in self.tables.items()}
+        self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
+                         for name, src, key, combo in self.jobs if not combo]
+        self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
+
+    # batch
+    def _encode(self, col: Col, table: Any, kind: str) -> np.ndarray:
+        v = col.values
+        if isinstance(table, ObjectTable):
+            q = v.astype(object) if v.dtype.kind != "O" else v
+            pos = table.lookup(q)
+            nulls = col.nulls()
+        else:
+            pos = table.lookup(v.astype(np.int64, copy=False))
+            nulls = col.mask
+        ids = pos + self.base
+        unseen = pos < 0
+        if unseen.any():
+            if self.B == 1:
+                ids[unseen] = 2
+            else:
+                h = hash_batch(v, col.mask, kind).astype(np.int64) % self.B
+                ids[unseen] = 2 + h[unseen]
+        if nulls is not None:
+            ids[nulls] = 1  # null slots of an int column hold arbitrary values that may be in the vocabulary
+        return ids
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for name, src, key, combo in self.jobs:
+            if combo:
+                keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src])
+                out[name] = Col(self._encode(Col(keys), self.tables[key], "s"))
+                continue
+            col = cols[src[0]]
+            out[name] = col.with_values(self._encode(col, self.tables[key], self.kinds[src[0]]))
+        return out
+
+    # one row
+    def _oov(self, v: Any, kind: str) -> int:
+        return 2 if self.B == 1 else 2 + hash_scalar(v, kind) % self.B
+
+    def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
+        out = {}
+        base = self.base
+        for name, c, get, table, kind in self.row_jobs:
+            v = vals[c]
+            if v is None:
+                out[name] = None if self.is_list[c] else 1
+            elif type(v) is list:
+                out[name] = [self._one(x, table, kind) for x in v]
+            else:
+                p = get(v, -1)
+                out[name] = p + base if p >= 0 else self._one(v, table, kind)
+        for name, src, table in self.combo_jobs:
+            parts = [vals[c] for c in src]
+            if any(p is None for p in parts):
+                out[name] = 1
+                continue
+            k = "\x1f".join(_to_str(p) for p in parts)
+            p = table.get(k)
+            out[name] = p + base if p >= 0 else self._oov(k, "s")
+        return {name: out[name] for name in self.outputs}
+
+    def _one(self, v: Any, table: Any, kind: str) -> int:
+        if v is None or (kind == "f" and v != v):
+            return 1
+        p = table.get(int(v) if kind == "b" else v)
+        return p + self.base if p >= 0 else self._oov(v, kind)
+
+
+def _to_str(v: Any) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
+def _combo_keys(cols: List[Col], kinds: List[str]) -> np.ndarray:
+    """One string per row joining the columns' values with ``\\x1f`` (None if any is null), as offline."""
+    n = len(cols[0].values)
+    parts = []
+    nulls = np.zeros(n, dtype=bool)
+    for c, k in zip(cols, kinds):
+        nulls |= c.nulls()
+        parts.append(c.values.tolist())
+    keys = [None if nulls[i] else "\x1f".join(_to_str(p[i]) for p in parts) for i in range(n)]
+    return np.array(keys, dtype=object) if n else np.zeros(0, dtype=object)
+
+
+# -- hashing ops ------------------------------------------------------------------------------------
+@register_kernel(HashBucket)
+class _HashBucket(Kernel):
+    def __init__(self, op: HashBucket, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        self.nb = {c: op.buckets(c) for c in columns}
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            col = cols[c]
+            h = hash_batch(col.values, col.mask, self.kinds[c])
+            out[c] = col.with_values(mod_uint32(h, self.nb[c]))
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        nb, kind = self.nb[c], self.kinds[c]
+        return lambda x: hash_scalar(x, kind) % nb
+
+
+@register_kernel(HashedCross)
+class _HashedCross(Kernel):
+    def __init__(self, op: HashedCross, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        self.groups = [("_".join(g), list(g), op.buckets("_".join(g))) for g in op.groups(columns)]
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for name, g, nb in self.groups:
+            h = hash_combine([hash_batch(cols[c].values, cols[c].mask, self.kinds[c]) for c in g])
+            out[name] = Col(h.astype(np.int64) % nb)
+        return out
+
+    def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
+        return {name: combine_scalar([hash_scalar(vals[c], self.kinds[c]) for c in g]) % nb
+                for name, g, nb in self.groups}
+
+
+# -- fills ------------------------------------------------------------------------------------------------
+class _Fill(Kernel):
+    def fill_value(self, c: str) -> Any:
+        return self.op.fill_val
+
+    def __init__(self, op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        self.flags = bool(op.add_binary_cols)
+        self.fill = {}
+        for c in columns:
+            kind, v = self.kinds[c], self.fill_value(c)
+            if kind == "i":
+                if isinstance(v, bool) or not float(v).is_integer():
+                    raise ServingBuildError(f"cannot serve {op.label} on int column {c!r} with the non-integral "
+                                            f"fill value {v!r} (offline, pandas would change the column's dtype)")
+                v = int(v)
+            elif kind == "b":
+                v = bool(v)
+            elif kind == "f":
+                v = float(np.asarray(v, dtype=in_schema[c].dtype))
+            elif kind == "s" and not isinstance(v, str):
+                raise ServingBuildError(f"cannot serve {op.label} on string column {c!r} with the fill value {v!r}")
+            self.fill[c] = v
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out, flags = {}, {}
+        for c in self.columns:
+            col, v, kind = cols[c], self.fill[c], self.kinds[c]
+            if self.flags:
+                flags[f"{c}_filled"] = Col(col.row_nulls if col.is_list and col.row_nulls is not None
+                                           else (np.zeros(len(col.offsets) - 1, dtype=bool) if col.is_list
+                                                 else col.nulls()))
+            if kind == "f":
+                x = col.values
+                nan = np.isnan(x)
+                out[c] = col.with_values(np.where(nan, x.dtype.type(v), x) if nan.any() else x)
+            elif kind == "s":
+                x = col.values
+                out[c] = col.with_values(np.array([v if e is None else e for e in x.tolist()], dtype=object)
+                                         if len(x) else x)
+            elif col.mask is not None:
+                out[c] = col.with_values(np.where(col.mask, v, col.values).astype(col.values.dtype), None)
+            else:
+                out[c] = col
+        out.update(flags)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        v = self.fill[c]
+        if self.kinds[c] == "f":
+            return lambda e: v if e is None or e != e else e
+        return lambda e: v if e is None else e
+
+    def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
+        out, flags = {}, {}
+        for c in self.columns:
+            x, v, kind = vals[c], self.fill[c], self.kinds[c]
+            if self.flags:
+                flags[f"{c}_filled"] = x is None or (kind == "f" and type(x) is float and x != x)
+            if kind == "f":
+                fn = (lambda e, v=v: v if e is None or e != e else e)
+            else:
+                fn = (lambda e, v=v: v if e is None else e)
+            if type(x) is list:
+                out[c] = [fn(e) for e in x]
+            else:
+                out[c] = None if x is None and self.is_list[c] else fn(x)
+        out.update(flags)
+        return out
+
+
+register_kernel(FillMissing)(_Fill)
+
+
+@register_kernel(FillMedian)
+class _FillMedian(_Fill):
+    def fill_value(self, c: str) -> Any:
+        self.op._require_fitted()
+        med = self.op.stats_[c]["median"]
+        if self.kinds[c] in "ib" and not self.is_list[c]:
+            med = int(round(med))  # as FillMedian.transform
+        return med
+
+
+# -- continuous chain ---------------------------------------------------------------------------------------
+@register_kernel(Clip)
+class _Clip(Kernel):
+    def __init__(self, op: Clip, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        self.bounds = {}
+        for c in columns:
+            lo, hi = op.min_value, op.max_value
+            kind = self.kinds[c]
+            if kind == "i":
+                for b in (lo, hi):
+                    if b is not None and not float(b).is_integer():
+                        raise ServingBuildError(f"cannot serve Clip({lo}, {hi}) on int column {c!r}: a non-integral "
+                                                f"bound changes the column's dtype offline")
+                lo = None if lo is None else int(lo)
+                hi = None if hi is None else int(hi)
+            elif kind == "f":
+                # numpy compares in the column's dtype (a float32 column against float32(bound))
+                dt = np.dtype(in_schema[c].dtype).type
+                lo = None if lo is None else float(dt(lo))
+                hi = None if hi is None else float(dt(hi))
+            else:
+                raise ServingBuildError(f"cannot serve Clip on {in_schema[c].dtype} column {c!r}")
+            self.bounds[c] = (lo, hi)
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            col = cols[c]
+            lo, hi = self.bounds[c]
+            out[c] = col.with_values(np.clip(col.values, lo, hi), col.mask)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        lo, hi = self.bounds[c]
+        if hi is None:
+            return lambda x: x if x is None or not x < lo else lo
+        if lo is None:
+            return lambda x: x if x is None or not x > hi else hi
+
+        def clip(x: Any) -> Any:
+            if x is None:
+                return None
+            if x < lo:
+                return lo
+            if x > hi:
+                return hi
+            return x
+
+        return clip
+
+
+#: float32(log1p(i)) for the small ints that counts mostly are: tabprep's LogOp of an int column is
+#: float32(log1p(float64(x))), and a gather beats evaluating the logarithm
+_TABLE_SIZE = 1 << 16
+_LOG1P_TABLE = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
+_LOG1P_TABLE.flags.writeable = False
+_LOG1P_ITEM = _LOG1P_TABLE.item
+
+
+def int_log1p32(values: np.ndarray) -> np.ndarray:
+    """``float32(log1p(float64(values)))`` of an int64 array (-1 -> -inf, below -> NaN)."""
+    out = _LOG1P_TABLE.take(values, mode="clip")
+    big = values.view(np.uint64) >= _TABLE_SIZE  # negatives wrap to huge unsigned values
+    if big.any():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
+    return out
+
+
+def _log1p_int(v: Any) -> Optional[float]:
+    if v is None:
+        return None
+    if 0 <= v < _TABLE_SIZE:
+        return _LOG1P_ITEM(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
+
+
+def _log1p_float(v: Any) -> Optional[float]:
+    if v is None:
+        return None
+    return float(fast_log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
+
+
+@register_kernel(LogOp)
+class _LogOp(Kernel):
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            col = cols[c]
+            if self.kinds[c] in "ib":
+                y = int_log1p32(col.values.astype(np.int64, copy=False))
+                if col.mask is not None:
+                    y[col.mask] = np.nan
+            else:
+                y = fast_log1p(col.values.astype(np.float64)).astype(np.float32)
+            out[c] = col.with_values(y)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        return _log1p_int if self.kinds[c] in "ib" else _log1p_float
+
+
+def _as_float64(col: Col) -> np.ndarray:
+    x = col.values.astype(np.float64)
+    if col.mask is not None:
+        x[col.mask] = np.nan
+    return x
+
+
+# struct's 'f' format rounds a double to the nearest float32 (IEEE round-half-even), like numpy's
+# astype, ~5x cheaper than a numpy scalar; it refuses values beyond float32's range (numpy: +-inf)
+_F32_PACK = struct.Struct("<f").pack
+_F32_UNPACK = struct.Struct("<f").unpack
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (as numpy's astype), as a Python float."""
+    try:
+        return _F32_UNPACK(_F32_PACK(x))[0]
+    except OverflowError:
+        with np.errstate(over="ignore"):
+            return float(np.float32(x))
+
+
+@register_kernel(Normalize)
+class _Normalize(Kernel):
+    def __init__(self, op: Normalize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        op._require_fitted()
+        self.params = {}
+        for c in columns:
+            mean, std = op.stats_[c]["mean"], op.stats_[c]["std"]
+            ok = bool(std) and math.isfinite(std)
+            self.params[c] = (float(mean), float(std), ok)
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            mean, std, ok = self.params[c]
+            x = _as_float64(cols[c])
+            if not ok:
+                y = np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
+            else:
+                x -= mean
+                x /= std
+                y = x.astype(np.float32)
+            out[c] = cols[c].with_values(y)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        mean, std, ok = self.params[c]
+        f32 = _f32
+
+        def norm(x: Any) -> Any:
+            if x is None or x != x:
+                return math.nan
+            if not ok:
+                return 0.0
+            return f32((float(x) - mean) / std)
+
+        return norm
+
+
+@register_kernel(NormalizeMinMax)
+class _NormalizeMinMax(Kernel):
+    def __init__(self, op: NormalizeMinMax, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        op._require_fitted()
+        self.params = {}
+        for c in columns:
+            lo, hi = op.stats_[c]["min"], op.stats_[c]["max"]
+            ok = lo is not None and hi is not None and hi != lo
+            self.params[c] = (lo, (hi - lo) if ok else None, ok)
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            lo, span, ok = self.params[c]
+            x = _as_float64(cols[c])
+            y = ((x - lo) / span).astype(np.float32) if ok else np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
+            out[c] = cols[c].with_values(y)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        lo, span, ok = self.params[c]
+
+        def scale(x: Any) -> Any:
+            if x is None or x != x:
+                return math.nan
+            return _f32((float(x) - lo) / span) if ok else 0.0
+
+        return scale
+
+
+@register_kernel(Bucketize)
+class _Bucketize(Kernel):
+    def __init__(self, op: Bucketize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        self.bounds = {c: op.boundaries_for(c) for c in columns}
+        self.bound_lists = {c: b.tolist() for c, b in self.bounds.items()}
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        out = {}
+        for c in self.columns:
+            x = _as_float64(cols[c])
+            nan = np.isnan(x)
+            ids = np.searchsorted(self.bounds[c], x, side="right").astype(np.int64)
+            out[c] = cols[c].with_values(ids, nan if nan.any() else None)
+        return out
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        b = self.bound_lists[c]
+        return lambda x: None if x is None or x != x else bisect.bisect_right(b, float(x))
+
+
+@register_kernel(ReduceDtypeSize)
+class _ReduceDtypeSize(Kernel):
+    def __init__(self, op: ReduceDtypeSize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
+        super().__init__(op, columns, in_schema, out_schema)
+        op._require_fitted()
+        self.targets = {c: op.target_dtype(c) for c in columns}
+
+    def _cast(self, col: Col, c: str) -> Col:
+        dt = self.targets[c]
+        if dt is None:
+            return col
+        if np.dtype(dt).kind in "iu" and col.values.dtype.kind in "iu":
+            return col.with_values(col.values.astype(dt).astype(np.int64), col.mask)  # wraps like astype offline
+        return col.with_values(col.values.astype(dt), col.mask)
+
+    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
+        return {c: self._cast(cols[c], c) for c in self.columns}
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        dt = self.targets[c]
+        if dt is None:
+            return lambda x: x
+        k = np.dtype(dt).kind
+
+        def cast(x: Any) -> Any:
+            if x is None or (type(x) is float and x != x):
+                return x
+            y = np.array([x]).astype(dt)[0]
+            return int(y) if k in "iu" else float(y)
+
+        return cast

@@ -1,0 +1,204 @@
+"""ServingTransform: the offline transform's outputs for one row or a batch, the input contract, refusals."""
+from __future__ import annotations
+
+import struct
+import threading
+
+import mmh3
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from serving_helpers import (DTYPES, LIST_TYPES, assert_same, fitted_workflow, frame_of, offline_columns,
+                             train_frame)
+from tabprep import ops
+from tabprep.serving import ServingBuildError, ServingInputError, ServingTransform
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+@pytest.fixture(scope="module")
+def wf():
+    return fitted_workflow()
+
+
+@pytest.fixture(scope="module")
+def st(wf):
+    return ServingTransform(wf)
+
+
+def _py(v):
+    if isinstance(v, (list, np.ndarray)):
+        return [None if x is None or (isinstance(x, float) and x != x) else x for x in list(v)]
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _row_slice(want, i):
+    out = {}
+    for k, w in want.items():
+        if k.endswith("__values"):
+            base = k[:-len("__values")]
+            offs = np.concatenate([[0], np.cumsum(want[base + "__nnzs"])])
+            out[k] = w[offs[i]:offs[i + 1]]
+        else:
+            out[k] = w[i:i + 1]
+    return out
+
+
+def test_batch_frame_dict_and_rows_equal_offline(wf, st):
+    frame = train_frame(300, seed=3)
+    frame.loc[5, "cat_i"] = 10 ** 12          # unseen int -> hashed OOV bucket
+    frame.loc[6, "cat_s"] = "never seen"      # unseen string
+    frame.loc[7, "hash_f"] = np.inf
+    frame.loc[8, "cont_f"] = -np.inf
+    frame.loc[9, "cont_f"] = np.inf
+    frame.loc[10, "bkt"] = np.inf
+    want = offline_columns(wf, frame)
+    assert_same(st.transform_batch(frame), want, "frame")
+    as_lists = {c: [_py(v) for v in frame[c]] for c in frame.columns}
+    assert_same(st(as_lists), want, "dict of lists")
+    for i in range(len(frame)):
+        row = {c: _py(frame[c].iloc[i]) for c in frame.columns}
+        assert_same(st(row), _row_slice(want, i), f"row {i}")
+
+
+def test_outputs_are_what_offline_promises_independently(wf, st):
+    """Spot checks against references written here: mmh3 buckets, Categorify's null/OOV ids."""
+    row = {c: None for c in DTYPES}
+    row.update({"hash_i": 123, "hash_s": "héllo", "hash_f": -0.0, "cross_a": 1, "cross_b": "a", "label": 1,
+                "tags": ["x", None], "tags_i": [], "u_b": "c"})
+    out = st(row)
+    assert out["hash_i"][0] == mmh3.hash(struct.pack("<q", 123), 0, signed=False) % 97
+    assert out["hash_s"][0] == mmh3.hash("héllo".encode(), 0, signed=False) % 50
+    assert out["hash_f"][0] == mmh3.hash(struct.pack("<d", 0.0), 0, signed=False) % 31
+    assert out["cat_i"][0] == 1 and out["cat_s"][0] == 1 and out["u_a"][0] == 1       # null -> 1
+    assert out["tags__values"][1] == 1 and list(out["tags__nnzs"]) == [2] and len(out["tags_i__values"]) == 0
+    assert out["cont_i_filled_fm"][0] and out["cont_i_fm"][0] == 7
+    assert out["cont_i"].dtype == np.float32 and out["cat_i"].dtype == np.int64
+    assert np.ma.is_masked(out["bkt_b"]) and out["label"][0] == 1
+
+
+def test_int_widths_and_json_numbers_give_identical_ids(st):
+    base = train_frame(50, seed=4)
+    want = st.transform_batch(base)
+    cols = {c: base[c] for c in base.columns}
+    cols["hash_i"] = base["hash_i"].to_numpy().astype(np.int64)          # int32 fitted, int64 given
+    cols["cross_a"] = base["cross_a"].to_numpy().astype(np.int16)         # int64 fitted, int16 given
+    assert_same(st.transform_batch(cols), want, "widths")
+    row = {c: _py(base[c].iloc[0]) for c in base.columns}
+    row_json = dict(row, hash_i=float(row["hash_i"]), cross_a=float(row["cross_a"]))  # JSON "3.0"
+    assert_same(st(row_json), st(row), "integral floats")
+
+
+@pytest.mark.parametrize("column,value,given", [
+    ("cat_i", "12", "string"), ("hash_i", 1.5, "float"), ("cross_a", True, "bool"), ("cat_s", 5, "int"),
+    ("cont_f", "x", "string"),
+])
+def test_kind_changes_are_refused_naming_column_dtypes_and_fix(st, column, value, given):
+    row = {c: _py(v) for c, v in train_frame(1, seed=2).iloc[0].items()}
+    row[column] = value
+    with pytest.raises(ServingInputError) as exc:
+        st(row)
+    msg = str(exc.value)
+    assert exc.value.column == column and repr(column) in msg and DTYPES[column].lower() in msg and given in msg
+    assert "cast=True" in msg
+
+
+def test_float_array_for_int_column_refused_then_cast(st):
+    frame = train_frame(20, seed=6)
+    cols = {c: frame[c] for c in frame.columns}
+    cols["cat_i"] = frame["cat_i"].to_numpy(dtype="float64", na_value=np.nan)   # e.g. read from csv
+    with pytest.raises(ServingInputError, match=r"'cat_i'.*int64.*float64.*cast=True"):
+        st.transform_batch(cols)
+    assert_same(st.transform_batch(cols, cast=True), st.transform_batch(frame), "cast floats")
+    cols["cat_i"] = cols["cat_i"] + 0.5
+    with pytest.raises(ServingInputError, match="lossy"):
+        st.transform_batch(cols, cast=True)
+    strings = dict(cols, cat_i=[None if pd.isna(v) else str(int(v)) for v in frame["cat_i"]])
+    assert_same(st.transform_batch(strings, cast=True), st.transform_batch(frame), "cast strings")
+
+
+def test_missing_column_and_ragged_batch_named(st):
+    row = {c: _py(v) for c, v in train_frame(1, seed=2).iloc[0].items()}
+    del row["cont_f"]
+    row["cont_ff"] = 1.0
+    with pytest.raises(ServingInputError, match=r"'cont_f' is missing.*cont_ff"):
+        st(row)
+    frame = train_frame(5, seed=2)
+    cols = {c: list(frame[c]) for c in frame.columns}
+    cols["bkt"] = cols["bkt"][:3]
+    with pytest.raises(ServingInputError, match="'bkt' has 3 rows"):
+        st.transform_batch(cols)
+    with pytest.raises(ServingInputError, match="'tags' is a list"):
+        st.transform_row(dict({c: _py(v) for c, v in frame.iloc[0].items()}, tags="x"))
+
+
+def test_exclude_label_and_saved_workflow(wf, tmp_path):
+    wf.save(str(tmp_path / "wf"))
+    loaded = tp.Workflow.load(str(tmp_path / "wf"))
+    st = ServingTransform(loaded, exclude=["label"])
+    assert "label" not in st.input_names and "label" not in st.output_names
+    frame = train_frame(100, seed=8)
+    want = offline_columns(wf, frame)
+    del want["label"]
+    assert_same(st.transform_batch(frame.drop(columns=["label"])), want, "loaded")
+    schema = st.describe()
+    assert schema["embedding_sizes"]["cat_i"][0] == wf.output_schema["cat_i"].cardinality
+    assert [c["name"] for c in schema["input_schema"]["columns"]] == st.input_names
+
+
+@pytest.mark.parametrize("graph,match", [
+    (lambda: ["a"] >> ops.Groupby(groupby_cols=["a"], aggs={"b": ["sum"]}), "Groupby.*whole dataset"),
+    (lambda: ["b"] >> ops.DifferenceLag(partition_cols=["a"]), "DifferenceLag.*previous rows"),
+    (lambda: (["a", "b"] >> ops.Filter(f=lambda df: df["a"] > 0)), "Filter.*drops rows"),
+])
+def test_ops_needing_the_whole_dataset_are_refused_at_build(graph, match):
+    df = pd.DataFrame({"a": [1, 2, 2, 3], "b": [1.0, 2.0, 3.0, 4.0]})
+    wf = tp.Workflow(graph())
+    wf.fit(df)
+    with pytest.raises(ServingBuildError, match=match):
+        ServingTransform(wf)
+
+
+def test_a_subclass_of_a_served_op_is_not_served_as_its_parent():
+    class MyNormalize(ops.Normalize):
+        pass
+
+    df = pd.DataFrame({"a": [1.0, 2.0, 4.0]})
+    wf = tp.Workflow(["a"] >> MyNormalize()).fit(df)
+    with pytest.raises(ServingBuildError, match="MyNormalize.*no serving kernel.*register_kernel"):
+        ServingTransform(wf)
+
+
+def test_threads_share_one_transform(wf, st):
+    frame = train_frame(400, seed=9)
+    want = offline_columns(wf, frame)
+    rows = [{c: _py(frame[c].iloc[i]) for c in frame.columns} for i in range(len(frame))]
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(k, len(rows), 4):
+                assert_same(st(rows[i]), _row_slice(want, i), f"thread {k} row {i}")
+            assert_same(st.transform_batch(frame), want, f"thread {k} batch")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_empty_batch_and_all_null_row(wf, st):
+    empty = frame_of({c: [] for c in list(DTYPES) + list(LIST_TYPES)})
+    out = st.transform_batch(empty)
+    assert all(len(v) == 0 for v in out.values()) and out["cat_i"].dtype == np.int64
+    nulls = {c: None for c in list(DTYPES) + list(LIST_TYPES)}
+    nulls.update(hash_i=0, cross_a=0, label=0)  # numpy int columns (no nulls offline either)
+    assert_same(st(nulls), offline_columns(wf, frame_of({c: [v] for c, v in nulls.items()})), "all null")
