@@ -61,6 +61,28 @@ def attach_workflow(loader: DataLoader, workflow: Any, input_schema: Callable[[]
     loader.map(workflow)
 
 
+def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max: Dict[str, int]) -> Dict[str, int]:
+    """``{column: max_len}`` of the list columns ``names`` (``sparse_names`` with
+    ``sparse_as_dense``), which the adapter pads per batch; the others stay ragged."""
+    out: Dict[str, int] = {}
+    if not names:
+        return out
+    schema = loader.output_schema
+    emitted = set(loader.cat_names + loader.cont_names)
+    for n in names:
+        if n not in emitted:
+            raise KeyError(f"sparse_names lists {n!r}, which is not among the emitted feature columns "
+                           f"{sorted(emitted)}")
+        m = sparse_max.get(n)
+        if m is None and schema is not None and n in schema and schema[n].value_count:
+            m = schema[n].value_count.get("max")
+        if m is None:
+            raise ValueError(f"sparse_as_dense needs the maximum length of list column {n!r}: it is not in the "
+                             f"schema (value_count), pass sparse_max={{{n!r}: N}}")
+        out[n] = int(m)
+    return out
+
+
 def lengths_to_offsets(lengths: Any, xp: Any, with_end: bool = False) -> Any:
     """Start of each row in the flat values (int64), ``len(lengths)`` entries (``+1`` with the end)."""
     out = xp.zeros(len(lengths) + 1, dtype=xp.int64)
@@ -174,22 +196,8 @@ class FrameworkLoader:
     def _dense_columns(self) -> Dict[str, int]:
         """``{list column: max_len}`` padded by the adapter (per-column ``sparse_as_dense``)."""
         if self._dense_max is None:
-            out: Dict[str, int] = {}
-            if self.sparse_as_dense and self._dense_names_arg is not None:
-                schema = self.loader.output_schema
-                emitted = set(self.loader.cat_names + self.loader.cont_names)
-                for n in self._dense_names_arg:
-                    if n not in emitted:
-                        raise KeyError(f"sparse_names lists {n!r}, which is not among the emitted feature columns "
-                                       f"{sorted(emitted)}")
-                    m = self._sparse_max_arg.get(n)
-                    if m is None and schema is not None and n in schema and schema[n].value_count:
-                        m = schema[n].value_count.get("max")
-                    if m is None:
-                        raise ValueError(f"sparse_as_dense needs the maximum length of list column {n!r}: it is "
-                                         f"not in the schema (value_count), pass sparse_max={{{n!r}: N}}")
-                    out[n] = int(m)
-            self._dense_max = out
+            names = self._dense_names_arg if self.sparse_as_dense else None
+            self._dense_max = dense_columns(self.loader, names, self._sparse_max_arg)
         return self._dense_max
 
     # -- batches ---------------------------------------------------------------------------
@@ -253,4 +261,4 @@ class FrameworkLoader:
         return repr(self.loader).replace("DataLoader(", f"{type(self).__name__}(", 1)
 
 
-__all__ = ["FrameworkLoader", "attach_workflow", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]
+__all__ = ["FrameworkLoader", "attach_workflow", "dense_columns", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]
