@@ -49,7 +49,7 @@ def _to_torch(arr: Any) -> torch.Tensor:
                 return torch.from_dlpack(arr)
             except (BufferError, TypeError, RuntimeError):
                 pass
-        return torch.as_tensor(np.ascontiguousarray(arr))
+        return torch.from_numpy(np.array(arr, copy=True, order="C"))   # torch has no read-only tensors
     return torch.from_dlpack(arr)
 
 
