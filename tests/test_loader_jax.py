@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 jax = pytest.importorskip("jax")
+pytestmark = pytest.mark.jax
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402

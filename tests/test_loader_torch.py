@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402
