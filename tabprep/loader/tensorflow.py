@@ -169,8 +169,12 @@ def _to_backend(arr: Any) -> Any:
         from .torch import _to_torch
 
         out = _to_torch(arr)
-        device = keras.src.backend.torch.core.get_device() if hasattr(keras, "src") else None
-        return out if device is None or str(out.device) == str(device) else out.to(device)
+        try:  # the device Keras' torch backend computes on ("cuda" when available)
+            from keras.src.backend.torch.core import get_device
+        except ImportError:  # pragma: no cover - a Keras without that (private) helper
+            return out
+        device = get_device()
+        return out if str(out.device) == str(device) or out.device.type == str(device) else out.to(device)
     raise RuntimeError(f"KerasSequenceLoader supports Keras' tensorflow, jax and torch backends, not {BACKEND!r}")
 
 
