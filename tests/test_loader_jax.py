@@ -126,3 +126,18 @@ def test_sharding_across_two_cpu_devices(data, tmp_path):
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+                    reason="cuDF and a CUDA build of JAX are needed")
+def test_gpu_arrays_stay_on_device_and_equal_cpu(data):
+    d, wf, _ = data
+    kw = dict(sparse_as_dense=True, drop_last=True, seed=4)
+    cpu = list(_loader(d, wf, **kw))
+    gpu = list(_loader(d, wf, **{**kw, "device": 0}))
+    assert len(cpu) == len(gpu)
+    for (xc, _), (xg, _) in zip(cpu, gpu):
+        assert {dv.platform for dv in xg["C1"].devices()} == {"gpu"}
+        for name in ["row", "C1", "tags"]:
+            np.testing.assert_array_equal(np.asarray(xg[name]), np.asarray(xc[name]), err_msg=name)

@@ -205,3 +205,23 @@ def test_nvtabular_positional_order(data):
     assert (itr.cat_names, itr.cont_names, itr.label_names, itr.batch_size) == (["C1"], ["x"], ["label"], 600)
     with pytest.raises(TypeError, match="both by position and by keyword"):
         TorchAsyncItr(tp.Dataset(d, cpu=True), ["C1"], cats=["C1"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not torch.cuda.is_available(),
+                    reason="cuDF, a CUDA device and a CUDA build of torch are needed")
+def test_gpu_tensors_stay_on_device_and_equal_cpu(data):
+    d, wf, _ = data
+    kw = dict(sparse_names=["tags"], sparse_as_dense=True, sparse_max={"tags": 3}, seed=5)
+    cpu = list(_itr(d, wf, **kw))
+    gpu = list(TorchAsyncItr(tp.Dataset(d, cpu=False), cats=["C1", "C2", "tags", "row"], conts=["x"],
+                             labels=["label"], batch_size=256, shuffle=True, buffer_size=700, parts_per_chunk=2,
+                             device=0, **kw).map(wf))
+    assert len(cpu) == len(gpu)
+    for (xc, yc), (xg, yg) in zip(cpu, gpu):
+        assert xg["C1"].is_cuda and xg["tags"].is_cuda and yg.is_cuda
+        for name in ["row", "C1", "C2", "tags"]:
+            assert torch.equal(xg[name].cpu(), xc[name]), name
+        torch.testing.assert_close(xg["x"].cpu(), xc["x"], rtol=1e-5, atol=1e-6)
+    x, _ = next(iter(TorchAsyncItr(tp.Dataset(d, cpu=False), cats=["tags"], batch_size=256, device=0).map(wf)))
+    assert x["tags"][0].is_cuda and x["tags"][1].dtype == torch.int64          # (values, offsets) on the GPU
