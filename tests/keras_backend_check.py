@@ -30,6 +30,7 @@ def main() -> None:
                                                                                  row_group_size=1000)
     wf = tp.Workflow((["user", "tags"] >> ops.Categorify()) + (["a"] >> ops.Normalize()) + ["label"])
     wf.fit(tp.Dataset(os.path.join(work, "d.parquet"), cpu=True))
+    expected_users = np.sort(wf.transform(tp.Dataset(os.path.join(work, "d.parquet"), cpu=True)).compute()["user"].to_numpy())
     # jit compiles once per input shape: ragged lists (values change length every batch) would
     # recompile per batch on JAX, so there the list column is padded (per column: sparse_names)
     fmt = {"jax": "dense", "torch": "tuple"}.get(expected, "flat")
@@ -58,7 +59,29 @@ def main() -> None:
     z = keras.layers.Dense(16, activation="relu")(z)
     model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(z))
     model.compile(keras.optimizers.Adam(0.02), "binary_crossentropy")
+    core, seen, peeking = train.loader, {}, []
+    original, original_peek = core.batch_at, core.peek
+
+    def spy(i):                                      # the batches Keras trains on, per loader epoch
+        batch = original(i)
+        if not peeking:
+            seen.setdefault(core.epoch, []).append(np.asarray(batch["user"]).copy())
+        return batch
+
+    def peek():
+        peeking.append(1)
+        try:
+            return original_peek()
+        finally:
+            peeking.pop()
+
+    core.batch_at, core.peek = spy, peek
     hist = model.fit(train, epochs=4, verbose=0, callbacks=[KerasSequenceValidater(valid)])
+    # each Keras epoch is one loader epoch: every row once (the batch Keras reads to build the
+    # model is served without consuming the epoch)
+    assert train._count == 4 * len(train), (train._count, len(train))
+    for e in sorted(seen)[:4]:
+        np.testing.assert_array_equal(np.sort(np.concatenate(seen[e])), expected_users)
     loss = hist.history["loss"]
     assert loss[-1] < 0.8 * loss[0], loss
     assert np.isfinite(hist.history["val_loss"][-1])

@@ -179,14 +179,18 @@ def _to_backend(arr: Any) -> Any:
 
 
 def _keras_spec_peek() -> bool:
-    """True when called (through ``__getitem__``) from Keras' ``PyDatasetAdapter.get_tf_dataset``,
-    which reads the first batches only to build the dataset's output signature."""
+    """True when called (through ``__getitem__``) only to learn the batches' shapes and dtypes:
+    from Keras' ``PyDatasetAdapter.get_tf_dataset`` (TensorFlow: the dataset's output signature)
+    or from ``Trainer._symbolic_build`` (JAX / torch: one batch read to build the model and
+    its metrics before the epoch starts). Such reads must not consume the loader's epoch."""
     frame = sys._getframe(2)
-    for _ in range(4):
+    for _ in range(10):   # torch: _symbolic_build is 8 frames up (through torch's DataLoader)
         if frame is None:
             return False
         code = frame.f_code
         if code.co_name == "get_tf_dataset" and "py_dataset_adapter" in code.co_filename:
+            return True
+        if code.co_name == "_symbolic_build" and "trainer" in code.co_filename:
             return True
         frame = frame.f_back
     return False
