@@ -141,3 +141,14 @@ def test_gpu_arrays_stay_on_device_and_equal_cpu(data):
         assert {dv.platform for dv in xg["C1"].devices()} == {"gpu"}
         for name in ["row", "C1", "tags"]:
             np.testing.assert_array_equal(np.asarray(xg[name]), np.asarray(xc[name]), err_msg=name)
+
+
+def test_importing_the_loader_keeps_jax_from_preallocating_the_gpu():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT")}
+    env["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    code = "import os, tabprep.loader.jax; print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "false", res.stderr[-2000:]
+    env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".3"                 # the user's own setting wins
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "None", res.stderr[-2000:]

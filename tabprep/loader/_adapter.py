@@ -36,6 +36,18 @@ log = logging.getLogger(__name__)
 SPARSE_FORMATS = ("offsets", "nnzs")
 
 
+def share_gpu_with_jax() -> None:
+    """Stop JAX from claiming 75% of the GPU when its backend starts (XLA's default), so that
+    cuDF, which reads and transforms the loader's chunks on the same GPU, keeps memory: sets
+    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (JAX then allocates as it goes) unless the user set
+    ``XLA_PYTHON_CLIENT_PREALLOCATE`` or ``XLA_PYTHON_CLIENT_MEM_FRACTION``. Only effective before
+    JAX's first use of the GPU (it runs when tabprep's JAX loader or Keras adapter is imported)."""
+    import os
+
+    if "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+
+
 def raw_schema(data: Any, engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None,
                schema: Any = None) -> Any:
     """Schema of the loader's input (what a stateless workflow is bound to)."""
@@ -261,4 +273,4 @@ class FrameworkLoader:
         return repr(self.loader).replace("DataLoader(", f"{type(self).__name__}(", 1)
 
 
-__all__ = ["FrameworkLoader", "attach_workflow", "dense_columns", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]
+__all__ = ["FrameworkLoader", "share_gpu_with_jax", "attach_workflow", "dense_columns", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]

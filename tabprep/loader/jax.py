@@ -17,6 +17,10 @@ buffers (``jax.device_put``; XLA's CPU client keeps its own memory).
 shape every batch and recompile; use ``sparse_as_dense=True`` (padded ``(batch, max_len)``)
 and ``drop_last=True`` under ``jit`` so every batch has one shape.
 
+GPU memory: JAX normally claims 75% of the GPU when it starts; importing this module sets
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` first (unless you set it or
+``XLA_PYTHON_CLIENT_MEM_FRACTION``), so cuDF keeps room to read and transform chunks.
+
 ``devices``: ``None`` (default device), ``"local"`` (all of ``jax.local_devices()``) or a list
 of devices: every array is split along its batch axis across them
 (``NamedSharding(Mesh(devices, ("batch",)), P("batch"))``), for data-parallel ``jit``. Needs
@@ -27,10 +31,13 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
-import jax
 import numpy as np
 
-from ._adapter import FrameworkLoader
+from ._adapter import FrameworkLoader, share_gpu_with_jax
+
+share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memory too
+
+import jax  # noqa: E402
 
 log = logging.getLogger(__name__)
 
