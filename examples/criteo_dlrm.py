@@ -13,9 +13,14 @@ Steps:
 3. attach the workflow to ``KerasSequenceLoader`` with ``map``: each parquet chunk is hashed,
    filled, log-transformed and normalized online (cuDF on the GPU, pandas on the CPU) by the
    loader's background thread, and batches go straight into ``model.fit``;
-4. DLRM: a bottom MLP on the 13 continuous features, one embedding per categorical feature
-   (``layers.EmbeddingFeatures``, stacked), pairwise dot-product interactions, a top MLP.
-   ``KerasSequenceValidater`` adds ``val_loss`` / ``val_auc`` at each epoch end.
+4. DLRM in the NVTabular notebook's own layer structure: a custom embedding layer
+   (``DLRMEmbedding``) that holds the categorical embeddings (``layers.EmbeddingFeatures``,
+   stacked) and, inside its ``call``, ``layers.ContinuousFeatures`` followed by the bottom MLP;
+   ``layers.DotProductInteraction`` on the stack; a top MLP. ``KerasSequenceValidater`` adds
+   ``val_loss`` / ``val_auc`` at each epoch end.
+
+Runs on any Keras 3 backend: ``KERAS_BACKEND=jax`` (or ``torch``) trains the same model without
+TensorFlow, e.g. on a GPU machine that has JAX or PyTorch but no TensorFlow.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_MEMORY_ALLOCATION", "0.5")   # read when tabprep.loader.tensorflow is imported
@@ -36,11 +41,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402
-# configures TensorFlow's GPU memory (TF_MEMORY_ALLOCATION) before TensorFlow claims the GPU
-from tabprep.loader.tensorflow import KerasSequenceLoader, KerasSequenceValidater, layers  # noqa: E402
+# on the TensorFlow backend this configures TensorFlow's GPU memory (TF_MEMORY_ALLOCATION)
+# before TensorFlow claims the GPU; on JAX / torch it imports no TensorFlow
+from tabprep.loader.keras import BACKEND, KerasSequenceLoader, KerasSequenceValidater, layers  # noqa: E402
 
 import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from keras import ops as kops  # noqa: E402
 
 CATS = [f"C{i}" for i in range(1, 27)]
 CONTS = [f"I{i}" for i in range(1, 14)]
@@ -79,36 +85,60 @@ def criteo_workflow(num_buckets: int) -> tp.Workflow:
     return tp.Workflow(cats + conts + ["label"])
 
 
-class DotInteraction(keras.layers.Layer):
-    """Pairwise dot products of the bottom-MLP output and every embedding (upper triangle)."""
+@keras.saving.register_keras_serializable(package="criteo_dlrm")
+class DLRMEmbedding(keras.layers.Layer):
+    """The notebook's embedding layer: ``(batch, 1 + categoricals, dim)``, the bottom MLP's
+    output of the continuous features stacked on top of the categorical embeddings."""
 
-    def call(self, inputs: List[Any]) -> Any:
-        dense, emb = inputs
-        feats = tf.concat([dense[:, None, :], emb], axis=1)                    # (b, 1 + n, d)
-        dots = tf.matmul(feats, feats, transpose_b=True)                        # (b, 1 + n, 1 + n)
-        n = feats.shape[1]
-        rows, cols = np.triu_indices(n, k=1)
-        return tf.gather(tf.reshape(dots, [-1, n * n]), rows * n + cols, axis=1)
+    def __init__(self, embedding_sizes: Dict[str, Any], cont_names: List[str], dim: int,
+                 bottom_units: Tuple[int, ...] = (64,), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.embedding_sizes = {k: tuple(v) for k, v in embedding_sizes.items()}
+        self.cont_names, self.dim, self.bottom_units = list(cont_names), int(dim), tuple(bottom_units)
+        self.embeddings = layers.EmbeddingFeatures(self.embedding_sizes, aggregation="stack")
+        self.continuous = layers.ContinuousFeatures(self.cont_names)
+        self.bottom = [keras.layers.Dense(u, activation="relu") for u in self.bottom_units + (self.dim,)]
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        n = input_shape[1][1] + 1
-        return (input_shape[0][0], n * (n - 1) // 2)
+    def call(self, inputs: Dict[str, Any]) -> Any:
+        dense = self.continuous(inputs)                    # (batch, 13): a static width, so Dense can build
+        for layer in self.bottom:
+            dense = layer(dense)                           # bottom MLP -> (batch, dim)
+        return kops.concatenate([kops.expand_dims(dense, 1), self.embeddings(inputs)], axis=1)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(embedding_sizes={k: list(v) for k, v in self.embedding_sizes.items()},
+                   cont_names=self.cont_names, dim=self.dim, bottom_units=list(self.bottom_units))
+        return cfg
 
 
-def build_dlrm(train: KerasSequenceLoader, schema: tp.Schema, dim: int) -> keras.Model:
-    """DLRM (Naumov et al. 2019), small: bottom MLP, stacked embeddings, dot interactions, top MLP."""
-    inputs = train.keras_inputs()
-    dense = layers.ContinuousFeatures(CONTS)(inputs)
-    for units in (64, dim):
-        dense = keras.layers.Dense(units, activation="relu")(dense)                # bottom MLP -> (b, dim)
-    emb = layers.EmbeddingFeatures.from_schema(schema, columns=CATS, dim=dim, aggregation="stack")(inputs)
-    x = keras.layers.Concatenate()([dense, DotInteraction()([dense, emb])])
-    for units in (128, 64):
-        x = keras.layers.Dense(units, activation="relu")(x)                        # top MLP
-    out = keras.layers.Dense(1, activation="sigmoid", name="click")(x)
-    model = keras.Model(inputs, out)
+@keras.saving.register_keras_serializable(package="criteo_dlrm")
+class DLRM(keras.Model):
+    """DLRM (Naumov et al. 2019), small: DLRMEmbedding, pairwise dot products, top MLP."""
+
+    def __init__(self, embedding_sizes: Dict[str, Any], cont_names: List[str], dim: int,
+                 top_units: Tuple[int, ...] = (128, 64), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.embedding_layer = DLRMEmbedding(embedding_sizes, cont_names, dim)
+        self.interaction = layers.DotProductInteraction()
+        self.top = [keras.layers.Dense(u, activation="relu") for u in top_units]
+        self.click = keras.layers.Dense(1, activation="sigmoid", name="click")
+
+    def call(self, inputs: Dict[str, Any]) -> Any:
+        stacked = self.embedding_layer(inputs)                                  # (batch, 1 + 26, dim)
+        x = kops.concatenate([stacked[:, 0, :], self.interaction(stacked)], axis=1)
+        for layer in self.top:
+            x = layer(x)
+        return self.click(x)
+
+
+def build_dlrm(schema: tp.Schema, dim: int, jit: Any = False) -> keras.Model:
+    sizes = {c: (schema[c].cardinality, dim) for c in CATS}
+    model = DLRM(sizes, CONTS, dim)
+    # XLA compilation of this graph costs more than it saves on small CPU runs (Keras' "auto"
+    # compiles on the CPU too); on the GPU pass --jit
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy",
-                  metrics=[keras.metrics.AUC(name="auc")])
+                  metrics=[keras.metrics.AUC(name="auc")], jit_compile=jit)
     return model
 
 
@@ -121,6 +151,7 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
     ap.add_argument("--dim", type=int, default=16, help="embedding dim")
     ap.add_argument("--buffer-size", type=float, default=0.06, help="loader buffer_size (fraction or rows)")
     ap.add_argument("--cpu", action="store_true", help="force the CPU (pandas) even when cuDF is present")
+    ap.add_argument("--jit", action="store_true", help="let Keras XLA-compile the train step (jit_compile='auto')")
     ap.add_argument("--dir", default=None, help="work folder (default: temporary)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -143,11 +174,15 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
         valid = KerasSequenceLoader(os.path.join(valid_dir, "*.parquet"), batch_size=args.batch,
                                     label_names=["label"], cat_names=CATS, cont_names=CONTS, shuffle=False,
                                     buffer_size=args.buffer_size, device=device).map(wf)
-        model = build_dlrm(train, wf.output_schema, args.dim)
+        model = build_dlrm(wf.output_schema, args.dim, jit="auto" if args.jit else False)
         hist = model.fit(train, epochs=args.epochs, callbacks=[KerasSequenceValidater(valid)], verbose=2)
         result = {k: float(v[-1]) for k, v in hist.history.items()}
-        print(f"criteo_dlrm: {args.rows:,} rows, {len(train)} batches/epoch on "
-              f"{'CPU' if train.loader.cpu else 'GPU'}; final {result}")
+        losses = hist.history["loss"]
+        print(f"criteo_dlrm (Keras on {BACKEND}): {args.rows:,} rows, {len(train)} batches/epoch on "
+              f"{'CPU' if train.loader.cpu else 'GPU'}; loss per epoch {[round(v, 4) for v in losses]}; "
+              f"final {result}")
+        if len(losses) > 1:
+            assert losses[-1] < losses[0], f"the training loss did not fall: {losses}"
         return result
     finally:
         if args.dir is None:

@@ -3,6 +3,7 @@
     python examples/movielens_multihot.py                        # 200k generated ratings
     python examples/movielens_multihot.py --layout ragged        # genres as a tf.RaggedTensor
     python examples/movielens_multihot.py --layout dense         # genres padded to the longest list
+    python examples/movielens_multihot.py --layout tuple         # genres as (values, nnzs), NVTabular's layout
 
 Data: ``tabprep.io.synthetic.generate_movielens``: ``userId``, ``movieId``, ``genres`` (a list
 of genre names per movie), ``rating`` (0.5-5.0) and ``timestamp``.
@@ -14,8 +15,9 @@ Workflow (fitted once, applied online per chunk by the loader): ``userId`` / ``m
 
 Model: one embedding per categorical column (``layers.EmbeddingFeatures``; the multi-hot genres
 averaged with ``combiner="mean"``), concatenated with the normalized timestamp, an MLP, and a
-rating regression (MSE). The three multi-hot layouts the loader emits (``__values``/``__nnzs``,
-ragged, padded dense) feed the same layer.
+rating regression (MSE). The multi-hot layouts the loader emits (``__values``/``__nnzs``, a
+``(values, nnzs)`` tuple per column as NVTabular's loader gives it, ragged, padded dense) feed the
+same layer. The run asserts that the training loss falls from the first epoch to the last.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402
-from tabprep.loader.tensorflow import KerasSequenceLoader, KerasSequenceValidater, layers  # noqa: E402
+from tabprep.loader.keras import KerasSequenceLoader, KerasSequenceValidater, layers  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -98,8 +100,9 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--dim", type=int, default=16)
-    ap.add_argument("--layout", choices=["values", "ragged", "dense"], default="values",
-                    help="multi-hot layout: <name>__values/<name>__nnzs, a RaggedTensor, or padded dense")
+    ap.add_argument("--layout", choices=["values", "tuple", "ragged", "dense"], default="values",
+                    help="multi-hot layout: <name>__values/<name>__nnzs, (values, nnzs) under <name>, "
+                         "a RaggedTensor (TensorFlow backend), or padded dense")
     ap.add_argument("--cpu", action="store_true", help="force the CPU (pandas) even when cuDF is present")
     ap.add_argument("--dir", default=None, help="work folder (default: temporary)")
     args = ap.parse_args(argv)
@@ -115,17 +118,25 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
         print(f"genres: cardinality {wf.output_schema['genres'].cardinality}, "
               f"list lengths {wf.output_schema['genres'].value_count}")
 
-        layout = {"values": {}, "ragged": {"ragged": True}, "dense": {"sparse_as_dense": True}}[args.layout]
+        layout = {"values": {}, "tuple": {"sparse_format": "tuple"}, "ragged": {"ragged": True},
+                  "dense": {"sparse_as_dense": True}}[args.layout]
         common = dict(batch_size=args.batch, label_names=["rating"], buffer_size=0.06,
                       device="cpu" if args.cpu else None, **layout)
         train = KerasSequenceLoader(os.path.join(train_dir, "*.parquet"), shuffle=True, seed=0, parts_per_chunk=2,
                                     **common).map(wf)
         valid = KerasSequenceLoader(os.path.join(valid_dir, "*.parquet"), shuffle=False, **common).map(wf)
         x, _ = train.peek()
-        print("batch features:", {k: tuple(v.shape) for k, v in x.items()})
+        if args.layout == "tuple":
+            values, nnzs = x["genres"]             # as NVTabular users unpack it: flat ids, int32 counts per row
+            print(f"genres: {tuple(values.shape)} values, nnzs {tuple(nnzs.shape)} {nnzs.dtype}")
+        print("batch features:", {k: tuple(v[0].shape) if isinstance(v, tuple) else tuple(v.shape)
+                                  for k, v in x.items()})
         model = build_model(train, wf.output_schema, args.dim)
         hist = model.fit(train, epochs=args.epochs, callbacks=[KerasSequenceValidater(valid)], verbose=2)
         result = {k: float(v[-1]) for k, v in hist.history.items()}
+        losses = hist.history["loss"]
+        if len(losses) > 1:
+            assert losses[-1] < losses[0], f"the training loss did not fall: {losses}"
         print(f"movielens_multihot ({args.layout}): {args.rows:,} ratings, {len(train)} batches/epoch; final {result}")
         return result
     finally:

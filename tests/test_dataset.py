@@ -209,3 +209,20 @@ def test_int_columns_with_nulls_read_from_arrow_buffers(typ):
         got = backend.arrow_to_frame(table)["x"]
         exp = table.column("x").to_pandas(types_mapper=lambda t: pd.ArrowDtype(t)).astype(got.dtype)
         pd.testing.assert_series_equal(got, exp.rename("x"), check_index_type=False)
+
+
+def test_to_parquet_accepts_nvtabular_output_path(tmp_path):
+    """NVTabular scripts write `workflow.transform(ds).to_parquet(output_path=..., output_files=N)`."""
+    import pandas as pd
+    import pytest
+
+    import tabprep as tp
+
+    df = pd.DataFrame({"a": range(10), "b": [1.5] * 10})
+    tp.Dataset(df).to_parquet(output_path=str(tmp_path / "out"), output_files=2)
+    back = pd.read_parquet(str(tmp_path / "out"))
+    assert sorted(back["a"].tolist()) == list(range(10)) and len(list((tmp_path / "out").glob("*.parquet"))) == 2
+    with pytest.raises(TypeError, match="not both"):
+        tp.Dataset(df).to_parquet(str(tmp_path / "x"), output_path=str(tmp_path / "y"))
+    with pytest.raises(TypeError, match="missing the output folder"):
+        tp.Dataset(df).to_parquet()

@@ -182,24 +182,29 @@ class Dataset:
         return out.reset_index(drop=True)
 
     # -- output ---------------------------------------------------------------------------
-    def to_parquet(self, path: str, output_files: Optional[int] = None, out_files_per_proc: Optional[int] = None,
-                   shuffle: Optional[str] = None, split_per_worker: Optional[int] = None,
-                   overwrite: bool = False, seed: Optional[int] = None, row_group_size: Optional[int] = None,
-                   compression: str = "snappy", progress: Any = None,
-                   transaction: Optional[Transaction] = None) -> Dict[str, Any]:
-        """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`."""
+    def to_parquet(self, path: Optional[str] = None, output_files: Optional[int] = None,
+                   out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
+                   split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
+                   row_group_size: Optional[int] = None, compression: str = "snappy", progress: Any = None,
+                   transaction: Optional[Transaction] = None, output_path: Optional[str] = None) -> Dict[str, Any]:
+        """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
+
+        ``output_path=`` is NVTabular's name for ``path`` (accepted so ported scripts run)."""
+        path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression},
                              progress=progress, transaction=transaction)
 
-    def to_tfrecord(self, path: str, batch_size: Optional[int] = None, output_files: Optional[int] = None,
-                    split_per_worker: Optional[int] = None, compression: Optional[str] = None,
-                    drop_last: bool = False, shuffle: Optional[str] = None, overwrite: bool = False,
-                    seed: Optional[int] = None, progress: Any = None,
-                    transaction: Optional[Transaction] = None) -> Dict[str, Any]:
-        """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`."""
+    def to_tfrecord(self, path: Optional[str] = None, batch_size: Optional[int] = None,
+                    output_files: Optional[int] = None, split_per_worker: Optional[int] = None,
+                    compression: Optional[str] = None, drop_last: bool = False, shuffle: Optional[str] = None,
+                    overwrite: bool = False, seed: Optional[int] = None, progress: Any = None,
+                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None) -> Dict[str, Any]:
+        """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`.
+        ``output_path=`` is accepted for ``path`` (NVTabular's name)."""
+        path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"batch_size": batch_size, "compression": compression,
@@ -324,3 +329,12 @@ def _is_dask_frame(obj: Any) -> bool:
 
 
 _is_memory_frame = backend.is_frame
+
+
+def _output_path(path: Optional[str], output_path: Optional[str]) -> str:
+    """``path``, or NVTabular's ``output_path=`` spelling of it."""
+    if path is not None and output_path is not None:
+        raise TypeError("give the output folder once: path or output_path (NVTabular's name), not both")
+    if path is None and output_path is None:
+        raise TypeError("missing the output folder: to_parquet(path) (or output_path=path, NVTabular's name)")
+    return path if path is not None else output_path

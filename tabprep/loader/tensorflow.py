@@ -107,12 +107,25 @@ def configure_tensorflow(memory_allocation: Union[None, float, str] = None, devi
         return None
 
 
-configure_tensorflow()
+from ._adapter import share_gpu_with_jax  # noqa: E402
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+share_gpu_with_jax()   # Keras on JAX: keep XLA from claiming 75% of the GPU that cuDF also uses
+
+import keras  # noqa: E402  (imports TensorFlow on its TensorFlow backend, which does not touch the GPU yet)
+
+#: Keras' backend (``KERAS_BACKEND``): "tensorflow", "jax" or "torch"
+BACKEND = keras.backend.backend()
+if BACKEND == "tensorflow":
+    configure_tensorflow()
+    import tensorflow as tf  # noqa: E402
+else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
+    tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
+from ._adapter import attach_workflow, dense_columns, pad_lists, raw_schema  # noqa: E402
+
+#: keyword arguments of keras.utils.PyDataset
+_PYDATASET_KWARGS = {"workers", "use_multiprocessing", "max_queue_size"}
 
 sys.modules.setdefault(__name__ + ".layers", layers)
 
@@ -126,7 +139,7 @@ sys.modules.setdefault(__name__ + ".layers", layers)
 _TF_ALIGN = 64
 
 
-def _to_tensor(arr: Any) -> tf.Tensor:
+def _to_tensor(arr: Any) -> Any:
     """A TF tensor of a numpy array (shared through DLPack when aligned and writable, else a copy)
     or of a cupy array (DLPack: stays on the GPU, no copy)."""
     if isinstance(arr, np.ndarray):
@@ -134,22 +147,48 @@ def _to_tensor(arr: Any) -> tf.Tensor:
                 and arr.ctypes.data % _TF_ALIGN == 0):
             try:
                 return tf.experimental.dlpack.from_dlpack(arr.__dlpack__())
-            except (BufferError, TypeError, ValueError, tf.errors.InvalidArgumentError):
+            except (BufferError, TypeError, ValueError, tf.errors.InvalidArgumentError):  # noqa: PERF203
                 pass
         return tf.convert_to_tensor(arr)
     capsule = arr.toDlpack() if hasattr(arr, "toDlpack") else arr.__dlpack__()
     return tf.experimental.dlpack.from_dlpack(capsule)
 
 
+def _to_backend(arr: Any) -> Any:
+    """A tensor of Keras' backend (TF tensor, jax.Array or torch.Tensor) of a numpy / cupy array,
+    through DLPack where the framework allows it (GPU arrays stay on the GPU)."""
+    if BACKEND == "tensorflow":
+        return _to_tensor(arr)
+    if BACKEND == "jax":
+        from .jax import _to_jax
+
+        return _to_jax(arr)
+    if BACKEND == "torch":
+        from .torch import _to_torch
+
+        out = _to_torch(arr)
+        try:  # the device Keras' torch backend computes on ("cuda" when available)
+            from keras.src.backend.torch.core import get_device
+        except ImportError:  # pragma: no cover - a Keras without that (private) helper
+            return out
+        device = get_device()
+        return out if str(out.device) == str(device) or out.device.type == str(device) else out.to(device)
+    raise RuntimeError(f"KerasSequenceLoader supports Keras' tensorflow, jax and torch backends, not {BACKEND!r}")
+
+
 def _keras_spec_peek() -> bool:
-    """True when called (through ``__getitem__``) from Keras' ``PyDatasetAdapter.get_tf_dataset``,
-    which reads the first batches only to build the dataset's output signature."""
+    """True when called (through ``__getitem__``) only to learn the batches' shapes and dtypes:
+    from Keras' ``PyDatasetAdapter.get_tf_dataset`` (TensorFlow: the dataset's output signature)
+    or from ``Trainer._symbolic_build`` (JAX / torch: one batch read to build the model and
+    its metrics before the epoch starts). Such reads must not consume the loader's epoch."""
     frame = sys._getframe(2)
-    for _ in range(4):
+    for _ in range(10):   # torch: _symbolic_build is 8 frames up (through torch's DataLoader)
         if frame is None:
             return False
         code = frame.f_code
         if code.co_name == "get_tf_dataset" and "py_dataset_adapter" in code.co_filename:
+            return True
+        if code.co_name == "_symbolic_build" and "trainer" in code.co_filename:
             return True
         frame = frame.f_back
     return False
@@ -197,7 +236,19 @@ class KerasSequenceLoader(keras.utils.PyDataset):
     Args:
         feature_columns: TF feature columns giving ``cat_names`` / ``cont_names``
             (see :func:`names_from_feature_columns`).
-        ragged: emit multi-hot columns as ``tf.RaggedTensor`` instead of ``__values``/``__nnzs``.
+        ragged: emit multi-hot columns as ``tf.RaggedTensor`` instead of ``__values``/``__nnzs``
+            (TensorFlow backend only).
+        sparse_format: layout of the multi-hot columns that are neither ragged nor dense:
+            ``"flat"`` (default): two entries ``<name>__values`` / ``<name>__nnzs``;
+            ``"tuple"``: one entry ``<name>: (values, nnzs)``, as NVTabular's loader emits them.
+            ``nnzs`` are int32 (as NVTabular's) with shape ``(batch, 1)``.
+        sparse_names / sparse_max / sparse_as_dense: with ``sparse_names``, only those list
+            columns are padded to ``(batch, sparse_max)`` (NVTabular's per-column rule); without
+            it, every list column is.
+        drop_last: drop the last partial batch of the epoch on this rank; when sharding
+            (``global_size > 1``) it also drops the ``rows % global_size`` rows at the end of the
+            dataset, so that ranks stay disjoint (without it, up to ``global_size - 1`` rows are
+            seen twice per epoch across ranks so that every rank has as many rows).
         seed: shuffle seed (default: random per loader).
         prefetch: chunks prepared ahead by the background thread (default 1).
         threads: threads preparing chunks in parallel (default: 1 on GPU, up to 2 on CPU).
@@ -215,7 +266,13 @@ class KerasSequenceLoader(keras.utils.PyDataset):
                  sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
                  sparse_as_dense: bool = False, schema: Any = None, ragged: bool = False,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
-                 **pydataset_kwargs: Any) -> None:
+                 sparse_format: str = "flat", **pydataset_kwargs: Any) -> None:
+        unknown = sorted(set(pydataset_kwargs) - _PYDATASET_KWARGS)
+        if unknown:
+            hint = (" NVTabular's KerasSequenceLoader has no output_path either: write transformed data with "
+                    "workflow.transform(dataset).to_parquet(output_path) (or `tabprep transform`), and give the "
+                    "loader that folder, or the raw data plus loader.map(workflow)." if "output_path" in unknown else "")
+            raise TypeError(f"KerasSequenceLoader got unexpected keyword argument(s) {unknown}.{hint}")
         super().__init__(**pydataset_kwargs)
         if self.workers > 1 or self.use_multiprocessing:
             log.warning("KerasSequenceLoader with workers=%d / use_multiprocessing=%s: batches are then asked out of "
@@ -223,6 +280,17 @@ class KerasSequenceLoader(keras.utils.PyDataset):
                         self.workers, self.use_multiprocessing)
         if ragged and sparse_as_dense:
             raise ValueError("choose one of ragged=True and sparse_as_dense=True")
+        if ragged and BACKEND != "tensorflow":
+            raise ValueError(f"ragged=True makes tf.RaggedTensor, which Keras' {BACKEND} backend cannot take: use "
+                             f"sparse_format='flat' / 'tuple' or sparse_as_dense=True")
+        if sparse_format not in ("flat", "tuple"):
+            raise ValueError(f"sparse_format must be 'flat' or 'tuple', got {sparse_format!r}")
+        self.sparse_format = sparse_format
+        self._data, self._engine, self._reader_kwargs, self._schema = paths_or_dataset, engine, reader_kwargs, schema
+        self._dense_names = list(sparse_names) if sparse_as_dense and sparse_names is not None else None
+        self._sparse_max_arg = dict(sparse_max or {})
+        self._dense_max: Optional[Dict[str, int]] = None
+        core_dense = sparse_as_dense and sparse_names is None
         if feature_columns is not None:
             fc_cats, fc_conts = names_from_feature_columns(feature_columns)
             cat_names = list(cat_names or []) + [c for c in fc_cats if c not in (cat_names or [])]
@@ -235,14 +303,17 @@ class KerasSequenceLoader(keras.utils.PyDataset):
                                  cont_names=cont_names, engine=engine, shuffle=shuffle, seed_fn=seed_fn,
                                  buffer_size=buffer_size, device=device, parts_per_chunk=parts_per_chunk,
                                  reader_kwargs=reader_kwargs, global_size=global_size, global_rank=global_rank,
-                                 drop_last=drop_last, sparse_names=sparse_names, sparse_max=sparse_max,
-                                 sparse_as_dense=sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch,
+                                 drop_last=drop_last, sparse_max=sparse_max if core_dense else None,
+                                 sparse_as_dense=core_dense, schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads)
 
     # -- configuration ---------------------------------------------------------------------
     def map(self, workflow: Any) -> "KerasSequenceLoader":
-        """Apply ``workflow`` (fitted :class:`tabprep.Workflow`) to every chunk; returns ``self``."""
-        self.loader.map(workflow)
+        """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit) to
+        every chunk; returns ``self``."""
+        attach_workflow(self.loader, workflow,
+                        lambda: raw_schema(self._data, self._engine, self._reader_kwargs, self._schema))
+        self._dense_max = None
         self._count = 0
         self._template = None
         return self
@@ -308,30 +379,43 @@ class KerasSequenceLoader(keras.utils.PyDataset):
         self.loader.close()
 
     # -- conversion --------------------------------------------------------------------------
+    def _dense_columns(self) -> Dict[str, int]:
+        if self._dense_max is None:
+            self._dense_max = dense_columns(self.loader, self._dense_names, self._sparse_max_arg)
+        return self._dense_max
+
     def _convert(self, batch: Dict[str, Any]) -> Any:
         # on the GPU the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
         self.loader._device.synchronize()
+        dense = self._dense_columns()
         x: Dict[str, Any] = {}
-        for name in self.loader._cat_names + self.loader._cont_names:
+        for name in self.loader.cat_names + self.loader.cont_names:
             value = batch[name]
             if isinstance(value, RaggedBatch):
-                if self.ragged:
+                if name in dense:
+                    x[name] = _to_backend(pad_lists(value.values, value.lengths, dense[name]))
+                elif self.ragged:
                     x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
                                                                _to_tensor(value.lengths), validate=False)
                 else:
-                    x[name + "__values"] = _to_tensor(_column(value.values))
-                    x[name + "__nnzs"] = _to_tensor(_column(value.lengths))
+                    # int32 counts, as NVTabular's loader gives them (a copy of batch rows, not nnz)
+                    nnzs = _to_backend(_column(value.lengths.astype("int32")))
+                    values = _to_backend(_column(value.values))
+                    if self.sparse_format == "tuple":
+                        x[name] = (values, nnzs)
+                    else:
+                        x[name + "__values"], x[name + "__nnzs"] = values, nnzs
             else:
-                x[name] = _to_tensor(_column(value))
-        labels = self.loader._label_names
-        if not labels:
-            return x
+                x[name] = _to_backend(_column(value))
+        labels = self.loader.label_names
         ys = {}
         for name in labels:
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = _to_tensor(_column(value))
+            ys[name] = _to_backend(_column(value))
+        if not labels:
+            return x
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
 
     def peek(self) -> Any:
@@ -343,15 +427,21 @@ class KerasSequenceLoader(keras.utils.PyDataset):
         shapes), for functional models. Reads the first batch (cheap: its chunk is kept)."""
         batch = self.loader.peek()
         inputs: Dict[str, Any] = {}
-        for name in self.loader._cat_names + self.loader._cont_names:
+        for name in self.loader.cat_names + self.loader.cont_names:
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 dtype = str(value.values.dtype)
                 if self.ragged:
                     inputs[name] = keras.Input(shape=(None,), dtype=dtype, name=name, ragged=True)
+                elif name in self._dense_columns():
+                    inputs[name] = keras.Input(shape=(self._dense_columns()[name],), dtype=dtype, name=name)
                 else:
-                    inputs[name + "__values"] = keras.Input(shape=(1,), dtype=dtype, name=name + "__values")
-                    inputs[name + "__nnzs"] = keras.Input(shape=(1,), dtype="int64", name=name + "__nnzs")
+                    values = keras.Input(shape=(1,), dtype=dtype, name=name + "__values")
+                    nnzs = keras.Input(shape=(1,), dtype="int32", name=name + "__nnzs")
+                    if self.sparse_format == "tuple":
+                        inputs[name] = (values, nnzs)
+                    else:
+                        inputs[name + "__values"], inputs[name + "__nnzs"] = values, nnzs
             else:
                 shape = (1,) if value.ndim == 1 else tuple(value.shape[1:])
                 inputs[name] = keras.Input(shape=shape, dtype=str(value.dtype), name=name)
@@ -381,6 +471,11 @@ class KerasSequenceValidater(keras.callbacks.Callback):
 
     def evaluate(self) -> Dict[str, float]:
         """Loss and metrics of the model on one epoch of the validation loader."""
+        if BACKEND != "tensorflow":
+            # JAX / torch trainers have no per-batch test function to call from here: Keras'
+            # own evaluate (as fit runs it for validation_data) iterates the loader once
+            results = self.model.evaluate(self.dataloader, steps=self.steps, verbose=0, return_dict=True)
+            return {k: float(v) for k, v in results.items()}
         seen = 0
         for i, (x, y) in enumerate(self.dataloader):
             if self.steps is not None and i >= self.steps:

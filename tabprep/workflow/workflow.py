@@ -107,17 +107,35 @@ class Workflow:
 
     @property
     def fitted(self) -> bool:
+        """True when every op that learns statistics has them (always True for a workflow of
+        stateless ops such as HashBucket, which can transform without :meth:`fit`)."""
         return all(n.op.fitted for n in self.stat_nodes)
 
     @property
     def output_schema(self) -> Schema:
         """Names, dtypes, tags and properties (cardinalities...) of the output columns.
 
-        Known after :meth:`fit` (or after a transform for workflows without statistics).
+        Known after :meth:`fit`; for a workflow of stateless ops also after :meth:`bind_schema`
+        or a transform (it only needs the input's column dtypes, no statistics).
         """
         if self._output_schema is None:
+            if not self.stat_nodes:
+                raise RuntimeError("this workflow has no statistics to fit, but its output schema depends on the "
+                                   "input's columns: call workflow.bind_schema(dataset.schema) (reads no data), "
+                                   "workflow.fit(dataset) or transform a frame first")
             raise RuntimeError("the output schema is known once the workflow is fitted: call workflow.fit(dataset)")
         return self._output_schema
+
+    def bind_schema(self, input_schema: Schema, source: str = "the input schema") -> "Workflow":
+        """Compute every node's schema from ``input_schema`` without reading data.
+
+        Checks that the selected columns exist (close matches are suggested). Enough to know
+        :attr:`output_schema` for a workflow of stateless ops (HashBucket, LogOp, ...); a
+        workflow with statistics still needs :meth:`fit` for its cardinalities. Loaders call
+        this when a stateless workflow is attached before any fit. Returns ``self``.
+        """
+        self._bind(input_schema, source)
+        return self
 
     @property
     def output_dtypes(self) -> Dict[str, str]:

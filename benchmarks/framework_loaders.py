@@ -1,0 +1,170 @@
+"""Framework loaders' throughput next to the raw parquet read and the framework-neutral core
+loader, in one process (issue 14: "the loaders' rows/s next to the raw parquet read rate").
+
+    python benchmarks/framework_loaders.py --rows 2000000                 # CPU
+    python benchmarks/framework_loaders.py --gpu --rows 20000000          # GPU: cuDF read + transform
+    KERAS_BACKEND=jax python benchmarks/framework_loaders.py --gpu --keras  # also KerasSequenceLoader
+
+Data: raw Criteo-like parquet (``tabprep.io.synthetic.generate_criteo``), the Criteo workflow
+(``C* >> HashBucket``, ``I* >> FillMissing >> Clip(0) >> LogOp >> Normalize``; fitted
+beforehand, not timed) attached online with ``map(wf)``. Pipelines, each one epoch of
+``--batch`` rows, shuffled, the fastest of ``--passes`` counting:
+
+* **raw read**: the parquet files read once, no transform (pyarrow on the CPU, ``cudf.read_parquet``
+  on the GPU, synchronized): the I/O floor;
+* **core**: ``tabprep.loader.DataLoader`` (numpy / cupy batches);
+* **torch**: ``TorchAsyncItr`` (tensors through DLPack; CUDA tensors on the GPU), when torch is
+  installed;
+* **jax**: ``JaxLoader`` (``jax.Array``), when JAX is installed;
+* **keras** (``--keras``): ``KerasSequenceLoader`` on Keras' backend (``KERAS_BACKEND``).
+
+Prints rows/s and each loader's ratio to the core loader and to the raw read.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, Iterable, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import tabprep as tp  # noqa: E402
+from tabprep import ops  # noqa: E402
+from tabprep.io.synthetic import generate_criteo  # noqa: E402
+
+CATS = [f"C{i}" for i in range(1, 27)]
+CONTS = [f"I{i}" for i in range(1, 14)]
+
+
+def criteo_workflow(buckets: int) -> tp.Workflow:
+    cats = CATS >> ops.HashBucket(num_buckets=buckets)
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    return tp.Workflow(cats + conts + ["label"])
+
+
+def _sync(gpu: bool) -> None:
+    if gpu:
+        import cupy
+
+        cupy.cuda.Device(0).synchronize()
+
+
+def time_epochs(make: Callable[[int], Iterable[Any]], rows_of: Callable[[Any], int], passes: int,
+                gpu: bool, label: str) -> Dict[str, float]:
+    best: Dict[str, float] = {}
+    for p in range(passes):
+        it = make(p)
+        _sync(gpu)
+        start = time.perf_counter()
+        rows = 0
+        for batch in it:
+            rows += rows_of(batch)
+        _sync(gpu)
+        seconds = time.perf_counter() - start
+        print(f"  {label} pass {p}: {rows / seconds:,.0f} rows/s", file=sys.stderr)
+        if not best or seconds < best["seconds"]:
+            best = {"seconds": seconds, "rows": rows, "rows_per_s": rows / seconds}
+    return best
+
+
+def raw_read(files: list, gpu: bool, passes: int) -> Dict[str, float]:
+    def read(_p: int) -> Iterable[Any]:   # a generator: the reads happen inside the timed loop
+        if gpu:
+            import cudf
+
+            yield cudf.read_parquet(files)
+            return
+        import pyarrow.parquet as pq
+
+        for f in files:
+            yield pq.read_table(f)
+
+    return time_epochs(read, lambda t: t.num_rows if hasattr(t, "num_rows") else len(t), passes, gpu, "raw read")
+
+
+def main(argv: Optional[list] = None) -> Dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--row-group", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=65536)
+    ap.add_argument("--buffer-size", type=float, default=None,
+                    help="loader buffer_size (rows per piece, or a fraction of memory); default 250k CPU / 2M GPU")
+    ap.add_argument("--buckets", type=int, default=1_000_000)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--gpu", action="store_true", help="read and transform with cuDF on GPU 0")
+    ap.add_argument("--keras", action="store_true", help="also time KerasSequenceLoader on Keras' backend")
+    ap.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(argv)
+    device: Any = 0 if args.gpu else "cpu"
+    buffer_size = args.buffer_size or (2_000_000 if args.gpu else 250_000)
+
+    work = args.dir or tempfile.mkdtemp(prefix="tabprep-fw-bench-")
+    data = os.path.join(work, f"criteo_{args.rows}")
+    try:
+        if not os.path.exists(os.path.join(data, "_DONE")):
+            shutil.rmtree(data, ignore_errors=True)
+            generate_criteo(args.rows, data, files=args.files, seed=0, row_group_size=args.row_group)
+            open(os.path.join(data, "_DONE"), "w").close()
+        files = sorted(glob.glob(os.path.join(data, "*.parquet")))
+        wf = criteo_workflow(args.buckets)
+        wf.fit(tp.Dataset(files, cpu=not args.gpu))
+        common = dict(shuffle=True, buffer_size=buffer_size, parts_per_chunk=2, device=device)
+        results: Dict[str, Any] = {"rows": args.rows, "batch": args.batch, "gpu": args.gpu}
+        results["raw_read"] = raw_read(files, args.gpu, args.passes)
+
+        from tabprep.loader import DataLoader
+
+        results["core"] = time_epochs(
+            lambda p: DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=p,
+                                 **common).map(wf),
+            lambda b: len(b["label"]), args.passes, args.gpu, "core")
+        try:
+            from tabprep.loader.torch import TorchAsyncItr
+        except ImportError:
+            TorchAsyncItr = None
+        if TorchAsyncItr is not None:
+            results["torch"] = time_epochs(
+                lambda p: TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
+                                        seed=p, **common).map(wf),
+                lambda b: len(b[1]), args.passes, args.gpu, "torch")
+        try:
+            from tabprep.loader.jax import JaxLoader
+        except ImportError:
+            JaxLoader = None
+        if JaxLoader is not None:
+            results["jax"] = time_epochs(
+                lambda p: JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
+                                    **common).map(wf),
+                lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax")
+        if args.keras:
+            from tabprep.loader.keras import BACKEND, KerasSequenceLoader
+
+            results[f"keras_{BACKEND}"] = time_epochs(
+                lambda p: iter(KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS,
+                                                   cont_names=CONTS, seed=p, **common).map(wf)),
+                lambda b: int(b[1].shape[0]), args.passes, args.gpu, f"keras ({BACKEND})")
+        raw, core = results["raw_read"]["rows_per_s"], results["core"]["rows_per_s"]
+        print(f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}, workflow online:")
+        for name, r in results.items():
+            if isinstance(r, dict):
+                print(f"  {name:16s} {r['rows_per_s']:>14,.0f} rows/s   {r['rows_per_s'] / core:5.2f}x core   "
+                      f"{r['rows_per_s'] / raw:5.2f}x raw read")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+        return results
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

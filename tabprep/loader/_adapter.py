@@ -1,0 +1,273 @@
+"""What the framework adapters (PyTorch, JAX, Keras 3 backends) share, on top of the
+framework-neutral :class:`tabprep.loader.DataLoader`: NVTabular-style arguments, attaching a
+workflow, per-column layout of list (multi-hot) columns, and handing arrays over through DLPack.
+
+Nothing here imports a deep-learning framework.
+
+Layout of one batch, ``(features, labels)``:
+
+* scalar columns: 1-D arrays of ``batch`` rows (categorical ids keep their integer dtype,
+  continuous columns are float32);
+* list columns, per column (``sparse_format``):
+
+  - ``"offsets"`` (default): ``(values, offsets)``, flat values and the int64 start of each
+    row in them (``batch`` entries): what ``torch.nn.EmbeddingBag(values, offsets)`` takes;
+  - ``"nnzs"``: ``(values, nnzs)``, flat values and int32 counts per row, as NVTabular's
+    loaders emit them;
+  - columns named in ``sparse_names`` with ``sparse_as_dense=True``: one ``(batch, max_len)``
+    array right-padded with 0 (Categorify's padding id); rows longer than ``max_len``
+    (``sparse_max``, default the schema's ``value_count["max"]``) are truncated;
+
+* ``labels``: a 1-D array for one label, a dict ``{name: array}`` for several, absent (the
+  batch is just ``features``) when there is no label.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .. import backend
+from .core import DataLoader, RaggedBatch
+
+log = logging.getLogger(__name__)
+
+SPARSE_FORMATS = ("offsets", "nnzs")
+
+
+def share_gpu_with_jax() -> None:
+    """Stop JAX from claiming 75% of the GPU when its backend starts (XLA's default), so that
+    cuDF, which reads and transforms the loader's chunks on the same GPU, keeps memory: sets
+    ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` (JAX then allocates as it goes) unless the user set
+    ``XLA_PYTHON_CLIENT_PREALLOCATE`` or ``XLA_PYTHON_CLIENT_MEM_FRACTION``. Only effective before
+    JAX's first use of the GPU (it runs when tabprep's JAX loader or Keras adapter is imported)."""
+    import os
+
+    if "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ and "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+
+
+def raw_schema(data: Any, engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None,
+               schema: Any = None) -> Any:
+    """Schema of the loader's input (what a stateless workflow is bound to)."""
+    from ..io.dataset import Dataset
+    from ..workflow.workflow import schema_of_frame
+
+    if schema is not None:
+        return schema
+    if isinstance(data, Dataset):
+        return data.schema
+    if type(data).__name__ == "DataFrame" and hasattr(data, "columns") and not hasattr(data, "npartitions"):
+        return schema_of_frame(data)
+    return Dataset(data, engine=engine, **(reader_kwargs or {})).schema
+
+
+def attach_workflow(loader: DataLoader, workflow: Any, input_schema: Callable[[], Any]) -> None:
+    """``loader.map(workflow)``; a workflow of stateless ops that has not seen any data yet
+    (no ``fit``) is first bound to the input's schema, which is all it needs."""
+    from ..workflow.workflow import Workflow
+
+    if isinstance(workflow, Workflow) and workflow.fitted and workflow._output_schema is None:
+        workflow.bind_schema(input_schema(), "the loader's input")
+    loader.map(workflow)
+
+
+def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max: Dict[str, int]) -> Dict[str, int]:
+    """``{column: max_len}`` of the list columns ``names`` (``sparse_names`` with
+    ``sparse_as_dense``), which the adapter pads per batch; the others stay ragged."""
+    out: Dict[str, int] = {}
+    if not names:
+        return out
+    schema = loader.output_schema
+    emitted = set(loader.cat_names + loader.cont_names)
+    for n in names:
+        if n not in emitted:
+            raise KeyError(f"sparse_names lists {n!r}, which is not among the emitted feature columns "
+                           f"{sorted(emitted)}")
+        m = sparse_max.get(n)
+        if m is None and schema is not None and n in schema and schema[n].value_count:
+            m = schema[n].value_count.get("max")
+        if m is None:
+            raise ValueError(f"sparse_as_dense needs the maximum length of list column {n!r}: it is not in the "
+                             f"schema (value_count), pass sparse_max={{{n!r}: N}}")
+        out[n] = int(m)
+    return out
+
+
+def lengths_to_offsets(lengths: Any, xp: Any, with_end: bool = False) -> Any:
+    """Start of each row in the flat values (int64), ``len(lengths)`` entries (``+1`` with the end)."""
+    out = xp.zeros(len(lengths) + 1, dtype=xp.int64)
+    if len(lengths):
+        xp.cumsum(lengths, out=out[1:])
+    return out if with_end else out[:-1]
+
+
+def pad_lists(values: Any, lengths: Any, max_len: int, pad: int = 0) -> Any:
+    """``(rows, max_len)`` array of a ragged batch, right-padded with ``pad``; longer rows are
+    truncated to their first ``max_len`` values (numpy or cupy, on the arrays' device)."""
+    xp = backend.array_module(values)
+    n = len(lengths)
+    out = xp.full((n, max_len), pad, dtype=values.dtype)
+    nnz = len(values)
+    if nnz == 0 or max_len == 0 or n == 0:
+        return out
+    offsets = lengths_to_offsets(lengths, xp, with_end=True)
+    rows = xp.searchsorted(offsets[1:], xp.arange(nnz, dtype=xp.int64), side="right")
+    pos = xp.arange(nnz, dtype=xp.int64) - offsets[rows]
+    keep = pos < max_len
+    out[rows[keep], pos[keep]] = values[keep]
+    return out
+
+
+class FrameworkLoader:
+    """Base of the PyTorch and JAX loaders: a :class:`DataLoader` plus the batch layout above.
+
+    Subclasses implement :meth:`_array` (one numpy / cupy array to a framework array).
+    Arguments are NVTabular's ``TorchAsyncItr`` ones (``cats`` / ``conts`` / ``labels``), plus
+    tabprep's (``buffer_size``, ``seed``, ``prefetch``, ``threads``, ``sparse_format``...); see
+    :class:`tabprep.loader.DataLoader` for chunking, shuffling and sharding.
+    """
+
+    def __init__(self, dataset: Any, batch_size: Any = 1, cats: Optional[Sequence[str]] = None,
+                 conts: Optional[Sequence[str]] = None, labels: Union[None, str, Sequence[str]] = None,
+                 shuffle: bool = False, seed_fn: Optional[Callable[[], int]] = None, parts_per_chunk: int = 1,
+                 device: Union[None, str, int] = None, global_size: Optional[int] = None,
+                 global_rank: Optional[int] = None, drop_last: bool = False,
+                 sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
+                 sparse_as_dense: bool = False, sparse_format: str = "offsets", buffer_size: float = 0.1,
+                 engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None, schema: Any = None,
+                 seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
+                 workflow: Any = None) -> None:
+        if sparse_format not in SPARSE_FORMATS:
+            raise ValueError(f"sparse_format must be one of {SPARSE_FORMATS}, got {sparse_format!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+        if isinstance(labels, str):
+            labels = [labels]
+        self.sparse_format = sparse_format
+        self.sparse_as_dense = bool(sparse_as_dense)
+        self._dense_names_arg = list(sparse_names) if sparse_names is not None else None
+        self._sparse_max_arg = dict(sparse_max or {})
+        self._data, self._engine, self._reader_kwargs, self._schema = dataset, engine, reader_kwargs, schema
+        # with sparse_names, only those list columns are made dense (NVTabular's per-column rule):
+        # the core pads every list column, so it pads nothing here and the adapter pads per batch
+        core_dense = self.sparse_as_dense and sparse_names is None
+        self.loader = DataLoader(dataset, int(batch_size), label_names=labels, cat_names=cats, cont_names=conts,
+                                 engine=engine, shuffle=shuffle, seed_fn=seed_fn, buffer_size=buffer_size,
+                                 device=device, parts_per_chunk=parts_per_chunk, reader_kwargs=reader_kwargs,
+                                 global_size=global_size, global_rank=global_rank, drop_last=drop_last,
+                                 sparse_max=sparse_max if core_dense else None, sparse_as_dense=core_dense,
+                                 schema=schema, seed=seed, prefetch=prefetch, threads=threads)
+        self._dense_max: Optional[Dict[str, int]] = None
+        if workflow is not None:
+            self.map(workflow)
+
+    # -- configuration ---------------------------------------------------------------------
+    def map(self, workflow: Any) -> "FrameworkLoader":
+        """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit)
+        to every chunk online. Returns ``self``."""
+        attach_workflow(self.loader, workflow,
+                        lambda: raw_schema(self._data, self._engine, self._reader_kwargs, self._schema))
+        self._dense_max = None
+        return self
+
+    @property
+    def batch_size(self) -> int:
+        return self.loader.batch_size
+
+    @property
+    def cat_names(self) -> List[str]:
+        return self.loader.cat_names
+
+    @property
+    def cont_names(self) -> List[str]:
+        return self.loader.cont_names
+
+    @property
+    def label_names(self) -> List[str]:
+        return self.loader.label_names
+
+    @property
+    def sparse_names(self) -> List[str]:
+        """List (multi-hot) columns among the emitted ones."""
+        return self.loader.sparse_names
+
+    @property
+    def output_schema(self) -> Any:
+        return self.loader.output_schema
+
+    @property
+    def global_size(self) -> int:
+        return self.loader.global_size
+
+    @property
+    def global_rank(self) -> int:
+        return self.loader.global_rank
+
+    def _dense_columns(self) -> Dict[str, int]:
+        """``{list column: max_len}`` padded by the adapter (per-column ``sparse_as_dense``)."""
+        if self._dense_max is None:
+            names = self._dense_names_arg if self.sparse_as_dense else None
+            self._dense_max = dense_columns(self.loader, names, self._sparse_max_arg)
+        return self._dense_max
+
+    # -- batches ---------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return len(self.loader)
+
+    def _batches(self) -> Iterator[Any]:
+        for batch in self.loader:
+            yield self._convert(batch)
+
+    def __iter__(self) -> Iterator[Any]:
+        """One epoch of ``(features, labels)`` (each ``for`` loop is a new epoch)."""
+        return self._batches()
+
+    def peek(self) -> Any:
+        """The first batch of the current epoch, converted, without consuming it."""
+        return self._convert(self.loader.peek())
+
+    def close(self) -> None:
+        """Stop the loader's background thread."""
+        self.loader.close()
+
+    def _array(self, arr: Any) -> Any:
+        raise NotImplementedError
+
+    def _sync(self) -> None:
+        # on the GPU the batch's gathers ran on this thread's stream; the framework reads on its own
+        self.loader._device.synchronize()
+
+    def _list_column(self, name: str, value: RaggedBatch) -> Any:
+        dense = self._dense_columns()
+        if name in dense:
+            return self._array(pad_lists(value.values, value.lengths, dense[name]))
+        xp = backend.array_module(value.values)
+        if self.sparse_format == "nnzs":
+            return self._array(value.values), self._array(value.lengths.astype(xp.int32))
+        return self._array(value.values), self._array(lengths_to_offsets(value.lengths, xp))
+
+    def _convert(self, batch: Dict[str, Any]) -> Any:
+        x: Dict[str, Any] = {}
+        for name in self.loader.cat_names + self.loader.cont_names:
+            value = batch[name]
+            x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
+        self._sync()
+        labels = self.loader.label_names
+        if not labels:
+            return x
+        ys = {}
+        for name in labels:
+            value = batch[name]
+            if isinstance(value, RaggedBatch):
+                raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
+            ys[name] = self._array(value)
+        return x, (ys[labels[0]] if len(labels) == 1 else ys)
+
+    def __repr__(self) -> str:
+        return repr(self.loader).replace("DataLoader(", f"{type(self).__name__}(", 1)
+
+
+__all__ = ["FrameworkLoader", "share_gpu_with_jax", "attach_workflow", "dense_columns", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]

@@ -1,0 +1,98 @@
+"""JAX adapter of the online loader (``JaxLoader``; ``Loader`` as in ``merlin.dataloader.jax``).
+
+>>> from tabprep.loader.jax import JaxLoader
+>>> train = JaxLoader("train/*.parquet", batch_size=4096, cats=CATS, conts=CONTS, labels=["label"],
+...                   shuffle=True, seed=0, sparse_as_dense=True).map(tp.Workflow.load("wf/"))
+>>> for x, y in train:
+...     params, opt_state = step(params, opt_state, x, y)
+
+Same chunking, shuffling, ``global_size`` / ``global_rank`` sharding (e.g. one loader per
+host: ``jax.process_count()`` / ``jax.process_index()``) and online ``map(workflow)`` as
+:class:`tabprep.loader.DataLoader`; batches are ``(features, labels)`` of ``jax.Array`` in the
+layout of :mod:`tabprep.loader._adapter`. Arrays come through DLPack: on the GPU the cupy batch
+arrays become device arrays without a host round trip; on the CPU they are copied into XLA's
+buffers (``jax.device_put``; XLA's CPU client keeps its own memory).
+
+``jit`` compiles once per input shape: ragged multi-hot columns (``(values, offsets)``) change
+shape every batch and recompile; use ``sparse_as_dense=True`` (padded ``(batch, max_len)``)
+and ``drop_last=True`` under ``jit`` so every batch has one shape.
+
+GPU memory: JAX normally claims 75% of the GPU when it starts; importing this module sets
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` first (unless you set it or
+``XLA_PYTHON_CLIENT_MEM_FRACTION``), so cuDF keeps room to read and transform chunks.
+
+``devices``: ``None`` (default device), ``"local"`` (all of ``jax.local_devices()``) or a list
+of devices: every array is split along its batch axis across them
+(``NamedSharding(Mesh(devices, ("batch",)), P("batch"))``), for data-parallel ``jit``. Needs
+``batch_size`` divisible by the device count, ``drop_last=True`` and dense list columns.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+
+from ._adapter import FrameworkLoader, share_gpu_with_jax
+
+share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memory too
+
+import jax  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+def _to_jax(arr: Any) -> jax.Array:
+    """A jax array of a cupy array (DLPack: stays on the GPU, no copy) or of a numpy array
+    (``jax.device_put``: XLA's CPU client keeps its own buffers, so this is a copy)."""
+    if isinstance(arr, np.ndarray):
+        return jax.device_put(arr)
+    return jax.dlpack.from_dlpack(arr)
+
+
+class JaxLoader(FrameworkLoader):
+    """Batches of a (transformed) dataset as ``jax.Array``.
+
+    Arguments are those of :class:`tabprep.loader.torch.TorchAsyncItr` (``cats``, ``conts``,
+    ``labels``, ``batch_size``, ``shuffle``, ``seed``, ``parts_per_chunk``, ``global_size``,
+    ``global_rank``, ``drop_last``, ``sparse_names``, ``sparse_max``, ``sparse_as_dense``,
+    ``sparse_format``, ``buffer_size``, ``device``, ...), plus ``devices`` (see the module doc).
+    """
+
+    def __init__(self, dataset: Any, batch_size: int = 1, cats: Optional[Sequence[str]] = None,
+                 conts: Optional[Sequence[str]] = None, labels: Union[None, str, Sequence[str]] = None,
+                 shuffle: bool = False, devices: Union[None, str, Sequence[Any]] = None, drop_last: bool = False,
+                 sparse_as_dense: bool = False, seed_fn: Optional[Callable[[], int]] = None, **kwargs: Any) -> None:
+        super().__init__(dataset, batch_size, cats=cats, conts=conts, labels=labels, shuffle=shuffle,
+                         drop_last=drop_last, sparse_as_dense=sparse_as_dense, seed_fn=seed_fn, **kwargs)
+        self.sharding = None
+        if devices is not None:
+            devs = jax.local_devices() if devices == "local" else list(devices)
+            if not devs:
+                raise ValueError("devices is empty")
+            if batch_size % len(devs):
+                raise ValueError(f"batch_size={batch_size} must be a multiple of the {len(devs)} devices it is "
+                                 f"split across")
+            if not drop_last:
+                raise ValueError("sharding batches across devices needs drop_last=True (the last batch of an "
+                                 "epoch is shorter and would not split evenly)")
+            mesh = jax.sharding.Mesh(np.array(devs), ("batch",))
+            self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+            self.devices = devs
+
+    def _array(self, arr: Any) -> jax.Array:
+        out = _to_jax(arr)
+        if self.sharding is not None:
+            out = jax.device_put(out, self.sharding)
+        return out
+
+    def _list_column(self, name: str, value: Any) -> Any:
+        if self.sharding is not None and name not in self._dense_columns() and not self.loader.sparse_as_dense:
+            raise ValueError(f"list column {name!r} is ragged and cannot be split across devices: pass "
+                             f"sparse_as_dense=True (with sparse_names / sparse_max as needed)")
+        return super()._list_column(name, value)
+
+
+#: ``merlin.dataloader.jax.Loader``'s name
+Loader = JaxLoader
+
+__all__ = ["JaxLoader", "Loader"]

@@ -1,0 +1,97 @@
+"""Run in a subprocess with KERAS_BACKEND set (see test_keras_backends.py): KerasSequenceLoader
+batches are the backend's arrays, the layers train a small DLRM-like model whose loss falls,
+KerasSequenceValidater adds val_loss, and the saved .keras model reloads without custom_objects."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import pandas as pd
+
+import tabprep as tp
+from tabprep import ops
+from tabprep.loader.keras import BACKEND, KerasSequenceLoader, KerasSequenceValidater, layers
+
+import keras
+
+
+def main() -> None:
+    expected = os.environ["KERAS_BACKEND"]
+    assert BACKEND == expected == keras.backend.backend(), (BACKEND, expected)
+    assert ("tensorflow" in sys.modules) == (expected == "tensorflow"), "TensorFlow imported on another backend"
+    work = tempfile.mkdtemp()
+    rng = np.random.default_rng(0)
+    n = 4000
+    user = rng.integers(0, 20, n)
+    tags = [list(rng.integers(0, 9, rng.integers(0, 4))) for _ in range(n)]
+    a = rng.normal(size=n)
+    label = ((user % 3 == 0) ^ np.array([3 in t for t in tags]) | (a > 1.0)).astype("float32")
+    pd.DataFrame({"user": user, "tags": tags, "a": a, "label": label}).to_parquet(os.path.join(work, "d.parquet"),
+                                                                                 row_group_size=1000)
+    wf = tp.Workflow((["user", "tags"] >> ops.Categorify()) + (["a"] >> ops.Normalize()) + ["label"])
+    wf.fit(tp.Dataset(os.path.join(work, "d.parquet"), cpu=True))
+    expected_users = np.sort(wf.transform(tp.Dataset(os.path.join(work, "d.parquet"), cpu=True)).compute()["user"].to_numpy())
+    # jit compiles once per input shape: ragged lists (values change length every batch) would
+    # recompile per batch on JAX, so there the list column is padded (per column: sparse_names)
+    fmt = {"jax": "dense", "torch": "tuple"}.get(expected, "flat")
+    layout = dict(sparse_names=["tags"], sparse_as_dense=True, sparse_max={"tags": 3}) if fmt == "dense" else \
+        dict(sparse_format=fmt)
+    train = KerasSequenceLoader(os.path.join(work, "d.parquet"), batch_size=500, label_names=["label"],
+                                cat_names=["user", "tags"], cont_names=["a"], shuffle=True, seed=0, device="cpu",
+                                drop_last=True, **layout).map(wf)
+    valid = KerasSequenceLoader(os.path.join(work, "d.parquet"), batch_size=1000, label_names=["label"],
+                                cat_names=["user", "tags"], cont_names=["a"], shuffle=False, device="cpu",
+                                **layout).map(wf)
+    x, y = train.peek()
+    kind = {"jax": "ArrayImpl", "torch": "Tensor", "tensorflow": "EagerTensor"}[expected]
+    assert type(x["user"]).__name__ == kind and type(y).__name__ == kind, (type(x["user"]), type(y))
+    if fmt == "dense":
+        assert tuple(x["tags"].shape) == (500, 3)
+    else:
+        values, nnzs = x["tags"] if fmt == "tuple" else (x["tags__values"], x["tags__nnzs"])
+        assert str(nnzs.dtype).endswith("int32") and tuple(nnzs.shape) == (500, 1)
+
+    inputs = train.keras_inputs()
+    emb = layers.EmbeddingFeatures.from_schema(wf, dim=4, aggregation="stack")(inputs)
+    dense = keras.layers.Dense(4, activation="relu")(layers.ContinuousFeatures(["a"])(inputs))
+    stacked = keras.layers.Concatenate(axis=1)([keras.layers.Reshape((1, 4))(dense), emb])
+    z = keras.layers.Concatenate()([dense, layers.DotProductInteraction()(stacked)])
+    z = keras.layers.Dense(16, activation="relu")(z)
+    model = keras.Model(inputs, keras.layers.Dense(1, activation="sigmoid")(z))
+    model.compile(keras.optimizers.Adam(0.02), "binary_crossentropy")
+    core, seen, peeking = train.loader, {}, []
+    original, original_peek = core.batch_at, core.peek
+
+    def spy(i):                                      # the batches Keras trains on, per loader epoch
+        batch = original(i)
+        if not peeking:
+            seen.setdefault(core.epoch, []).append(np.asarray(batch["user"]).copy())
+        return batch
+
+    def peek():
+        peeking.append(1)
+        try:
+            return original_peek()
+        finally:
+            peeking.pop()
+
+    core.batch_at, core.peek = spy, peek
+    hist = model.fit(train, epochs=4, verbose=0, callbacks=[KerasSequenceValidater(valid)])
+    # each Keras epoch is one loader epoch: every row once (the batch Keras reads to build the
+    # model is served without consuming the epoch)
+    assert train._count == 4 * len(train), (train._count, len(train))
+    for e in sorted(seen)[:4]:
+        np.testing.assert_array_equal(np.sort(np.concatenate(seen[e])), expected_users)
+    loss = hist.history["loss"]
+    assert loss[-1] < 0.8 * loss[0], loss
+    assert np.isfinite(hist.history["val_loss"][-1])
+    path = os.path.join(work, "m.keras")
+    model.save(path)
+    again = keras.saving.load_model(path)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(again(x)), keras.ops.convert_to_numpy(model(x)),
+                               rtol=1e-5)
+    print("ok", expected, [round(v, 4) for v in loss])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The JAX adapter (tabprep.loader.jax): batches equal to the offline transform, one compile
+per shape with dense lists, sharding across (fake CPU) devices, errors for unsplittable input."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+jax = pytest.importorskip("jax")
+pytestmark = pytest.mark.jax
+
+import tabprep as tp  # noqa: E402
+from tabprep import ops  # noqa: E402
+from tabprep.loader.jax import JaxLoader, Loader  # noqa: E402
+
+N = 2000
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _write(d, n=N):
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"row": np.arange(n, dtype="int64"), "C1": rng.integers(0, 30, n),
+                       "x": rng.normal(size=n), "tags": [list(rng.integers(0, 9, rng.integers(0, 4))) for _ in range(n)],
+                       "label": (rng.random(n) < 0.3).astype("float32")})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), os.path.join(d, "part0.parquet"),
+                   row_group_size=400)
+    return df
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("jax_loader"))
+    _write(d)
+    wf = tp.Workflow((["C1", "tags"] >> ops.Categorify() >> ops.ValueCount()) + (["x"] >> ops.Normalize())
+                     + ["row", "label"])
+    wf.fit(tp.Dataset(d, cpu=True))
+    offline = wf.transform(tp.Dataset(d, cpu=True)).compute().set_index("row")
+    return d, wf, offline
+
+
+def _loader(d, wf, **kw):
+    args = dict(batch_size=250, cats=["C1", "tags", "row"], conts=["x"], labels=["label"], shuffle=True, seed=1,
+                buffer_size=600, device="cpu")
+    args.update(kw)
+    return JaxLoader(d, **args).map(wf)
+
+
+def test_epoch_matches_offline_and_dense_lists(data):
+    d, wf, offline = data
+    loader = _loader(d, wf, sparse_as_dense=True, drop_last=True)
+    width = wf.output_schema["tags"].value_count["max"]
+    rows = []
+    for x, y in loader:
+        assert isinstance(x["C1"], jax.Array) and x["x"].dtype == np.float32 and x["tags"].shape == (250, width)
+        r = np.asarray(x["row"])
+        rows += r.tolist()
+        ref = offline.loc[r]
+        np.testing.assert_array_equal(np.asarray(x["C1"]), ref["C1"].to_numpy())
+        np.testing.assert_allclose(np.asarray(x["x"]), ref["x"].to_numpy().astype("float32"), rtol=1e-6)
+        np.testing.assert_array_equal(np.asarray(y), ref["label"].to_numpy())
+        assert np.asarray(x["tags"]).tolist() == [list(v) + [0] * (width - len(v)) for v in ref["tags"]]
+    assert sorted(rows) == list(range(N))
+    assert Loader is JaxLoader
+
+
+def test_ragged_offsets_layout(data):
+    d, wf, offline = data
+    x, _ = next(iter(_loader(d, wf)))
+    values, offsets = (np.asarray(a) for a in x["tags"])
+    ends = np.append(offsets[1:], len(values))
+    ref = offline.loc[np.asarray(x["row"])]["tags"]
+    assert [values[a:b].tolist() for a, b in zip(offsets, ends)] == [list(v) for v in ref]
+
+
+def test_jit_compiles_once_with_dense_lists(data):
+    d, wf, _ = data
+    traces = []
+
+    @jax.jit
+    def f(x):
+        traces.append(1)
+        return x["tags"].sum() + x["C1"].sum()
+
+    for x, _ in _loader(d, wf, sparse_as_dense=True, drop_last=True):
+        f(x)
+    assert len(traces) == 1
+
+
+def test_sharding_needs_even_dense_batches(data):
+    d, wf, _ = data
+    loader = _loader(d, wf, devices="local", drop_last=True, sparse_as_dense=True)
+    x, _ = next(iter(loader))
+    assert x["C1"].sharding == loader.sharding
+    with pytest.raises(ValueError, match="drop_last=True"):
+        _loader(d, wf, devices="local")
+    with pytest.raises(ValueError, match="sparse_as_dense"):
+        next(iter(_loader(d, wf, devices="local", drop_last=True)))
+
+
+def test_sharding_across_two_cpu_devices(data, tmp_path):
+    d, wf, _ = data
+    wf.save(str(tmp_path / "wf"))
+    script = textwrap.dedent(f"""
+        import numpy as np, jax, tabprep as tp
+        from tabprep.loader.jax import JaxLoader
+        assert len(jax.local_devices()) == 2
+        wf = tp.Workflow.load({str(tmp_path / 'wf')!r})
+        loader = JaxLoader({d!r}, batch_size=250, cats=["C1", "tags", "row"], labels="label", devices="local",
+                           drop_last=True, sparse_as_dense=True, device="cpu").map(wf)
+        rows = []
+        for x, y in loader:
+            shards = x["row"].addressable_shards
+            assert len(shards) == 2 and {{s.data.shape for s in shards}} == {{(125,)}}
+            rows += np.asarray(x["row"]).tolist()
+        assert sorted(rows) == list(range({N})), len(rows)
+        print("ok")
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+                    reason="cuDF and a CUDA build of JAX are needed")
+def test_gpu_arrays_stay_on_device_and_equal_cpu(data):
+    d, wf, _ = data
+    kw = dict(sparse_as_dense=True, drop_last=True, seed=4)
+    cpu = list(_loader(d, wf, **kw))
+    gpu = list(_loader(d, wf, **{**kw, "device": 0}))
+    assert len(cpu) == len(gpu)
+    for (xc, _), (xg, _) in zip(cpu, gpu):
+        assert {dv.platform for dv in xg["C1"].devices()} == {"gpu"}
+        for name in ["row", "C1", "tags"]:
+            np.testing.assert_array_equal(np.asarray(xg[name]), np.asarray(xc[name]), err_msg=name)
+
+
+def test_importing_the_loader_keeps_jax_from_preallocating_the_gpu():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLA_PYTHON_CLIENT")}
+    env["PYTHONPATH"] = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    code = "import os, tabprep.loader.jax; print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "false", res.stderr[-2000:]
+    env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".3"                 # the user's own setting wins
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.stdout.strip() == "None", res.stderr[-2000:]
