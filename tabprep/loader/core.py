@@ -220,6 +220,9 @@ class DataLoader:
             self.workflow = workflow
             if isinstance(workflow, Workflow):
                 workflow._require_fitted()
+                if workflow._output_schema is None and self._source.schema is not None:
+                    # stateless ops only (HashBucket...): fitted, but never bound to a schema
+                    workflow.bind_schema(self._source.schema, self._source.describe())
                 self._transform = workflow.transform_frame
                 self._exact = not any(op.changes_rows for op in workflow.ops)
                 if not self._exact:
@@ -465,12 +468,15 @@ class DataLoader:
                 s = df[name]
             if backend.is_list_series(s):
                 leaves, offsets = backend.list_leaves(s)
+                if backend.is_list_series(leaves) or getattr(leaves, "dtype", None) == object:
+                    raise TypeError(f"column {name!r} is a nested list (list<list<...>>): the loader emits one level "
+                                    f"of lists; flatten it in the workflow or write it as one list column")
                 values = self._values(leaves, name, name in cont)
                 xp = _xp(values)
                 out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
                 if name not in self._sparse_names:
                     self._sparse_names.append(name)
-                    if self.sparse_as_dense and name not in self._sparse_max:
+                    if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
                         raise ValueError(f"list column {name!r} needs sparse_max={{{name!r}: N}} for sparse_as_dense")
             else:
                 out[name] = self._values(s, name, name in cont)
