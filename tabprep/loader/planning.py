@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Sequence, Tuple
 
+from ..io.planning import group_runs, shard_rows  # noqa: F401 - shard_rows is part of the loader's planning API
 from .sources import _Piece, _Unit
 
 
@@ -17,21 +18,12 @@ def plan_pieces(units: Sequence[_Unit], target_rows: int) -> List[_Piece]:
     """Group consecutive units of the same group into pieces of at most ``target_rows`` rows.
 
     A unit larger than ``target_rows`` (a big parquet row group) is a piece by itself: pieces
-    have row-group granularity and row groups are never read twice.
+    have row-group granularity and row groups are never read twice. The grouping rule is the
+    dataset's (:func:`tabprep.io.planning.group_runs`), counted in rows instead of bytes.
     """
-    target_rows = max(int(target_rows), 1)
-    pieces: List[_Piece] = []
-    cur: List[int] = []
-    rows = 0
-    for i, u in enumerate(units):
-        if cur and (units[cur[-1]].group != u.group or rows + u.num_rows > target_rows):
-            pieces.append(_Piece(tuple(cur), 0, rows))
-            cur, rows = [], 0
-        cur.append(i)
-        rows += u.num_rows
-    if cur:
-        pieces.append(_Piece(tuple(cur), 0, rows))
-    return pieces
+    rows = [u.num_rows for u in units]
+    return [_Piece(tuple(range(a, b)), 0, sum(rows[a:b]))
+            for a, b in group_runs(rows, target_rows, keys=[u.group for u in units])]
 
 
 def _trim_piece(piece: _Piece, units: Sequence[_Unit], start: int, stop: int) -> _Piece:
@@ -64,30 +56,6 @@ def slice_rows(pieces: Sequence[_Piece], units: Sequence[_Unit], lo: int, hi: in
         e = min(hi, b) - a + p.start
         out.append(_trim_piece(p, units, s, e))
     return out
-
-
-def shard_rows(num_rows: int, global_size: int, global_rank: int, drop_last: bool) -> List[Tuple[int, int]]:
-    """Global row ranges of one rank (see the module docstring): equal counts on every rank.
-
-    Returns one range, or two when the rank wraps around to the start of the dataset.
-    """
-    if global_size < 1 or not 0 <= global_rank < global_size:
-        raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={global_rank}, "
-                         f"global_size={global_size}")
-    if num_rows <= 0:
-        return []
-    if drop_last:
-        per = num_rows // global_size
-        lo = global_rank * per
-        return [(lo, lo + per)] if per else []
-    per = -(-num_rows // global_size)
-    lo = min(global_rank * per, num_rows)
-    hi = min(lo + per, num_rows)
-    ranges = [(lo, hi)] if hi > lo else []
-    short = per - (hi - lo)
-    if short:
-        ranges.append((0, short))
-    return ranges
 
 
 @dataclass
