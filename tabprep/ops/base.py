@@ -103,7 +103,7 @@ class Operator:
 
     # -- graph sugar -------------------------------------------------------------
     def __rrshift__(self, other: Any):
-        from ..workflow.node import as_node
+        from .node import as_node
 
         return as_node(other) >> self
 

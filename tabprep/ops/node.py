@@ -1,0 +1,206 @@
+"""The column graph: selections, op chains (``>>``), merges (``+``) and drops (``-``).
+
+Nodes are immutable once built and only ever point at nodes that already exist, so a
+cycle cannot be expressed. Output column order is deterministic: a merge lists its
+parents' columns in order, and an op lists its outputs in the order of its inputs.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .base import Operator
+
+ColumnLike = Union[str, Sequence[Any], "Node", Operator]
+
+
+class Node:
+    """One vertex of a workflow graph.
+
+    kinds:
+      * ``"select"``: picks raw input columns (``columns``; ``groups`` for
+        ``[["a", "b"]]``-style column groups that share one vocabulary);
+      * ``"op"``: applies ``op`` to the merged columns of ``parents``;
+      * ``"concat"``: merges the columns of ``parents`` side by side;
+      * ``"drop"``: the columns of its one parent less ``columns``.
+    """
+
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out")
+
+    def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
+                 columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = ()) -> None:
+        self.kind = kind
+        self.op = op
+        self.parents: Tuple[Node, ...] = tuple(parents)
+        self.columns: Tuple[str, ...] = tuple(columns)
+        self.groups: Tuple[Tuple[str, ...], ...] = tuple(tuple(g) for g in groups)
+        self._out: Optional[List[str]] = None
+
+    # -- sugar ----------------------------------------------------------------------
+    def __rshift__(self, other: Any) -> "Node":
+        if isinstance(other, type) and issubclass(other, Operator):
+            other = other()
+        if callable(other) and not isinstance(other, Operator):
+            from .lambda_op import LambdaOp
+
+            other = LambdaOp(other)
+        if not isinstance(other, Operator):
+            raise TypeError(f"'>>' expects an op (e.g. ops.Categorify()), got {type(other).__name__}: {other!r}")
+        if other._bound:
+            raise ValueError(f"this {other.label} instance is already used in a graph; create a new op for each chain "
+                             f"(ops keep learned statistics per instance)")
+        other._bound = True
+        if other.supports_groups:
+            groups = [g for p in _leaf_selects(self) for g in p.groups]
+            other.input_groups = [list(g) for g in groups]
+        return Node("op", parents=[self], op=other)
+
+    def __add__(self, other: Any) -> "Node":
+        return Node("concat", parents=[self, as_node(other)])
+
+    def __radd__(self, other: Any) -> "Node":
+        return Node("concat", parents=[as_node(other), self])
+
+    def __sub__(self, other: Any) -> "Node":
+        drop = _flatten_names(other if not isinstance(other, Node) else other.output_columns)
+        return Node("drop", parents=[self], columns=drop)
+
+    def __rsub__(self, other: Any) -> "Node":
+        # ["a", "b"] - node: the listed columns less the node's output columns
+        return as_node(other) - self
+
+    # -- columns ---------------------------------------------------------------------
+    @property
+    def input_columns(self) -> List[str]:
+        """Merged output columns of the parents (what an op node receives)."""
+        return _merge([p.output_columns for p in self.parents])
+
+    @property
+    def output_columns(self) -> List[str]:
+        if self._out is None:
+            if self.kind == "select":
+                self._out = list(self.columns)
+            elif self.kind == "op":
+                self._out = list(self.op.output_column_names(self.input_columns))
+            elif self.kind == "concat":
+                self._out = _merge([p.output_columns for p in self.parents], check=True)
+            elif self.kind == "drop":
+                dropped = set(self.columns)
+                self._out = [c for c in self.parents[0].output_columns if c not in dropped]
+            else:  # pragma: no cover - constructor guards kinds
+                raise ValueError(self.kind)
+        return list(self._out)
+
+    def __repr__(self) -> str:
+        if self.kind == "select":
+            return f"Select({list(self.columns)})"
+        if self.kind == "op":
+            return f"{self.parents[0]!r} >> {self.op!r}"
+        if self.kind == "concat":
+            return " + ".join(f"({p!r})" for p in self.parents)
+        return f"({self.parents[0]!r}) - {list(self.columns)}"
+
+
+def as_node(obj: Any) -> Node:
+    """Turn a column name, a list of names / nodes / ``[name, name]`` groups, or a node into a node."""
+    if isinstance(obj, Node):
+        return obj
+    if isinstance(obj, str):
+        return Node("select", columns=[obj])
+    if isinstance(obj, Operator):
+        raise TypeError(f"an op ({obj.label}) needs input columns: write [\"col\", ...] >> {obj.label}(...). "
+                        f"Note that '+' binds tighter than '>>': write (cols >> Op()) + other, with parentheses")
+    if isinstance(obj, (list, tuple)):
+        # consecutive names (and [name, name] groups) form one selection; nodes keep their place,
+        # so the output order is the order written
+        parts: List[Node] = []
+        names: List[str] = []
+        groups: List[Tuple[str, ...]] = []
+
+        def flush() -> None:
+            if names:
+                parts.append(Node("select", columns=_dedupe(names), groups=list(groups)))
+                names.clear()
+                groups.clear()
+
+        for item in obj:
+            if isinstance(item, str):
+                names.append(item)
+            elif isinstance(item, Node):
+                flush()
+                parts.append(item)
+            elif isinstance(item, (list, tuple)) and all(isinstance(x, str) for x in item):
+                names.extend(item)
+                groups.append(tuple(item))
+            else:
+                raise TypeError(f"cannot use {item!r} as a column selection; use column names, lists of names or nodes")
+        flush()
+        if not parts:
+            raise ValueError("empty column selection")
+        node = parts[0]
+        for p in parts[1:]:
+            node = Node("concat", parents=[node, p])
+        return node
+    raise TypeError(f"cannot use {type(obj).__name__} {obj!r} as a column selection")
+
+
+def _leaf_selects(node: Node) -> List[Node]:
+    if node.kind == "select":
+        return [node]
+    if node.kind == "op":  # groups pass only through ops that keep names (not used after renames)
+        return []
+    out: List[Node] = []
+    for p in node.parents:
+        out.extend(_leaf_selects(p))
+    return out
+
+
+def _flatten_names(obj: Any) -> List[str]:
+    if isinstance(obj, str):
+        return [obj]
+    out: List[str] = []
+    for item in obj:
+        out.extend(_flatten_names(item))
+    return out
+
+
+def _dedupe(names: Iterable[str]) -> List[str]:
+    seen = set()
+    out = []
+    for n in names:
+        if n not in seen:
+            seen.add(n)
+            out.append(n)
+    return out
+
+
+def _merge(lists: List[List[str]], check: bool = False) -> List[str]:
+    out: List[str] = []
+    seen = set()
+    for cols in lists:
+        for c in cols:
+            if c in seen:
+                if check:
+                    raise ValueError(
+                        f"column {c!r} is produced by more than one branch of a '+' merge; keep one branch, "
+                        f"or rename one of them (>> ops.Rename(postfix='_x'))")
+                continue
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+def iter_nodes(output: Node) -> List[Node]:
+    """All nodes reachable from ``output``, parents before children (deterministic order)."""
+    order: List[Node] = []
+    seen = set()
+
+    def visit(n: Node) -> None:
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        for p in n.parents:
+            visit(p)
+        order.append(n)
+
+    visit(output)
+    return order
