@@ -120,7 +120,46 @@ def pad_lists(values: Any, lengths: Any, max_len: int, pad: int = 0) -> Any:
     return out
 
 
-class FrameworkLoader:
+class LoaderViews:
+    """What every framework adapter reports of its core :class:`DataLoader` (``self.loader``)."""
+
+    loader: DataLoader
+
+    @property
+    def batch_size(self) -> int:
+        return self.loader.batch_size
+
+    @property
+    def cat_names(self) -> List[str]:
+        return self.loader.cat_names
+
+    @property
+    def cont_names(self) -> List[str]:
+        return self.loader.cont_names
+
+    @property
+    def label_names(self) -> List[str]:
+        return self.loader.label_names
+
+    @property
+    def sparse_names(self) -> List[str]:
+        """List (multi-hot) columns among the emitted ones."""
+        return self.loader.sparse_names
+
+    @property
+    def output_schema(self) -> Any:
+        return self.loader.output_schema
+
+    @property
+    def global_size(self) -> int:
+        return self.loader.global_size
+
+    @property
+    def global_rank(self) -> int:
+        return self.loader.global_rank
+
+
+class FrameworkLoader(LoaderViews):
     """Base of the PyTorch and JAX loaders: a :class:`DataLoader` plus the batch layout above.
 
     Subclasses implement :meth:`_array` (one numpy / cupy array to a framework array).
@@ -172,38 +211,6 @@ class FrameworkLoader:
         self._dense_max = None
         return self
 
-    @property
-    def batch_size(self) -> int:
-        return self.loader.batch_size
-
-    @property
-    def cat_names(self) -> List[str]:
-        return self.loader.cat_names
-
-    @property
-    def cont_names(self) -> List[str]:
-        return self.loader.cont_names
-
-    @property
-    def label_names(self) -> List[str]:
-        return self.loader.label_names
-
-    @property
-    def sparse_names(self) -> List[str]:
-        """List (multi-hot) columns among the emitted ones."""
-        return self.loader.sparse_names
-
-    @property
-    def output_schema(self) -> Any:
-        return self.loader.output_schema
-
-    @property
-    def global_size(self) -> int:
-        return self.loader.global_size
-
-    @property
-    def global_rank(self) -> int:
-        return self.loader.global_rank
 
     def _dense_columns(self) -> Dict[str, int]:
         """``{list column: max_len}`` padded by the adapter (per-column ``sparse_as_dense``)."""

@@ -122,7 +122,7 @@ else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
     tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
-from ._adapter import attach_workflow, dense_columns, pad_lists, raw_schema  # noqa: E402
+from ._adapter import LoaderViews, attach_workflow, dense_columns, pad_lists, raw_schema  # noqa: E402
 
 #: keyword arguments of keras.utils.PyDataset
 _PYDATASET_KWARGS = {"workers", "use_multiprocessing", "max_queue_size"}
@@ -227,7 +227,7 @@ def names_from_feature_columns(feature_columns: Sequence[Any]) -> Tuple[List[str
 # ---------------------------------------------------------------------------------------
 # the Keras loader
 # ---------------------------------------------------------------------------------------
-class KerasSequenceLoader(keras.utils.PyDataset):
+class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
     """A Keras ``PyDataset`` (and plain iterator) over parquet, transformed online.
 
     Parameters are NVTabular's (see :class:`tabprep.loader.core.DataLoader` for the details of
@@ -317,30 +317,6 @@ class KerasSequenceLoader(keras.utils.PyDataset):
         self._count = 0
         self._template = None
         return self
-
-    @property
-    def batch_size(self) -> int:
-        return self.loader.batch_size
-
-    @property
-    def cat_names(self) -> List[str]:
-        return self.loader.cat_names
-
-    @property
-    def cont_names(self) -> List[str]:
-        return self.loader.cont_names
-
-    @property
-    def label_names(self) -> List[str]:
-        return self.loader.label_names
-
-    @property
-    def sparse_names(self) -> List[str]:
-        return self.loader.sparse_names
-
-    @property
-    def output_schema(self) -> Any:
-        return self.loader.output_schema
 
     # -- PyDataset protocol ------------------------------------------------------------------
     def __len__(self) -> int:
