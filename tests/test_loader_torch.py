@@ -223,5 +223,5 @@ def test_gpu_tensors_stay_on_device_and_equal_cpu(data):
         for name in ["row", "C1", "C2", "tags"]:
             assert torch.equal(xg[name].cpu(), xc[name]), name
         torch.testing.assert_close(xg["x"].cpu(), xc["x"], rtol=1e-5, atol=1e-6)
-    x, _ = next(iter(TorchAsyncItr(tp.Dataset(d, cpu=False), cats=["tags"], batch_size=256, device=0).map(wf)))
+    x = next(iter(TorchAsyncItr(tp.Dataset(d, cpu=False), cats=["tags"], batch_size=256, device=0).map(wf)))  # no labels: features only
     assert x["tags"][0].is_cuda and x["tags"][1].dtype == torch.int64          # (values, offsets) on the GPU
