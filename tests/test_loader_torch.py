@@ -2,6 +2,9 @@
 batches equal to the offline transform, multi-hot layouts, rank sharding, torch DataLoader use."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Dict, List
 
 import numpy as np
@@ -138,8 +141,16 @@ def test_torch_dataloader_and_dldataloader(data):
     assert isinstance(first[0]["tags"], tuple)                              # passed through, not collated
     with pytest.raises(ValueError, match="num_workers=0"):
         DLDataLoader(itr, num_workers=2)
-    with pytest.raises(RuntimeError, match="num_workers=0"):
-        next(iter(torch.utils.data.DataLoader(itr, batch_size=None, num_workers=2)))
+    # worker processes are forked: run that in a fresh interpreter, since forking a process that
+    # imported JAX (another test module) can deadlock
+    script = (f"import sys, torch, tabprep as tp\n"
+              f"from tabprep.loader.torch import TorchAsyncItr\n"
+              f"itr = TorchAsyncItr(tp.Dataset({d!r}), cats=['C1'], labels=['label'], batch_size=64)\n"
+              f"try:\n    next(iter(torch.utils.data.DataLoader(itr, batch_size=None, num_workers=2)))\n"
+              f"except RuntimeError as e:\n    print('REFUSED', e)\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert "REFUSED" in res.stdout and "num_workers=0" in res.stdout, res.stdout + res.stderr
 
 
 def test_positional_batch_size_and_distributed_defaults(data, monkeypatch):
