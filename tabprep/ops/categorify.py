@@ -24,7 +24,7 @@ class Categorify(StatOperator):
     Ids (compatible with NVTabular 23.08):
 
     * ``0``: padding (only ever produced for list columns, by ListSlice / loaders);
-    * ``1``: null;
+    * ``1``: null (NaN in a float column is null; +-inf is an ordinary value with its own id);
     * ``2 .. 1+B``: out-of-vocabulary, ``B = num_oov_buckets``. With ``B == 1`` every unseen
       (or rare, see ``freq_threshold``) value gets id 2; with ``B > 1`` it gets
       ``2 + murmur3(value) % B``;

@@ -30,7 +30,7 @@ class JoinGroupby(StatOperator):
 
     * ``<cat>_count`` (int64): number of fitted rows in the category, if ``"count"`` is asked;
     * ``<cat>_<cont>_<stat>`` (float32) for each continuous column and each other stat, over
-      its non-null values: ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
+      its finite values (NaN is null; +-inf is left out too): ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
       ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max`` (null when none).
 
     Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
@@ -114,7 +114,7 @@ class JoinGroupby(StatOperator):
             data = {"__key": key_s, "rows": lib.Series(xp.ones(int(valid.sum()), dtype="float64"), index=key_s.index)}
             for c, x in conts.items():
                 x = x[valid]
-                ok = ~xp.isnan(x)
+                ok = xp.isfinite(x)  # non-finite policy: NaN and +-inf are left out of the statistics
                 data[f"{c}\x1fn"] = lib.Series(ok.astype("float64"), index=key_s.index)
                 data[f"{c}\x1fs"] = lib.Series(xp.where(ok, x, 0.0), index=key_s.index)
                 data[f"{c}\x1flo"] = lib.Series(xp.where(ok, x, np.inf), index=key_s.index)
@@ -145,7 +145,7 @@ class JoinGroupby(StatOperator):
         acc = {"rows": float(mask.sum())}
         for c, x in conts.items():
             x = x[mask]
-            x = x[~xp.isnan(x)]
+            x = x[xp.isfinite(x)]
             n = int(x.size)
             mean = float(x.mean()) if n else 0.0
             acc.update({f"{c}\x1fn": float(n), f"{c}\x1fs": float(x.sum()) if n else 0.0,

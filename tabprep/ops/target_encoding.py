@@ -49,7 +49,7 @@ class TargetEncoding(StatOperator):
     values are then the full-data values).
 
     The target column is read from the raw input (a dependency), so it must be present in
-    every dataset the workflow transforms. Rows with a null target are ignored by the
+    every dataset the workflow transforms. Rows with a null (NaN) or +-inf target are ignored by the
     statistics; list columns are not supported.
 
     Args:
@@ -144,7 +144,7 @@ class TargetEncoding(StatOperator):
         totals = {}
         cols_per_target = {}
         for t, y in ys.items():
-            ok = ~xp.isnan(y)
+            ok = xp.isfinite(y)  # non-finite policy: NaN (null) and +-inf targets are left out, like nulls
             yz = xp.where(ok, y, 0.0)
             sums = xp.zeros(k, dtype="float64")
             cnts = xp.zeros(k, dtype="float64")
