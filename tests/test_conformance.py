@@ -770,3 +770,15 @@ def test_backend_parity(name):
             outs[b + "_schema"] = wf.output_schema
         assert outs["cpu_schema"] == outs["gpu_schema"]
         assert_frames_close(outs["gpu"], outs["cpu"], float_tol=1e-6, what=f"{name}[{i}] GPU vs CPU")
+
+
+# ---------------------------------------------------------------------------
+# tabprep.testing.check_op: the battery users run on their own ops passes every built-in op
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_check_op_passes(name):
+    from tabprep.testing import check_op
+
+    train = random_frame(seed=5, n=160, lists=True)
+    for case in cases_for(name):
+        check_op(case.make(), train, case.columns)
