@@ -198,7 +198,8 @@ class Schema:
     def from_frame(cls, df: Any) -> "Schema":
         """Build a schema (no tags) from a pandas or cuDF DataFrame (or a dask frame's ``_meta``).
 
-        Dtypes are kept as the frame names them (``"Int64"`` stays ``"Int64"``); list columns
+        Dtypes are kept as the frame names them (``"Int64"`` stays ``"Int64"``; a categorical column
+        has its categories' dtype); list columns
         (pandas ``ArrowDtype(list)``, cuDF ``ListDtype``) become ragged ``is_list`` columns of
         their element dtype. An empty frame gives its columns' dtypes as well.
         """
@@ -213,7 +214,10 @@ class Schema:
                     inner = str(dtype.pyarrow_dtype.value_type)
                 cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
             else:
-                cols.append(ColumnSchema(name, dtype=str(s.dtype)))
+                # a categorical column holds values of its categories' dtype (parquet stores it as
+                # such and Dataset reads it back so): the schema, and the transform contract, say that
+                cats = getattr(s.dtype, "categories", None)
+                cols.append(ColumnSchema(name, dtype=str(s.dtype if cats is None else cats.dtype)))
         return cls(cols)
 
     @classmethod

@@ -206,3 +206,12 @@ def test_check_op_refuses_unregistered_ops_unless_allowed():
     with pytest.raises(AssertionError, match=r"save/load round trip.*not registered"):
         check_op(Plain())
     check_op(Plain(), allow_unregistered=True)
+
+
+def test_categorical_and_string_columns_are_the_same_kind(tmp_path):
+    df = pd.DataFrame({"c": pd.Categorical(["a", "b", "a", None]), "x": [1, 2, 3, 4]})
+    wf = tp.Workflow(["c"] >> ops.Categorify()).fit(df)
+    a = wf.transform(df)["c"].tolist()
+    assert wf.transform(df.assign(c=df["c"].astype(object)))["c"].tolist() == a
+    df.to_parquet(tmp_path / "c.parquet")  # read back as strings
+    assert wf.transform(tp.Dataset(str(tmp_path / "c.parquet"))).compute()["c"].tolist() == a

@@ -540,13 +540,21 @@ def _conform(out: Any, schema: Schema) -> Any:
 _NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}
 
 
+class OpContext(Exception):
+    """Python 3.10 only: where an op failed, chained as the cause of the user's own exception
+    (3.11+ adds the same text with ``add_note``)."""
+
+
 def _add_context(exc: BaseException, note: str) -> None:
-    """Add ``note`` to ``exc`` without rebuilding it: ``add_note`` (Python >= 3.11); on 3.10 the
-    note goes to a ``__notes__`` list (shown by tracebacks from 3.11 on, read by pytest)."""
+    """Add ``note`` to ``exc`` without rebuilding it (type, args and attributes stay the user's):
+    ``add_note`` on Python >= 3.11; on 3.10 a ``__notes__`` list plus, when the exception has no
+    cause yet, an :class:`OpContext` chained as its cause so that the traceback shows the note."""
     if hasattr(exc, "add_note"):
         exc.add_note(note)
-    else:  # pragma: no cover - Python 3.10
-        try:
-            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
-        except AttributeError:  # exceptions with __slots__: leave them as they are
-            pass
+        return
+    try:  # pragma: no cover - Python 3.10
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+        if exc.__cause__ is None:
+            exc.__cause__ = OpContext(note)
+    except AttributeError:  # pragma: no cover - exceptions that refuse attributes: leave them as they are
+        pass
