@@ -187,13 +187,12 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
 
     # 8. backend parity (GPU machines only)
     if backend.has_cudf():
-        import cudf
-
-        gpu = Dataset(cudf.from_pandas(data), cpu=False)
-        wf_gpu, _ = _fit(op, columns, gpu)
-        got = wf_gpu.transform(cudf.from_pandas(data)).to_pandas()
+        gpu_frame = backend.to_backend(data, cpu=False)  # cuDF copy (NaN -> null, as cudf.from_pandas)
+        wf_gpu, _ = _fit(op, columns, Dataset(gpu_frame, cpu=False))
+        got = backend.to_host(wf_gpu.transform(gpu_frame))
+        # dtypes may differ in nullability only (cuDF int columns with nulls -> pandas Int64 or float64)
         _assert_same(out1, got, f"check 'backend parity' failed for {name}: cuDF output differs from pandas",
-                     approx=True, f32=True)
+                     approx=True, f32=True, check_dtype=False)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -274,9 +273,10 @@ def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
 
 
 def _assert_same(expected: pd.DataFrame, got: pd.DataFrame, message: str, approx: bool = False,
-                 f32: bool = False) -> None:
+                 f32: bool = False, check_dtype: bool = True) -> None:
     try:
         pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True),
+                                      check_dtype=check_dtype,
                                       check_exact=not approx, rtol=(2e-6 if f32 else 1e-9) if approx else 0,
                                       atol=1e-9 if approx else 0)
     except AssertionError as exc:
