@@ -215,3 +215,36 @@ def test_categorical_and_string_columns_are_the_same_kind(tmp_path):
     assert wf.transform(df.assign(c=df["c"].astype(object)))["c"].tolist() == a
     df.to_parquet(tmp_path / "c.parquet")  # read back as strings
     assert wf.transform(tp.Dataset(str(tmp_path / "c.parquet"))).compute()["c"].tolist() == a
+
+
+# -- the same on cuDF (the lead's GPU run) -------------------------------------------------------------
+from conftest import BACKENDS, frame_on, to_pandas  # noqa: E402
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_contract_cast_and_nonfinite_on_each_backend(backend):
+    df = _ints()
+    wf = _wf().fit(frame_on(df, backend))
+    drifted = frame_on(df.assign(C2=df["C2"].astype("float64"), C1=df["C1"].astype(str)), backend)
+    with pytest.raises(TypeError, match=r"C1|C2"):
+        wf.transform(drifted)
+    got = to_pandas(wf.transform(drifted, cast=True))
+    assert got["C2"].tolist() == [mmh3_u32(int(v)) % 97 for v in df["C2"]]
+    assert got["C1"].tolist() == to_pandas(wf.transform(frame_on(df, backend)))["C1"].tolist()
+    lossy = df.assign(C2=df["C2"].astype("float64"))
+    lossy.loc[3, "C2"] = 2.5
+    with pytest.raises(ValueError, match=r"C2"):
+        wf.transform(frame_on(lossy, backend), cast=True)
+    x = pd.DataFrame({"x": [1.0, 2.0, np.inf, 3.0, -np.inf, 10.0]})
+    out = to_pandas(tp.Workflow(["x"] >> ops.Normalize()).fit(frame_on(x, backend)).transform(frame_on(x, backend)))
+    finite = np.array([1.0, 2.0, 3.0, 10.0])
+    np.testing.assert_allclose(out["x"].to_numpy()[[0, 1, 3, 5]], ((finite - finite.mean()) / finite.std()),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_combo_keys_injective_on_each_backend(backend):
+    wf = tp.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit(frame_on(COLLIDING, backend))
+    ids = to_pandas(wf.transform(frame_on(COLLIDING, backend)))["a_b"].tolist()
+    cpu = tp.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit(COLLIDING).transform(COLLIDING)
+    assert ids == cpu["a_b"].tolist() and len(set(ids)) == 3
