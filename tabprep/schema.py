@@ -198,7 +198,8 @@ class Schema:
     def from_frame(cls, df: Any) -> "Schema":
         """Build a schema (no tags) from a pandas or cuDF DataFrame (or a dask frame's ``_meta``).
 
-        Dtypes are kept as the frame names them (``"Int64"`` stays ``"Int64"``); list columns
+        Dtypes are kept as the frame names them (``"Int64"`` stays ``"Int64"``; a categorical column
+        has its categories' dtype); list columns
         (pandas ``ArrowDtype(list)``, cuDF ``ListDtype``) become ragged ``is_list`` columns of
         their element dtype. An empty frame gives its columns' dtypes as well.
         """
@@ -213,7 +214,10 @@ class Schema:
                     inner = str(dtype.pyarrow_dtype.value_type)
                 cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
             else:
-                cols.append(ColumnSchema(name, dtype=str(s.dtype)))
+                # a categorical column holds values of its categories' dtype (parquet stores it as
+                # such and Dataset reads it back so): the schema, and the transform contract, say that
+                cats = getattr(s.dtype, "categories", None)
+                cols.append(ColumnSchema(name, dtype=str(s.dtype if cats is None else cats.dtype)))
         return cls(cols)
 
     @classmethod
@@ -255,3 +259,65 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+# -- the fitted input schema as a contract (issue #11) ---------------------------------------------------
+#: the fix named by every kind-mismatch message (library, CLI and serving)
+CAST_HINT = "pass cast=True (CLI: tabprep transform --cast; HTTP: ?cast=true) to convert the values safely " \
+            "(lossy values such as 2.5 -> int or 'abc' -> int are then refused), or give the fitted type"
+
+
+def dtype_kind(dtype: Any) -> str:
+    """The kind of a dtype, the unit of the input contract.
+
+    ``"i"`` (ints of any width and signedness, nullable ``Int64`` included), ``"b"`` (bool,
+    ``boolean``), ``"f"`` (floats), ``"s"`` (strings), ``"M"`` (datetimes), ``"m"``
+    (timedeltas), else ``"?"`` (compared by exact dtype name).
+    """
+    name = normalize_dtype(dtype)
+    if name == "str":
+        return "s"
+    if name == "bool":
+        return "b"
+    try:
+        k = np.dtype(name).kind
+    except TypeError:
+        return "?"
+    return {"i": "i", "u": "i", "f": "f", "M": "M", "m": "m"}.get(k, "?")
+
+
+def dtypes_compatible(fitted: str, given: str) -> bool:
+    """True when values of dtype ``given`` may flow where ``fitted`` was seen at fit time.
+
+    The one rule shared by :meth:`Workflow.transform`, ``transform_frame`` (loaders) and the
+    serving transform: the same kind is accepted (int32 for int64, ``Int64`` for ``int64``,
+    float32 for float64, ``string[pyarrow]`` for ``object`` strings: same ids, same values);
+    a kind change (int -> string, int -> float, string -> int, bool -> int) is refused,
+    since it silently changes ids (a string "3" is not the int 3 in a vocabulary; the float
+    3.0 hashes differently from the int 3).
+    """
+    f, g = normalize_dtype(fitted), normalize_dtype(given)
+    if f == g:
+        return True
+    kf, kg = dtype_kind(f), dtype_kind(g)
+    return kf != "?" and kf == kg
+
+
+def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = False, fix: str = CAST_HINT) -> str:
+    """The message for a refused kind change: names the column, both dtypes and the fix."""
+    suffix = "[list]" if is_list else ""
+    return (f"column {column!r}: the workflow was fitted on {normalize_dtype(fitted)}{suffix} values but got "
+            f"{given}{suffix}; {fix}")
+
+
+def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]) -> List[str]:
+    """The ``columns`` (present in both schemas) whose dtype in ``given`` breaks the contract of
+    ``fitted`` (:func:`dtypes_compatible`, or a list column given as a scalar one and vice versa).
+    Empty: the contract holds. Missing columns are the caller's to report (with close matches)."""
+    bad = []
+    for name in columns:
+        if name in fitted and name in given:
+            f, g = fitted[name], given[name]
+            if f.is_list != g.is_list or not dtypes_compatible(f.dtype, g.dtype):
+                bad.append(name)
+    return bad

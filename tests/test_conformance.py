@@ -281,6 +281,24 @@ HASH_COLS = ["i32", "u32", "I64", "s", "f32", "b"]
 NUM_COLS = ["i8", "i32", "u32", "I64", "f32", "f64"]
 FILL_COLS = ["i8", "u16", "I64", "f32", "f64"]
 
+def _add_cases(new: Dict[str, List[Case]]) -> None:
+    """Add ops to :data:`CASES`; an op already there is an error (a plain dict update silently
+    replaced earlier variants, which then never ran). More variants of an op: :func:`_add_variants`."""
+    dup = sorted(set(new) & set(CASES))
+    if dup:
+        raise ValueError(f"tests/test_conformance.py: ops added to CASES twice: {dup}; use _add_variants")
+    CASES.update(new)
+
+
+def _add_variants(new: Dict[str, List[Case]]) -> None:
+    """More variants of ops already in :data:`CASES` (kept beside the earlier ones)."""
+    missing = sorted(set(new) - set(CASES))
+    if missing:
+        raise ValueError(f"tests/test_conformance.py: _add_variants for ops not in CASES: {missing}")
+    for name, cases in new.items():
+        CASES[name] = CASES[name] + cases
+
+
 CASES: Dict[str, List[Case]] = {
     "Categorify": [
         Case(lambda: ops.Categorify(), CAT_COLS,
@@ -457,7 +475,7 @@ BUCKET_COLS = ["i8", "u16", "I64", "f32", "f64"]
 LAG_COLS = ["f64", "I64", "i8"]
 RDS_COLS = ["i8", "i32", "u16", "u32", "I64", "f32", "f64", "s", "b"]
 
-CASES.update({
+_add_cases({
     "AddMetadata": [
         Case(lambda: ops.AddMetadata(tags=["user", "id"], properties={"domain_name": "users"}), ["s", "I64", "lst"],
              identity(["s", "I64", "lst"]),
@@ -547,7 +565,7 @@ from refs_join_te import (groupby_per_row, join_external, join_groupby, side_tab
 
 _JG_STATS = ["count", "sum", "mean", "std", "min", "max"]
 _GB_AGGS = {"i8": ["list", "count", "first", "last", "sum", "mean"], "f64": ["sum", "mean", "max"], "s": ["list"]}
-CASES.update({
+_add_variants({
     "TargetEncoding": [
         Case(lambda: ops.TargetEncoding("label", p_smooth=5), ["i8", "s", "I64", "b"],
              target_encoding(["i8", "s", "I64", "b"], "label", 5), extra_columns=["label"]),
@@ -752,3 +770,15 @@ def test_backend_parity(name):
             outs[b + "_schema"] = wf.output_schema
         assert outs["cpu_schema"] == outs["gpu_schema"]
         assert_frames_close(outs["gpu"], outs["cpu"], float_tol=1e-6, what=f"{name}[{i}] GPU vs CPU")
+
+
+# ---------------------------------------------------------------------------
+# tabprep.testing.check_op: the battery users run on their own ops passes every built-in op
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", OP_NAMES)
+def test_check_op_passes(name):
+    from tabprep.testing import check_op
+
+    train = random_frame(seed=5, n=160, lists=True)
+    for case in cases_for(name):
+        check_op(case.make(), train, case.columns)

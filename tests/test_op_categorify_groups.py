@@ -97,10 +97,16 @@ def test_group_thresholds_are_keyed_by_the_group_name():
 
 # -- combo ---------------------------------------------------------------------------------------------
 def combo_keys(df: pd.DataFrame, cols: List[str]) -> List[Any]:
-    """The documented combination key: str() of each part joined by \\x1f; null if any part is null."""
+    """The documented combination key: str() of each part, every part but the last written as
+    ``<length>:<part>\\x1f`` (injective: a part containing \\x1f cannot shift the split); null if any
+    part is null."""
     out = []
     for row in zip(*[values(df[c]) for c in cols]):
-        out.append(None if any(v is None for v in row) else "\x1f".join(str(v) for v in row))
+        if any(v is None for v in row):
+            out.append(None)
+            continue
+        parts = [str(v) for v in row]
+        out.append("".join(f"{len(p)}:{p}\x1f" for p in parts[:-1]) + parts[-1])
     return out
 
 

@@ -41,7 +41,7 @@ from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDe
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
                    use_rmm_pool)
 from .dispatch import Dispatch
-from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, concat_columns,
+from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, cast_safely, concat_columns,
                      concat_rows, empty_frame_like, frame_to_arrow, from_host, lists_to_arrow, make_frame,
                      move_like, new_series, nullable_columns, nullable_int_dtypes, on_one_backend, read_csv,
                      set_nulls, take_frame_rows, to_backend, to_dask)
@@ -53,7 +53,7 @@ from .parquet import (ParquetReader, _arrow_int_buffers, _nullable_int_mapper, a
 
 __all__ = [
     "ALIGN", "CudaDevice", "Dispatch", "GPU_THREADS", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
-    "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls",
+    "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",
     "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",

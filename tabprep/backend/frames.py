@@ -282,3 +282,62 @@ def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> 
 register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, nullable_columns,
                   nullable_int_dtypes,
                   set_nulls, cast_keep_nulls, frame_to_arrow, to_dask)
+
+
+# ---------------------------------------------------------------------------
+# the input contract's safe cast (Workflow.transform(cast=True))
+# ---------------------------------------------------------------------------
+cast_safely = Dispatch("cast_safely", """``series`` converted to ``dtype`` (a canonical dtype name: ``int64``,
+``float32``, ``bool``, ``str``...) for ``Workflow.transform(cast=True)``; nulls stay null.
+
+Lossy values raise ``ValueError`` naming ``name``: a non-integral or out-of-range float or a
+non-numeric string for an int column, a non-numeric string for a float column, anything but
+0/1 for a bool column. Int targets with nulls get the nullable variant on pandas (``Int64``),
+so the non-null values keep their exact ids.""")
+
+
+def _lossy(name: str, target: str, examples: Any) -> ValueError:
+    return ValueError(f"column {name!r}: cast=True cannot convert these values to {target} without loss, "
+                      f"e.g. {list(examples)[:3]!r}; fix the data or give the fitted type")
+
+
+@cast_safely.register(object)
+def _cast_safely_pandas(series: Any, dtype: str, name: str):
+    if dtype == "str":
+        nulls = series.isna()
+        out = series.astype(str).astype(object)
+        return out.where(~nulls, None) if bool(nulls.any()) else out
+    target = np.dtype(dtype)
+    nulls = series.isna()
+    values = series
+    if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
+        stripped = series.astype(object).where(~nulls, None).map(lambda v: v.strip() if isinstance(v, str) else v)
+        values = pd.to_numeric(stripped, errors="coerce")
+        bad = values.isna() & ~nulls
+        if bool(bad.any()):
+            raise _lossy(name, dtype, series[bad].tolist())
+    elif series.dtype.kind == "b" or str(series.dtype) == "boolean":
+        values = series.astype("float64")
+    if target.kind in "iu":
+        f = values.astype("float64")
+        ok = f.isna() | ((np.floor(f) == f) & (f.abs() < 2.0 ** 63))
+        if not bool(ok.all()):
+            raise _lossy(name, dtype, series[~ok].tolist())
+        if target.kind == "u" and bool((f < 0).any()):
+            raise _lossy(name, dtype, series[f < 0].tolist())
+        # through int64 first when the source is numeric ints/floats: exact for |v| < 2**53 floats
+        if bool(nulls.any()):
+            return values.astype(_nullable_name(target))
+        return values.astype(target)
+    if target.kind == "b":
+        f = values.astype("float64")
+        ok = f.isna() | f.isin([0.0, 1.0])
+        if not bool(ok.all()):
+            raise _lossy(name, dtype, series[~ok].tolist())
+        return values.astype("boolean") if bool(nulls.any()) else values.astype(bool)
+    if target.kind == "f":
+        return values.astype(target)
+    raise ValueError(f"column {name!r}: cast=True does not convert to {dtype}")
+
+
+register_gpu_lazy(cast_safely)

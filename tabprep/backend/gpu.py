@@ -255,6 +255,17 @@ def _set_nulls(series: Any, mask: Any):
     return series.mask(F.new_series(mask, like=series, dtype="bool"))
 
 
+@_register(F.cast_safely)
+def _cast_safely(series: Any, dtype: str, name: str):
+    # an opt-in slow path (transform(cast=True)): checked on the host with the pandas rules, so
+    # CPU and GPU accept and refuse exactly the same values; nulls come back as cuDF nulls
+    out = F._cast_safely_pandas(series.to_pandas(), dtype, name)
+    # NaN is null (tabprep's policy for floats); ints/bools/strings carry pandas NA/None as nulls
+    res = cudf.Series.from_pandas(out, nan_as_null=True)
+    res.index = series.index
+    return res
+
+
 @_register(F.cast_keep_nulls)
 def _cast_keep_nulls(series: Any, dtype: str):
     return series.astype(dtype)

@@ -135,9 +135,9 @@ class Job:
         return {"rows": rows, "seconds": seconds, "partitions": ds.npartitions, "passes": passes}
 
     def write(self, source: Any, out: str, to: str, wf: Any = None, rows: Optional[int] = None,
-              **kw: Any) -> Dict[str, Any]:
-        """Transform ``source`` with ``wf`` (or write it as is) to ``out``."""
-        ds = wf.transform(source) if wf is not None else source
+              cast: bool = False, **kw: Any) -> Dict[str, Any]:
+        """Transform ``source`` with ``wf`` (or write it as is) to ``out``; ``cast``: see ``Workflow.transform``."""
+        ds = wf.transform(source, cast=cast) if wf is not None else source
         if wf is not None and self.profile:
             wf.op_timer = P.record
             P.collect_and_reset()

@@ -147,12 +147,17 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
 @click.option("--allow-pickle", is_flag=True,
               help="Load a workflow saved with pickled functions (runs code from WF_DIR: only if you trust it).")
 @click.option("--trusted", is_flag=True, help=TRUSTED_HELP)
+@click.option("--cast", is_flag=True,
+              help="Convert columns whose type differs from the fitted one (ints read as floats or strings...) "
+                   "to the fitted type; values that would change (2.5 or 'abc' for an int column) are an error. "
+                   "Without it such columns are refused.")
 @read_options
 @job_options
 @handle_errors
 def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_files: Optional[int],
               split_per_worker: Optional[int], batch_size: Optional[int], shuffle: Optional[str], seed: Optional[int],
-              compression: Optional[str], overwrite: bool, allow_pickle: bool, trusted: bool, **opts: Any) -> None:
+              compression: Optional[str], overwrite: bool, allow_pickle: bool, trusted: bool, cast: bool,
+              **opts: Any) -> None:
     """Transform DATA with the fitted workflow in WF_DIR and write it to DIR.
 
     \b
@@ -172,7 +177,7 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
         ds = job.dataset(data)
         check_not_inside(ds.files, out)
         check_columns(wf, ds)
-        job.write(ds, out, to, wf=wf, rows=input_rows(ds), **wopts)
+        job.write(ds, out, to, wf=wf, rows=input_rows(ds), cast=cast, **wopts)
         job.finish()
 
 

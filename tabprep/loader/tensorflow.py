@@ -291,6 +291,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self._sparse_max_arg = dict(sparse_max or {})
         self._dense_max: Optional[Dict[str, int]] = None
         core_dense = sparse_as_dense and sparse_names is None
+        self._all_dense = core_dense  # every list column padded: no __values / __nnzs entries
         if feature_columns is not None:
             fc_cats, fc_conts = names_from_feature_columns(feature_columns)
             cat_names = list(cat_names or []) + [c for c in fc_cats if c not in (cat_names or [])]
@@ -306,6 +307,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                                  drop_last=drop_last, sparse_max=sparse_max if core_dense else None,
                                  sparse_as_dense=core_dense, schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads)
+        self._check_flat_names()
 
     # -- configuration ---------------------------------------------------------------------
     def map(self, workflow: Any) -> "KerasSequenceLoader":
@@ -316,7 +318,36 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self._dense_max = None
         self._count = 0
         self._template = None
+        self._check_flat_names()
         return self
+
+    def _check_flat_names(self, list_names: Optional[Sequence[str]] = None,
+                          names: Optional[Sequence[str]] = None) -> None:
+        """Refuse a scalar column named like a list column's ``<name>__values`` / ``<name>__nnzs``
+        entry: in the flat layout one would silently replace the other in the batch dict.
+        ``list_names``: the list columns (default: from the loader's schema, when known)."""
+        if self.ragged or self.sparse_format != "flat" or self._all_dense:
+            return
+        if names is None:
+            names = list(self.loader._names_arg[1] or []) + list(self.loader._names_arg[2] or [])
+        if list_names is None:
+            try:
+                schema = self.loader._output_schema()
+            except Exception:  # noqa: BLE001 - not known yet (no fit): checked again per batch
+                return
+            if schema is None:
+                return
+            list_names = [c.name for c in schema if c.is_list]
+        dense = set(self._dense_names or []) if self._dense_names is not None else None
+        taken = set(names)
+        for name in names:
+            if name not in list_names or (dense is not None and name in dense):
+                continue
+            for suffix in ("__values", "__nnzs"):
+                if name + suffix in taken:
+                    raise ValueError(f"column {name + suffix!r} collides with the {suffix[2:]} entry of the list "
+                                     f"column {name!r} (sparse_format='flat' emits {name}__values / {name}__nnzs): "
+                                     f"rename {name + suffix!r}, or use sparse_format='tuple' or ragged=True")
 
     # -- PyDataset protocol ------------------------------------------------------------------
     def __len__(self) -> int:
@@ -374,6 +405,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                     x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
                                                                _to_tensor(value.lengths), validate=False)
                 else:
+                    if self.sparse_format == "flat" and (name + "__values" in batch or name + "__nnzs" in batch):
+                        self._check_flat_names([name], self.loader.cat_names + self.loader.cont_names)
                     # int32 counts, as NVTabular's loader gives them (a copy of batch rows, not nnz)
                     nnzs = _to_backend(_column(value.lengths.astype("int32")))
                     values = _to_backend(_column(value.values))

@@ -182,6 +182,12 @@ class Operator:
         """JSON-able parameters for the saved spec (override when a parameter is not JSON)."""
         return _json_params(self.get_params(), self.label)
 
+    def to_spec_config(self) -> Dict[str, Any]:
+        """Parameters for a spec file, which carries no learned or saved state: :meth:`to_config`
+        by default; raise ``ValueError`` when a parameter only survives in the saved state (an
+        in-memory table), so that ``to_spec`` refuses instead of writing a spec that cannot work."""
+        return self.to_config()
+
     @classmethod
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Operator":
         return cls(**config)

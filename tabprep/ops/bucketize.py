@@ -23,6 +23,7 @@ class Bucketize(Operator):
     (ints beyond 2**53 lose precision). This is NVTabular's ``Bucketize`` (which sums
     ``x >= b`` over the boundaries), except for nulls.
 
+    Non-finite values: +-inf falls in the first/last bucket (no statistics are fitted).
     Nulls: a null (or NaN) value stays null; the output is int64 (``Int64`` on pandas for a
     partition holding a null). Follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
     when a model needs every row to have an id. List columns are bucketized element-wise.

@@ -17,6 +17,12 @@ PAD_ID = 0
 NULL_ID = 1
 OOV_START = 2
 
+#: the combined-key format of ``encode_type="combo"`` groups (Categorify, TargetEncoding, JoinGroupby):
+#: 2 is injective (every part but the last is length-prefixed); 1, the format of workflows saved
+#: before it, joined the parts with ``\x1f`` alone, so values containing that byte collided. Saved
+#: ops record the format they were fitted with and keep using it when loaded (same ids as before).
+COMBO_KEY_FORMAT = 2
+
 
 class Categorify(StatOperator):
     """Encode categorical values (ints or strings, scalar or list columns) as int ids.
@@ -24,7 +30,7 @@ class Categorify(StatOperator):
     Ids (compatible with NVTabular 23.08):
 
     * ``0``: padding (only ever produced for list columns, by ListSlice / loaders);
-    * ``1``: null;
+    * ``1``: null (NaN in a float column is null; +-inf is an ordinary value with its own id);
     * ``2 .. 1+B``: out-of-vocabulary, ``B = num_oov_buckets``. With ``B == 1`` every unseen
       (or rare, see ``freq_threshold``) value gets id 2; with ``B > 1`` it gets
       ``2 + murmur3(value) % B``;
@@ -52,6 +58,8 @@ class Categorify(StatOperator):
 
     output_tags = (Tags.CATEGORICAL,)
     supports_lists = True
+    #: combined-key format of this op's vocabularies (see :data:`COMBO_KEY_FORMAT`); set by fit / load
+    _combo_format: int = COMBO_KEY_FORMAT
     supports_groups = True
 
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
@@ -111,7 +119,7 @@ class Categorify(StatOperator):
     # -- fit --------------------------------------------------------------------------
     def _key_series(self, key_cols: List[str], df: Any) -> List[Any]:
         if self.encode_type == "combo" and len(key_cols) > 1:
-            return [_combo_series(df, key_cols)]
+            return [_combo_series(df, key_cols, self._combo_format)]
         return [df[c] for c in key_cols]
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, V.Counts]:
@@ -133,6 +141,7 @@ class Categorify(StatOperator):
     def clear(self) -> None:
         self.stats_ = None
         self._index_cache = {}
+        self._combo_format = COMBO_KEY_FORMAT
 
     # -- transform -------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
@@ -166,7 +175,7 @@ class Categorify(StatOperator):
         out = {}
         for key, cols in self._vocab_keys(columns).items():
             if self.encode_type == "combo" and len(cols) > 1:
-                s = _combo_series(df, cols)
+                s = _combo_series(df, cols, self._combo_format)
                 out[key] = backend.new_series(self._encode(s, key), like=s, name=key, dtype=self.dtype)
                 continue
             for c in cols:
@@ -228,7 +237,7 @@ class Categorify(StatOperator):
                 pq.write_table(table, path / fname)
                 files.append(fname)
             meta[key] = {"files": files, "nulls": st["nulls"], "size": n}
-        return {"vocabularies": meta, "input_groups": self.input_groups}
+        return {"vocabularies": meta, "input_groups": self.input_groups, "combo_key_format": self._combo_format}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         stats = {}
@@ -242,6 +251,7 @@ class Categorify(StatOperator):
                 values = col.to_numpy()
             stats[key] = {"values": values, "freqs": table.column("count").to_numpy(), "nulls": m["nulls"]}
         self.stats_ = stats
+        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         self._index_cache = {}
 
     def __getstate__(self):
@@ -254,12 +264,32 @@ def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
 
 
-def _combo_series(df: Any, cols: List[str]) -> Any:
-    """One string key per row combining several columns' values (null if any part is null)."""
+
+
+def combo_key(parts: List[str], key_format: int = COMBO_KEY_FORMAT) -> str:
+    """The combined key of one row's parts (already strings): the reference for :func:`_combo_series`
+    and the serving kernels. Format 2: ``"<len(p0)>:<p0>\x1f<len(p1)>:<p1>\x1f...<p_last>"``."""
+    if key_format == 1:
+        return "\x1f".join(parts)
+    return "".join(f"{len(p)}:{p}\x1f" for p in parts[:-1]) + parts[-1]
+
+
+def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) -> Any:
+    """One string key per row combining several columns' values (null if any part is null).
+
+    Injective (:func:`combo_key`): ``("x\x1fy", "z")`` and ``("x", "y\x1fz")`` get different keys.
+    Lengths count characters on pandas and cuDF alike (``.str.len()``), as Python's ``len``."""
     parts = [df[c].astype("str") for c in cols]
-    key = parts[0]
-    for p in parts[1:]:
-        key = key + "\x1f" + p
+    if key_format == 1:
+        key = parts[0]
+        for p in parts[1:]:
+            key = key + "\x1f" + p
+    else:
+        key = None
+        for p in parts[:-1]:
+            piece = p.str.len().astype("str") + ":" + p + "\x1f"
+            key = piece if key is None else key + piece
+        key = key + parts[-1]
     nulls = backend.isnull(df[cols[0]])
     for c in cols[1:]:
         nulls = nulls | backend.isnull(df[c])

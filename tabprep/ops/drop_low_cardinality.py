@@ -25,7 +25,8 @@ class DropLowCardinality(StatOperator):
     considered); nothing else changes: kept columns pass through untouched. Which columns are
     dropped is known once the workflow is fitted (``workflow.output_schema``).
 
-    Nulls: not counted as a value (after Categorify, though, nulls are id 1, a value).
+    Nulls: not counted as a value (after Categorify, though, nulls are id 1, a value). NaN is
+    null; +-inf, a value like any other, counts as one distinct value each.
 
     Args:
         min_cardinality: columns with fewer distinct values are dropped (default 2: drops

@@ -17,6 +17,9 @@ class FillMedian(FillMissing, StatOperator):
     to within 1/65536 of the value distribution's rank range. A column with no non-null value
     is filled with 0. Integer columns are filled with the median rounded to the column's dtype.
 
+    Non-finite values: NaN is null (filled). +-inf is excluded from the median (only finite
+    values count) and, not being null, is kept as +-inf.
+
     Example:
         >>> conts = ["I1"] >> FillMedian(add_binary_cols=True)
     """

@@ -175,6 +175,12 @@ class JoinExternal(Operator):
                 (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
                 "how": self.how}
 
+    def to_spec_config(self) -> Dict[str, Any]:
+        if not isinstance(self.df_or_path, (str, Path)):
+            raise ValueError("its side table is an in-memory frame, which a spec cannot hold: write it to parquet "
+                             "and give JoinExternal its path, or save the fitted workflow with workflow.save(path)")
+        return self.to_config()
+
     def save_state(self, path: Path) -> Dict[str, Any]:
         path.mkdir(parents=True, exist_ok=True)
         pq.write_table(backend.frame_to_arrow(self._side_host()), path / "side_table.parquet")

@@ -13,7 +13,7 @@ from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
 from .base import StatOperator, group_keys
-from .categorify import _combo_series
+from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 _ACC = ("n", "s", "m2", "lo", "hi")  # per continuous column: count, sum, M2, min, max
@@ -30,7 +30,7 @@ class JoinGroupby(StatOperator):
 
     * ``<cat>_count`` (int64): number of fitted rows in the category, if ``"count"`` is asked;
     * ``<cat>_<cont>_<stat>`` (float32) for each continuous column and each other stat, over
-      its non-null values: ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
+      its finite values (NaN is null; +-inf is left out too): ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
       ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max`` (null when none).
 
     Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
@@ -45,6 +45,9 @@ class JoinGroupby(StatOperator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_groups = True
+
+    #: combined-key format (see :data:`tabprep.ops.categorify.COMBO_KEY_FORMAT`); set by fit / load
+    _combo_format: int = COMBO_KEY_FORMAT
 
     def __init__(self, cont_cols: Union[str, Sequence[str]],
                  stats: Sequence[str] = ("count", "sum", "mean", "std", "min", "max")) -> None:
@@ -100,7 +103,7 @@ class JoinGroupby(StatOperator):
         return Schema(out)
 
     def _key_series(self, df: Any, cols: List[str]) -> Any:
-        return _combo_series(df, cols) if len(cols) > 1 else df[cols[0]]
+        return _combo_series(df, cols, self._combo_format) if len(cols) > 1 else df[cols[0]]
 
     # -- fit -------------------------------------------------------------------------------------
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
@@ -114,7 +117,7 @@ class JoinGroupby(StatOperator):
             data = {"__key": key_s, "rows": lib.Series(xp.ones(int(valid.sum()), dtype="float64"), index=key_s.index)}
             for c, x in conts.items():
                 x = x[valid]
-                ok = ~xp.isnan(x)
+                ok = xp.isfinite(x)  # non-finite policy: NaN and +-inf are left out of the statistics
                 data[f"{c}\x1fn"] = lib.Series(ok.astype("float64"), index=key_s.index)
                 data[f"{c}\x1fs"] = lib.Series(xp.where(ok, x, 0.0), index=key_s.index)
                 data[f"{c}\x1flo"] = lib.Series(xp.where(ok, x, np.inf), index=key_s.index)
@@ -145,7 +148,7 @@ class JoinGroupby(StatOperator):
         acc = {"rows": float(mask.sum())}
         for c, x in conts.items():
             x = x[mask]
-            x = x[~xp.isnan(x)]
+            x = x[xp.isfinite(x)]
             n = int(x.size)
             mean = float(x.mean()) if n else 0.0
             acc.update({f"{c}\x1fn": float(n), f"{c}\x1fs": float(x.sum()) if n else 0.0,
@@ -215,6 +218,7 @@ class JoinGroupby(StatOperator):
     def clear(self) -> None:
         self.stats_ = None
         self._cache = {}
+        self._combo_format = COMBO_KEY_FORMAT
 
     # -- transform ----------------------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
@@ -267,9 +271,10 @@ class JoinGroupby(StatOperator):
             fname = f"groupby_{i:03d}.parquet"
             pq.write_table(pa.table(cols), path / fname)
             files[key] = {"file": fname, "size": n}
-        return {"files": files, "input_groups": self.input_groups}
+        return {"files": files, "input_groups": self.input_groups, "combo_key_format": self._combo_format}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         stats = {}
         for key, m in meta["files"].items():
             table = pq.read_table(path / m["file"])

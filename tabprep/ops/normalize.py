@@ -18,6 +18,10 @@ class Normalize(StatOperator):
     A column whose std is 0 (or that had no non-null value) maps to 0. List columns are
     normalized element-wise with statistics over all elements.
 
+    Non-finite values: NaN is null (excluded from the statistics, stays NaN). +-inf is excluded
+    from the mean and std (one inf would make every row 0) and comes out as +-inf (0 when the
+    fitted std is 0); bound it with :class:`Clip` first if the model must not see it.
+
     Example:
         >>> conts = ["I1", "I2"] >> FillMissing() >> LogOp() >> Normalize()
     """

@@ -17,6 +17,9 @@ class NormalizeMinMax(StatOperator):
     Nulls stay null. ``max == min`` (or no non-null value) maps to 0. Values outside the fitted
     range (at transform time on new data) fall outside [0, 1]; clip afterwards if needed.
 
+    Non-finite values: NaN is null. +-inf is excluded from min and max (the range is the finite
+    values') and comes out as +-inf (0 when ``max == min``); :class:`Clip` bounds it.
+
     Example:
         >>> scaled = ["price"] >> NormalizeMinMax()
     """

@@ -13,7 +13,7 @@ from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
 from .base import StatOperator, group_keys, out_of_fold_mode
-from .categorify import _combo_series
+from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 
 class TargetEncoding(StatOperator):
@@ -49,7 +49,7 @@ class TargetEncoding(StatOperator):
     values are then the full-data values).
 
     The target column is read from the raw input (a dependency), so it must be present in
-    every dataset the workflow transforms. Rows with a null target are ignored by the
+    every dataset the workflow transforms. Rows with a null (NaN) or +-inf target are ignored by the
     statistics; list columns are not supported.
 
     Args:
@@ -69,6 +69,9 @@ class TargetEncoding(StatOperator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_groups = True
+
+    #: combined-key format (see :data:`tabprep.ops.categorify.COMBO_KEY_FORMAT`); set by fit / load
+    _combo_format: int = COMBO_KEY_FORMAT
 
     def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
                  out_dtype: str = "float32", fold_seed: int = 42) -> None:
@@ -113,7 +116,7 @@ class TargetEncoding(StatOperator):
         return Schema(out)
 
     def _key_series(self, df: Any, cols: List[str]) -> Any:
-        return _combo_series(df, cols) if len(cols) > 1 else df[cols[0]]
+        return _combo_series(df, cols, self._combo_format) if len(cols) > 1 else df[cols[0]]
 
     # -- folds ----------------------------------------------------------------------------------
     def folds(self, df: Any) -> Any:
@@ -144,7 +147,7 @@ class TargetEncoding(StatOperator):
         totals = {}
         cols_per_target = {}
         for t, y in ys.items():
-            ok = ~xp.isnan(y)
+            ok = xp.isfinite(y)  # non-finite policy: NaN (null) and +-inf targets are left out, like nulls
             yz = xp.where(ok, y, 0.0)
             sums = xp.zeros(k, dtype="float64")
             cnts = xp.zeros(k, dtype="float64")
@@ -195,6 +198,7 @@ class TargetEncoding(StatOperator):
     def clear(self) -> None:
         self.stats_ = None
         self._cache = {}
+        self._combo_format = COMBO_KEY_FORMAT
 
     # -- encodings ---------------------------------------------------------------------------------
     def _encodings(self, key: str, t: str) -> Dict[str, np.ndarray]:
@@ -280,9 +284,11 @@ class TargetEncoding(StatOperator):
             fname = f"te_{i:03d}.parquet"
             pq.write_table(pa.table(cols), path / fname)
             files[key] = fname
-        return {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups}
+        return {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups,
+                "combo_key_format": self._combo_format}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
+        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         k = self.kfold
         keys = {}
         for key, fname in meta["files"].items():

@@ -25,7 +25,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from ..schema import ColumnSchema
+from ..schema import ColumnSchema, dtype_kind, kind_mismatch_message
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -76,24 +76,13 @@ class Col:
 
 
 def kind_of(dtype: str) -> str:
-    """``"i"`` (ints), ``"b"`` (bool), ``"f"`` (floats), ``"s"`` (strings), else ``"?"``."""
-    if dtype == "str":
-        return "s"
-    if dtype == "bool":
-        return "b"
-    try:
-        k = np.dtype(dtype).kind
-    except TypeError:
-        return "?"
-    return {"i": "i", "u": "i", "f": "f"}.get(k, "?")
+    """``"i"`` (ints), ``"b"`` (bool), ``"f"`` (floats), ``"s"`` (strings), else another letter
+    or ``"?"``: :func:`tabprep.schema.dtype_kind`, the one rule shared with ``Workflow.transform``."""
+    return dtype_kind(dtype)
 
 
 def _refuse(col: ColumnSchema, given: str, detail: str = "") -> ServingInputError:
-    fitted = col.dtype + ("[list]" if col.is_list else "")
-    fix = ("pass cast=True (HTTP: ?cast=true) to convert the values safely (lossy values are then refused), "
-           "or send the fitted type")
-    return ServingInputError(f"column {col.name!r}: the workflow was fitted on {fitted} values but got {given}"
-                             f"{detail}; {fix}", col.name)
+    return ServingInputError(kind_mismatch_message(col.name, col.dtype, f"{given}{detail}", col.is_list), col.name)
 
 
 # -- one row: Python scalars ------------------------------------------------------------------

@@ -26,6 +26,7 @@ from ..hashing import mod_uint32
 from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DropLowCardinality, FillMedian,
                    FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize, Rename,
                    ValueCount)
+from ..ops.categorify import combo_key
 from ..ops.hashed_cross import hash_combine
 from ..ops.log_op import fast_log1p
 from ..schema import Schema
@@ -165,6 +166,7 @@ class _Categorify(Kernel):
         self.getters = {k: getter(t) for k, t in self.tables.items()}
         self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
                          for name, src, key, combo in self.jobs if not combo]
+        self.combo_format = op._combo_format
         self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
 
     # batch
@@ -193,7 +195,7 @@ class _Categorify(Kernel):
         out = {}
         for name, src, key, combo in self.jobs:
             if combo:
-                keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src])
+                keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src], self.combo_format)
                 out[name] = Col(self._encode(Col(keys), self.tables[key], "s"))
                 continue
             col = cols[src[0]]
@@ -221,7 +223,7 @@ class _Categorify(Kernel):
             if any(p is None for p in parts):
                 out[name] = 1
                 continue
-            k = "\x1f".join(_to_str(p) for p in parts)
+            k = combo_key([_to_str(p) for p in parts], self.combo_format)
             p = table.get(k)
             out[name] = p + base if p >= 0 else self._oov(k, "s")
         return {name: out[name] for name in self.outputs}
@@ -237,15 +239,15 @@ def _to_str(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
 
-def _combo_keys(cols: List[Col], kinds: List[str]) -> np.ndarray:
-    """One string per row joining the columns' values with ``\\x1f`` (None if any is null), as offline."""
+def _combo_keys(cols: List[Col], kinds: List[str], key_format: int) -> np.ndarray:
+    """One combined key per row (:func:`tabprep.ops.categorify.combo_key`; None if any part is null), as offline."""
     n = len(cols[0].values)
     parts = []
     nulls = np.zeros(n, dtype=bool)
     for c, k in zip(cols, kinds):
         nulls |= c.nulls()
         parts.append(c.values.tolist())
-    keys = [None if nulls[i] else "\x1f".join(_to_str(p[i]) for p in parts) for i in range(n)]
+    keys = [None if nulls[i] else combo_key([_to_str(p[i]) for p in parts], key_format) for i in range(n)]
     return np.array(keys, dtype=object) if n else np.zeros(0, dtype=object)
 
 

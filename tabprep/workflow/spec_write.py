@@ -156,7 +156,7 @@ def _op_step(n: Node, wf: Any) -> Any:
                             f"registered (@tabprep.ops.register) nor importable as {name!r}; define it in an "
                             f"importable module")
     try:
-        config = op.to_config()
+        config = op.to_spec_config()
     except (ValueError, TypeError) as exc:
         raise SpecError(f"cannot write {op.label} (node {wf.node_id(n)}) to a spec: {exc}") from None
     if _has_pickled(config):

@@ -13,7 +13,7 @@ from .. import backend
 from .._util import did_you_mean, is_frame
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema
+from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .node import Node, as_node, iter_nodes
 
 log = logging.getLogger(__name__)
@@ -239,18 +239,24 @@ class Workflow:
         try:
             out = n.op.transform(cols, inp)
         except Exception as exc:
-            raise type(exc)(f"{n.op.label} failed on columns {cols}: {exc}") from exc if _reraisable(exc) else exc
+            # the user's exception object itself (type, args, attributes intact), with context added
+            _add_context(exc, f"{n.op.label} failed on columns {cols}")
+            raise
         if self.op_timer is not None:
             self.op_timer(self.node_id(n), n.op.label, "transform", time.perf_counter() - start, len(inp))
         return out
 
-    def transform_frame(self, df: Any, out_of_fold: bool = False) -> Any:
+    def transform_frame(self, df: Any, out_of_fold: bool = False, cast: bool = False) -> Any:
         """Transform one in-memory pandas or cuDF frame (the online path used by loaders).
 
-        ``out_of_fold``: see :meth:`transform`.
+        ``out_of_fold``, ``cast``: see :meth:`transform`. The frame's dtypes are checked against
+        the fitted input schema once per distinct set of dtypes (not per value).
         """
         if self.input_schema is None:
+            # a stateless workflow never fitted nor bound: this first frame defines the contract
             self._bind(Schema.from_frame(df), "the frame")
+        else:
+            df = self._enforce_contract(df, "the frame", cast)
         self._require_fitted()
         token = _OUT_OF_FOLD.set(bool(out_of_fold))
         try:
@@ -334,8 +340,49 @@ class Workflow:
             raise RuntimeError(f"the workflow is not fitted ({', '.join(missing)} have no statistics): "
                                f"call workflow.fit(dataset) or load a fitted workflow with Workflow.load(path)")
 
+    # -- the input contract ----------------------------------------------------------------
+    def _check_contract(self, given: Schema, source: str, cast: bool) -> Dict[str, str]:
+        """Check ``given`` against the fitted input schema (without re-binding: transform never
+        changes the fitted workflow). Missing columns raise KeyError with close matches; kind
+        changes raise TypeError naming column, dtypes and the fix unless ``cast``. Returns the
+        ``{column: fitted dtype}`` casts to apply (empty unless ``cast``)."""
+        fitted = self.input_schema
+        available = given.column_names
+        for col in self.input_columns:
+            if col not in given:
+                hint = did_you_mean(col, available, sep=", ", capitalize=True)
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
+                raise KeyError(f"column {col!r}{where} is not in {source}.{' ' + hint if hint else ''} "
+                               f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))
+        bad = check_input_dtypes(fitted, given, self.input_columns)
+        lists = [c for c in bad if fitted[c].is_list != given[c].is_list]
+        if lists or (bad and not cast):
+            msgs = [kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), fitted[c].is_list)
+                    for c in (lists or bad)]
+            if lists:
+                msgs = [m.split("; ")[0] + "; list and scalar columns do not convert: give the fitted layout"
+                        for m in msgs]
+            raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
+        return {c: fitted[c].dtype for c in bad}
+
+    def _enforce_contract(self, df: Any, source: str, cast: bool) -> Any:
+        """``df`` checked against the contract (and cast when ``cast``); memoized per dtypes."""
+        key = (tuple(df.columns), tuple(str(d) for d in df.dtypes.tolist()), bool(cast))
+        memo = self.__dict__.setdefault("_contract_memo", {})
+        casts = memo.get(key)
+        if casts is None:
+            cols = [c for c in df.columns if c in set(self.input_columns)]
+            casts = self._check_contract(Schema.from_frame(df[cols]) if cols else Schema(), source, cast)
+            if len(memo) > 64:  # a long-lived serving process seeing ever new dtype sets
+                memo.clear()
+            memo[key] = casts
+        if casts:
+            df = df.assign(**{c: backend.cast_safely(df[c], dt, c) for c, dt in casts.items()})
+        return df
+
     # -- transform ---------------------------------------------------------------------
-    def transform(self, data: Any, out_of_fold: bool = False) -> Any:
+    def transform(self, data: Any, out_of_fold: bool = False, cast: bool = False) -> Any:
         """Transform data with the fitted statistics.
 
         A :class:`~tabprep.Dataset` (or paths / a dask frame) gives back a lazy ``Dataset``
@@ -346,20 +393,29 @@ class Workflow:
         the same way: target encoders (TargetEncoding) then give every row the encoding
         computed without its own fold (no label leak for training). Default False: all ops
         use the statistics of the whole fitted data (validation, test, serving).
+
+        The fitted input schema is a contract: a column whose kind changed (int -> string,
+        int -> float, string -> int, bool -> int) raises ``TypeError`` naming the column, the
+        fitted and the given dtype. Ints of another width (int32 for int64) and nullable variants
+        (``Int64``) are accepted and give identical ids. ``cast=True`` converts drifted columns
+        to the fitted dtype instead, raising ``ValueError`` naming the column on lossy values
+        (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
-            self._bind(Schema.from_frame(data), "the frame")
-            return self.transform_frame(data, out_of_fold=out_of_fold)
+            return self.transform_frame(data, out_of_fold=out_of_fold, cast=cast)
         ds = data if isinstance(data, Dataset) else Dataset(data)
-        self._bind(ds.schema, ds.describe())
+        if self.input_schema is None:  # stateless and never bound: this dataset defines the contract
+            self._bind(ds.schema, ds.describe())
+        else:
+            self._check_contract(ds.schema, ds.describe(), cast)
         self._require_fitted()
         ddf = ds.to_ddf(columns=self.input_columns)
-        meta = self.transform_frame(ddf._meta)
+        meta = self.transform_frame(ddf._meta, cast=cast)
         # the workflow (vocabularies included) is one graph key, not a copy inside every task:
         # a distributed cluster ships it once per worker, and each worker keeps its lookup tables
         self._fit_round += 1
         wf = dask.delayed(self, pure=True)
-        out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), meta=meta,
+        out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
 
@@ -438,8 +494,8 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
     return out
 
 
-def _transform_partition(df: Any, wf: Workflow, out_of_fold: bool) -> Any:
-    return wf.transform_frame(df, out_of_fold=out_of_fold)
+def _transform_partition(df: Any, wf: Workflow, out_of_fold: bool, cast: bool = False) -> Any:
+    return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
 
 
 def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -452,6 +508,10 @@ def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any
 # -- helpers ---------------------------------------------------------------------------
 #: the old name of :meth:`Schema.from_frame` (ops/join_external.py and loader/core.py still use it)
 schema_of_frame = Schema.from_frame
+
+
+def _shown_dtype(col: Any) -> str:
+    return col.dtype if col.dtype != "str" else "str (strings)"
 
 
 def _check_same_rows(parts: List[Any]) -> None:
@@ -480,9 +540,21 @@ def _conform(out: Any, schema: Schema) -> Any:
 _NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}
 
 
-def _reraisable(exc: Exception) -> bool:
-    try:
-        type(exc)("x")
-        return True
-    except Exception:  # noqa: BLE001 - exotic exception signatures: re-raise unchanged
-        return False
+class OpContext(Exception):
+    """Python 3.10 only: where an op failed, chained as the cause of the user's own exception
+    (3.11+ adds the same text with ``add_note``)."""
+
+
+def _add_context(exc: BaseException, note: str) -> None:
+    """Add ``note`` to ``exc`` without rebuilding it (type, args and attributes stay the user's):
+    ``add_note`` on Python >= 3.11; on 3.10 a ``__notes__`` list plus, when the exception has no
+    cause yet, an :class:`OpContext` chained as its cause so that the traceback shows the note."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+        return
+    try:  # pragma: no cover - Python 3.10
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+        if exc.__cause__ is None:
+            exc.__cause__ = OpContext(note)
+    except AttributeError:  # pragma: no cover - exceptions that refuse attributes: leave them as they are
+        pass

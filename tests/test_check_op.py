@@ -1,0 +1,93 @@
+"""tabprep.testing.check_op: a conformance battery users run on their own ops (issue #11).
+
+It must pass every built-in op and catch broken ones; the broken ops below are written here.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabprep import ops
+from tabprep.ops.base import Operator, StatOperator
+from tabprep.testing import check_op
+
+
+class MutatesInput(Operator):
+    """Writes into the frame it was given (a classic bug)."""
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        for c in columns:
+            df[c] = df[c].fillna(0)
+        return df[columns]
+
+
+class ChangesParamsInFit(StatOperator):
+    """Stores learned state in a constructor parameter."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        return {c: float(df[c].abs().max()) for c in columns}
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for p in partials:
+            for c, v in p.items():
+                out[c] = max(out.get(c, 0.0), v if v == v else 0.0)
+        return out
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        self.scale = max(combined.values() or [1.0])
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return df[columns] / self.scale
+
+    def clear(self) -> None:
+        pass
+
+
+class NotIdempotent(StatOperator):
+    """Accumulates across fits instead of starting over."""
+
+    def __init__(self) -> None:
+        self.total_ = 0.0
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        return {"n": float(len(df))}
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {"n": sum(p["n"] for p in partials)}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        self.total_ += combined["n"]
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return df[columns] * 0 + self.total_
+
+    def clear(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("op", [ops.Normalize(), ops.FillMissing(), ops.Categorify(), ops.HashBucket(num_buckets=10),
+                                ops.LogOp(), ops.Clip(min_value=0)])
+def test_builtin_ops_pass(op):
+    check_op(op)
+
+
+def test_mutating_input_is_caught():
+    with pytest.raises(AssertionError, match=r"(?i)mutat|modif"):
+        check_op(MutatesInput(), allow_unregistered=True)
+
+
+def test_params_changed_by_fit_are_caught():
+    with pytest.raises(AssertionError, match=r"(?i)scale"):
+        check_op(ChangesParamsInFit(), allow_unregistered=True)
+
+
+def test_refit_not_idempotent_is_caught():
+    with pytest.raises(AssertionError, match=r"(?i)refit|idempot|second fit"):
+        check_op(NotIdempotent(), allow_unregistered=True)
