@@ -218,3 +218,36 @@ def test_lambda_element_count_mismatch_is_explained():
     wf = tp.Workflow(["li"] >> ops.LambdaOp(lambda s: s.iloc[:1]))
     with pytest.raises(ValueError, match="element-wise"):
         wf.fit(df).transform(df)
+
+
+# -- frames holding Python lists / numpy arrays (issue #14: NVTabular users' in-memory frames) ----------
+def _ref_ids(rows):
+    """Categorify ids of list rows: by descending count, ties by value; null 1, OOV 2, vocabulary from 3."""
+    from collections import Counter
+
+    counts = Counter(v for r in rows for v in r)
+    order = sorted(counts, key=lambda v: (-counts[v], v))
+    ids = {v: 3 + i for i, v in enumerate(order)}
+    return [[ids[v] for v in r] for r in rows]
+
+
+def test_eager_fit_transform_of_a_frame_with_python_list_cells():
+    rows = [["a", "b"], ["b"], [], ["c", "a"], ["b", "d", "d"]]
+    df = pd.DataFrame({"genres": rows, "label": [0, 1, 0, 1, 1]})
+    wf = tp.Workflow((["genres"] >> ops.Categorify()) + ["label"])
+    out = wf.fit(df).transform(df)
+    assert [list(r) for r in out["genres"]] == _ref_ids(rows)
+    # the same through a Dataset gives the same ids
+    assert [list(r) for r in wf.transform(tp.Dataset(df)).compute()["genres"]] == _ref_ids(rows)
+
+
+def test_join_external_side_table_with_numpy_array_cells():
+    side = pd.DataFrame({"user": [1, 2, 3], "tags": [np.array([7, 8]), np.array([9]), np.array([], dtype="int64")]})
+    df = pd.DataFrame({"user": [1, 2, 3, 1, 4]})
+    wf = tp.Workflow((["user"] >> ops.JoinExternal(side, on="user")) >> ops.Categorify())
+    out = wf.fit(df).transform(df)
+    joined = [[7, 8], [9], [], [7, 8], None]
+    ref = _ref_ids([r for r in joined if r is not None])
+    got = out["tags"].tolist()
+    assert [list(g) for g in got[:4]] == ref
+    assert got[4] is None or (not isinstance(got[4], (list, np.ndarray)) and pd.isna(got[4]))

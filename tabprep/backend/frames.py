@@ -249,6 +249,8 @@ def lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
     Otherwise dask would turn them into strings (``"[1, 2]"``), and ops could not see them as
     multi-hot columns.
     """
+    if not isinstance(frame, pd.DataFrame):  # cuDF has typed list columns already
+        return frame
     converted = {}
     for name in frame.columns:
         s = frame[name]

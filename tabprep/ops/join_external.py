@@ -76,7 +76,8 @@ class JoinExternal(Operator):
             if src is None:
                 raise RuntimeError("JoinExternal has no side table (it was built from a saved config without its state)")
             if is_frame(src):
-                frame = backend.to_host(src)
+                # cells holding Python lists / numpy arrays become one Arrow list column (multi-hot)
+                frame = backend.lists_to_arrow(backend.to_host(src))
             else:
                 from ..io.dataset import expand_paths
 

@@ -252,6 +252,8 @@ class Workflow:
         ``out_of_fold``, ``cast``: see :meth:`transform`. The frame's dtypes are checked against
         the fitted input schema once per distinct set of dtypes (not per value).
         """
+        # cells holding Python lists / numpy arrays: one Arrow list column, as Dataset(frame) makes it
+        df = backend.lists_to_arrow(df)
         if self.input_schema is None:
             # a stateless workflow never fitted nor bound: this first frame defines the contract
             self._bind(Schema.from_frame(df), "the frame")
