@@ -40,6 +40,11 @@ def normalize_dtype(dtype: Any) -> str:
     if lowered in ("object", "str", "string", "string[python]", "string[pyarrow]", "large_string",
                    "string[pyarrow_numpy]") or lowered.startswith("string"):
         return "str"
+    if lowered.startswith(("list<", "large_list<")) and lowered.endswith(">"):
+        # the element type of a nested list column; pyarrow spells it "list<item: int64>"
+        inner = name[name.index("<") + 1:-1]
+        inner = inner.split(": ", 1)[1] if ": " in inner else inner
+        return f"list<{normalize_dtype(inner)}>"
     if lowered.startswith("list") or lowered.startswith("large_list"):
         return "list"
     mapping = {"int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -211,7 +216,8 @@ class Schema:
                 if hasattr(dtype, "element_type"):  # cudf.ListDtype
                     inner = str(dtype.element_type)
                 else:  # pandas ArrowDtype(list)
-                    inner = str(dtype.pyarrow_dtype.value_type)
+                    vt = dtype.pyarrow_dtype.value_type
+                    inner = _arrow_dtype_name(vt) if _is_arrow_list(vt) else str(vt)
                 cols.append(ColumnSchema(name, dtype=inner, is_list=True, is_ragged=True))
             else:
                 # a categorical column holds values of its categories' dtype (parquet stores it as
@@ -238,9 +244,19 @@ class Schema:
         return cls(cols)
 
 
+def _is_arrow_list(typ: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
+
+
 def _arrow_dtype_name(typ: Any) -> str:
     import pyarrow as pa
 
+    if _is_arrow_list(typ):
+        # the element type of a nested list column (list<list<int64>>): recorded as such, so that
+        # ops refuse it by name instead of seeing a string column
+        return f"list<{_arrow_dtype_name(typ.value_type)}>"
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return "str"
     if pa.types.is_dictionary(typ):

@@ -251,3 +251,22 @@ def test_join_external_side_table_with_numpy_array_cells():
     got = out["tags"].tolist()
     assert [list(g) for g in got[:4]] == ref
     assert got[4] is None or (not isinstance(got[4], (list, np.ndarray)) and pd.isna(got[4]))
+
+
+def test_nested_list_columns_are_refused_by_ops_naming_the_column(tmp_path):
+    # the SOK notebook writes samples.tolist() of a 2-d array per row: list<list<int64>>
+    table = pa.table({"x": pa.array([[[1, 2], [3]], [[4]], [], None], type=pa.list_(pa.list_(pa.int64()))),
+                      "y": pa.array([1, 2, 3, 4])})
+    pq.write_table(table, tmp_path / "n.parquet")
+    ds = tp.Dataset(str(tmp_path / "n.parquet"))
+    assert ds.schema["x"].is_list and ds.schema["x"].dtype == "list<int64>"
+    with pytest.raises(TypeError, match=r"(?s)Categorify.*'x'.*nested"):
+        tp.Workflow(["x"] >> ops.Categorify()).fit(ds)
+    # selected without ops it passes through, and its schema says what it is
+    wf = tp.Workflow(["x"] + (["y"] >> ops.Normalize()))
+    wf.fit(ds)
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    assert pq.read_table(tmp_path / "out").column("x").to_pylist() == [[[1, 2], [3]], [[4]], [], None]
+    import json
+    saved = {c["name"]: c for c in json.loads((tmp_path / "out" / "_schema.json").read_text())["columns"]}
+    assert saved["x"]["dtype"] == "list<int64>" and saved["x"]["is_list"]

@@ -179,6 +179,11 @@ class Workflow:
                 for dep in n.op.dependencies():
                     if dep not in inp:
                         inp = inp + input_schema.select([dep])
+                nested = [c for c in n.input_columns if c in inp and inp[c].is_list and inp[c].dtype.startswith("list<")]
+                if nested:
+                    raise TypeError(f"{n.op.label}: column(s) {nested} in {source} hold nested lists (list<list<...>>), "
+                                    f"which tabprep's ops and loaders do not support; flatten them to one list level "
+                                    f"(or leave them out of the ops: plain selected columns pass through)")
                 n.op.check_input(inp, n.input_columns)
                 schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
         self.input_schema = input_schema
