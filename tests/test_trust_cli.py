@@ -180,26 +180,53 @@ def _state(out: Path, wf: Path):
     return oc, wc
 
 
+def _timed_run(cmd, cwd: Path, out: Path):
+    """Run ``cmd`` to the end; return (seconds until a temporary appeared next to ``out``, seconds
+    until the last one was gone), polling every few milliseconds: the window the kills aim at."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd)
+    first = last = None
+    while proc.poll() is None:
+        hidden = [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.tabprep-")]
+        now = time.monotonic() - start
+        if hidden:
+            first = now if first is None else first
+            last = now
+        time.sleep(0.005)
+    assert proc.returncode == 0
+    return first, last
+
+
 @pytest.mark.slow
 def test_fit_transform_overwrite_killed_at_random_points_keeps_output_and_workflow_consistent(tmp_path):
     data = _data(tmp_path / "data", rows=20000, files=4)
     out, wf = tmp_path / "out", tmp_path / "wf"
-    specs = []
-    for thr in (0, 150):
-        s = tmp_path / f"spec{thr}.yaml"
-        s.write_text(CAT_SPEC % thr)
-        specs.append(s)
-    run("fit-transform", specs[0], data, "--out", out, "--workflow-out", wf, "-q")
+    # two specs whose states differ (the cardinality of C1), so a mix of old and new is visible
+    # (the first version used freq_threshold 0 / 150, which both keep all 30 categories)
+    specs = [tmp_path / "spec_all.yaml", tmp_path / "spec_max.yaml"]
+    specs[0].write_text(CAT_SPEC % 0)
+    specs[1].write_text(CAT_SPEC.replace("freq_threshold: %d", "max_size: 12"))
+    run("fit-transform", specs[1], data, "--out", out, "--workflow-out", wf, "-q")
+    small = _state(out, wf)
+    run("fit-transform", specs[0], data, "--out", out, "--workflow-out", wf, "--overwrite", "-q")
     old = _state(out, wf)
-    assert old[0] == old[1]
+    assert old[0] == old[1] and small[0] == small[1] and old != small
     script = tmp_path / "run.py"
     script.write_text(_KILL_SCRIPT)
+
+    def command(spec):
+        return [sys.executable, str(script), "fit-transform", str(spec), str(data), "--out", str(out),
+                "--workflow-out", str(wf), "--overwrite", "-q"]
+
+    # aim at the write and commit (a small part of a run that mostly imports and fits): kill
+    # times spread around the window a complete run shows on this machine
+    first, last = _timed_run(command(specs[1]), tmp_path, out)
+    lo, hi = max(0.2, (first or 1.0) - 0.5), (last or 3.0) + 0.3
     rng = np.random.default_rng(0)
     for i in range(6):
-        spec = specs[(i + 1) % 2]
-        proc = subprocess.Popen([sys.executable, str(script), "fit-transform", str(spec), str(data), "--out", str(out),
-                                 "--workflow-out", str(wf), "--overwrite", "-q"], cwd=tmp_path)
-        time.sleep(float(rng.uniform(0.3, 4.0)))
+        spec = specs[i % 2]
+        proc = subprocess.Popen(command(spec), cwd=tmp_path)
+        time.sleep(float(rng.uniform(lo, hi)))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.wait()
