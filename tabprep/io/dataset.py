@@ -89,6 +89,7 @@ class Dataset:
         #: rows of each file as recorded in the _metadata.json of the tabprep output it belongs to
         self._expected_rows: Dict[str, int] = {}
         self._footers: Optional[Dict[str, Any]] = None
+        self._nulls: Optional[set] = None
         src = path_or_source
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
@@ -124,6 +125,7 @@ class Dataset:
         ds.files = []
         ds._expected_rows = {}
         ds._footers = None
+        ds._nulls = None
         ds.cpu = cpu
         return ds
 
@@ -213,7 +215,9 @@ class Dataset:
             meta_cols = cols if cols is not None else schema.column_names
             footers = self.file_metadata
             arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
-            nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+            if self._nulls is None:
+                self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+            nulls = self._nulls
             meta = _meta_from_schema(arrow_schema, meta_cols, self.cpu, nulls)
             pieces = self.pieces
             if not pieces:
@@ -421,12 +425,17 @@ def default_gpu_part_size() -> int:
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
     if not piece.row_groups:
         return _meta_from_file(piece.path, columns, cpu)
-    if piece.more:
-        paths = [piece.path] + [p for p, _ in piece.more]
-        groups = [piece.row_groups] + [g for _, g in piece.more]
-        frame = backend.read_parquet_pieces(paths, groups, columns, cpu)
-    else:
-        frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+    try:
+        if piece.more:
+            paths = [piece.path] + [p for p, _ in piece.more]
+            groups = [piece.row_groups] + [g for _, g in piece.more]
+            frame = backend.read_parquet_pieces(paths, groups, columns, cpu)
+        else:
+            frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+    except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
+        where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+        raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
+                         f"The file is corrupt: write it again, or leave it out of the data.") from exc
     # an int column with nulls somewhere in the file is nullable in every partition
     # (otherwise partitions would disagree on dtypes)
     casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
