@@ -116,8 +116,9 @@ def test_fit_transform_killed_at_each_commit_step(tmp_path, point, nth, winner):
         assert tp.Dataset(str(out)).num_rows == 4000
     else:
         tp.Dataset(str(out)).compute()  # what is there is complete
-    # the next run at either path finishes or undoes the commit
+    # the next run at these paths finishes or undoes the commit (as `fit-transform` does before its job)
     commit.recover(wf)
+    commit.recover(out)
     assert _hidden(tmp_path) == []
     assert _state(out, wf) == (new if winner == "new" else old)
     assert sorted(os.listdir(data)) == ["part0.parquet", "part1.parquet"]
