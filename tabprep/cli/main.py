@@ -20,8 +20,8 @@ from . import progress as P
 from .demo_cmd import CRITEO_SPEC, run_demo
 from ..io import commit
 from .job import (Job, folder_bytes, generate_data, load_spec, load_workflow, prepare_outputs, rate, writer_kwargs)
-from .runtime import (check_columns, handle_errors, input_rows, job_options, make_dataset, output_options,
-                      read_options, resolve_inputs, setup_logging)
+from .runtime import (check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
+                      output_options, read_options, resolve_inputs, setup_logging)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "
@@ -345,8 +345,6 @@ def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, ov
     Example:
       tabprep generate criteo --rows 1000000 --out data/criteo/
     """
-    from .runtime import check_output
-
     setup_logging(verbose, quiet)
     check_output(out, overwrite, commit.GENERATED)
     start = time.perf_counter()
