@@ -340,7 +340,13 @@ def test_criteo_spec_matches_synthetic_columns():
 def test_generate_and_demo_in_process(tmp_path, monkeypatch):
     r = run("generate", "criteo", "--rows", "1000", "--files", "2", "--seed", "5", "--out", tmp_path / "c")
     assert "1,000 criteo rows" in r.stdout
-    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    # the output layout (issue #11): readers verify it like any tabprep output
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["_SUCCESS", "_metadata.json", "part-00000.parquet",
+                                                                  "part-00001.parquet"]
+    meta = json.loads((tmp_path / "c" / "_metadata.json").read_text())
+    assert [f["file"] for f in meta["files"]] == ["part-00000.parquet", "part-00001.parquet"]
+    assert [f["rows"] for f in meta["files"]] == [len(pd.read_parquet(tmp_path / "c" / f["file"])) for f in meta["files"]]
+    assert meta["rows"] == 1000
     # demo in a temporary folder that is removed at the end
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile

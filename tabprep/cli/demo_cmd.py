@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional
 import click
 
 from . import progress as P
-from .job import Job, folder_bytes, generate_atomic, load_spec, rate
+from .job import Job, folder_bytes, generate_data, load_spec, rate
 from .runtime import UsageProblem, input_rows
 
 #: the canonical Criteo workflow, as run by ``tabprep demo``
@@ -48,7 +48,7 @@ def run_demo(rows: int, workdir: Optional[str], files: Optional[int], opts: Dict
             n_files = files or max(1, min(64, rows // 250_000))
             job.say(f"demo: {rows:,} synthetic Criteo rows in {wd}" + ("" if keep else " (temporary)"))
             start = time.perf_counter()
-            generate_atomic("criteo", rows, str(raw), n_files, 0)
+            generate_data("criteo", rows, str(raw), n_files, 0, overwrite=True)
             t_gen = time.perf_counter() - start
             job.say(f"generate: {rows:,} rows -> {raw} ({n_files} files, {P.human(folder_bytes(str(raw)))}B) in "
                     f"{P.duration(t_gen)}{rate(rows, t_gen)}")

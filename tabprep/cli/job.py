@@ -2,18 +2,17 @@
 profile), the fit and write steps with their summaries, and the helpers the commands share."""
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import time
-import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
 from . import progress as P
-from .runtime import (JobFailed, UsageProblem, check_columns, dask_cluster, input_rows, make_dataset,
-                      resolve_inputs, setup_logging)
+from .runtime import (JobFailed, UsageProblem, check_columns, check_output, dask_cluster, input_rows, make_dataset,
+                      setup_logging)
 
 
 def load_spec(spec: str) -> Any:
@@ -105,8 +104,8 @@ class Job:
         if not self.quiet:
             click.echo(text, err=err)
 
-    def dataset(self, data: Sequence[str]) -> Any:
-        files = resolve_inputs(data)
+    def dataset(self, files: Sequence[str]) -> Any:
+        """The Dataset of the (already resolved, :func:`~.runtime.resolve_inputs`) input files."""
         o = self.opts
         return make_dataset(files, o.get("engine"), o.get("sep"), o.get("names"), o.get("part_size"), o.get("cpu"))
 
@@ -135,9 +134,15 @@ class Job:
         return {"rows": rows, "seconds": seconds, "partitions": ds.npartitions, "passes": passes}
 
     def write(self, source: Any, out: str, to: str, wf: Any = None, rows: Optional[int] = None,
-              cast: bool = False, **kw: Any) -> Dict[str, Any]:
-        """Transform ``source`` with ``wf`` (or write it as is) to ``out``; ``cast``: see ``Workflow.transform``."""
-        ds = wf.transform(source, cast=cast) if wf is not None else source
+              cast: bool = False, out_of_fold: bool = False, transaction: Any = None,
+              **kw: Any) -> Dict[str, Any]:
+        """Transform ``source`` with ``wf`` (or write it as is) to ``out``.
+
+        ``cast``: see ``Workflow.transform``. ``out_of_fold``: ``source`` is the data ``wf`` was just
+        fitted on (fit-transform): target encodings come out of fold. With ``transaction`` the folder
+        is only staged in it: the summary is printed by :meth:`say_written` once the caller has committed.
+        """
+        ds = wf.transform(source, out_of_fold=out_of_fold, cast=cast) if wf is not None else source
         if wf is not None and self.profile:
             wf.op_timer = P.record
             P.collect_and_reset()
@@ -146,20 +151,24 @@ class Job:
         start = time.perf_counter()
         opts = {k: v for k, v in kw.items() if v is not None}
         if to == "parquet":
-            meta = ds.to_parquet(out, progress=prog, **opts)
+            meta = ds.to_parquet(out, progress=prog, transaction=transaction, **opts)
         else:
-            meta = ds.to_tfrecord(out, progress=prog, **opts)
+            meta = ds.to_tfrecord(out, progress=prog, transaction=transaction, **opts)
         seconds = time.perf_counter() - start
         if wf is not None and self.profile:
             self.profile_rows += P.profile_table("transform", P.gather_times(self.client), wf, round(seconds, 3))
             wf.op_timer = None
-        size = folder_bytes(out)
-        verb = "transform" if wf is not None else "convert"
-        self.say(f"{verb}: {meta['rows']:,} rows -> {len(meta['files'])} {to} file"
-                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(size)}B) in {P.duration(seconds)}"
-                 f"{rate(meta['rows'], seconds)}")
         meta["seconds_total"] = seconds
+        if transaction is None:
+            self.say_written(meta, out, to, "transform" if wf is not None else "convert")
         return meta
+
+    def say_written(self, meta: Dict[str, Any], out: str, to: str, verb: str) -> None:
+        """The summary line of a write; the size is that of the committed folder."""
+        seconds = meta["seconds_total"]
+        self.say(f"{verb}: {meta['rows']:,} rows -> {len(meta['files'])} {to} file"
+                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(folder_bytes(out))}B) in "
+                 f"{P.duration(seconds)}{rate(meta['rows'], seconds)}")
 
     def finish(self) -> None:
         if self.profile:
@@ -190,34 +199,69 @@ def writer_kwargs(to: str, output_files: Optional[int], split_per_worker: Option
     return opts
 
 
-def check_not_inside(files: List[str], out: str) -> None:
-    """Refuse an output folder that holds one of the input files (overwriting it would destroy them)."""
-    out_abs = os.path.abspath(out)
-    for f in files:
-        if os.path.abspath(f).startswith(out_abs + os.sep):
-            raise UsageProblem(f"the output folder {out!r} holds the input {f!r}; write to another folder")
+def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str) -> None:
+    """Refuse an output path that is an input, lies inside an input folder or holds an input file.
+
+    ``data`` are the DATA arguments (their folders are inputs as a whole: an output inside one
+    would be read back as data next time), ``files`` the input files they resolved to. Writing
+    over an input would delete the data being read. Usage error (exit code 2) naming both paths.
+    """
+    o = os.path.realpath(out)
+    inputs = [d for d in data if os.path.isdir(d)] + list(files)
+    for inp in inputs:
+        i = os.path.realpath(inp)
+        if o == i:
+            why = f"is the input {inp!r}: it holds the input data, which writing there would delete"
+        elif o.startswith(i.rstrip(os.sep) + os.sep):
+            why = (f"is inside the input folder {inp!r}: it would be read back as input data, and replacing it "
+                   f"could delete input files")
+        elif i.startswith(o.rstrip(os.sep) + os.sep):
+            why = f"holds the input {inp!r}, which writing there would delete"
+        else:
+            continue
+        raise UsageProblem(f"{option} {out!r} {why}. Write to a folder outside the input data (DATA)")
 
 
-def generate_atomic(kind: str, rows: int, out: str, files: Optional[int], seed: int) -> None:
-    """Generate into a hidden sibling folder and rename it into place at the end."""
-    from ..io import synthetic
+def prepare_outputs(data: Sequence[str], files: Sequence[str], outputs: Sequence[Tuple[str, str, Any]],
+                    overwrite: bool) -> None:
+    """Every check on the folders a command writes, before any work: no overlap with the inputs
+    or with each other (``outputs``: ``(option, path, FolderKind)``), then what a crashed run left
+    at each path recovered and the path checked (:func:`~.runtime.check_output`)."""
+    for k, (opt, path, _) in enumerate(outputs):
+        check_not_overlapping(data, files, path, opt)
+        p = os.path.realpath(path)
+        for opt2, path2, _ in outputs[:k]:
+            q = os.path.realpath(path2)
+            if p == q or p.startswith(q + os.sep) or q.startswith(p + os.sep):
+                raise UsageProblem(f"{opt} {path!r} and {opt2} {path2!r} must be separate folders (neither inside "
+                                   f"the other): they are written together")
+    for opt, path, kind in outputs:
+        check_output(path, overwrite, kind)
 
-    final = Path(out)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".{final.name}.tabprep-tmp-{uuid.uuid4().hex[:8]}"
-    try:
+
+def generate_data(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool = False) -> None:
+    """Generate synthetic data into ``out``, committed atomically like every tabprep output.
+
+    The folder is a :data:`tabprep.io.commit.GENERATED` folder: the parquet files plus
+    ``_metadata.json`` (files and row counts, and what generated them) and ``_SUCCESS``, so readers
+    verify it like a transformed output, and ``--overwrite`` replaces it (or another tabprep
+    output) but never a folder tabprep did not write.
+    """
+    from .. import __version__
+    from ..io import commit, synthetic
+    from ..io.planning import read_footer
+
+    with commit.Transaction() as txn:
+        stage = txn.stage(out, commit.GENERATED, overwrite=overwrite)
         kwargs: Dict[str, Any] = {"seed": seed}
         if files is not None:
             kwargs["files"] = files
         fn = synthetic.generate_criteo if kind == "criteo" else synthetic.generate_movielens
-        fn(rows, str(tmp), **kwargs)
-        if final.exists():
-            trash = final.parent / f".{final.name}.tabprep-old-{uuid.uuid4().hex[:8]}"
-            os.rename(final, trash)
-            os.rename(tmp, final)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        paths = fn(rows, str(stage.tmp), **kwargs)
+        listing = [{"file": os.path.relpath(p, stage.tmp), "rows": int(read_footer(p).num_rows)} for p in paths]
+        meta = {"tabprep_version": __version__, "format": "parquet", "rows": sum(f["rows"] for f in listing),
+                "files": listing, "generated": {"kind": kind, "rows": rows, "seed": seed, "files": files}}
+        with open(stage.tmp / commit.METADATA_FILE, "w") as fh:
+            json.dump(meta, fh, indent=2)
+        (stage.tmp / commit.SUCCESS_FILE).write_text("")
+        stage.finish()

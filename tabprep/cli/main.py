@@ -18,10 +18,10 @@ import click
 from .. import __version__
 from . import progress as P
 from .demo_cmd import CRITEO_SPEC, run_demo
-from .job import (Job, check_not_inside, folder_bytes, generate_atomic, load_spec, load_workflow, rate,
-                  writer_kwargs)
-from .runtime import (UsageProblem, check_columns, check_output, handle_errors, input_rows, job_options,
-                      make_dataset, output_options, read_options, resolve_inputs, setup_logging)
+from ..io import commit
+from .job import (Job, folder_bytes, generate_data, load_spec, load_workflow, prepare_outputs, rate, writer_kwargs)
+from .runtime import (check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
+                      output_options, read_options, resolve_inputs, setup_logging)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "
@@ -69,7 +69,8 @@ def cli() -> None:
     DATA: parquet or csv files, folders of them, or globs (quote them: 'data/*.parquet').
     Jobs run on dask's threaded scheduler, a local cluster (--workers N) or an existing one
     (--scheduler ADDRESS). Outputs are written atomically: a failed job leaves no output that
-    looks complete (readers check the _SUCCESS file).
+    looks complete (readers check _SUCCESS and _metadata.json), and the next run at that path
+    cleans up after it. No output may be, or lie inside, an input (and vice versa).
 
     \b
     Exit codes: 0 ok; 1 the job failed (e.g. a column missing from the data); 2 usage error
@@ -129,8 +130,9 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
     """
     with Job(opts) as job:
         wf = load_spec(spec)
-        check_output(out, overwrite, "workflow folder")
-        ds = job.dataset(data)
+        files = resolve_inputs(data)
+        prepare_outputs(data, files, [("--out", out, commit.WORKFLOW)], overwrite)
+        ds = job.dataset(files)
         job.fit(wf, ds)
         wf.save(out)
         job.say(f"saved the fitted workflow to {out} ({len(wf.output_columns)} output columns; "
@@ -173,9 +175,9 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
         wf = load_workflow(wf_dir, allow_pickle, trusted)
-        check_output(out, overwrite)
-        ds = job.dataset(data)
-        check_not_inside(ds.files, out)
+        files = resolve_inputs(data)
+        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite)
+        ds = job.dataset(files)
         check_columns(wf, ds)
         job.write(ds, out, to, wf=wf, rows=input_rows(ds), cast=cast, **wopts)
         job.finish()
@@ -196,11 +198,14 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
                   output_files: Optional[int], split_per_worker: Optional[int], batch_size: Optional[int],
                   shuffle: Optional[str], seed: Optional[int], compression: Optional[str], overwrite: bool,
                   **opts: Any) -> None:
-    """Fit the workflow of SPEC on DATA, then transform DATA to DIR.
+    """Fit the workflow of SPEC on DATA, then transform DATA to DIR (Workflow.fit_transform).
 
     \b
-    The workflow is saved to --workflow-out only once the output is written, so a failed job
-    leaves neither.
+    Target encodings (TargetEncoding) of DATA come out of fold: each row is encoded with the
+    statistics of the other folds, so its own label does not leak into its feature.
+    DIR and --workflow-out are committed together: after the job, or a crash at any point,
+    both are new or both are as before (a crashed commit is finished or undone by the next
+    run at either path).
 
     \b
     Example:
@@ -209,17 +214,21 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
         wf = load_spec(spec)
-        check_output(out, overwrite)
+        files = resolve_inputs(data)
+        outputs = [("--out", out, commit.OUTPUT)]
         if workflow_out is not None:
-            check_output(workflow_out, overwrite, "workflow folder")
-            if os.path.abspath(workflow_out) == os.path.abspath(out):
-                raise UsageProblem("--workflow-out must differ from --out")
-        ds = job.dataset(data)
-        check_not_inside(ds.files, out)
+            outputs.append(("--workflow-out", workflow_out, commit.WORKFLOW))
+        prepare_outputs(data, files, outputs, overwrite)
+        ds = job.dataset(files)
+        # Workflow.fit_transform(ds) is fit(ds) then transform(ds, out_of_fold=True); the two
+        # halves run as steps here so that the fit has its own progress bar and summary
         job.fit(wf, ds)
-        job.write(ds, out, to, wf=wf, rows=input_rows(ds), **wopts)
+        with commit.Transaction() as txn:  # both folders or neither
+            meta = job.write(ds, out, to, wf=wf, rows=input_rows(ds), out_of_fold=True, transaction=txn, **wopts)
+            if workflow_out is not None:
+                wf.save(workflow_out, transaction=txn)
+        job.say_written(meta, out, to, "transform")
         if workflow_out is not None:
-            wf.save(workflow_out)
             job.say(f"saved the fitted workflow to {workflow_out}")
         job.finish()
 
@@ -248,9 +257,9 @@ def convert(data: Tuple[str, ...], out: str, to: str, output_files: Optional[int
     """
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
-        check_output(out, overwrite)
-        ds = job.dataset(data)
-        check_not_inside(ds.files, out)
+        files = resolve_inputs(data)
+        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite)
+        ds = job.dataset(files)
         job.write(ds, out, to, rows=input_rows(ds), **wopts)
         job.finish()
 
@@ -326,21 +335,25 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, quiet: 
 @click.option("-o", "--out", "out", required=True, metavar="DIR", help="Output folder (parquet files).")
 @click.option("--files", type=click.IntRange(min=1), default=None, metavar="K", help="Number of files.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same data).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing output folder.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace an existing folder of generated data or tabprep output (once the new one is complete).")
 @output_options
 @handle_errors
 def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool, quiet: bool,
              verbose: bool, debug: bool) -> None:
     """Generate a synthetic dataset: criteo (label, I1-I13, C1-C26) or movielens (ratings).
 
+    DIR gets parquet files, _metadata.json (files, row counts, kind, seed) and _SUCCESS, committed
+    atomically like every tabprep output (readers check them).
+
     \b
     Example:
       tabprep generate criteo --rows 1000000 --out data/criteo/
     """
     setup_logging(verbose, quiet)
-    check_output(out, overwrite)
+    check_output(out, overwrite, commit.GENERATED)
     start = time.perf_counter()
-    generate_atomic(kind, rows, out, files, seed)
+    generate_data(kind, rows, out, files, seed, overwrite)
     seconds = time.perf_counter() - start
     if not quiet:
         click.echo(f"generate: {rows:,} {kind} rows -> {out} ({P.human(folder_bytes(out))}B) in "

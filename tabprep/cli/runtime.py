@@ -187,16 +187,17 @@ def resolve_inputs(paths: Sequence[str]) -> List[str]:
         raise UsageProblem(str(exc)) from None
 
 
-def check_output(path: str, overwrite: bool, what: str = "output folder") -> None:
-    """Before any work: ``path`` must be new (or empty, or --overwrite) and its parent writable."""
+def check_output(path: str, overwrite: bool, kind: Any = None) -> None:
+    """Before any work: recover what a crashed run left at ``path``, then ``path`` must be new,
+    empty, or (with --overwrite) a folder of ``kind`` tabprep wrote, and its parent writable.
+
+    ``kind``: a :class:`tabprep.io.commit.FolderKind` (default: an output folder).
+    """
+    from ..io import commit
+
+    kind = kind if kind is not None else commit.OUTPUT
+    what = kind.what
     p = Path(path)
-    if p.exists():
-        if p.is_file():
-            if not overwrite:
-                raise UsageProblem(f"{what} {path!r} is an existing file; choose another path")
-        elif any(p.iterdir()) and not overwrite:
-            raise UsageProblem(f"{what} {path!r} exists and is not empty; pass --overwrite to replace it "
-                               f"(it is replaced only once the new output is complete)")
     anc = p.absolute().parent
     while not anc.exists():
         anc = anc.parent
@@ -204,6 +205,22 @@ def check_output(path: str, overwrite: bool, what: str = "output folder") -> Non
         raise JobFailed(f"cannot write {what} {path!r}: {str(anc)!r} is a file, not a folder")
     if not os.access(anc, os.W_OK | os.X_OK):
         raise JobFailed(f"cannot write {what} {path!r}: no write permission in {str(anc)!r}")
+    try:
+        commit.recover(path)  # stale temporaries of a killed run: finished or undone (logged)
+    except RuntimeError as exc:  # a live tabprep process is writing there
+        raise JobFailed(str(exc)) from None
+    except OSError as exc:
+        raise JobFailed(f"cannot clean up what an interrupted run left next to {path!r}: {exc}") from None
+    if p.exists():
+        if p.is_file():
+            raise UsageProblem(f"{what} {path!r} is an existing file; choose another path")
+        if any(p.iterdir()) and not overwrite:
+            raise UsageProblem(f"{what} {path!r} exists and is not empty; pass --overwrite to replace it "
+                               f"(it is replaced only once the new output is complete)")
+        try:
+            commit.check_target(path, kind, overwrite)
+        except FileExistsError as exc:  # a folder tabprep did not write: never replaced
+            raise UsageProblem(str(exc)) from None
 
 
 def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], names: Optional[str],

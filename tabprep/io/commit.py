@@ -16,7 +16,8 @@ temporary sibling and renamed into place at the end:
 
 A folder that tabprep did not write is never replaced: an existing folder must be empty or
 hold the markers of its kind (:data:`OUTPUT`: ``_SUCCESS`` and ``_metadata.json``;
-:data:`WORKFLOW`: ``workflow.json``), otherwise staging it raises ``FileExistsError`` naming
+:data:`WORKFLOW`: ``workflow.json``; :data:`GENERATED`, ``tabprep generate``'s synthetic data:
+the same markers as an output, since it is written in the output layout), otherwise staging it raises ``FileExistsError`` naming
 it. Temporaries left by a crashed run at a path (killed process, power is not covered: data
 files are not fsynced, for speed) are recovered by the next :meth:`Transaction.stage` of that
 path, or explicitly with :func:`recover`.
@@ -74,6 +75,10 @@ class FolderKind:
 OUTPUT = FolderKind("output folder", (SUCCESS_FILE, METADATA_FILE))
 #: a saved workflow
 WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
+#: synthetic data of ``tabprep generate``: parquet files with ``_metadata.json`` (files, row counts,
+#: what generated them) and ``_SUCCESS``, the output layout, so readers verify it like an output and
+#: either may replace the other with ``overwrite`` (both are data tabprep wrote)
+GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
 
 #: transactions of this process that are still running (their temporaries are not stale)
 _ACTIVE: Set[str] = set()
@@ -472,5 +477,5 @@ def staged_paths(path: PathLike) -> Iterator[Path]:
 
 
 __all__ = ["SCHEMA_FILE", "SUCCESS_FILE", "METADATA_FILE", "TFRECORD_SPEC_FILE", "WORKFLOW_FILE",
-           "INCOMPLETE_MARKER", "FolderKind", "OUTPUT", "WORKFLOW", "Stage", "Transaction", "check_target",
+           "INCOMPLETE_MARKER", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED", "Stage", "Transaction", "check_target",
            "recover", "staged_paths"]

@@ -1,4 +1,19 @@
-"""Dataset: a lazily read, partitioned table on the CPU (pandas) or the GPU (cuDF)."""
+"""Dataset: a lazily read, partitioned table on the CPU (pandas) or the GPU (cuDF).
+
+Reading verifies before it plans (issue #11):
+
+* a folder tabprep wrote (it has ``_metadata.json``, ``_schema.json`` or the
+  ``.tabprep-incomplete`` marker) is read only when it is complete: ``_SUCCESS`` present, the
+  parquet files its ``_metadata.json`` lists all there and nothing else, and each file's row count
+  (from its footer) as recorded. Otherwise ``ValueError`` names the folder or file and says to run
+  the write again. A path that is missing while an interrupted commit left its hidden
+  temporaries next to it is first recovered (:func:`tabprep.io.commit.recover`).
+* every parquet footer is read once (:attr:`Dataset.file_metadata`), and the files must agree:
+  an unreadable file, duplicate column names, a file missing a column or holding a column of
+  another kind raise ``ValueError`` naming the file and the column
+  (:func:`tabprep.io.planning.check_file_schemas`).
+* ``_schema.json`` (tags, cardinalities) is taken only from the data files' own folder.
+"""
 from __future__ import annotations
 
 import functools
@@ -6,7 +21,7 @@ import glob
 import json
 import logging
 import os
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import dask.dataframe as dd
 import pyarrow as pa
@@ -14,8 +29,9 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from ..schema import Schema
-from .commit import INCOMPLETE_MARKER, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401 - re-exported
-from .planning import Piece, plan_pieces  # noqa: F401 - re-exported
+from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
+from .commit import recover, staged_paths
+from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
 from .writer import write_dataset
 
@@ -70,6 +86,10 @@ class Dataset:
         self._pieces: Optional[List[Piece]] = None
         self._schema = schema
         self.files: List[str] = []
+        #: rows of each file as recorded in the _metadata.json of the tabprep output it belongs to
+        self._expected_rows: Dict[str, int] = {}
+        self._footers: Optional[Dict[str, Any]] = None
+        self._nulls: Optional[set] = None
         src = path_or_source
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
@@ -85,7 +105,7 @@ class Dataset:
             self.engine = "memory"
         else:
             self.cpu = backend.resolve_cpu(cpu)
-            self.files = expand_paths(src)
+            self.files, self._expected_rows = _expand(src)
             self.engine = engine or _infer_engine(self.files)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
@@ -103,6 +123,9 @@ class Dataset:
         ds._pieces = None
         ds._schema = schema
         ds.files = []
+        ds._expected_rows = {}
+        ds._footers = None
+        ds._nulls = None
         ds.cpu = cpu
         return ds
 
@@ -124,13 +147,39 @@ class Dataset:
             self._schema = self._infer_schema()
         return self._schema
 
+    @property
+    def file_metadata(self) -> Dict[str, Any]:
+        """The parquet footer (``pyarrow.parquet.FileMetaData``) of every file, read once and checked.
+
+        Raises ``ValueError`` naming the file (and column) for an unreadable file, duplicate
+        column names, files whose columns or column kinds disagree with the first file, and a
+        file of a tabprep output whose row count differs from its ``_metadata.json``.
+        Empty for csv and in-memory data.
+        """
+        if self._footers is None:
+            if self.engine != "parquet":
+                return {}
+            footers = {f: read_footer(f) for f in self.files}
+            schemas = [arrow_schema_of(f, footers[f]) for f in self.files]
+            check_file_schemas(self.files, schemas)
+            for f, md in footers.items():
+                want = self._expected_rows.get(os.path.abspath(f))
+                if want is not None and md.num_rows != want:
+                    raise ValueError(f"the parquet file {f} holds {md.num_rows} rows but the {METADATA_FILE} of its "
+                                     f"tabprep output lists {want}: it was changed after tabprep wrote it. Run the "
+                                     f"write that produced it again.")
+            self._footers = footers
+        return self._footers
+
     def _infer_schema(self) -> Schema:
         if self.engine == "parquet":
+            first = self.files[0]
             try:
-                base = Schema.from_arrow(pq.read_schema(self.files[0]))
-            except (OSError, pa.ArrowInvalid) as exc:
-                raise ValueError(f"cannot read the parquet schema of {self.files[0]}: {exc}. "
-                                 f"Is it a parquet file? For csv, pass engine='csv'.") from exc
+                base = Schema.from_arrow(arrow_schema_of(first, self.file_metadata[first]))
+            except ValueError as exc:
+                if ".parquet" in first or ".pq" in first:
+                    raise
+                raise ValueError(f"{exc} For csv files, pass engine='csv'.") from exc
             stored = _stored_schema(self.files[0])
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
@@ -153,7 +202,7 @@ class Dataset:
         if self._pieces is None:
             dev = backend.compute_device(self.cpu)
             self._pieces = plan_pieces(self.files, parse_size(self.part_size) or dev.default_part_size(),
-                                       span_files=dev.pieces_span_files)
+                                       span_files=dev.pieces_span_files, footers=self.file_metadata)
         return self._pieces
 
     def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
@@ -164,7 +213,12 @@ class Dataset:
             cols = list(columns) if columns is not None else None
             schema = self.schema
             meta_cols = cols if cols is not None else schema.column_names
-            meta = _meta_from_file(self.files[0], meta_cols, self.cpu, null_columns(self.files))
+            footers = self.file_metadata
+            arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
+            if self._nulls is None:
+                self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+            nulls = self._nulls
+            meta = _meta_from_schema(arrow_schema, meta_cols, self.cpu, nulls)
             pieces = self.pieces
             if not pieces:
                 return _from_frame(meta, 1)
@@ -214,22 +268,32 @@ class Dataset:
 
 # -- helpers -------------------------------------------------------------------------
 def expand_paths(src: Any) -> List[str]:
-    """Files of a path, glob, folder or list of them (sorted within each pattern)."""
+    """Files of a path, glob, folder or list of them (sorted within each pattern).
+
+    Folders tabprep wrote are checked for completeness (see the module docstring): an incomplete
+    one raises ``ValueError`` naming it and what is missing.
+    """
+    return _expand(src)[0]
+
+
+def _expand(src: Any) -> Tuple[List[str], Dict[str, int]]:
+    """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
+    (absolute path -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
     files: List[str] = []
     for item in items:
         item = os.fspath(item)
+        if not os.path.exists(item) and not any(ch in item for ch in "*?["):
+            _recover_missing(item)  # a crashed commit moved it aside: complete or undo that commit first
         if os.path.isdir(item):
             found = []
             for root, dirs, names in os.walk(item):
                 dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
                 found += [os.path.join(root, n) for n in sorted(names)
                           if not n.startswith((".", "_")) and n.endswith((".parquet", ".csv", ".pq", ".csv.gz"))]
+            _check_output_listing(item, found)
             if not found:
                 raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
-            if os.path.exists(os.path.join(item, INCOMPLETE_MARKER)):
-                raise ValueError(f"{item!r} is an incomplete tabprep output (a write was interrupted); "
-                                 f"write it again before reading it")
             files += found
         elif any(ch in item for ch in "*?["):
             found = sorted(glob.glob(item))
@@ -241,7 +305,107 @@ def expand_paths(src: Any) -> List[str]:
             files.append(item)
         else:
             raise FileNotFoundError(f"no such file or folder: {item!r} (working directory {os.getcwd()})")
-    return files
+    expected: Dict[str, int] = {}
+    for folder in sorted({os.path.dirname(os.path.abspath(f)) for f in files}):
+        expected.update(_output_rows(folder))
+    return files, expected
+
+
+def _recover_missing(path: str) -> bool:
+    """``path`` is missing: if a crashed tabprep commit left temporaries next to it, finish or undo
+    that commit (either gives a complete state) so the reader sees what the writer committed."""
+    if not any(True for _ in staged_paths(path)):
+        return False
+    try:
+        done = recover(path)
+    except RuntimeError as exc:  # a live tabprep process is writing it
+        raise ValueError(f"{path!r} is being written by another tabprep process: {exc}") from exc
+    return bool(done)
+
+
+def _output_root(folder: str) -> Optional[Tuple[str, str]]:
+    """``(root, prefix)`` when ``folder`` is a tabprep output (``prefix`` ""), or a ``worker_K``
+    folder of one (``prefix`` "worker_K/"); None for other folders."""
+    def has(d: str, name: str) -> bool:
+        return os.path.exists(os.path.join(d, name))
+
+    if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
+        return folder, ""
+    if has(folder, SCHEMA_FILE):
+        parent = os.path.dirname(os.path.abspath(folder))
+        name = os.path.basename(os.path.abspath(folder))
+        if name.startswith("worker_") and (has(parent, METADATA_FILE) or has(parent, SCHEMA_FILE)):
+            return parent, name + "/"
+        return folder, ""
+    return None
+
+
+def _verified_metadata(folder: str) -> Optional[Tuple[str, str, Dict[str, Any]]]:
+    """``(root, prefix, _metadata.json)`` of the tabprep output ``folder`` belongs to, once it is
+    known to be complete; None when ``folder`` is not part of a tabprep output."""
+    found = _output_root(folder)
+    if found is None:
+        return None
+    root, prefix = found
+    redo = "Run the write that produced it again (tabprep transform / convert / fit-transform, or to_parquet)."
+    if os.path.exists(os.path.join(root, INCOMPLETE_MARKER)):
+        raise ValueError(f"{root!r} is an incomplete tabprep output: a write was interrupted (it holds "
+                         f"{INCOMPLETE_MARKER}). {redo}")
+    if not os.path.exists(os.path.join(root, SUCCESS_FILE)):
+        raise ValueError(f"{root!r} is an incomplete tabprep output: it has no {SUCCESS_FILE} file (the job that "
+                         f"wrote it did not finish, or files were removed since). {redo}")
+    try:
+        with open(os.path.join(root, METADATA_FILE)) as fh:
+            meta = json.load(fh)
+        if not isinstance(meta, dict) or not isinstance(meta.get("files", []), list):
+            raise ValueError("not a files listing")
+    except FileNotFoundError:
+        raise ValueError(f"{root!r} is an incomplete tabprep output: {METADATA_FILE} is missing. {redo}") from None
+    except ValueError as exc:
+        raise ValueError(f"{os.path.join(root, METADATA_FILE)!r} is unreadable ({exc}). {redo}") from exc
+    return root, prefix, meta
+
+
+def _listed(root: str, prefix: str, meta: Dict[str, Any]) -> Dict[str, int]:
+    """Absolute path -> rows of the parquet files ``meta`` lists under ``prefix``."""
+    if meta.get("format", "parquet") != "parquet":
+        return {}
+    out = {}
+    for entry in meta.get("files", []):
+        rel = str(entry.get("file", ""))
+        if rel.startswith(prefix):
+            out[os.path.normpath(os.path.join(os.path.abspath(root), rel))] = int(entry.get("rows", -1))
+    return out
+
+
+def _output_rows(folder: str) -> Dict[str, int]:
+    """Rows recorded for the files of the tabprep output ``folder`` belongs to (refusing an
+    incomplete one); empty for other folders."""
+    verified = _verified_metadata(folder)
+    if verified is None:
+        return {}
+    return _listed(*verified)
+
+
+def _check_output_listing(folder: str, found: List[str]) -> None:
+    """A tabprep output folder read as a whole must hold exactly the files its metadata lists."""
+    verified = _verified_metadata(folder)
+    if verified is None:
+        return
+    root, prefix, meta = verified
+    if meta.get("format", "parquet") != "parquet":
+        return
+    listed = _listed(root, prefix, meta)
+    have = {os.path.normpath(os.path.abspath(f)) for f in found}
+    missing = sorted(p for p in listed if p not in have)
+    if missing:
+        more = f" (and {len(missing) - 1} more of its {len(listed)} files)" if len(missing) > 1 else ""
+        raise ValueError(f"the file {missing[0]} of the tabprep output {root!r} is missing{more}: the output is "
+                         f"incomplete. Run the write that produced it again.")
+    extra = sorted(p for p in have if p not in listed)
+    if extra:
+        raise ValueError(f"{extra[0]} is in the tabprep output {root!r} but not in its {METADATA_FILE}: tabprep did "
+                         f"not write it there. Move it out of the folder (or run the write again).")
 
 
 def _infer_engine(files: List[str]) -> str:
@@ -261,12 +425,17 @@ def default_gpu_part_size() -> int:
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
     if not piece.row_groups:
         return _meta_from_file(piece.path, columns, cpu)
-    if piece.more:
-        paths = [piece.path] + [p for p, _ in piece.more]
-        groups = [piece.row_groups] + [g for _, g in piece.more]
-        frame = backend.read_parquet_pieces(paths, groups, columns, cpu)
-    else:
-        frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+    try:
+        if piece.more:
+            paths = [piece.path] + [p for p, _ in piece.more]
+            groups = [piece.row_groups] + [g for _, g in piece.more]
+            frame = backend.read_parquet_pieces(paths, groups, columns, cpu)
+        else:
+            frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+    except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
+        where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+        raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
+                         f"The file is corrupt: write it again, or leave it out of the data.") from exc
     # an int column with nulls somewhere in the file is nullable in every partition
     # (otherwise partitions would disagree on dtypes)
     casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
@@ -274,7 +443,10 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
 
 
 def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
-    schema = pq.read_schema(path)
+    return _meta_from_schema(pq.read_schema(path), columns, cpu, nulls)
+
+
+def _meta_from_schema(schema: pa.Schema, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
     # int columns that hold a null anywhere in the dataset are nullable ints in every partition
@@ -291,7 +463,11 @@ def null_columns(files: List[str]) -> set:
 
 @functools.lru_cache(maxsize=4096)
 def _file_null_columns(path: str, mtime: float) -> frozenset:
-    md = pq.ParquetFile(path).metadata
+    return _footer_null_columns(read_footer(path))
+
+
+def _footer_null_columns(md: Any) -> frozenset:
+    """Columns of one parquet footer that may hold a null (no statistics counts as "may")."""
     names = []
     for j in range(md.num_columns):
         col = md.schema.column(j)
@@ -313,15 +489,17 @@ _lists_to_arrow = backend.lists_to_arrow
 
 
 def _stored_schema(first_file: str) -> Optional[Schema]:
-    """The _schema.json tabprep writes next to its output, if any (searched up to 2 folders up)."""
-    d = os.path.dirname(os.path.abspath(first_file))
-    for _ in range(3):
-        p = os.path.join(d, SCHEMA_FILE)
-        if os.path.exists(p):
-            with open(p) as fh:
-                return Schema.from_dict(json.load(fh))
-        d = os.path.dirname(d)
-    return None
+    """The _schema.json tabprep writes next to its output files, if any: only the data's own folder
+    counts (a _schema.json further up describes other data)."""
+    p = os.path.join(os.path.dirname(os.path.abspath(first_file)), SCHEMA_FILE)
+    if not os.path.exists(p):
+        return None
+    try:
+        with open(p) as fh:
+            return Schema.from_dict(json.load(fh))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read {p}: {exc}. Run the write that produced {os.path.dirname(p)!r} again, "
+                         f"or remove that file.") from exc
 
 
 def _is_dask_frame(obj: Any) -> bool:

@@ -12,11 +12,15 @@ One grouping rule and two splitting rules serve the dataset reader, the writer a
 * :func:`shard_rows`: one rank's rows of ``total`` when every rank must get exactly the same
   count (data-parallel training): the remainder is dropped (``drop_last``) or padded by wrapping
   around to the start of the dataset.
+
+Planning reads every parquet footer once (:func:`read_footer`), so the checks that files agree
+with each other (:func:`check_file_schemas`: duplicate names, missing columns, a column of
+another kind in one file) cost nothing extra and fail naming the file and the column.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -99,7 +103,8 @@ class Piece:
     more: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
 
 
-def plan_pieces(files: List[str], part_size: int, span_files: bool = False) -> List[Piece]:
+def plan_pieces(files: List[str], part_size: int, span_files: bool = False,
+                footers: Optional[Dict[str, Any]] = None) -> List[Piece]:
     """Group consecutive row groups of each file into pieces of about ``part_size`` bytes in memory.
 
     The in-memory size of a row group is estimated from its row count and the schema (8 bytes
@@ -110,8 +115,11 @@ def plan_pieces(files: List[str], part_size: int, span_files: bool = False) -> L
     schema) until it is full, so many small files still make few, big partitions; cuDF reads
     them in one call. On the CPU a partition stays within one file. An empty file (no row
     groups) is a piece of its own with no row groups.
+
+    ``footers``: the files' footers (``path -> pyarrow FileMetaData``) when the caller has read
+    them already (:class:`tabprep.Dataset` does, to check the files); otherwise they are read here.
     """
-    pieces = _plan_file_pieces(files, part_size)
+    pieces = _plan_file_pieces(files, part_size, footers)
     return _merge_across_files(pieces, part_size) if span_files else [p for p, _, _ in pieces]
 
 
@@ -131,14 +139,12 @@ def _merge_across_files(pieces: List[Tuple[Piece, int, Any]], part_size: int) ->
     return out
 
 
-def _plan_file_pieces(files: List[str], part_size: int) -> List[Tuple[Piece, int, Any]]:
+def _plan_file_pieces(files: List[str], part_size: int,
+                      footers: Optional[Dict[str, Any]] = None) -> List[Tuple[Piece, int, Any]]:
     """Per-file pieces, each with its estimated size and the file's Arrow schema."""
     pieces: List[Tuple[Piece, int, Any]] = []
     for f in files:
-        try:
-            md = pq.ParquetFile(f).metadata
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
+        md = footers[f] if footers is not None and f in footers else read_footer(f)
         arrow_schema = md.schema.to_arrow_schema()
         if md.num_row_groups == 0:
             pieces.append((Piece(f, (), 0), 0, arrow_schema))
@@ -171,7 +177,94 @@ def row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
     return total
 
 
+# -- footers and their checks -----------------------------------------------------------------
+def read_footer(path: str) -> Any:
+    """The parquet footer (``pyarrow.parquet.FileMetaData``) of ``path``.
+
+    A truncated or corrupt file, or one that is not parquet, raises ``ValueError`` naming it
+    (the Arrow error is chained as the cause).
+    """
+    try:
+        return pq.read_metadata(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise ValueError(f"cannot read the parquet file {path}: {exc}. The file is truncated, corrupt or not "
+                         f"parquet: write it again, or leave it out of the data.") from exc
+
+
+def arrow_schema_of(path: str, footer: Any) -> pa.Schema:
+    """The Arrow schema stored in a footer; a file with duplicate column names raises ``ValueError``
+    naming the file and the columns (readers could not tell the columns apart)."""
+    try:
+        schema = footer.schema.to_arrow_schema()
+    except (pa.ArrowException, ValueError) as exc:
+        raise ValueError(f"cannot read the schema of the parquet file {path}: {exc}") from exc
+    names = schema.names
+    if len(set(names)) != len(names):
+        dups = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"the parquet file {path} has duplicate column names: "
+                         f"{', '.join(repr(d) for d in dups)} (each appears more than once). Rename the duplicates "
+                         f"and write the file again.")
+    return schema
+
+
+def type_kind(t: pa.DataType) -> str:
+    """The kind of an Arrow type: what must agree between the files of one dataset.
+
+    Widths and encodings may differ between files (int32 / int64, string / large_string /
+    dictionary of strings, timestamp units); kinds (int, float, string, ...) may not, since
+    partitions of different kinds give different results (``1`` and ``"1"`` are different
+    categories). Lists compare by the kind of their values.
+    """
+    if pa.types.is_dictionary(t):
+        return type_kind(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return f"list<{type_kind(t.value_type)}>"
+    for kind, test in (("int", pa.types.is_integer), ("float", pa.types.is_floating), ("bool", pa.types.is_boolean),
+                       ("string", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
+                       ("binary", lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x)),
+                       ("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date),
+                       ("decimal", pa.types.is_decimal), ("null", pa.types.is_null)):
+        if test(t):
+            return kind
+    return str(t)
+
+
+def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema]) -> None:
+    """Refuse files that disagree with the first file, naming the file and the column.
+
+    Every file must have the same column names (a missing column would silently read as nulls
+    or fail deep inside a task) and each column the same :func:`type_kind`. A column holding only
+    nulls in a file (Arrow type ``null``, what pandas writes for an all-None object column)
+    agrees with any kind.
+    """
+    if not files:
+        return
+    first, ref = files[0], schemas[0]
+    ref_types = {f.name: f.type for f in ref}
+    for path, schema in zip(files[1:], schemas[1:]):
+        if schema.names == ref.names and schema.types == ref.types:
+            continue  # the usual case: identical schemas
+        names = set(schema.names)
+        missing = [n for n in ref.names if n not in names]
+        if missing:
+            raise ValueError(f"the parquet file {path} has no column {', '.join(repr(m) for m in missing[:5])}"
+                             f"{' ...' if len(missing) > 5 else ''}, which {first} has: every file of a dataset "
+                             f"needs the same columns. Write {path} again with them, or leave it out of the data.")
+        extra = [n for n in schema.names if n not in ref_types]
+        if extra:
+            raise ValueError(f"the parquet file {path} has column(s) {', '.join(repr(e) for e in extra[:5])}"
+                             f"{' ...' if len(extra) > 5 else ''} that {first} does not have: every file of a "
+                             f"dataset needs the same columns. Drop them from {path}, or leave it out of the data.")
+        for field in schema:
+            a, b = type_kind(ref_types[field.name]), type_kind(field.type)
+            if a != b and "null" not in (a, b):
+                raise ValueError(f"column {field.name!r} is {field.type} ({b}) in the parquet file {path} but "
+                                 f"{ref_types[field.name]} ({a}) in {first}: every file must give a column the same "
+                                 f"kind of values. Cast it to one type in every file and write them again.")
+
+
 #: the old private name (tests and callers of ``tabprep.io.dataset`` used it)
 _row_group_memory = row_group_memory
 
-__all__ = ["Piece", "group_runs", "plan_pieces", "row_group_memory", "shard_rows", "split_rows"]
+__all__ = ["Piece", "arrow_schema_of", "check_file_schemas", "group_runs", "plan_pieces", "read_footer",
+           "row_group_memory", "shard_rows", "split_rows", "type_kind"]

@@ -65,7 +65,8 @@ class _Source:
 
 
 class _ParquetSource(_Source):
-    def __init__(self, files: List[str], cpu: bool, schema: Optional[Schema]) -> None:
+    def __init__(self, files: List[str], cpu: bool, schema: Optional[Schema],
+                 footers: Optional[Dict[str, Any]] = None) -> None:
         import pyarrow.parquet as pq
 
         self.files = files
@@ -78,7 +79,8 @@ class _ParquetSource(_Source):
         total_rows = 0
         for gi, f in enumerate(files):
             try:
-                md = pq.ParquetFile(f).metadata
+                # the Dataset's footers: read once, and checked (files agree, tabprep outputs complete)
+                md = footers[f] if footers is not None and f in footers else pq.ParquetFile(f).metadata
             except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
                 raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
             for i in range(md.num_row_groups):
@@ -167,7 +169,7 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
         ds = Dataset(data, engine=engine, cpu=cpu, **(reader_kwargs or {}))
     if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None:
         use_cpu = ds.cpu if cpu is None else backend.resolve_cpu(cpu)
-        return _ParquetSource(ds.files, use_cpu, schema or ds.schema)
+        return _ParquetSource(ds.files, use_cpu, schema or ds.schema, footers=ds.file_metadata)
     if ds.engine == "memory" and not ds.files:
         # an in-memory Dataset: slice the frame itself rather than computing dask partitions
         frame = ds.to_ddf().compute()
