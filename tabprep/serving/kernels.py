@@ -31,7 +31,7 @@ from ..ops.log_op import fast_log1p
 from ..schema import Schema
 from .columns import Col, kind_of
 from .hashes import combine_scalar, hash_batch, hash_scalar
-from .lookup import ObjectTable, getter, make_table
+from .lookup import HASH_MAX, IntTable, MultiIntTable, ObjectTable, getter, make_table
 
 _KERNELS: Dict[type, Callable[..., "Kernel"]] = {}
 
@@ -74,13 +74,17 @@ def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: S
     """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
     check_servable(op, columns)
     kernel = _KERNELS[type(op)](op, columns, in_schema, out_schema)
-    if type(kernel).scalar_fn is not Kernel.scalar_fn:  # element-wise: its functions, built before any call
+    if type(kernel).scalar_fn is not Kernel.scalar_fn and kernel.elementwise:  # its functions, built before any call
         kernel._fns = [(c, kernel.scalar_fn(c)) for c in kernel.columns]
     return kernel
 
 
 class Kernel:
     """Base: ``batch`` and ``row`` map input columns to output columns (names of ``out_schema``)."""
+
+    #: False for a kernel whose class has a :meth:`scalar_fn` but whose instance cannot map each
+    #: column on its own (a Categorify with combo groups)
+    elementwise = True
 
     def __init__(self, op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
         self.op = op
@@ -166,6 +170,37 @@ class _Categorify(Kernel):
         self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
                          for name, src, key, combo in self.jobs if not combo]
         self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
+        self.elementwise = not self.combo_jobs
+        # batch: the int vocabularies that fit go into one hash index, looked up in one call
+        keys = []
+        self.multi_jobs = []  # (output name, input column, vocabulary number in self.multi)
+        for name, src, key, combo in self.jobs:
+            table = self.tables[key]
+            if combo or not isinstance(table, IntTable) or table.size > HASH_MAX:
+                continue
+            if key not in keys:
+                keys.append(key)
+            self.multi_jobs.append((name, src[0], keys.index(key)))
+        # (in id order: a vocabulary's position in the index is then the id, without a gather)
+        self.multi = MultiIntTable.build([_vocab_order(self.tables[k]) for k in keys]) if keys else None
+        if self.multi is None:  # none, or two vocabularies' keys collided: binary searches then
+            self.multi_jobs = []
+        done = {name for name, _, _ in self.multi_jobs}
+        self.other_jobs = [job for job in self.jobs if job[0] not in done]
+        self.multi_which = [j for _, _, j in self.multi_jobs]
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        """One value of ``c`` -> its id (null -> 1): what :meth:`row` does per value, for the fused row plan."""
+        _, _, get, table, kind = next(j for j in self.row_jobs if j[1] == c)
+        base, one = self.base, self._one
+
+        def encode(x: Any) -> int:
+            if x is None:
+                return 1
+            p = get(x, -1)
+            return p + base if p >= 0 else one(x, table, kind)
+
+        return encode
 
     # batch
     def _encode(self, col: Col, table: Any, kind: str) -> np.ndarray:
@@ -191,7 +226,30 @@ class _Categorify(Kernel):
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
-        for name, src, key, combo in self.jobs:
+        if self.multi_jobs:
+            qs = [cols[c].values.astype(np.int64, copy=False) for _, c, _ in self.multi_jobs]
+            pos = self.multi.lookup(qs, self.multi_which)
+            unseen = pos < 0
+            any_unseen = bool(unseen.any())
+            ids = pos
+            ids += self.base
+            if any_unseen and self.B == 1:
+                ids[unseen] = 2
+            start = 0
+            for (name, c, _), q in zip(self.multi_jobs, qs):
+                col = cols[c]
+                end = start + len(q)
+                seg = ids[start:end]  # a view: the columns' ids share one array
+                if any_unseen and self.B > 1:
+                    u = unseen[start:end]
+                    if u.any():
+                        h = hash_batch(col.values, col.mask, self.kinds[c]).astype(np.int64) % self.B
+                        seg[u] = 2 + h[u]
+                if col.mask is not None:
+                    seg[col.mask] = 1  # null slots hold arbitrary values that may be in the vocabulary
+                out[name] = col.with_values(seg)
+                start = end
+        for name, src, key, combo in self.other_jobs:
             if combo:
                 keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src])
                 out[name] = Col(self._encode(Col(keys), self.tables[key], "s"))
@@ -231,6 +289,13 @@ class _Categorify(Kernel):
             return 1
         p = table.get(int(v) if kind == "b" else v)
         return p + self.base if p >= 0 else self._oov(v, kind)
+
+
+def _vocab_order(table: IntTable) -> np.ndarray:
+    """The vocabulary of ``table`` in id order (it stores it sorted, with positions)."""
+    values = np.empty(table.size, dtype=np.int64)
+    values[table.pos] = table.keys
+    return values
 
 
 def _to_str(v: Any) -> str:
@@ -372,6 +437,26 @@ class _FillMedian(_Fill):
 
 
 # -- continuous chain ---------------------------------------------------------------------------------------
+def _blocks(cols: Dict[str, Col], names: List[str]) -> List[Any]:
+    """``[(names, X)]``: the scalar columns of one dtype stacked as the rows of a 2-d ``X`` (one numpy
+    call per op for all of them instead of one per column; element-wise, so the same values), a
+    list column alone as a ``(1, m)`` view. ``X`` may be a view of the input: never write to it."""
+    groups: Dict[Any, List[str]] = {}
+    for c in names:
+        col = cols[c]
+        groups.setdefault(col.values.dtype if col.offsets is None else c, []).append(c)
+    out = []
+    for group in groups.values():
+        vals = [cols[c].values for c in group]
+        out.append((group, np.stack(vals) if len(vals) > 1 else vals[0][None, :]))
+    return out
+
+
+def _column(values: List[Any], dtype: Any) -> np.ndarray:
+    """Per-row parameters as a ``(k, 1)`` array broadcast against a ``(k, n)`` block."""
+    return np.array(values, dtype=dtype).reshape(-1, 1)
+
+
 @register_kernel(Clip)
 class _Clip(Kernel):
     def __init__(self, op: Clip, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
@@ -398,10 +483,20 @@ class _Clip(Kernel):
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
-        for c in self.columns:
-            col = cols[c]
-            lo, hi = self.bounds[c]
-            out[c] = col.with_values(np.clip(col.values, lo, hi), col.mask)
+        for names, x in _blocks(cols, self.columns):
+            lo = [self.bounds[c][0] for c in names]
+            hi = [self.bounds[c][1] for c in names]
+            # as np.clip(x, lo, hi), which takes maximum / minimum when a bound is None (the
+            # bounds are the op's: None for every column or for none; numpy's clip and maximum
+            # differ on -0.0 against 0.0)
+            if hi[0] is None:
+                y = np.maximum(x, _column(lo, x.dtype))
+            elif lo[0] is None:
+                y = np.minimum(x, _column(hi, x.dtype))
+            else:
+                y = np.clip(x, _column(lo, x.dtype), _column(hi, x.dtype))
+            for c, v in zip(names, y):
+                out[c] = cols[c].with_values(v, cols[c].mask)
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
@@ -460,15 +555,16 @@ def _log1p_float(v: Any) -> Optional[float]:
 class _LogOp(Kernel):
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
-        for c in self.columns:
-            col = cols[c]
-            if self.kinds[c] in "ib":
-                y = int_log1p32(col.values.astype(np.int64, copy=False))
-                if col.mask is not None:
-                    y[col.mask] = np.nan
+        for names, x in _blocks(cols, self.columns):
+            if self.kinds[names[0]] in "ib":
+                y = int_log1p32(x.astype(np.int64, copy=False))
             else:
-                y = fast_log1p(col.values.astype(np.float64)).astype(np.float32)
-            out[c] = col.with_values(y)
+                y = fast_log1p(x.astype(np.float64)).astype(np.float32)
+            for c, v in zip(names, y):
+                col = cols[c]
+                if col.mask is not None:
+                    v[col.mask] = np.nan
+                out[c] = col.with_values(v)
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
@@ -510,16 +606,21 @@ class _Normalize(Kernel):
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
-        for c in self.columns:
-            mean, std, ok = self.params[c]
-            x = _as_float64(cols[c])
-            if not ok:
-                y = np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
-            else:
-                x -= mean
-                x /= std
-                y = x.astype(np.float32)
-            out[c] = cols[c].with_values(y)
+        for names, block in _blocks(cols, self.columns):
+            x = block.astype(np.float64)  # a copy
+            for c, v in zip(names, x):
+                if cols[c].mask is not None:
+                    v[cols[c].mask] = np.nan
+            params = [self.params[c] for c in names]
+            bad = [j for j, p in enumerate(params) if not p[2]]
+            flat = [np.where(np.isnan(x[j]), np.nan, 0.0).astype(np.float32) for j in bad]
+            x -= _column([p[0] if p[2] else 0.0 for p in params], np.float64)
+            x /= _column([p[1] if p[2] else 1.0 for p in params], np.float64)
+            y = x.astype(np.float32)
+            for j, v in zip(bad, flat):  # no spread (std 0, or not finite): 0.0, nulls stay NaN
+                y[j] = v
+            for c, v in zip(names, y):
+                out[c] = cols[c].with_values(v)
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
