@@ -31,7 +31,7 @@ from ..ops.log_op import fast_log1p
 from ..schema import Schema
 from .columns import Col, kind_of
 from .hashes import combine_scalar, hash_batch, hash_scalar
-from .lookup import HASH_MAX, IntTable, MultiIntTable, ObjectTable, getter, make_table
+from .lookup import DICT_MAX, HASH_MAX, IntTable, MultiIntTable, ObjectTable, getter, make_table
 
 _KERNELS: Dict[type, Callable[..., "Kernel"]] = {}
 
@@ -163,12 +163,21 @@ class _Categorify(Kernel):
             if numeric_vocab and any(self.kinds[c] == "f" for c in cols):
                 self.tables[key] = ObjectTable(values)  # float queries of an int vocabulary: compare by value
             else:
-                self.tables[key] = make_table(values)
+                self.tables[key] = make_table(values, index=False)  # ids_by_value below is its dict
             for c in cols:
                 self.jobs.append((c, [c], key, False))
+        # one row: a dict value -> id (None -> 1) per int vocabulary small enough, one probe per value
+        self.ids_by_value: Dict[str, Dict[Any, int]] = {}
+        for key, table in self.tables.items():
+            if isinstance(table, IntTable) and table.size <= DICT_MAX:
+                ids = dict(zip(_vocab_order(table).tolist(), range(self.base, self.base + table.size)))
+                ids[None] = 1
+                self.ids_by_value[key] = ids
         self.getters = {k: getter(t) for k, t in self.tables.items()}
         self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
                          for name, src, key, combo in self.jobs if not combo]
+        self.encoders = {name: self._encoder(key, self.kinds[src[0]])
+                         for name, src, key, combo in self.jobs if not combo}
         self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
         self.elementwise = not self.combo_jobs
         # batch: the int vocabularies that fit go into one hash index, looked up in one call
@@ -189,18 +198,40 @@ class _Categorify(Kernel):
         self.other_jobs = [job for job in self.jobs if job[0] not in done]
         self.multi_which = [j for _, _, j in self.multi_jobs]
 
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        """One value of ``c`` -> its id (null -> 1): what :meth:`row` does per value, for the fused row plan."""
-        _, _, get, table, kind = next(j for j in self.row_jobs if j[1] == c)
-        base, one = self.base, self._one
+    def _encoder(self, key: str, kind: str) -> Callable[[Any], int]:
+        """One checked value (None: null) -> its id. With ``.direct = (dict, default)`` when that
+        is all it does: the flat row plan then probes the dict itself, with no call."""
+        table, base, one = self.tables[key], self.base, self._one
+        ids = self.ids_by_value.get(key)
+        if ids is not None:
+            get = ids.get
+            if self.B == 1:  # unseen -> 2
+                def encode(x: Any) -> int:
+                    return get(x, 2)
+
+                encode.direct = (ids, 2)  # type: ignore[attr-defined]
+                return encode
+
+            oov = self._oov
+
+            def encode(x: Any) -> int:
+                i = get(x)
+                return i if i is not None else oov(x, kind)
+
+            return encode
+        tget = getter(table)
 
         def encode(x: Any) -> int:
             if x is None:
                 return 1
-            p = get(x, -1)
+            p = tget(x, -1)
             return p + base if p >= 0 else one(x, table, kind)
 
         return encode
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        """One value of ``c`` -> its id (null -> 1): what :meth:`row` does per value, for the fused row plan."""
+        return self.encoders[c]
 
     # batch
     def _encode(self, col: Col, table: Any, kind: str) -> np.ndarray:
@@ -265,15 +296,14 @@ class _Categorify(Kernel):
     def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
         out = {}
         base = self.base
-        for name, c, get, table, kind in self.row_jobs:
-            v = vals[c]
-            if v is None:
-                out[name] = None if self.is_list[c] else 1
+        for name, c, _, _, _ in self.row_jobs:
+            v, fn = vals[c], self.encoders[name]
+            if v is None and self.is_list[c]:
+                out[name] = None
             elif type(v) is list:
-                out[name] = [self._one(x, table, kind) for x in v]
+                out[name] = [fn(x) for x in v]
             else:
-                p = get(v, -1)
-                out[name] = p + base if p >= 0 else self._one(v, table, kind)
+                out[name] = fn(v)
         for name, src, table in self.combo_jobs:
             parts = [vals[c] for c in src]
             if any(p is None for p in parts):

@@ -38,11 +38,12 @@ class IntTable:
 
     Args:
         values: the vocabulary (distinct ints, in id order).
+        index: also build the ``dict`` (for vocabularies up to :data:`DICT_MAX` values).
     """
 
     __slots__ = ("keys", "pos", "size", "index", "_last")
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, index: bool = True) -> None:
         values = np.ascontiguousarray(values, dtype=np.int64)
         order = np.argsort(values, kind="stable")
         self.keys = values[order]
@@ -50,7 +51,7 @@ class IntTable:
         self.size = len(values)
         self._last = self.size - 1
         self.index: Optional[Dict[int, int]] = (dict(zip(values.tolist(), range(self.size)))
-                                                if self.size <= DICT_MAX else None)
+                                                if index and self.size <= DICT_MAX else None)
         self.keys.flags.writeable = False
         self.pos.flags.writeable = False
 
@@ -166,9 +167,10 @@ def getter(table: Any) -> Any:
     return index.get if index is not None else table.get
 
 
-def make_table(values: Any) -> Any:
-    """The lookup table of a vocabulary (host array in id order)."""
+def make_table(values: Any, index: bool = True) -> Any:
+    """The lookup table of a vocabulary (host array in id order); ``index=False``: an int table
+    without its ``dict`` (the caller keeps its own for one-value lookups)."""
     values = np.asarray(values)
     if values.dtype.kind in "iub":
-        return IntTable(values.astype(np.int64, copy=False))
+        return IntTable(values.astype(np.int64, copy=False), index=index)
     return ObjectTable(values)
