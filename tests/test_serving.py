@@ -204,9 +204,14 @@ def test_empty_batch_and_all_null_row(wf, st):
     assert_same(st(nulls), offline_columns(wf, frame_of({c: [v] for c, v in nulls.items()})), "all null")
 
 
-def test_int_chain_outputs_inside_and_outside_the_one_row_memo_equal_offline(wf, st):
-    # the one-row path precomputes an int column's chain for 0..4095: both sides of the edge,
-    # negatives, huge values and nulls must give the offline values (cont_i: Fill >> Clip >> Log >> Normalize)
+def test_int_chain_outputs_inside_and_outside_the_one_row_memo_equal_offline():
+    # a workflow of per-column element-wise chains runs one row as one flat loop, with an int
+    # column's chain precomputed for 0..4095: both sides of the edge, negatives, huge values and
+    # nulls must give the offline values
+    wf = tp.Workflow((["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                     + (["cat_i", "cat_s"] >> ops.Categorify()) + ["hash_i"]).fit(train_frame(2000))
+    st = ServingTransform(wf)
+    assert st._flat_row is not None, "the flat one-row plan is not exercised"
     n = 60
     frame = train_frame(n, seed=21)
     vals = [None, -3, -1, 0, 1, 2, 4094, 4095, 4096, 4097, 65535, 65536, 10 ** 6, 2 ** 62, -(2 ** 63)]
@@ -266,3 +271,48 @@ def test_many_int_categorify_columns_in_one_batch_equal_offline():
         row = {c: (None if pd.isna(test[c].iloc[i]) else int(test[c].iloc[i])) for c in test.columns}
         one = st(row)
         assert all(one[c][0] == got[c][i] for c in got), i
+
+
+_FLAT_ROW = None
+
+
+def _flat_workflow():
+    # every output is one input column through element-wise ops: the flat one-row plan
+    global _FLAT_ROW
+    if _FLAT_ROW is None:
+        wf = tp.Workflow((["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                         + (["cont_f"] >> ops.FillMissing(fill_val=-1.5) >> ops.Clip(min_value=-1, max_value=100)
+                            >> ops.LogOp() >> ops.NormalizeMinMax())
+                         + (["cat_i", "cat_s"] >> ops.Categorify(freq_threshold=5, num_oov_buckets=3))
+                         + (["u_a", "hash_i"] >> ops.Categorify())
+                         + (["hash_s"] >> ops.HashBucket(50)) + ["label"]).fit(train_frame(2000))
+        _FLAT_ROW = (wf, ServingTransform(wf))
+    return _FLAT_ROW
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+_I64 = hs.integers(-(2 ** 63), 2 ** 63 - 1)
+_FLAT_ROWS = hs.lists(hs.fixed_dictionaries({
+    "cont_i": hs.none() | hs.integers(-5, 5000) | _I64,
+    "cont_f": hs.none() | hs.floats(allow_subnormal=False, width=32),
+    "cat_i": hs.none() | hs.integers(-3, 45) | _I64,
+    "cat_s": hs.none() | hs.sampled_from(["a", "b", "c", "dd", "héllo", "", "unseen"]),
+    "u_a": hs.none() | hs.sampled_from(["a", "b", "c", "dd", "zz"]),
+    "hash_i": hs.integers(-1200, 1200),
+    "hash_s": hs.text(max_size=4),
+    "label": hs.integers(0, 1),
+}), min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_FLAT_ROWS)
+def test_flat_one_row_plan_and_batch_equal_offline_on_random_rows(rows):
+    wf, st = _flat_workflow()
+    assert st._flat_row is not None
+    frame = frame_of({c: [r[c] for r in rows] for c in rows[0]})
+    want = offline_columns(wf, frame)
+    assert_same(st.transform_batch(frame), want, "batch")
+    for i, r in enumerate(rows):
+        assert_same(st(r), _row_slice(want, i), f"row {i} {r}")
