@@ -273,8 +273,12 @@ class ServingTransform:
 
     def transform_batch(self, columns: Any, cast: bool = False) -> Dict[str, np.ndarray]:
         """A batch given as ``{column: array or list}`` (list columns: a list of lists) or a pandas frame."""
-        if hasattr(columns, "columns") and hasattr(columns, "dtypes"):  # a DataFrame: read its columns
-            data = {c: columns[c] for c in columns.columns}
+        if hasattr(columns, "columns") and hasattr(columns, "dtypes"):  # a DataFrame: read the columns needed
+            present = set(columns.columns)
+            missing = [c for c in self.input_names if c not in present]
+            if missing:
+                self._missing(dict.fromkeys(columns.columns))
+            data = {c: columns[c] for c in self.input_names}
         elif isinstance(columns, Mapping):
             data = columns
         else:
