@@ -1,10 +1,10 @@
 """Exact lookup tables for serving: vocabulary value -> position, built once, read by many threads.
 
-* :class:`IntTable` (int and bool vocabularies): the values sorted, with their positions, in two
-  flat numpy arrays (16 bytes per value, no Python object per entry). A batch is looked up with
-  one ``searchsorted`` and three elementwise numpy calls, whatever the vocabulary size; one value
-  with a ``dict`` when the vocabulary is small (:data:`DICT_MAX` values), else one scalar
-  ``searchsorted``.
+* :class:`IntTable` (int and bool vocabularies): a batch is probed in pandas' khash table of
+  int64 (vocabularies up to :data:`HASH_MAX` values, ~55 bytes per value), else binary searches
+  in the values sorted, with their positions (two flat numpy arrays, 16 bytes per value); one
+  value with a ``dict`` when the vocabulary is small (:data:`DICT_MAX` values; Categorify keeps
+  its own dict of ids instead), else one scalar ``searchsorted``.
 * :class:`ObjectTable` (strings, floats): a ``dict``, Python's own hash table; its equality is
   the vocabulary's (``0.0 == -0.0``; NaN never reaches it, it is null).
 
@@ -23,7 +23,7 @@ DICT_MAX = 1 << 18
 #: batches at least this long against vocabularies larger than this are sorted before the search
 _SORT_MIN_QUERIES = 64
 _SORT_MIN_VOCAB = 4096
-#: int vocabularies up to this size also get a hash table for batches (~32 bytes per value)
+#: int vocabularies up to this size also get a hash table for batches (~55 bytes per value)
 HASH_MAX = 1 << 22
 
 try:  # pandas' khash table of int64 (what Index.get_indexer probes), without Index.get_indexer's
