@@ -202,3 +202,117 @@ def test_empty_batch_and_all_null_row(wf, st):
     nulls = {c: None for c in list(DTYPES) + list(LIST_TYPES)}
     nulls.update(hash_i=0, cross_a=0, label=0)  # numpy int columns (no nulls offline either)
     assert_same(st(nulls), offline_columns(wf, frame_of({c: [v] for c, v in nulls.items()})), "all null")
+
+
+def test_int_chain_outputs_inside_and_outside_the_one_row_memo_equal_offline():
+    # a workflow of per-column element-wise chains runs one row as one flat loop, with an int
+    # column's chain precomputed for 0..4095: both sides of the edge, negatives, huge values and
+    # nulls must give the offline values
+    wf = tp.Workflow((["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                     + (["cat_i", "cat_s"] >> ops.Categorify()) + ["hash_i"]).fit(train_frame(2000))
+    st = ServingTransform(wf)
+    assert st._flat_row is not None, "the flat one-row plan is not exercised"
+    n = 60
+    frame = train_frame(n, seed=21)
+    vals = [None, -3, -1, 0, 1, 2, 4094, 4095, 4096, 4097, 65535, 65536, 10 ** 6, 2 ** 62, -(2 ** 63)]
+    vals += list(range(0, 4096, 97))
+    frame["cont_i"] = pd.Series((vals * n)[:n], dtype="Int64")
+    want = offline_columns(wf, frame)
+    for i in range(n):
+        row = {c: _py(frame[c].iloc[i]) for c in frame.columns}
+        assert_same(st(row), _row_slice(want, i), f"row {i} cont_i={row['cont_i']}")
+    assert_same(st.transform_batch(frame), want, "batch")
+
+
+def test_batch_ids_equal_offline_without_the_hash_tables(wf, monkeypatch):
+    # int vocabularies are probed in pandas' khash table when it exists, else binary searches:
+    # both give the offline ids (unseen, nulls, values of another column's vocabulary)
+    import tabprep.serving.lookup as lookup
+
+    frame = train_frame(500, seed=22)
+    frame.loc[3, "cat_i"] = 10 ** 12
+    frame.loc[4, "cat_i"] = -(2 ** 63)
+    frame.loc[5, "cat_i"] = 2 ** 63 - 1
+    want = offline_columns(wf, frame)
+    hashed = ServingTransform(wf)
+    assert any(getattr(t, "hashed", None) is not None for step in hashed._plan if step[0] == "op"
+               for t in getattr(step[2][1], "tables", {}).values()), "the khash path is not exercised"
+    assert_same(hashed.transform_batch(frame), want, "khash")
+    monkeypatch.setattr(lookup, "_Int64HashTable", None)
+    searched = ServingTransform(wf)
+    assert all(getattr(t, "hashed", None) is None for step in searched._plan if step[0] == "op"
+               for t in getattr(step[2][1], "tables", {}).values())
+    assert_same(searched.transform_batch(frame), want, "binary search")
+
+
+def test_many_int_categorify_columns_in_one_batch_equal_offline():
+    # several int columns looked up together, each against its own vocabulary (a value of one
+    # column's vocabulary is unseen in another), some with nulls, plus an int continuous chain
+    rng = np.random.default_rng(5)
+    n = 2000
+    cols = {f"c{j}": pd.Series([None if rng.random() < 0.05 else int(v) for v in
+                                rng.integers(j * 10, j * 10 + 40, n)], dtype="Int64") for j in range(6)}
+    cols["x"] = pd.Series(rng.integers(-5, 9000, n), dtype="int64")
+    train = pd.DataFrame(cols)
+    wf = tp.Workflow(([f"c{j}" for j in range(6)] >> ops.Categorify(freq_threshold=2))
+                     + (["x"] >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())).fit(train)
+    test = pd.DataFrame({c: s.sample(frac=1, random_state=1).reset_index(drop=True) for c, s in cols.items()})
+    test.loc[0, "c0"] = 55  # in c5's vocabulary, unseen in c0's
+    want = wf.transform(test)
+    st = ServingTransform(wf)
+    got = st.transform_batch(test)
+    for c in want.columns:
+        w = want[c]
+        ref = w.to_numpy(dtype=w.dtype.numpy_dtype, na_value=0) if not isinstance(w.dtype, np.dtype) else w.to_numpy()
+        assert got[c].dtype == ref.dtype, c
+        assert np.array_equal(np.ma.getdata(got[c]), ref), c
+    assert got["c0"][0] == 2  # unseen, one OOV bucket
+    for i in range(0, n, 37):
+        row = {c: (None if pd.isna(test[c].iloc[i]) else int(test[c].iloc[i])) for c in test.columns}
+        one = st(row)
+        assert all(one[c][0] == got[c][i] for c in got), i
+
+
+_FLAT_ROW = None
+
+
+def _flat_workflow():
+    # every output is one input column through element-wise ops: the flat one-row plan
+    global _FLAT_ROW
+    if _FLAT_ROW is None:
+        wf = tp.Workflow((["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                         + (["cont_f"] >> ops.FillMissing(fill_val=-1.5) >> ops.Clip(min_value=-1, max_value=100)
+                            >> ops.LogOp() >> ops.NormalizeMinMax())
+                         + (["cat_i", "cat_s"] >> ops.Categorify(freq_threshold=5, num_oov_buckets=3))
+                         + (["u_a", "hash_i"] >> ops.Categorify())
+                         + (["hash_s"] >> ops.HashBucket(50)) + ["label"]).fit(train_frame(2000))
+        _FLAT_ROW = (wf, ServingTransform(wf))
+    return _FLAT_ROW
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+_I64 = hs.integers(-(2 ** 63), 2 ** 63 - 1)
+_FLAT_ROWS = hs.lists(hs.fixed_dictionaries({
+    "cont_i": hs.none() | hs.integers(-5, 5000) | _I64,
+    "cont_f": hs.none() | hs.floats(allow_subnormal=False, width=32),
+    "cat_i": hs.none() | hs.integers(-3, 45) | _I64,
+    "cat_s": hs.none() | hs.sampled_from(["a", "b", "c", "dd", "héllo", "", "unseen"]),
+    "u_a": hs.none() | hs.sampled_from(["a", "b", "c", "dd", "zz"]),
+    "hash_i": hs.integers(-1200, 1200),
+    "hash_s": hs.text(max_size=4),
+    "label": hs.integers(0, 1),
+}), min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_FLAT_ROWS)
+def test_flat_one_row_plan_and_batch_equal_offline_on_random_rows(rows):
+    wf, st = _flat_workflow()
+    assert st._flat_row is not None
+    frame = frame_of({c: [r[c] for r in rows] for c in rows[0]})
+    want = offline_columns(wf, frame)
+    assert_same(st.transform_batch(frame), want, "batch")
+    for i, r in enumerate(rows):
+        assert_same(st(r), _row_slice(want, i), f"row {i} {r}")

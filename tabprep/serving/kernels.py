@@ -11,28 +11,24 @@ parameters and no dtype dispatch. Every kernel has two paths that give identical
 Kernels are registered per op class (:func:`register_kernel`), exact class only: a subclass
 of a built-in op may change its transform, so it needs its own kernel. Ops that cannot be
 applied to a request in isolation are refused when the serving transform is built
-(:data:`REFUSED`), as is any op without a kernel.
+(:data:`REFUSED`), as is any op without a kernel. The numeric ops' kernels are in
+:mod:`tabprep.serving.numeric_kernels`.
 """
 from __future__ import annotations
 
-import bisect
-import math
-import struct
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 
 from ..hashing import mod_uint32
-from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DropLowCardinality, FillMedian,
-                   FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize, Rename,
-                   ValueCount)
+from ..ops import (AddMetadata, AddProperties, AddTags, Categorify, DropLowCardinality, FillMedian, FillMissing,
+                   HashBucket, HashedCross, Rename, ValueCount)
 from ..ops.categorify import combo_key
 from ..ops.hashed_cross import hash_combine
-from ..ops.log_op import fast_log1p
 from ..schema import Schema
 from .columns import Col, kind_of
 from .hashes import combine_scalar, hash_batch, hash_scalar
-from .lookup import ObjectTable, getter, make_table
+from .lookup import DICT_MAX, IntTable, ObjectTable, getter, make_table
 
 _KERNELS: Dict[type, Callable[..., "Kernel"]] = {}
 
@@ -75,13 +71,17 @@ def compile_kernel(op: Any, columns: List[str], in_schema: Schema, out_schema: S
     """The kernel of one op node, or :class:`ServingBuildError` saying why there is none."""
     check_servable(op, columns)
     kernel = _KERNELS[type(op)](op, columns, in_schema, out_schema)
-    if type(kernel).scalar_fn is not Kernel.scalar_fn:  # element-wise: its functions, built before any call
+    if type(kernel).scalar_fn is not Kernel.scalar_fn and kernel.elementwise:  # its functions, built before any call
         kernel._fns = [(c, kernel.scalar_fn(c)) for c in kernel.columns]
     return kernel
 
 
 class Kernel:
     """Base: ``batch`` and ``row`` map input columns to output columns (names of ``out_schema``)."""
+
+    #: False for a kernel whose class has a :meth:`scalar_fn` but whose instance cannot map each
+    #: column on its own (a Categorify with combo groups)
+    elementwise = True
 
     def __init__(self, op: Any, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
         self.op = op
@@ -160,14 +160,66 @@ class _Categorify(Kernel):
             if numeric_vocab and any(self.kinds[c] == "f" for c in cols):
                 self.tables[key] = ObjectTable(values)  # float queries of an int vocabulary: compare by value
             else:
-                self.tables[key] = make_table(values)
+                self.tables[key] = make_table(values, index=False)  # ids_by_value below is its dict
             for c in cols:
                 self.jobs.append((c, [c], key, False))
+        # one row: a dict value -> id (None -> 1) per int vocabulary small enough, one probe per value
+        self.ids_by_value: Dict[str, Dict[Any, int]] = {}
+        for key, table in self.tables.items():
+            if isinstance(table, IntTable) and table.size <= DICT_MAX:
+                ids = dict(zip(_vocab_order(table).tolist(), range(self.base, self.base + table.size)))
+                ids[None] = 1
+                self.ids_by_value[key] = ids
         self.getters = {k: getter(t) for k, t in self.tables.items()}
         self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
                          for name, src, key, combo in self.jobs if not combo]
         self.combo_format = op._combo_format
+        self.encoders = {name: self._encoder(key, self.kinds[src[0]])
+                         for name, src, key, combo in self.jobs if not combo}
         self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
+        self.elementwise = not self.combo_jobs
+        # batch: the columns of hashed int vocabularies are looked up into one array, and their ids
+        # computed in one pass (26 Criteo columns: a few numpy calls in all instead of per column)
+        self.hashed_jobs = [(name, src[0], self.tables[key]) for name, src, key, combo in self.jobs
+                            if not combo and isinstance(self.tables[key], IntTable)
+                            and self.tables[key].hashed is not None]
+        done = {name for name, _, _ in self.hashed_jobs}
+        self.other_jobs = [job for job in self.jobs if job[0] not in done]
+
+    def _encoder(self, key: str, kind: str) -> Callable[[Any], int]:
+        """One checked value (None: null) -> its id. With ``.direct = (dict, default)`` when that
+        is all it does: the flat row plan then probes the dict itself, with no call."""
+        table, base, one = self.tables[key], self.base, self._one
+        ids = self.ids_by_value.get(key)
+        if ids is not None:
+            get = ids.get
+            if self.B == 1:  # unseen -> 2
+                def encode(x: Any) -> int:
+                    return get(x, 2)
+
+                encode.direct = (ids, 2)  # type: ignore[attr-defined]
+                return encode
+
+            oov = self._oov
+
+            def encode(x: Any) -> int:
+                i = get(x)
+                return i if i is not None else oov(x, kind)
+
+            return encode
+        tget = getter(table)
+
+        def encode(x: Any) -> int:
+            if x is None:
+                return 1
+            p = tget(x, -1)
+            return p + base if p >= 0 else one(x, table, kind)
+
+        return encode
+
+    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        """One value of ``c`` -> its id (null -> 1): what :meth:`row` does per value, for the fused row plan."""
+        return self.encoders[c]
 
     # batch
     def _encode(self, col: Col, table: Any, kind: str) -> np.ndarray:
@@ -193,7 +245,30 @@ class _Categorify(Kernel):
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
-        for name, src, key, combo in self.jobs:
+        if self.hashed_jobs:
+            qs = [cols[c].values.astype(np.int64, copy=False) for _, c, _ in self.hashed_jobs]
+            pos = np.concatenate([t.lookup(q) for (_, _, t), q in zip(self.hashed_jobs, qs)])
+            unseen = pos < 0
+            any_unseen = bool(unseen.any())
+            ids = pos
+            ids += self.base
+            if any_unseen and self.B == 1:
+                ids[unseen] = 2
+            start = 0
+            for (name, c, _), q in zip(self.hashed_jobs, qs):
+                col = cols[c]
+                end = start + len(q)
+                seg = ids[start:end]  # a view: the columns' ids share one array
+                if any_unseen and self.B > 1:
+                    u = unseen[start:end]
+                    if u.any():
+                        h = hash_batch(col.values, col.mask, self.kinds[c]).astype(np.int64) % self.B
+                        seg[u] = 2 + h[u]
+                if col.mask is not None:
+                    seg[col.mask] = 1  # null slots hold arbitrary values that may be in the vocabulary
+                out[name] = col.with_values(seg)
+                start = end
+        for name, src, key, combo in self.other_jobs:
             if combo:
                 keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src], self.combo_format)
                 out[name] = Col(self._encode(Col(keys), self.tables[key], "s"))
@@ -209,15 +284,14 @@ class _Categorify(Kernel):
     def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
         out = {}
         base = self.base
-        for name, c, get, table, kind in self.row_jobs:
-            v = vals[c]
-            if v is None:
-                out[name] = None if self.is_list[c] else 1
+        for name, c, _, _, _ in self.row_jobs:
+            v, fn = vals[c], self.encoders[name]
+            if v is None and self.is_list[c]:
+                out[name] = None
             elif type(v) is list:
-                out[name] = [self._one(x, table, kind) for x in v]
+                out[name] = [fn(x) for x in v]
             else:
-                p = get(v, -1)
-                out[name] = p + base if p >= 0 else self._one(v, table, kind)
+                out[name] = fn(v)
         for name, src, table in self.combo_jobs:
             parts = [vals[c] for c in src]
             if any(p is None for p in parts):
@@ -233,6 +307,13 @@ class _Categorify(Kernel):
             return 1
         p = table.get(int(v) if kind == "b" else v)
         return p + self.base if p >= 0 else self._oov(v, kind)
+
+
+def _vocab_order(table: IntTable) -> np.ndarray:
+    """The vocabulary of ``table`` in id order (it stores it sorted, with positions)."""
+    values = np.empty(table.size, dtype=np.int64)
+    values[table.pos] = table.keys
+    return values
 
 
 def _to_str(v: Any) -> str:
@@ -373,251 +454,4 @@ class _FillMedian(_Fill):
         return med
 
 
-# -- continuous chain ---------------------------------------------------------------------------------------
-@register_kernel(Clip)
-class _Clip(Kernel):
-    def __init__(self, op: Clip, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
-        super().__init__(op, columns, in_schema, out_schema)
-        self.bounds = {}
-        for c in columns:
-            lo, hi = op.min_value, op.max_value
-            kind = self.kinds[c]
-            if kind == "i":
-                for b in (lo, hi):
-                    if b is not None and not float(b).is_integer():
-                        raise ServingBuildError(f"cannot serve Clip({lo}, {hi}) on int column {c!r}: a non-integral "
-                                                f"bound changes the column's dtype offline")
-                lo = None if lo is None else int(lo)
-                hi = None if hi is None else int(hi)
-            elif kind == "f":
-                # numpy compares in the column's dtype (a float32 column against float32(bound))
-                dt = np.dtype(in_schema[c].dtype).type
-                lo = None if lo is None else float(dt(lo))
-                hi = None if hi is None else float(dt(hi))
-            else:
-                raise ServingBuildError(f"cannot serve Clip on {in_schema[c].dtype} column {c!r}")
-            self.bounds[c] = (lo, hi)
-
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        out = {}
-        for c in self.columns:
-            col = cols[c]
-            lo, hi = self.bounds[c]
-            out[c] = col.with_values(np.clip(col.values, lo, hi), col.mask)
-        return out
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        lo, hi = self.bounds[c]
-        if hi is None:
-            return lambda x: x if x is None or not x < lo else lo
-        if lo is None:
-            return lambda x: x if x is None or not x > hi else hi
-
-        def clip(x: Any) -> Any:
-            if x is None:
-                return None
-            if x < lo:
-                return lo
-            if x > hi:
-                return hi
-            return x
-
-        return clip
-
-
-#: float32(log1p(i)) for the small ints that counts mostly are: tabprep's LogOp of an int column is
-#: float32(log1p(float64(x))), and a gather beats evaluating the logarithm
-_TABLE_SIZE = 1 << 16
-_LOG1P_TABLE = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
-_LOG1P_TABLE.flags.writeable = False
-_LOG1P_ITEM = _LOG1P_TABLE.item
-
-
-def int_log1p32(values: np.ndarray) -> np.ndarray:
-    """``float32(log1p(float64(values)))`` of an int64 array (-1 -> -inf, below -> NaN)."""
-    out = _LOG1P_TABLE.take(values, mode="clip")
-    big = values.view(np.uint64) >= _TABLE_SIZE  # negatives wrap to huge unsigned values
-    if big.any():
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
-    return out
-
-
-def _log1p_int(v: Any) -> Optional[float]:
-    if v is None:
-        return None
-    if 0 <= v < _TABLE_SIZE:
-        return _LOG1P_ITEM(v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
-
-
-def _log1p_float(v: Any) -> Optional[float]:
-    if v is None:
-        return None
-    return float(fast_log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
-
-
-@register_kernel(LogOp)
-class _LogOp(Kernel):
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        out = {}
-        for c in self.columns:
-            col = cols[c]
-            if self.kinds[c] in "ib":
-                y = int_log1p32(col.values.astype(np.int64, copy=False))
-                if col.mask is not None:
-                    y[col.mask] = np.nan
-            else:
-                y = fast_log1p(col.values.astype(np.float64)).astype(np.float32)
-            out[c] = col.with_values(y)
-        return out
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        return _log1p_int if self.kinds[c] in "ib" else _log1p_float
-
-
-def _as_float64(col: Col) -> np.ndarray:
-    x = col.values.astype(np.float64)
-    if col.mask is not None:
-        x[col.mask] = np.nan
-    return x
-
-
-# struct's 'f' format rounds a double to the nearest float32 (IEEE round-half-even), like numpy's
-# astype, ~5x cheaper than a numpy scalar; it refuses values beyond float32's range (numpy: +-inf)
-_F32_PACK = struct.Struct("<f").pack
-_F32_UNPACK = struct.Struct("<f").unpack
-
-
-def _f32(x: float) -> float:
-    """``x`` rounded to float32 (as numpy's astype), as a Python float."""
-    try:
-        return _F32_UNPACK(_F32_PACK(x))[0]
-    except OverflowError:
-        with np.errstate(over="ignore"):
-            return float(np.float32(x))
-
-
-@register_kernel(Normalize)
-class _Normalize(Kernel):
-    def __init__(self, op: Normalize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
-        super().__init__(op, columns, in_schema, out_schema)
-        op._require_fitted()
-        self.params = {}
-        for c in columns:
-            mean, std = op.stats_[c]["mean"], op.stats_[c]["std"]
-            ok = bool(std) and math.isfinite(std)
-            self.params[c] = (float(mean), float(std), ok)
-
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        out = {}
-        for c in self.columns:
-            mean, std, ok = self.params[c]
-            x = _as_float64(cols[c])
-            if not ok:
-                y = np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
-            else:
-                x -= mean
-                x /= std
-                y = x.astype(np.float32)
-            out[c] = cols[c].with_values(y)
-        return out
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        mean, std, ok = self.params[c]
-        f32 = _f32
-
-        def norm(x: Any) -> Any:
-            if x is None or x != x:
-                return math.nan
-            if not ok:
-                return 0.0
-            return f32((float(x) - mean) / std)
-
-        return norm
-
-
-@register_kernel(NormalizeMinMax)
-class _NormalizeMinMax(Kernel):
-    def __init__(self, op: NormalizeMinMax, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
-        super().__init__(op, columns, in_schema, out_schema)
-        op._require_fitted()
-        self.params = {}
-        for c in columns:
-            lo, hi = op.stats_[c]["min"], op.stats_[c]["max"]
-            ok = lo is not None and hi is not None and hi != lo
-            self.params[c] = (lo, (hi - lo) if ok else None, ok)
-
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        out = {}
-        for c in self.columns:
-            lo, span, ok = self.params[c]
-            x = _as_float64(cols[c])
-            y = ((x - lo) / span).astype(np.float32) if ok else np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
-            out[c] = cols[c].with_values(y)
-        return out
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        lo, span, ok = self.params[c]
-
-        def scale(x: Any) -> Any:
-            if x is None or x != x:
-                return math.nan
-            return _f32((float(x) - lo) / span) if ok else 0.0
-
-        return scale
-
-
-@register_kernel(Bucketize)
-class _Bucketize(Kernel):
-    def __init__(self, op: Bucketize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
-        super().__init__(op, columns, in_schema, out_schema)
-        self.bounds = {c: op.boundaries_for(c) for c in columns}
-        self.bound_lists = {c: b.tolist() for c, b in self.bounds.items()}
-
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        out = {}
-        for c in self.columns:
-            x = _as_float64(cols[c])
-            nan = np.isnan(x)
-            ids = np.searchsorted(self.bounds[c], x, side="right").astype(np.int64)
-            out[c] = cols[c].with_values(ids, nan if nan.any() else None)
-        return out
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        b = self.bound_lists[c]
-        return lambda x: None if x is None or x != x else bisect.bisect_right(b, float(x))
-
-
-@register_kernel(ReduceDtypeSize)
-class _ReduceDtypeSize(Kernel):
-    def __init__(self, op: ReduceDtypeSize, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
-        super().__init__(op, columns, in_schema, out_schema)
-        op._require_fitted()
-        self.targets = {c: op.target_dtype(c) for c in columns}
-
-    def _cast(self, col: Col, c: str) -> Col:
-        dt = self.targets[c]
-        if dt is None:
-            return col
-        if np.dtype(dt).kind in "iu" and col.values.dtype.kind in "iu":
-            return col.with_values(col.values.astype(dt).astype(np.int64), col.mask)  # wraps like astype offline
-        return col.with_values(col.values.astype(dt), col.mask)
-
-    def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
-        return {c: self._cast(cols[c], c) for c in self.columns}
-
-    def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        dt = self.targets[c]
-        if dt is None:
-            return lambda x: x
-        k = np.dtype(dt).kind
-
-        def cast(x: Any) -> Any:
-            if x is None or (type(x) is float and x != x):
-                return x
-            y = np.array([x]).astype(dt)[0]
-            return int(y) if k in "iu" else float(y)
-
-        return cast
+from . import numeric_kernels  # noqa: E402,F401 - registers Clip, LogOp, Normalize... (imports this module)

@@ -1,10 +1,10 @@
 """Exact lookup tables for serving: vocabulary value -> position, built once, read by many threads.
 
-* :class:`IntTable` (int and bool vocabularies): the values sorted, with their positions, in two
-  flat numpy arrays (16 bytes per value, no Python object per entry). A batch is looked up with
-  one ``searchsorted`` and three elementwise numpy calls, whatever the vocabulary size; one value
-  with a ``dict`` when the vocabulary is small (:data:`DICT_MAX` values), else one scalar
-  ``searchsorted``.
+* :class:`IntTable` (int and bool vocabularies): a batch is probed in pandas' khash table of
+  int64 (vocabularies up to :data:`HASH_MAX` values, ~55 bytes per value), else binary searches
+  in the values sorted, with their positions (two flat numpy arrays, 16 bytes per value); one
+  value with a ``dict`` when the vocabulary is small (:data:`DICT_MAX` values; Categorify keeps
+  its own dict of ids instead), else one scalar ``searchsorted``.
 * :class:`ObjectTable` (strings, floats): a ``dict``, Python's own hash table; its equality is
   the vocabulary's (``0.0 == -0.0``; NaN never reaches it, it is null).
 
@@ -23,6 +23,15 @@ DICT_MAX = 1 << 18
 #: batches at least this long against vocabularies larger than this are sorted before the search
 _SORT_MIN_QUERIES = 64
 _SORT_MIN_VOCAB = 4096
+#: int vocabularies up to this size also get a hash table for batches (~55 bytes per value)
+HASH_MAX = 1 << 22
+
+try:  # pandas' khash table of int64 (what Index.get_indexer probes), without Index.get_indexer's
+    # ~40 us of checks per call (26 Criteo columns of 1000 values: 0.22 ms against 0.65 ms for one
+    # pd.Index over all vocabularies, and 2.2 ms for sorted binary searches)
+    from pandas._libs.hashtable import Int64HashTable as _Int64HashTable
+except ImportError:  # pragma: no cover - a pandas without it: binary searches
+    _Int64HashTable = None
 
 
 class IntTable:
@@ -30,11 +39,12 @@ class IntTable:
 
     Args:
         values: the vocabulary (distinct ints, in id order).
+        index: also build the ``dict`` (for vocabularies up to :data:`DICT_MAX` values).
     """
 
-    __slots__ = ("keys", "pos", "size", "index", "_last")
+    __slots__ = ("keys", "pos", "size", "index", "_last", "hashed")
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, index: bool = True) -> None:
         values = np.ascontiguousarray(values, dtype=np.int64)
         order = np.argsort(values, kind="stable")
         self.keys = values[order]
@@ -42,14 +52,17 @@ class IntTable:
         self.size = len(values)
         self._last = self.size - 1
         self.index: Optional[Dict[int, int]] = (dict(zip(values.tolist(), range(self.size)))
-                                                if self.size <= DICT_MAX else None)
+                                                if index and self.size <= DICT_MAX else None)
         self.keys.flags.writeable = False
         self.pos.flags.writeable = False
+        self.hashed = _hash_table(values) if self.size <= HASH_MAX else None
 
     def lookup(self, q: np.ndarray) -> np.ndarray:
         """Position of each int64 value of ``q`` (a fresh int64 array), -1 when absent."""
         if self.size == 0:
             return np.full(len(q), -1, dtype=np.int64)
+        if self.hashed is not None:  # read-only probes: safe from many threads
+            return self.hashed.lookup(q)
         if len(q) >= _SORT_MIN_QUERIES and self.size > _SORT_MIN_VOCAB:
             # sorted queries make numpy's binary searches start where the previous one ended and
             # walk the vocabulary in order: 2.6x faster on 26 Criteo columns of 1000 values whose
@@ -78,6 +91,18 @@ class IntTable:
 
     def __len__(self) -> int:
         return self.size
+
+
+def _hash_table(values: np.ndarray) -> Any:
+    """A khash table value -> position of the distinct int64 ``values``, or None without one."""
+    if _Int64HashTable is None or not len(values):
+        return None
+    try:
+        table = _Int64HashTable(2 * len(values))  # half full: fewer probes per miss
+        table.map_locations(values)
+    except (TypeError, ValueError, AttributeError):  # pragma: no cover - another pandas' signature
+        return None
+    return table
 
 
 class ObjectTable:
@@ -109,9 +134,10 @@ def getter(table: Any) -> Any:
     return index.get if index is not None else table.get
 
 
-def make_table(values: Any) -> Any:
-    """The lookup table of a vocabulary (host array in id order)."""
+def make_table(values: Any, index: bool = True) -> Any:
+    """The lookup table of a vocabulary (host array in id order); ``index=False``: an int table
+    without its ``dict`` (the caller keeps its own for one-value lookups)."""
     values = np.asarray(values)
     if values.dtype.kind in "iub":
-        return IntTable(values.astype(np.int64, copy=False))
+        return IntTable(values.astype(np.int64, copy=False), index=index)
     return ObjectTable(values)

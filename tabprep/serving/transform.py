@@ -9,7 +9,7 @@ import numpy as np
 
 from ..schema import ColumnSchema, Schema
 from .columns import Col, ServingInputError, batch_column, kind_of, row_value
-from .kernels import ServingBuildError, check_servable, compile_kernel
+from .kernels import ServingBuildError, _Passthrough, check_servable, compile_kernel
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,26 @@ class ServingTransform:
         self._row_lists = [(name, dt) for name, col, dt in self._outputs if col.is_list]
         self._result_names = [k for name, col, _ in self._outputs
                               for k in ((f"{name}__values", f"{name}__nnzs") if col.is_list else (name,))]
+        # the groups' concatenation is often already the output order: no reordering dict then
+        self._row_ordered = not self._row_lists and [n for _, names in self._row_groups
+                                                      for n in names] == self._result_names
+        # the flat row plan: when every output is its input column through element-wise ops (the
+        # Criteo workflow), one loop over (output, input, functions) replaces the per-node dicts
+        flat = _flatten(self._plan, self._out_index, [name for name, _, _ in self._outputs])
+        lists = self._list_inputs
+        kinds = {c: k for c, _, k in self._in_cols}
+        self._flat_row = None
+        if flat is not None:
+            self._flat_row = []
+            budget = _MEMO_TOTAL
+            for name, src, fns in flat:
+                table, default = _direct(fns)
+                if table is None and fns and kinds[src] == "i" and src not in lists and budget >= _MEMO_INTS:
+                    table = _memo(fns)
+                    default = None if table is None else _MISS
+                    budget -= _MEMO_INTS
+                self._flat_row.append((name, src, table, default, fns[0] if len(fns) == 1 else None, fns,
+                                       src in lists))
 
     # -- running ----------------------------------------------------------------------------------
     def _run(self, env_inputs: Dict[str, Any], row: bool) -> Dict[str, Any]:
@@ -194,7 +214,7 @@ class ServingTransform:
 
     def row_values(self, row: Mapping[str, Any], cast: bool = False) -> Dict[str, Any]:
         """One row's outputs as Python scalars (lists for list columns; None or NaN for nulls)."""
-        if not isinstance(row, Mapping):
+        if type(row) is not dict and not isinstance(row, Mapping):
             raise ServingInputError(f"a row is an object of column -> value, got {type(row).__name__}")
         vals = {}
         try:
@@ -207,14 +227,42 @@ class ServingTransform:
         except KeyError:
             self._missing(row)
             raise
-        out = self._run(vals, row=True)
-        return {name: out[name] for name, _, _ in self._outputs}
+        flat = self._flat_row
+        if flat is None:
+            out = self._run(vals, row=True)
+            return {name: out[name] for name, _, _ in self._outputs}
+        res = {}
+        for name, src, table, default, fn, fns, is_list in flat:
+            v = vals[src]
+            if table is not None and type(v) is not list:  # a Categorify id, or a memoized small int
+                if v is None and is_list:
+                    res[name] = None
+                    continue
+                x = table.get(v, default)
+                if x is not _MISS:
+                    res[name] = x
+                    continue
+            if fn is not None and type(v) is not list:
+                res[name] = None if v is None and is_list else fn(v)
+            elif type(v) is list:
+                for f in fns:
+                    v = [f(x) for x in v]
+                res[name] = v
+            elif v is None and is_list:
+                res[name] = None  # a null list row stays null
+            else:
+                for f in fns:
+                    v = f(v)
+                res[name] = v
+        return res
 
     def _finish_row(self, vals: Dict[str, Any]) -> Dict[str, np.ndarray]:
         res: Dict[str, np.ndarray] = {}
         for dt, names in self._row_groups:
             arr = _masked([vals[n] for n in names], dt)
             res.update(zip(names, arr.reshape(-1, 1)))  # one length-1 view per column, made in C
+        if self._row_ordered:
+            return res
         for name, dt in self._row_lists:
             v = vals[name]
             if v is None:
@@ -225,8 +273,12 @@ class ServingTransform:
 
     def transform_batch(self, columns: Any, cast: bool = False) -> Dict[str, np.ndarray]:
         """A batch given as ``{column: array or list}`` (list columns: a list of lists) or a pandas frame."""
-        if hasattr(columns, "columns") and hasattr(columns, "dtypes"):  # a DataFrame: read its columns
-            data = {c: columns[c] for c in columns.columns}
+        if hasattr(columns, "columns") and hasattr(columns, "dtypes"):  # a DataFrame: read the columns needed
+            present = set(columns.columns)
+            missing = [c for c in self.input_names if c not in present]
+            if missing:
+                self._missing(dict.fromkeys(columns.columns))
+            data = {c: columns[c] for c in self.input_names}
         elif isinstance(columns, Mapping):
             data = columns
         else:
@@ -257,8 +309,8 @@ class ServingTransform:
         ``cast=True`` converts values of another kind (strings for an int column...) and
         refuses the lossy ones; by default they are refused.
         """
-        if isinstance(data, Mapping) and self._is_row(data):
-            return self.transform_row(data, cast=cast)
+        if (type(data) is dict or isinstance(data, Mapping)) and self._is_row(data):
+            return self._finish_row(self.row_values(data, cast))
         return self.transform_batch(data, cast=cast)
 
     def _is_row(self, data: Mapping[str, Any]) -> bool:
@@ -317,6 +369,71 @@ def _fuse_elementwise(plan: List[Tuple[str, int, Any]], out_index: int) -> List[
         else:
             out.append(("fused", i, (src, list(fns), is_list)))
     return out
+
+
+#: the one-row outputs of int columns are precomputed for the values 0.._MEMO_INTS-1 (counts mostly
+#: are small), by calling the column's own functions: the same results, one dict probe instead of
+#: a call per op; at most _MEMO_TOTAL values in all (~1 us each to build, ~30 bytes each to hold)
+_MEMO_INTS = 1 << 12
+_MEMO_TOTAL = 1 << 18
+_MISS = object()
+
+
+def _memo(fns: Tuple[Any, ...]) -> Optional[Dict[Any, Any]]:
+    """``{v: fns applied to v}`` for None and 0.._MEMO_INTS-1; None if a function refuses a value."""
+    memo = {}
+    for v in [None, *range(_MEMO_INTS)]:
+        x = v
+        try:
+            for f in fns:
+                x = f(x)
+        except Exception:  # noqa: BLE001 - no memo then: the call raises as it would have
+            return None
+        memo[v] = x
+    return memo
+
+
+def _direct(fns: Tuple[Any, ...]) -> Tuple[Any, Any]:
+    """``(dict, default)`` when the one function is ``dict.get(value, default)`` (see _Categorify)."""
+    return getattr(fns[0], "direct", (None, None)) if len(fns) == 1 else (None, None)
+
+
+def _flatten(plan: List[Tuple[str, int, Any]], out_index: int,
+             outputs: List[str]) -> Optional[List[Tuple[str, str, Tuple[Any, ...]]]]:
+    """``[(output, input column, element functions in order)]`` when every output is one input column
+    mapped by element-wise kernels (renamed, selected, merged on the way), else None.
+
+    Runs the one-row plan on symbols: each node's columns are ``(input column, functions so far)``."""
+    env: Dict[int, Dict[str, Tuple[str, Tuple[Any, ...]]]] = {}
+    for kind, i, arg in plan:
+        if kind == "select":
+            env[i] = {c: (c, ()) for c in arg}
+        elif kind == "fused":
+            src, fns, _ = arg
+            inp = env[src]
+            env[i] = {c: (inp[c][0], inp[c][1] + (fn,)) for c, fn in fns}
+        elif kind == "concat":
+            merged: Dict[str, Tuple[str, Tuple[Any, ...]]] = {}
+            for p in arg:
+                merged.update(env[p])
+            env[i] = merged
+        elif kind == "drop":
+            src_env = env[arg[0]]
+            env[i] = {c: src_env[c] for c in arg[1] if c in src_env}
+        else:
+            parents, kernel = arg
+            inp = {}
+            for p in reversed(parents):  # the first parent holding a name wins, as in _run
+                inp.update(env[p])
+            fns = getattr(kernel, "_fns", None)
+            if fns is not None and list(kernel.outputs) == list(kernel.columns):
+                env[i] = {c: (inp[c][0], inp[c][1] + (fn,)) for c, fn in fns}
+            elif type(kernel).row is _Passthrough.row:
+                env[i] = {dst: inp[src] for src, dst in kernel.pairs}
+            else:
+                return None
+    final = env[out_index]
+    return [(name, final[name][0], final[name][1]) for name in outputs]
 
 
 def _masked(vals: List[Any], dt: np.dtype) -> np.ndarray:
