@@ -91,7 +91,9 @@ class Job:
             if not has_cudf():
                 raise JobFailed("--gpu needs cuDF, dask-cuDF and a CUDA GPU, which are not usable here "
                                 "(pip install tabprep[gpu] on a machine with an NVIDIA GPU); use --cpu")
-        self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet)
+        self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet,
+                                scheduler_file=o.get("scheduler_file"), rmm_pool_size=o.get("rmm_pool_size"),
+                                device_memory_limit=o.get("device_memory_limit"), protocol=o.get("protocol"))
         self.client = self._cm.__enter__()
         if self.client is not None:
             self.say(f"dask cluster: {self.client.scheduler.address} "
