@@ -139,10 +139,11 @@ class Job:
     def write(self, source: Any, out: str, to: str, wf: Any = None, rows: Optional[int] = None,
               **kw: Any) -> Dict[str, Any]:
         """Transform ``source`` with ``wf`` (or write it as is) to ``out``."""
+        if wf is not None and self.profile:  # before transform: with a distributed client it ships a copy of wf
+            wf.op_timer = P.record
         ds = wf.transform(source) if wf is not None else source
         if wf is not None and self.profile:
-            wf.op_timer = P.record
-            P.collect_and_reset()
+            P.collect_and_reset()  # not the times of transform's run on the empty meta frame
         rename = None if wf is not None else {"transform": "convert", "transform (phase 1)": "read"}
         prog = self.progress(rows, rename)
         start = time.perf_counter()

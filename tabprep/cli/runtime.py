@@ -340,7 +340,7 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
     """
     if sum(bool(x) for x in (scheduler, scheduler_file, workers)) > 1:
         raise UsageProblem("give one of --scheduler / --scheduler-file (an existing cluster) or --workers "
-                           "(a local one)")
+                           "(a local one), not both")
     if memory_limit and not workers:
         raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
                            "add --workers N (an existing --scheduler cluster has its own limits)")

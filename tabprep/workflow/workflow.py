@@ -342,7 +342,8 @@ class Workflow:
         ``hash=False``: each call scatters the workflow's current state (a later fit pass sees
         the statistics of the earlier ones). The workers drop it once the last future (held by
         the graph of a lazy transform) is released. A lazy transform made under a client must
-        be computed with that client.
+        be computed with that client, and it uses the workflow as it was when ``transform``
+        was called (set ``op_timer`` before).
         """
         self._fit_round += 1  # a new dask token per pass / transform (see __dask_tokenize__)
         client = _distributed_client()
