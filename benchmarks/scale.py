@@ -3,6 +3,7 @@
     python benchmarks/scale.py --rows 2000000 --workers 1,2                  # CPU: LocalCluster of processes
     python benchmarks/scale.py --gpu --rows 200000000 --workers 1,2 --gen-procs 16   # GPU: LocalCUDACluster
     python benchmarks/scale.py --gpu --rows 400000000 --workers 1,2,4,8 --gen-procs 16
+    python benchmarks/scale.py --gpu --rows 200000000 --workers 1,2 --gen-procs 16 --generate-only  # data first
 
 The job (as ``benchmarks/criteo.py``): C1..C26 >> Categorify; I1..I13 >> FillMissing >> Clip(0) >>
 LogOp >> Normalize; + label; fit, transform, write parquet. The data comes from
@@ -287,7 +288,8 @@ def spawn(mode: str, n: int, data: str, out: str, args: argparse.Namespace) -> D
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=float, default=2e6, help="rows of synthetic Criteo data (default 2M)")
-    ap.add_argument("--files", type=int, default=0, help="input files (default: one per 1M rows, at least 8)")
+    ap.add_argument("--files", type=int, default=0,
+                    help="input files (default: one per 20M rows, at least 8 and 2 per worker of the largest run)")
     ap.add_argument("--workers", default="1,2", help="comma list of worker counts (GPU: one worker per GPU)")
     ap.add_argument("--gpu", action="store_true", help="cuDF; workers are a LocalCUDACluster")
     ap.add_argument("--part-size", default=None, help="Dataset part_size (default: tabprep's)")
@@ -297,6 +299,7 @@ def main() -> None:
     ap.add_argument("--no-floor", action="store_true", help="skip the storage floors")
     ap.add_argument("--no-warmup", action="store_true", help="time the first run (no warm-up run)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--generate-only", action="store_true", help="generate (and cache) the data, run nothing")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--n-workers", type=int, default=0, help=argparse.SUPPRESS)
@@ -312,8 +315,13 @@ def main() -> None:
         return
     rows = int(args.rows)
     workers = sorted({int(w) for w in args.workers.split(",") if w.strip()})
-    files = args.files or max(8, rows // 1_000_000, max(workers))
+    # enough files for every worker count (and the floor's processes), about 20M rows per file
+    # at scale (the issue-16 figures: 200M rows in 10 files)
+    files = args.files or max(8, rows // 20_000_000, 2 * max(workers))
     data = ensure_data(rows, args.data_root, files, args.gen_procs)
+    if args.generate_only:
+        print(f"data: {data}")
+        return
     out_dir = tempfile.mkdtemp(prefix="tabprep-scale-")
     runs: List[tuple] = ([("in-process", 0)] if not args.no_inprocess else []) + [(f"{n} worker{'s' * (n > 1)}", n)
                                                                                  for n in workers]
