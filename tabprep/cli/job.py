@@ -90,7 +90,9 @@ class Job:
             if not has_cudf():
                 raise JobFailed("--gpu needs cuDF, dask-cuDF and a CUDA GPU, which are not usable here "
                                 "(pip install tabprep[gpu] on a machine with an NVIDIA GPU); use --cpu")
-        self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet)
+        self._cm = dask_cluster(o.get("scheduler"), o.get("workers"), o.get("memory_limit"), o.get("cpu"), self.quiet,
+                                scheduler_file=o.get("scheduler_file"), rmm_pool_size=o.get("rmm_pool_size"),
+                                device_memory_limit=o.get("device_memory_limit"), protocol=o.get("protocol"))
         self.client = self._cm.__enter__()
         if self.client is not None:
             self.say(f"dask cluster: {self.client.scheduler.address} "
@@ -142,10 +144,11 @@ class Job:
         fitted on (fit-transform): target encodings come out of fold. With ``transaction`` the folder
         is only staged in it: the summary is printed by :meth:`say_written` once the caller has committed.
         """
+        if wf is not None and self.profile:  # before transform: with a distributed client it ships a copy of wf
+            wf.op_timer = P.record
         ds = wf.transform(source, out_of_fold=out_of_fold, cast=cast) if wf is not None else source
         if wf is not None and self.profile:
-            wf.op_timer = P.record
-            P.collect_and_reset()
+            P.collect_and_reset()  # not the times of transform's run on the empty meta frame
         rename = None if wf is not None else {"transform": "convert", "transform (phase 1)": "read"}
         prog = self.progress(rows, rename)
         start = time.perf_counter()

@@ -71,14 +71,29 @@ def job_options(f: Callable) -> Callable:
                      help="Target size of one partition, e.g. 256MB (default 128MB on CPU; on GPU 1/16 of the device memory, at least 1GB). Smaller "
                           "partitions use less memory per task."),
         click.option("--scheduler", metavar="ADDRESS", envvar="TABPREP_SCHEDULER", default=None,
-                     help="Run on an existing dask.distributed cluster, e.g. tcp://10.0.0.5:8786 or a "
-                          "scheduler-file path [env TABPREP_SCHEDULER]."),
+                     help="Run on an existing dask.distributed cluster, e.g. tcp://10.0.0.5:8786 (ucx://... "
+                          "for UCX) or a scheduler-file path [env TABPREP_SCHEDULER]."),
+        click.option("--scheduler-file", metavar="PATH", envvar="TABPREP_SCHEDULER_FILE", default=None,
+                     help="Run on the existing cluster whose scheduler wrote PATH (`dask scheduler "
+                          "--scheduler-file PATH`; a shared file system for several nodes) "
+                          "[env TABPREP_SCHEDULER_FILE]."),
         click.option("--workers", metavar="N", callback=lambda c, p, v: _workers_type(v), default=None,
                      help="Start a local dask.distributed cluster of N worker processes ('auto': one per core; "
                           "on GPU a LocalCUDACluster with one worker per GPU). Default: dask's threaded "
                           "scheduler in this process."),
         click.option("--memory-limit", metavar="SIZE", default=None,
                      help="Memory limit of each --workers worker process, e.g. 4GB (default: RAM / workers)."),
+        click.option("--rmm-pool-size", metavar="SIZE", default=None,
+                     help="GPU: RMM memory pool of each GPU worker (or of this process without --workers), "
+                          f"e.g. 40GB or 0.8 (a fraction of the device's memory); 'none': no pool. Default: "
+                          f"{DEFAULT_RMM_POOL} of the device for --workers (this process: half the free memory); "
+                          "on an existing --scheduler cluster the workers' own pool, unless given."),
+        click.option("--device-memory-limit", metavar="SIZE", default=None,
+                     help="GPU --workers: device memory a worker's data may use before it spills to host "
+                          "memory, e.g. 60GB or 0.8 (default: dask-cuda's, 0.8 of the device; 0: no spilling)."),
+        click.option("--protocol", type=click.Choice(["tcp", "ucx"]), default=None,
+                     help="--workers: transport between the workers, tcp (default) or ucx (NVLink / InfiniBand "
+                          "between GPUs; needs ucxx). An existing cluster's transport is its address's scheme."),
         click.option("--profile", is_flag=True, help="Print a per-op time summary at the end."),
     ]
     for opt in reversed(opts):
@@ -272,36 +287,117 @@ def check_columns(wf: Any, ds: Any) -> None:
 
 
 # -- dask ------------------------------------------------------------------------------------
+#: RMM pool of each LocalCUDACluster worker by default (a fraction of its device's memory): like
+#: the in-process job's pool (RMM's default, half the free memory); the rest stays for cuDF's
+#: own allocations outside the pool and for dask-cuda's spilling threshold
+DEFAULT_RMM_POOL = "0.5"
+
+
+def _size_or_fraction(value: str, option: str) -> Any:
+    """``"0.8"`` -> 0.8 (a fraction of the device), ``"40GB"`` -> bytes; ``"none"`` -> None."""
+    from ..io.dataset import parse_size
+
+    text = str(value).strip()
+    if text.lower() == "none":
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None and 0 <= number <= 1:
+        return number
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise UsageProblem(f"{option} {value!r} is not a size like 40GB or a fraction like 0.8") from None
+
+
+def worker_rmm_pool(size: Any) -> bool:
+    """Run on a worker (``client.run``): an RMM pool of ``size`` bytes, or that fraction of its
+    device's memory when ``size <= 1``. Only on workers that hold no device data yet."""
+    from .. import backend
+
+    if isinstance(size, float) and size <= 1:
+        size = int(size * backend.compute_device(False).total_memory()) // 256 * 256
+    return backend.use_rmm_pool(size)
+
+
+def cuda_cluster_kwargs(n: int, memory_limit: Optional[str], rmm_pool_size: Optional[str],
+                        device_memory_limit: Optional[str], protocol: Optional[str]) -> Dict[str, Any]:
+    """``LocalCUDACluster`` arguments for ``--workers N`` on the GPU: one worker per GPU 0..N-1."""
+    pool = _size_or_fraction(rmm_pool_size if rmm_pool_size is not None else DEFAULT_RMM_POOL, "--rmm-pool-size")
+    kwargs: Dict[str, Any] = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(n)),
+                              "memory_limit": memory_limit or "auto", "dashboard_address": None,
+                              "silence_logs": logging.ERROR, "rmm_pool_size": pool}
+    if device_memory_limit is not None:
+        kwargs["device_memory_limit"] = _size_or_fraction(device_memory_limit, "--device-memory-limit") or 0
+    if protocol is not None:
+        kwargs["protocol"] = protocol
+    return kwargs
+
+
+def _connect(kwargs: Dict[str, Any], where: str) -> Any:
+    from distributed import Client
+
+    try:
+        return Client(timeout="20s", **kwargs)
+    except (OSError, TimeoutError) as exc:
+        raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
+
+
 @contextlib.contextmanager
 def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[str], cpu: Optional[bool],
-                 quiet: bool) -> Iterator[Any]:
-    """The distributed client for the job (None: dask's threaded scheduler in this process)."""
-    if scheduler and workers:
-        raise UsageProblem("give --scheduler (an existing cluster) or --workers (a local one), not both")
+                 quiet: bool, scheduler_file: Optional[str] = None, rmm_pool_size: Optional[str] = None,
+                 device_memory_limit: Optional[str] = None, protocol: Optional[str] = None) -> Iterator[Any]:
+    """The distributed client for the job (None: dask's threaded scheduler in this process).
+
+    ``--scheduler`` / ``--scheduler-file``: an existing cluster (``rmm_pool_size`` given: an RMM
+    pool on each of its workers through ``client.run``); ``--workers``: a local cluster
+    (``LocalCUDACluster`` on the GPU with :func:`cuda_cluster_kwargs`).
+    """
+    if sum(bool(x) for x in (scheduler, scheduler_file, workers)) > 1:
+        raise UsageProblem("give one of --scheduler / --scheduler-file (an existing cluster) or --workers "
+                           "(a local one), not both")
     if memory_limit and not workers:
         raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
                            "add --workers N (an existing --scheduler cluster has its own limits)")
-    if not scheduler and not workers:
-        from .. import backend
-
-        if not backend.resolve_cpu(cpu):
-            backend.use_rmm_pool()  # in-process GPU job: pooled device memory, as NVTabular does
-        yield None
-        return
-    from distributed import Client
-
-    if scheduler:
-        kwargs: Dict[str, Any] = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
-        try:
-            client = Client(timeout="20s", **kwargs)
-        except (OSError, TimeoutError) as exc:
-            raise JobFailed(f"cannot connect to the dask scheduler at {scheduler!r}: {one_line(exc)}") from None
-        with client:
-            yield client
-        return
+    if (device_memory_limit or protocol) and not workers:
+        raise UsageProblem(f"{'--device-memory-limit' if device_memory_limit else '--protocol'} applies to the "
+                           f"workers started by --workers; an existing cluster sets it when its workers start "
+                           f"(`dask cuda worker --device-memory-limit ...`, a ucx:// scheduler address)")
     from .. import backend
 
     on_gpu = not backend.resolve_cpu(cpu)
+    if (rmm_pool_size or device_memory_limit) and not on_gpu:
+        raise UsageProblem(f"{'--rmm-pool-size' if rmm_pool_size else '--device-memory-limit'} sets GPU memory; "
+                           f"this job runs on the CPU (drop it, or run with --gpu)")
+    if not scheduler and not scheduler_file and not workers:
+        if on_gpu:  # in-process GPU job: pooled device memory, as NVTabular does
+            pool = _size_or_fraction(rmm_pool_size, "--rmm-pool-size") if rmm_pool_size else "default"
+            if pool is not None:
+                worker_rmm_pool(None if pool == "default" else pool)
+        yield None
+        return
+    if scheduler or scheduler_file:
+        if scheduler_file:
+            if not os.path.isfile(scheduler_file):
+                raise UsageProblem(f"--scheduler-file {scheduler_file!r} does not exist (start the scheduler with "
+                                   f"`dask scheduler --scheduler-file {scheduler_file}`)")
+            kwargs: Dict[str, Any] = {"scheduler_file": scheduler_file}
+            where = f"of {scheduler_file!r}"
+        else:
+            assert scheduler is not None
+            kwargs = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
+            where = f"at {scheduler!r}"
+        client = _connect(kwargs, where)
+        with client:
+            pool = _size_or_fraction(rmm_pool_size, "--rmm-pool-size") if rmm_pool_size else None
+            if pool is not None:
+                client.run(worker_rmm_pool, pool)
+            yield client
+        return
+    from distributed import Client
+
     if on_gpu:
         try:
             from dask_cuda import LocalCUDACluster
@@ -312,9 +408,8 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         if n > n_gpus:
             raise UsageProblem(f"--workers {n} on the GPU needs {n} GPUs (one worker per GPU); this machine has "
                                f"{n_gpus}")
-        devices = ",".join(str(i) for i in range(n))
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, memory_limit=memory_limit or "auto",
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = LocalCUDACluster(**cuda_cluster_kwargs(n, memory_limit, rmm_pool_size, device_memory_limit,
+                                                         protocol))
     else:
         from distributed import LocalCluster
 
@@ -322,7 +417,7 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         n = cores if workers == "auto" else int(workers)
         cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, cores // n), processes=True,
                                memory_limit=memory_limit or "auto", dashboard_address=None,
-                               silence_logs=logging.ERROR)
+                               silence_logs=logging.ERROR, **({"protocol": protocol} if protocol else {}))
     with cluster, Client(cluster) as client:
         log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
         yield client

@@ -320,9 +320,9 @@ class Workflow:
     def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str) -> None:
         ids = [self.node_id(n) for n in level]
         parts = ddf.to_delayed()
-        # one graph key for the workflow, so a distributed cluster ships it once per worker
-        self._fit_round += 1
-        wf = dask.delayed(self, pure=True)
+        # the workflow (with the statistics of earlier levels) is one graph key locally, and a
+        # future scattered once to every worker with a distributed client (never graph data)
+        wf = self._graph_handle()
         partial_fn = dask.delayed(_fit_partition, pure=True)
         partials = [partial_fn(wf, ids, p) for p in parts]
         combine_fn = dask.delayed(_combine_partials, pure=True)
@@ -333,13 +333,36 @@ class Workflow:
             raise ValueError("the dataset has no partitions to fit on")
         if progress is not None:
             progress(stage, 0, len(parts))
+        # the partial -> combine tree runs where the partitions are (the workers, with a
+        # distributed client): only the final combined statistics come back here
         (combined,) = dask.compute(partials[0], **backend.compute_options_for(ddf._meta))
+        del partials, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
         by_id = {self.node_id(n): n for n in level}
         for nid, value in combined.items():
             n = by_id[nid]
             n.op.fit_finalize(n.input_columns, value)
+
+    def _graph_handle(self) -> Any:
+        """What the tasks of a fit pass or a transform take as the workflow.
+
+        With dask's local schedulers: ``dask.delayed(self)``, one graph key holding the object
+        itself (nothing is pickled). With a dask.distributed client (``distributed.default_client()``):
+        the workflow, statistics included, is scattered once to every worker
+        (``broadcast=True``) and the tasks take that future, so the graph sent to the scheduler
+        holds a key, not a pickled workflow (dask warned "large graph" for big vocabularies).
+        ``hash=False``: each call scatters the workflow's current state (a later fit pass sees
+        the statistics of the earlier ones). The workers drop it once the last future (held by
+        the graph of a lazy transform) is released. A lazy transform made under a client must
+        be computed with that client, and it uses the workflow as it was when ``transform``
+        was called (set ``op_timer`` before).
+        """
+        self._fit_round += 1  # a new dask token per pass / transform (see __dask_tokenize__)
+        client = _distributed_client()
+        if client is None:
+            return dask.delayed(self, pure=True)
+        return client.scatter(self, broadcast=True, hash=False)
 
     def _require_fitted(self) -> None:
         missing = [n.op.label for n in self.stat_nodes if not n.op.fitted]
@@ -418,10 +441,10 @@ class Workflow:
         self._require_fitted()
         ddf = ds.to_ddf(columns=self.input_columns)
         meta = self.transform_frame(ddf._meta, cast=cast)
-        # the workflow (vocabularies included) is one graph key, not a copy inside every task:
-        # a distributed cluster ships it once per worker, and each worker keeps its lookup tables
-        self._fit_round += 1
-        wf = dask.delayed(self, pure=True)
+        # the workflow (vocabularies included) is one graph key, not a copy inside every task;
+        # with a distributed client it is scattered once to every worker (see _graph_handle),
+        # and each worker keeps its lookup tables
+        wf = self._graph_handle()
         out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
@@ -513,6 +536,20 @@ def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any
 
 
 # -- helpers ---------------------------------------------------------------------------
+def _distributed_client() -> Any:
+    """The active dask.distributed client, or None (local schedulers, or distributed not installed)."""
+    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
+        return None  # the user chose a local scheduler explicitly (dask.config.set(scheduler="sync"))
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
 #: the old name of :meth:`Schema.from_frame` (ops/join_external.py and loader/core.py still use it)
 schema_of_frame = Schema.from_frame
 

@@ -1,0 +1,374 @@
+"""Scaling benchmark: the canonical Criteo job in-process and on 1, 2, ... N dask workers.
+
+    python benchmarks/scale.py --rows 2000000 --workers 1,2                  # CPU: LocalCluster of processes
+    python benchmarks/scale.py --gpu --rows 200000000 --workers 1,2 --gen-procs 16   # GPU: LocalCUDACluster
+    python benchmarks/scale.py --gpu --rows 400000000 --workers 1,2,4,8 --gen-procs 16
+    python benchmarks/scale.py --gpu --rows 200000000 --workers 1,2 --gen-procs 16 --generate-only  # data first
+
+The job (as ``benchmarks/criteo.py``): C1..C26 >> Categorify; I1..I13 >> FillMissing >> Clip(0) >>
+LogOp >> Normalize; + label; fit, transform, write parquet. The data comes from
+``tabprep.io.synthetic`` (generated once, cached under ``--data-root``).
+
+Each configuration runs in its own process: the cluster is started first (its start time is
+reported apart), the job runs once to warm up (page cache, kernel caches, imports on the workers)
+and is then timed. Columns of the table:
+
+* ``wall``: the timed job (fit + transform + write), ``fit`` and ``xform+write`` its two steps;
+* ``x 1 worker`` / ``x in-proc``: speed-up against the 1-worker run and the in-process run
+  (above 1: faster);
+* ``x floor``: wall / the storage floor at the same process count (``floor N``: N processes
+  reading and writing their share of the same input files at once, no ops, the same reader and
+  writer as the job: pyarrow, or cuDF with ``--gpu``); near 1 means the disk caps the job;
+* the phase breakdown, in task-seconds summed over all workers (so it can exceed the wall):
+  ``read`` (the tasks that read partitions, fused transform ops excluded), ``fit partials``
+  (per-partition statistics), ``combine`` (merging partials and finalizing), ``transform``
+  (op time measured by ``Workflow.op_timer`` inside the tasks), ``write`` (the write tasks),
+  ``transfer`` (moving data between workers, from the distributed task stream; 0 in-process).
+
+Every run's output is read back as frames and hashed (row hashes of all part files in order):
+the runs must all give the same hash, else the script fails.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from criteo import CATS, CONTS, ensure_data  # noqa: E402 - the same cached data as criteo.py
+
+PHASES = ["read", "fit partials", "combine", "transform", "write", "transfer"]
+
+
+# -- the job, inside one configuration's process --------------------------------------------
+class TaskTimes:
+    """Task seconds by dask key name: dask's local-scheduler callbacks, or the distributed task stream."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.seconds: Dict[str, float] = {}
+        self.transfer = 0.0
+
+    def __enter__(self) -> "TaskTimes":
+        if self.client is not None:
+            from distributed import get_task_stream
+
+            self._ts = get_task_stream(self.client)
+            self._ts.__enter__()
+        else:
+            from dask.callbacks import Callback
+
+            starts: Dict[Any, float] = {}
+            seconds = self.seconds
+
+            def pretask(key, dsk, state):
+                starts[key] = time.perf_counter()
+
+            def posttask(key, result, dsk, state, worker_id):
+                from dask.utils import key_split
+
+                name = key_split(key)
+                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - starts.pop(key, time.perf_counter())
+
+            self._cb = Callback(pretask=pretask, posttask=posttask)
+            self._cb.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.client is None:
+            self._cb.__exit__(*exc)
+            return
+        self._ts.__exit__(*exc)
+        from dask.utils import key_split
+
+        for t in self._ts.data:
+            for ss in t.get("startstops", ()):
+                dt = ss["stop"] - ss["start"]
+                if ss["action"] == "compute":
+                    name = key_split(t["key"])
+                    self.seconds[name] = self.seconds.get(name, 0.0) + dt
+                elif ss["action"] == "transfer":
+                    self.transfer += dt
+
+
+def phases(fit_tasks: TaskTimes, write_tasks: TaskTimes, write_ops: List[tuple]) -> Dict[str, float]:
+    """Attribute task seconds to the phases (see the module docstring). ``write_ops``: the
+    ``op_timer`` rows of the transform + write step. The ops feeding a stat op run inside
+    ``_fit_partition`` during the fit and stay in "fit partials"."""
+    out = dict.fromkeys(PHASES, 0.0)
+    for name, s in fit_tasks.seconds.items():
+        # (dask's key_split drops the leading underscore of the task functions' names)
+        key = {"fit_partition": "fit partials", "combine_partials": "combine"}.get(name.strip("_"), "read")
+        out[key] += s
+    fused = 0.0
+    for name, s in write_tasks.seconds.items():
+        if name.strip("_") in ("write_part", "write_output"):
+            out["write"] += s
+        else:
+            fused += s  # the partition's read and its transform, fused into one task by dask
+    out["transform"] = sum(t[4] for t in write_ops if t[2] == "transform")
+    out["read"] += max(0.0, fused - out["transform"])
+    out["transfer"] = fit_tasks.transfer + write_tasks.transfer
+    return out
+
+
+def output_hash(folder: str) -> Dict[str, Any]:
+    """Rows and a hash of the row hashes of every part file, read back as frames, in name order."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    h = hashlib.sha256()
+    rows = 0
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".parquet"))
+    for f in files:
+        df = pq.read_table(os.path.join(folder, f)).to_pandas()
+        df = df[sorted(df.columns)]
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+        rows += len(df)
+    return {"rows": rows, "hash": h.hexdigest()[:16], "files": len(files)}
+
+
+def run_job(args: argparse.Namespace) -> None:
+    import tabprep as tp
+    from tabprep import backend, ops
+    from tabprep.cli import progress as P
+
+    cpu = not args.gpu
+    client = cluster = None
+    t0 = time.perf_counter()
+    if args.n_workers:
+        from distributed import Client
+
+        if cpu:
+            from distributed import LocalCluster
+
+            cores = os.cpu_count() or 1
+            cluster = LocalCluster(n_workers=args.n_workers, threads_per_worker=max(1, cores // args.n_workers),
+                                   processes=True, dashboard_address=None)
+        else:
+            from dask_cuda import LocalCUDACluster
+
+            from tabprep.cli.runtime import cuda_cluster_kwargs
+
+            cluster = LocalCUDACluster(**cuda_cluster_kwargs(args.n_workers, None, args.rmm_pool_size, None,
+                                                             args.protocol))
+        client = Client(cluster)
+        client.wait_for_workers(args.n_workers)
+    elif not cpu:
+        backend.use_rmm_pool()
+    cluster_s = time.perf_counter() - t0
+
+    def once(out: str, measure: bool) -> Dict[str, Any]:
+        ds = tp.Dataset(os.path.join(args.data, "*.parquet"), cpu=cpu, part_size=args.part_size)
+        cats = CATS >> ops.Categorify()
+        conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+        wf = tp.Workflow(cats + conts + ["label"])
+        if measure:
+            wf.op_timer = P.record
+            P.gather_times(client)
+        fit_tasks, write_tasks = TaskTimes(client if measure else None), TaskTimes(client if measure else None)
+        start = time.perf_counter()
+        if measure:
+            with fit_tasks:
+                wf.fit(ds)
+        else:
+            wf.fit(ds)
+        fitted = time.perf_counter()
+        if measure:
+            P.gather_times(client)  # the fit's op times: inside the fit partials
+        if measure:
+            with write_tasks:
+                wf.transform(ds).to_parquet(out, overwrite=True)
+        else:
+            wf.transform(ds).to_parquet(out, overwrite=True)
+        done = time.perf_counter()
+        res: Dict[str, Any] = {"wall_s": done - start, "fit_s": fitted - start, "transform_write_s": done - fitted,
+                               "partitions": ds.npartitions}
+        if measure:
+            res["phases"] = phases(fit_tasks, write_tasks, P.gather_times(client))
+        return res
+
+    if not args.no_warmup:
+        once(args.out + "-warm", measure=False)
+        shutil.rmtree(args.out + "-warm", ignore_errors=True)
+    res = once(args.out, measure=True)
+    res["cluster_start_s"] = cluster_s
+    if client is not None:
+        client.close()
+        cluster.close()
+    res["output"] = output_hash(args.out)
+    print("RESULT " + json.dumps(res))
+
+
+def run_floor(args: argparse.Namespace) -> None:
+    """One floor process: its share of the input files (every ``--n-workers``-th from
+    ``--device``), read and written back with no ops, started when the parent says go."""
+    import glob
+
+    if args.gpu:
+        import cudf
+        import rmm
+
+        rmm.reinitialize(pool_allocator=True)  # the job's allocator
+    import pyarrow.parquet as pq
+
+    files = sorted(glob.glob(os.path.join(args.data, "*.parquet")))[args.device::max(1, args.n_workers)]
+    os.makedirs(args.out, exist_ok=True)
+    print("READY", flush=True)
+    while not os.path.exists(args.out + ".go"):
+        time.sleep(0.01)
+    start = time.time()
+    for f in files:
+        target = os.path.join(args.out, os.path.basename(f))
+        if args.gpu:
+            cudf.read_parquet(f).to_parquet(target, index=False)
+        else:
+            pq.write_table(pq.read_table(f), target)
+    print("RESULT " + json.dumps({"start": start, "stop": time.time()}), flush=True)
+
+
+def storage_floor(n: int, data: str, out: str, args: argparse.Namespace) -> float:
+    """Wall seconds for ``n`` processes (GPU: one per device) reading and writing their share of
+    the same files at once, no ops; the processes import first, then start together."""
+    procs = []
+    for i in range(n):
+        env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": str(i)} if args.gpu else {}))
+        cmd = [sys.executable, os.path.abspath(__file__), "--phase", "floor", "--n-workers", str(n),
+               "--device", str(i), "--data", data, "--out", out] + (["--gpu"] if args.gpu else [])
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env))
+    try:
+        for p in procs:
+            line = p.stdout.readline()
+            if not line.startswith("READY"):
+                raise SystemExit(f"a storage-floor process failed to start: {line!r}")
+        open(out + ".go", "w").close()
+        spans = []
+        for p in procs:
+            text, _ = p.communicate(timeout=3600)
+            if p.returncode != 0:
+                raise SystemExit("a storage-floor process failed")
+            spans.append(json.loads([ln for ln in text.splitlines() if ln.startswith("RESULT ")][-1][7:]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        if os.path.exists(out + ".go"):
+            os.remove(out + ".go")
+        shutil.rmtree(out, ignore_errors=True)
+    return max(s["stop"] for s in spans) - min(s["start"] for s in spans)
+
+
+# -- the parent: one process per configuration, the table ---------------------------------
+def spawn(mode: str, n: int, data: str, out: str, args: argparse.Namespace) -> Dict[str, Any]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--phase", mode, "--n-workers", str(n), "--data", data,
+           "--out", out, "--rmm-pool-size", args.rmm_pool_size]
+    for flag, val in (("--gpu", args.gpu), ("--no-warmup", args.no_warmup)):
+        if val:
+            cmd.append(flag)
+    if args.part_size:
+        cmd += ["--part-size", args.part_size]
+    if args.protocol:
+        cmd += ["--protocol", args.protocol]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
+        raise SystemExit(f"{mode} with {n} workers failed")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=float, default=2e6, help="rows of synthetic Criteo data (default 2M)")
+    ap.add_argument("--files", type=int, default=0,
+                    help="input files (default: one per 20M rows, at least 8 and 2 per worker of the largest run)")
+    ap.add_argument("--workers", default="1,2", help="comma list of worker counts (GPU: one worker per GPU)")
+    ap.add_argument("--gpu", action="store_true", help="cuDF; workers are a LocalCUDACluster")
+    ap.add_argument("--part-size", default=None, help="Dataset part_size (default: tabprep's)")
+    ap.add_argument("--rmm-pool-size", default="0.5", help="GPU workers' RMM pool (as tabprep's --rmm-pool-size)")
+    ap.add_argument("--protocol", default=None, choices=["tcp", "ucx"], help="GPU workers' transport")
+    ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process run")
+    ap.add_argument("--no-floor", action="store_true", help="skip the storage floors")
+    ap.add_argument("--no-warmup", action="store_true", help="time the first run (no warm-up run)")
+    ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--generate-only", action="store_true", help="generate (and cache) the data, run nothing")
+    ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
+    ap.add_argument("--phase", help=argparse.SUPPRESS)
+    ap.add_argument("--n-workers", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--device", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.phase == "job":
+        run_job(args)
+        return
+    if args.phase == "floor":
+        run_floor(args)
+        return
+    rows = int(args.rows)
+    workers = sorted({int(w) for w in args.workers.split(",") if w.strip()})
+    # enough files for every worker count (and the floor's processes), about 20M rows per file
+    # at scale (the issue-16 figures: 200M rows in 10 files)
+    files = args.files or max(8, rows // 20_000_000, 2 * max(workers))
+    data = ensure_data(rows, args.data_root, files, args.gen_procs)
+    if args.generate_only:
+        print(f"data: {data}")
+        return
+    out_dir = tempfile.mkdtemp(prefix="tabprep-scale-")
+    runs: List[tuple] = ([("in-process", 0)] if not args.no_inprocess else []) + [(f"{n} worker{'s' * (n > 1)}", n)
+                                                                                 for n in workers]
+    results: Dict[str, Dict[str, Any]] = {}
+    floors: Dict[int, float] = {}
+    try:
+        for label, n in runs:
+            results[label] = spawn("job", n, data, os.path.join(out_dir, f"run{n}"), args)
+            shutil.rmtree(os.path.join(out_dir, f"run{n}"), ignore_errors=True)
+            print(f"  {label}: {results[label]['wall_s']:.2f}s", file=sys.stderr, flush=True)
+            if not args.no_floor and max(n, 1) not in floors:
+                floors[max(n, 1)] = storage_floor(max(n, 1), data, os.path.join(out_dir, f"floor{n}"), args)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    print_table(rows, files, args, results, floors, runs)
+    hashes = {label: r["output"]["hash"] for label, r in results.items()}
+    if len(set(hashes.values())) != 1:
+        raise SystemExit(f"outputs differ between runs: {hashes}")
+    first = next(iter(results.values()))["output"]
+    print(f"check: all {len(results)} outputs identical ({first['rows']:,} rows, {first['files']} files, "
+          f"row-hash {first['hash']})")
+
+
+def print_table(rows: int, files: int, args: argparse.Namespace, results: Dict[str, Dict[str, Any]],
+                floors: Dict[int, float], runs: List[tuple]) -> None:
+    dev = "GPU (LocalCUDACluster, one GPU per worker)" if args.gpu else \
+        f"CPU (LocalCluster of processes, {os.cpu_count()} cores)"
+    parts = next(iter(results.values()))["partitions"]
+    print(f"\n{rows:,} Criteo rows, {files} files, {parts} partitions; {dev}; cluster started before timing, "
+          f"{'no warm-up' if args.no_warmup else 'timed run after a warm-up run'}")
+    one = results.get("1 worker", {}).get("wall_s")
+    inproc = results.get("in-process", {}).get("wall_s")
+    head = (f"{'run':>12} {'wall s':>7} {'fit':>6} {'xf+wr':>6} {'rows/s':>11} {'x 1 wkr':>7} {'x in-proc':>9} "
+            f"{'floor s':>7} {'x floor':>7} {'start s':>7} | " + " ".join(f"{p:>12}" for p in PHASES))
+    print(head)
+    for label, n in runs:
+        r = results[label]
+        w = r["wall_s"]
+        floor = floors.get(max(n, 1))
+        ph = r.get("phases", {})
+        print(f"{label:>12} {w:>7.2f} {r['fit_s']:>6.2f} {r['transform_write_s']:>6.2f} {rows / w:>11,.0f} "
+              f"{(one / w if one else float('nan')):>7.2f} {(inproc / w if inproc else float('nan')):>9.2f} "
+              f"{(floor if floor else float('nan')):>7.2f} {(w / floor if floor else float('nan')):>7.2f} "
+              f"{r['cluster_start_s']:>7.2f} | " + " ".join(f"{ph.get(p, 0.0):>12.2f}" for p in PHASES))
+    print("x 1 wkr / x in-proc: speed-up (1-worker or in-process wall / this wall); x floor: wall / the storage "
+          "floor at the same process count; phases: task-seconds summed over workers")
+
+
+if __name__ == "__main__":
+    main()

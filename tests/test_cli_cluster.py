@@ -1,0 +1,183 @@
+"""Clusters as an operator runs them: `dask scheduler` and `dask worker` processes started from the
+command line with a scheduler file, and the GPU worker options (--rmm-pool-size,
+--device-memory-limit, --protocol) plumbed into LocalCUDACluster / the workers of an existing
+cluster (checked with a fake LocalCUDACluster: no GPU here)."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import tabprep as tp
+from tabprep import backend
+from tabprep.cli import runtime
+from tabprep.cli.main import cli
+
+from test_cli import SPEC, write_data
+from test_cli_subprocess import sh
+
+distributed = pytest.importorskip("distributed")
+REPO = str(Path(tp.__file__).resolve().parent.parent)
+
+
+def _env() -> dict:
+    # the worker processes must import this checkout's tabprep (they unpickle its tasks)
+    path = os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=REPO + (os.pathsep + path if path else ""), PYTHONWARNINGS="ignore")
+
+
+@pytest.fixture()
+def dask_processes(tmp_path):
+    """`dask scheduler --scheduler-file F` and two `dask worker --scheduler-file F`, as separate
+    processes on 127.0.0.1; yields F; stops them all (terminate, then kill) at the end."""
+    sfile = tmp_path / "scheduler.json"
+    dask_cmd = [sys.executable, "-m", "dask"]
+    procs = []
+    logs = []
+
+    def start(args):
+        log = open(tmp_path / f"proc{len(procs)}.log", "w")
+        logs.append(log)
+        procs.append(subprocess.Popen(dask_cmd + args, stdout=log, stderr=subprocess.STDOUT, env=_env(),
+                                      cwd=str(tmp_path)))
+
+    try:
+        start(["scheduler", "--scheduler-file", str(sfile), "--host", "127.0.0.1", "--port", "0",
+               "--no-dashboard"])
+        deadline = time.monotonic() + 60
+        while not sfile.exists():
+            assert procs[0].poll() is None, (tmp_path / "proc0.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler wrote no scheduler file within 60 s"
+            time.sleep(0.2)
+        for _ in range(2):
+            start(["worker", "--scheduler-file", str(sfile), "--host", "127.0.0.1", "--nworkers", "1",
+                   "--nthreads", "1", "--memory-limit", "1GB", "--no-dashboard"])
+        with distributed.Client(scheduler_file=str(sfile), timeout="30s") as client:
+            client.wait_for_workers(2, timeout=90)
+        yield sfile
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)
+        for log in logs:
+            log.close()
+
+
+def test_scheduler_file_cluster_from_the_command_line(dask_processes, tmp_path):
+    """fit-transform on a scheduler + 2 workers started as an operator would == in-process output."""
+    write_data(tmp_path / "data", files=4, rows=1500)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    sh("fit-transform", tmp_path / "spec.yaml", tmp_path / "data", "--out", tmp_path / "local", "-q")
+    proc = sh("fit-transform", tmp_path / "spec.yaml", tmp_path / "data", "--out", tmp_path / "cluster",
+              "--workflow-out", tmp_path / "wf", "--scheduler-file", dask_processes, "--part-size", "20kB")
+    assert "(2 workers)" in proc.stderr, proc.stderr
+    local = tp.Dataset(str(tmp_path / "local")).compute().reset_index(drop=True)
+    cluster = tp.Dataset(str(tmp_path / "cluster")).compute().reset_index(drop=True)
+    assert len(local) == 6000
+    pd.testing.assert_frame_equal(cluster, local)
+    # --scheduler also takes the file, and TABPREP_SCHEDULER_FILE the option's value
+    sh("transform", tmp_path / "wf", tmp_path / "data", "--out", tmp_path / "again", "--scheduler", dask_processes,
+       "-q")
+    again = tp.Dataset(str(tmp_path / "again")).compute().reset_index(drop=True)
+    pd.testing.assert_frame_equal(again, local)
+
+
+def test_scheduler_file_errors(tmp_path):
+    runner = CliRunner()
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    write_data(tmp_path / "data", files=1, rows=50)
+    base = ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"), "--out", str(tmp_path / "wf")]
+    r = runner.invoke(cli, base + ["--scheduler-file", str(tmp_path / "nope.json")])
+    assert r.exit_code == 2 and "nope.json" in r.output and "dask scheduler --scheduler-file" in r.output
+    r = runner.invoke(cli, base + ["--scheduler-file", str(tmp_path / "spec.yaml"), "--workers", "2"])
+    assert r.exit_code == 2 and "--scheduler-file" in r.output and "--workers" in r.output
+    r = runner.invoke(cli, base + ["--cpu", "--rmm-pool-size", "1GB"])
+    assert r.exit_code == 2 and "--rmm-pool-size" in r.output and "CPU" in r.output
+    r = runner.invoke(cli, base + ["--scheduler", "tcp://127.0.0.1:1", "--protocol", "ucx"])
+    assert r.exit_code == 2 and "--protocol" in r.output
+    r = runner.invoke(cli, base + ["--device-memory-limit", "0.8"])
+    assert r.exit_code == 2 and "--workers" in r.output
+    help_text = " ".join(runner.invoke(cli, ["fit-transform", "--help"]).output.split())
+    for opt in ("--scheduler-file PATH", "--rmm-pool-size SIZE", "--device-memory-limit SIZE", "--protocol [tcp|ucx]"):
+        assert opt in help_text
+    assert f"Default: {runtime.DEFAULT_RMM_POOL} of the device for --workers" in help_text
+
+
+# -- GPU worker options, with a fake dask_cuda ---------------------------------------------------
+@pytest.fixture()
+def fake_gpus(monkeypatch):
+    """Two fake GPUs of 16 GiB; a fake dask_cuda whose LocalCUDACluster records its arguments and
+    starts an in-process LocalCluster; RMM pools recorded instead of made."""
+    made = []
+    pools = []
+
+    class FakeLocalCUDACluster(distributed.LocalCluster):
+        def __init__(self, **kwargs):
+            made.append(kwargs)
+            super().__init__(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                             silence_logs=logging.ERROR)
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=FakeLocalCUDACluster))
+    monkeypatch.setattr(backend, "resolve_cpu", lambda cpu=None: bool(cpu))
+    monkeypatch.setattr(backend, "gpu_count", lambda: 2)
+    monkeypatch.setattr(backend, "compute_device",
+                        lambda cpu, index=0: types.SimpleNamespace(total_memory=lambda: 16 * 1024 ** 3))
+    monkeypatch.setattr(backend, "use_rmm_pool", lambda size=None: pools.append(size) or True)
+    return made, pools
+
+
+def test_local_cuda_cluster_options(fake_gpus):
+    made, pools = fake_gpus
+    with runtime.dask_cluster(None, 2, "8GB", False, True, rmm_pool_size="40GB", device_memory_limit="0.7",
+                              protocol="ucx") as client:
+        assert client is not None and client.submit(lambda: 42).result() == 42
+    assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert made[-1]["rmm_pool_size"] == 40 * 1024 ** 3
+    assert made[-1]["device_memory_limit"] == 0.7
+    assert made[-1]["protocol"] == "ucx" and made[-1]["memory_limit"] == "8GB"
+    # defaults: half of each device pooled, dask-cuda's spilling threshold and transport
+    with runtime.dask_cluster(None, "auto", None, False, True):
+        pass
+    assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1" and made[-1]["rmm_pool_size"] == 0.5
+    assert "device_memory_limit" not in made[-1] and "protocol" not in made[-1]
+    with runtime.dask_cluster(None, 1, None, False, True, rmm_pool_size="none", device_memory_limit="none"):
+        pass
+    assert made[-1]["rmm_pool_size"] is None and made[-1]["device_memory_limit"] == 0
+    with pytest.raises(runtime.UsageProblem, match="needs 3 GPUs"):
+        with runtime.dask_cluster(None, 3, None, False, True):
+            pass
+    with pytest.raises(runtime.UsageProblem, match="--rmm-pool-size 'lots'"):
+        with runtime.dask_cluster(None, 1, None, False, True, rmm_pool_size="lots"):
+            pass
+    assert pools == []  # LocalCUDACluster makes its workers' pools itself
+
+
+def test_existing_cluster_rmm_pool_via_client_run(fake_gpus):
+    _, pools = fake_gpus
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        with runtime.dask_cluster(cluster.scheduler_address, None, None, False, True, rmm_pool_size="0.25"):
+            pass
+        assert pools == [4 * 1024 ** 3] * 2  # a quarter of 16 GiB on each of the 2 workers
+        with runtime.dask_cluster(cluster.scheduler_address, None, None, False, True):
+            pass
+        assert len(pools) == 2  # not asked: the workers keep their own allocator
+    with runtime.dask_cluster(None, None, None, False, True, rmm_pool_size="2GB"):
+        pass
+    assert pools[-1] == 2 * 1024 ** 3  # in-process GPU job
+    with runtime.dask_cluster(None, None, None, False, True):
+        pass
+    assert pools[-1] is None  # in-process default: RMM's pool size

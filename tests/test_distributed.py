@@ -1,0 +1,131 @@
+"""Fit and transform on a real dask.distributed LocalCluster of 2 worker processes.
+
+The workflow (vocabularies included) reaches the workers once, scattered, never as data inside
+the task graph; the partial -> combine tree runs on the workers; outputs equal the threaded
+scheduler's and an independent pandas reference.
+"""
+from __future__ import annotations
+
+import logging
+import pickle
+import warnings
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+distributed = pytest.importorskip("distributed")
+
+#: graphs above this size make distributed warn ("Sending large graph"); the test's vocabulary
+#: pickles to several times this, so a workflow inside the graph fails the test
+GRAPH_LIMIT = "100kB"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dist")
+    rng = np.random.default_rng(7)
+    frames = []
+    for i, n in enumerate([30_000, 25_000, 7, 20_000]):
+        skewed = np.where(rng.random(n) < 0.5, rng.integers(0, 50, n), rng.integers(0, 1_000_000, n))
+        cat = pd.Series([f"v{v:07d}" for v in skewed], dtype=object)
+        cat[rng.random(n) < 0.05] = None
+        x = pd.Series(rng.normal(3, 2, n))
+        x[rng.random(n) < 0.1] = np.nan
+        if i == 1:
+            x.iloc[:3] = np.inf  # Clip(max) below keeps inf out of the moments
+        df = pd.DataFrame({"cat": cat, "x": x, "label": rng.integers(0, 2, n).astype("int8")})
+        df.to_parquet(root / f"part-{i}.parquet", index=False)
+        frames.append(df)
+    return root, pd.concat(frames, ignore_index=True)
+
+
+def make_workflow() -> tp.Workflow:
+    cats = ["cat"] >> ops.Categorify()
+    conts = ["x"] >> ops.FillMissing(fill_val=0.0) >> ops.Clip(min_value=-1.0, max_value=50.0) >> ops.Normalize()
+    return tp.Workflow(cats + conts + ["label"])
+
+
+def read_output(path) -> pd.DataFrame:
+    return tp.Dataset(str(path)).compute().reset_index(drop=True)
+
+
+def test_cluster_fit_transform_equals_threads_and_pandas(cluster, data, tmp_path):
+    root, raw = data
+    # reference 1: dask's threaded scheduler in this process (no client yet)
+    ref_wf = make_workflow().fit(tp.Dataset(str(root), part_size="256kB"))
+    ref_wf.transform(tp.Dataset(str(root), part_size="256kB")).to_parquet(str(tmp_path / "threads"))
+    ref = read_output(tmp_path / "threads")
+    assert len(pickle.dumps(ref_wf)) > 4 * 100_000, "the vocabulary must be large enough for the graph check"
+
+    wf = make_workflow()
+    with distributed.Client(cluster) as client, warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Sending large graph of size ..." fails the test
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": GRAPH_LIMIT}):
+            with distributed.get_task_stream(client) as ts:
+                ds = tp.Dataset(str(root), part_size="256kB")
+                assert ds.npartitions >= 4
+                wf.fit(ds)
+                wf.transform(ds).to_parquet(str(tmp_path / "cluster"))
+        keys = [str(t["key"]) for t in ts.data]
+        workers = {t["worker"] for t in ts.data}
+        # the fit's partials and their combine ran on the workers (both of them)
+        assert any("_fit_partition" in k for k in keys) and any("_combine_partials" in k for k in keys), keys[:20]
+        assert workers <= set(client.scheduler_info()["workers"]) and len(workers) == 2
+        # nothing left behind on the workers (the scattered workflow was released)
+        client.run(lambda: None)
+        held = client.run(lambda dask_worker: len(dask_worker.data))
+        assert sum(held.values()) == 0, held
+    got = read_output(tmp_path / "cluster")
+    pd.testing.assert_frame_equal(got, ref)
+    assert wf.output_schema.to_dict() == ref_wf.output_schema.to_dict()
+
+    # reference 2: plain pandas. Categorify: null 1, unseen 2, then ids from 3 by descending
+    # count, ties by ascending value
+    vc = raw["cat"].dropna().value_counts()
+    order = sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))
+    ids = {v: i + 3 for i, (v, _) in enumerate(order)}
+    expect = raw["cat"].map(lambda v: 1 if v is None else ids[v]).to_numpy()
+    np.testing.assert_array_equal(got["cat"].to_numpy(), expect)
+    x = raw["x"].fillna(0.0).clip(-1.0, 50.0)
+    expect_x = ((x - x.mean()) / x.std(ddof=0)).to_numpy()
+    np.testing.assert_allclose(got["x"].to_numpy(dtype="float64"), expect_x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["label"].to_numpy(), raw["label"].to_numpy())
+
+
+def test_lazy_transform_and_saved_workflow_on_cluster(cluster, data, tmp_path):
+    """A workflow fitted on the cluster saves and loads like a local one; a lazy transform made
+    under the client computes to the same frame as the loaded workflow's local transform."""
+    root, _ = data
+    with distributed.Client(cluster):
+        wf = make_workflow().fit(tp.Dataset(str(root), part_size="256kB"))
+        lazy = wf.transform(tp.Dataset(str(root), part_size="256kB"))
+        on_cluster = lazy.compute().reset_index(drop=True)
+        wf.save(str(tmp_path / "wf"))
+    loaded = tp.Workflow.load(str(tmp_path / "wf"))
+    local = loaded.transform(tp.Dataset(str(root), part_size="256kB")).compute().reset_index(drop=True)
+    pd.testing.assert_frame_equal(on_cluster, local)
+
+
+def test_local_scheduler_pickles_nothing(data, monkeypatch):
+    """Without a client the workflow is a graph key holding the object itself: never pickled."""
+    root, _ = data
+    wf = make_workflow()
+
+    def refuse(self):
+        raise AssertionError("the workflow was pickled on the local scheduler")
+
+    monkeypatch.setattr(tp.Workflow, "__reduce_ex__", lambda self, proto: refuse(self), raising=False)
+    wf.fit(tp.Dataset(str(root), part_size="256kB"))
+    assert len(wf.transform(tp.Dataset(str(root))).compute()) == 75_007
