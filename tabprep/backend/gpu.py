@@ -261,7 +261,7 @@ def _cast_safely(series: Any, dtype: str, name: str):
     # CPU and GPU accept and refuse exactly the same values; nulls come back as cuDF nulls
     out = F._cast_safely_pandas(series.to_pandas(), dtype, name)
     # NaN is null (tabprep's policy for floats); ints/bools/strings carry pandas NA/None as nulls
-    res = cudf.Series.from_pandas(out, nan_as_null=True)
+    res = cudf.from_pandas(out, nan_as_null=True)  # (cudf.Series.from_pandas is gone in cuDF 26)
     res.index = series.index
     return res
 
