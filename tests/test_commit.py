@@ -301,6 +301,8 @@ WRITER = textwrap.dedent("""
             wfs[v].save(base + "/wf")
         elif mode == "parquet":
             tp.Dataset(frame(v), npartitions=2).to_parquet(base + "/out", overwrite=True)
+        elif mode == "tfrecord":
+            tp.Dataset(frame(v), npartitions=2).to_tfrecord(base + "/out", overwrite=True, output_files=2)
         else:
             with Transaction() as txn:
                 tp.Dataset(frame(v), npartitions=2).to_parquet(base + "/out", overwrite=True, transaction=txn)
@@ -308,7 +310,20 @@ WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("mode", ["save", "parquet", "joint"])
+def tfrecord_version(path: Path) -> int:
+    """The version a TFRecord output folder holds, read with TensorFlow's own reader and Example
+    parser; fails unless complete."""
+    tf = pytest.importorskip("tensorflow")
+    assert (path / "_SUCCESS").exists() and (path / "_metadata.json").exists(), f"{path} is not complete"
+    files = sorted(str(p) for p in path.glob("*.tfrecord"))
+    xs = [v for raw in tf.data.TFRecordDataset(files)
+          for v in tf.train.Example.FromString(raw.numpy()).features.feature["x"].int64_list.value]
+    version = int(xs[0]) // 1000
+    assert sorted(xs) == list(range(1000 * version, 1000 * version + 10 * version)), "a mix of versions"
+    return version
+
+
+@pytest.mark.parametrize("mode", ["save", "parquet", "tfrecord", "joint"])
 def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mode):
     script = tmp_path / "writer.py"
     script.write_text(WRITER.format(root=str(ROOT)))
@@ -320,6 +335,8 @@ def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mod
             fitted(1).save(str(base / "wf"))
         if mode in ("parquet", "joint"):
             tp.Dataset(frame(1)).to_parquet(str(base / "out"))
+        if mode == "tfrecord":
+            tp.Dataset(frame(1)).to_tfrecord(str(base / "out"))
         proc = subprocess.Popen([sys.executable, str(script), mode, str(base)], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert proc.stdout.readline().strip() == b"ready"
@@ -332,6 +349,8 @@ def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mod
         versions = []
         if mode in ("parquet", "joint"):
             versions.append(output_version(base / "out"))
+        if mode == "tfrecord":
+            versions.append(tfrecord_version(base / "out"))
         if mode in ("save", "joint"):
             versions.append(workflow_version(base / "wf"))
         assert set(versions) <= {1, 2, 3} and len(set(versions)) == 1, versions
