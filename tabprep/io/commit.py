@@ -31,6 +31,7 @@ Example (both folders or neither)::
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -306,6 +307,37 @@ class Transaction:
 
 
 # -- recovery --------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def staged(path: PathLike, kind: "FolderKind", overwrite: bool = False,
+           transaction: Optional["Transaction"] = None) -> Iterator["Stage"]:
+    """Stage one folder for the ``with`` block that writes it.
+
+    In ``transaction`` (its owner commits it with its other folders) or, without one, in a
+    transaction of its own that is committed when the block ends. On an error the stage is
+    dropped (its own transaction aborted: nothing that looks complete is left) and the error
+    re-raised. Writers (``write_dataset``, ``save_workflow``) use this so that borrowing a
+    transaction or owning one is decided in one place.
+    """
+    txn = transaction if transaction is not None else Transaction()
+    try:
+        stage = txn.stage(path, kind, overwrite=overwrite)
+    except BaseException:
+        if transaction is None:
+            txn.abort()
+        raise
+    try:
+        yield stage
+        stage.finish()
+        if transaction is None:
+            txn.commit()
+    except BaseException:
+        if transaction is None:
+            txn.abort()
+        else:
+            txn.discard(stage)
+        raise
+
 def recover(path: PathLike) -> List[str]:
     """Finish or undo what crashed commits left at ``path``; return what was done (for logs).
 

@@ -228,17 +228,12 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             raise ValueError(f"{name} must be >= 1, got {val}")
     options = dict(format_options or {})
     start = time.perf_counter()
-    txn = transaction if transaction is not None else commit.Transaction()
-    try:
-        stage = txn.stage(path, commit.OUTPUT, overwrite=overwrite)
-    except BaseException:
-        if transaction is None:
-            txn.abort()
-        raise
-    tmp = stage.tmp
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
-    try:
+    # a transaction of its own, or the caller's; on an error nothing that looks complete is left
+    # (the hidden tmp folder is removed, or keeps its .tabprep-incomplete marker for the next write)
+    with commit.staged(path, commit.OUTPUT, overwrite, transaction) as stage:
+        tmp = stage.tmp
         schema = ds.schema
         ddf = ds.to_ddf()
         nparts = ddf.npartitions
@@ -299,20 +294,9 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             _write_tfrecord_spec(tmp, schema, options, files, prefix="")
         _write_json(tmp / METADATA_FILE, meta)
         (tmp / SUCCESS_FILE).write_text("")
-        stage.finish()
-        if transaction is None:
-            txn.commit()
-        log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,
-                 meta["seconds"])
-        return meta
-    except BaseException:
-        # leave nothing that looks complete: the hidden tmp folder is removed (or, if removal
-        # fails, keeps its .tabprep-incomplete marker and the next write there removes it)
-        if transaction is None:
-            txn.abort()
-        else:
-            txn.discard(stage)
-        raise
+    log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,
+             meta["seconds"])
+    return meta
 
 
 def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, workers: Optional[int],

@@ -61,15 +61,9 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
     wf._require_fitted()
     if wf.input_schema is None:
         raise RuntimeError("fit the workflow (or transform a dataset with it) before saving")
-    txn = transaction if transaction is not None else commit.Transaction()
-    try:
-        stage = txn.stage(path, commit.WORKFLOW, overwrite=True)
-    except BaseException:
-        if transaction is None:
-            txn.abort()
-        raise
-    tmp = stage.tmp
-    try:
+    # a transaction of its own, or the caller's; on an error the hidden folder is dropped
+    with commit.staged(path, commit.WORKFLOW, True, transaction) as stage:
+        tmp = stage.tmp
         nodes = []
         for n in wf.nodes:
             nid = wf.node_id(n)
@@ -106,15 +100,6 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
         }
         with open(tmp / SPEC_FILE, "w") as fh:
             json.dump(spec, fh, indent=2, default=_default)
-        stage.finish()
-        if transaction is None:
-            txn.commit()
-    except BaseException:
-        if transaction is None:
-            txn.abort()
-        else:
-            txn.discard(stage)
-        raise
 
 
 def _pickle_functions(op: Operator, config: Dict[str, Any], folder: Path, allow_pickle: bool) -> Dict[str, Any]:
