@@ -4,7 +4,6 @@ Values are compared with references written here in plain numpy/pandas.
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -20,6 +19,8 @@ from click.testing import CliRunner
 import tabprep as tp
 from tabprep.cli.main import cli
 
+from cli_helpers import cardinalities as _state, run
+
 TE_SPEC = """\
 features:
   - columns: [C1]
@@ -33,11 +34,6 @@ features:
   - columns: [label]
 """
 
-
-def run(*args, code: int = 0):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == code, result.output
-    return result
 
 
 def _data(folder: Path, rows: int = 3000, seed: int = 0, files: int = 1) -> Path:
@@ -168,16 +164,6 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _state(out: Path, wf: Path):
-    """(cardinality of C1 in the output's _schema.json, in the saved workflow), or None if unreadable."""
-    try:
-        o = json.loads((out / "_schema.json").read_text())
-        w = json.loads((wf / "workflow.json").read_text())
-    except (OSError, ValueError):
-        return None
-    oc = next(c for c in o["columns"] if c["name"] == "C1")["properties"]["cardinality"]
-    wc = next(c for c in w["output_schema"]["columns"] if c["name"] == "C1")["properties"]["cardinality"]
-    return oc, wc
 
 
 def _timed_run(cmd, cwd: Path, out: Path):

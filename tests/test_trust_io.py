@@ -6,7 +6,6 @@ protocol, and tests/test_trust_read.py with the cases where files must still be 
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,6 +22,8 @@ from click.testing import CliRunner
 import tabprep as tp
 from tabprep import ops
 from tabprep.cli.main import cli
+
+from cli_helpers import cardinalities as _state, run
 from tabprep.io import commit
 
 SPEC = """\
@@ -32,11 +33,6 @@ features:
   - columns: [label]
 """
 
-
-def run(*args, code: int = 0):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    assert result.exit_code == code, result.output
-    return result
 
 
 def _data(folder: Path, rows: int = 2000, files: int = 2, seed: int = 0) -> Path:
@@ -52,16 +48,6 @@ def _hidden(folder: Path):
     return sorted(p.name for p in folder.iterdir() if ".tabprep-" in p.name)
 
 
-def _state(out: Path, wf: Path):
-    """(cardinality of C1 in the output's _schema.json, in workflow.json); None if either is unreadable."""
-    try:
-        o = json.loads((out / "_schema.json").read_text())
-        w = json.loads((wf / "workflow.json").read_text())
-    except (OSError, ValueError):
-        return None
-    card = [next(c for c in s["columns"] if c["name"] == "C1")["properties"]["cardinality"]
-            for s in (o, w["output_schema"])]
-    return tuple(card)
 
 
 # -- a joint commit killed at each step --------------------------------------------------------------------
