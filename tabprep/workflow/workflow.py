@@ -257,8 +257,6 @@ class Workflow:
         ``out_of_fold``, ``cast``: see :meth:`transform`. The frame's dtypes are checked against
         the fitted input schema once per distinct set of dtypes (not per value).
         """
-        # cells holding Python lists / numpy arrays: one Arrow list column, as Dataset(frame) makes it
-        df = backend.lists_to_arrow(df)
         if self.input_schema is None:
             # a stateless workflow never fitted nor bound: this first frame defines the contract
             self._bind(Schema.from_frame(df), "the frame")
@@ -432,7 +430,9 @@ class Workflow:
         (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
-            return self.transform_frame(data, out_of_fold=out_of_fold, cast=cast)
+            # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
+            # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow)
+            return self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
         ds = data if isinstance(data, Dataset) else Dataset(data)
         if self.input_schema is None:  # stateless and never bound: this dataset defines the contract
             self._bind(ds.schema, ds.describe())
