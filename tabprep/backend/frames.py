@@ -256,8 +256,8 @@ def lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
         s = frame[name]
         if s.dtype != object:
             continue
-        first = s.dropna().head(1)
-        if len(first) and isinstance(first.iloc[0], (list, tuple, np.ndarray)):
+        present = s.notna().to_numpy()  # the first non-null cell decides (no copy of the column)
+        if present.any() and isinstance(s.iloc[int(present.argmax())], (list, tuple, np.ndarray)):
             try:
                 arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else list(v) for v in s])
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
