@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import tabprep as tp
+import time
 from tabprep import ops
 
 distributed = pytest.importorskip("distributed")
@@ -84,8 +85,13 @@ def test_cluster_fit_transform_equals_threads_and_pandas(cluster, data, tmp_path
         assert any("_fit_partition" in k for k in keys) and any("_combine_partials" in k for k in keys), keys[:20]
         assert workers <= set(client.scheduler_info()["workers"]) and len(workers) == 2
         # nothing left behind on the workers (the scattered workflow was released)
-        client.run(lambda: None)
-        held = client.run(lambda dask_worker: len(dask_worker.data))
+        # (releasing a future reaches the workers asynchronously: wait for it, bounded)
+        deadline = time.monotonic() + 20
+        while True:
+            held = client.run(lambda dask_worker: len(dask_worker.data))
+            if sum(held.values()) == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert sum(held.values()) == 0, held
     got = read_output(tmp_path / "cluster")
     pd.testing.assert_frame_equal(got, ref)
