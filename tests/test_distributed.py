@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
 import warnings
 
 import dask
@@ -16,7 +17,6 @@ import pandas as pd
 import pytest
 
 import tabprep as tp
-import time
 from tabprep import ops
 
 distributed = pytest.importorskip("distributed")
