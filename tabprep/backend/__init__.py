@@ -50,15 +50,16 @@ from .lookup import SortedVocab, index_of, vocab_lookup
 from .parquet import (ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame, empty_frame,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
+from .reductions import finite_minmax, finite_moments, int_counts
 
 __all__ = [
     "ALIGN", "CudaDevice", "Dispatch", "GPU_THREADS", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",
-    "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
+    "finite_minmax", "finite_moments", "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
     "gpu_total_memory",
-    "has_cudf", "host_memory_bytes", "index_of", "int_data", "int_log1p32", "int_values", "is_cpu",
+    "has_cudf", "host_memory_bytes", "index_of", "int_counts", "int_data", "int_log1p32", "int_values", "is_cpu",
     "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
     "list_from_leaves", "list_leaves", "lists_to_arrow", "log1p_int", "make_frame", "mod_buckets",
     "move_like", "murmur3", "new_series", "nullable_columns", "nullable_int_dtypes", "on_one_backend",

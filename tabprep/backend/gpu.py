@@ -22,9 +22,12 @@ from . import frames as F
 from . import lists as L
 from . import lookup as K
 from . import parquet as P
+from . import gpu_warmup
+from . import reductions as R
 from .dispatch import GPU_MODULES
 
 log = logging.getLogger("tabprep.backend")
+gpu_warmup.start()  # pre-builds the hot paths' CuPy kernels while the first partitions are read
 
 
 def _register(dispatcher: Any) -> Callable:
@@ -126,6 +129,50 @@ def _murmur3(series: Any, seed: int = 0):
 
 
 # ---------------------------------------------------------------------------
+# per-partition reductions: libcudf only (no CuPy kernel to compile on a fresh worker)
+# ---------------------------------------------------------------------------
+def _finite_series(series: Any) -> Any:
+    """float64 copy of ``series`` with NaN and +-inf turned into nulls (libcudf cast, binary ops, copy_if_else)."""
+    s = series if series.dtype == np.float64 else series.astype("float64")
+    s = s.nans_to_nulls()
+    return s.where((s.abs() != np.inf).fillna(False))
+
+
+@_register(R.finite_moments)
+def _finite_moments(series: Any):
+    s = _finite_series(series)
+    n = int(s.count())
+    if n == 0:
+        return 0, 0.0, 0.0
+    mean = float(s.mean())
+    d = s - mean
+    return n, mean, float((d * d).sum())
+
+
+@_register(R.finite_minmax)
+def _finite_minmax(series: Any):
+    s = _finite_series(series)
+    if int(s.count()) == 0:
+        return None, None
+    return float(s.min()), float(s.max())
+
+
+@_register(R.int_counts)
+def _int_counts(series: Any):
+    nulls = int(series.null_count)
+    s = series.dropna() if nulls else series  # libcudf: no mask kernels
+    if s.dtype != np.int64:
+        s = s.astype("int64")
+    if gpu_warmup.READY.is_set():
+        # CuPy's sort-based unique: 2-3x faster than cuDF's value_counts (4.3 vs 12 ms on 5M values)
+        keys, counts = cupy.unique(s.values, return_counts=True)
+        return keys, counts, nulls
+    # until the warm-up thread has compiled unique's kernels: libcudf group-by + sort, the same counts
+    vc = s.value_counts(sort=False, dropna=True).sort_index()
+    return vc.index.values, vc.astype("int64").values, nulls
+
+
+# ---------------------------------------------------------------------------
 # per-op kernels
 # ---------------------------------------------------------------------------
 @_register(A.fill_nulls)
@@ -158,9 +205,11 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
 
 @_register(A.log1p_int)
 def _log1p_int(values: Any) -> Any:
-    # the device's log1p is fast: no table needed
+    # the device's log1p is fast: no table needed. One kernel computes in float64 and stores float32
+    # (same rounding as log1p in float64, then a cast): one NVRTC compile on a fresh worker, not three
+    out = cupy.empty(len(values), dtype=np.float32)
     with A.quiet():
-        return cupy.log1p(values.astype("float64")).astype("float32")
+        return cupy.log1p(values, out=out, dtype=np.float64)
 
 
 @_register(A.mod_buckets)

@@ -46,15 +46,9 @@ class Moments:
 
 
 def partial_moments(series: Any) -> Moments:
-    x, xp = _finite_values(series)
-    n = int(x.size)
-    if n == 0:
-        return Moments(0, 0.0, 0.0)
-    mean = float(x.mean())
-    d = x - mean
-    d *= d  # ufuncs release the GIL (a BLAS dot product here held it)
-    m2 = float(d.sum())
-    return Moments(n, mean, m2)
+    if backend.is_list_series(series):
+        series, _ = backend.list_leaves(series)
+    return Moments(*backend.finite_moments(series))
 
 
 def combine_moments(parts: List[Moments]) -> Moments:
@@ -81,10 +75,9 @@ class MinMax:
 
 
 def partial_minmax(series: Any) -> MinMax:
-    x, xp = _finite_values(series)
-    if x.size == 0:
-        return MinMax(None, None)
-    return MinMax(float(x.min()), float(x.max()))
+    if backend.is_list_series(series):
+        series, _ = backend.list_leaves(series)
+    return MinMax(*backend.finite_minmax(series))
 
 
 def combine_minmax(parts: List[MinMax]) -> MinMax:

@@ -83,12 +83,6 @@ class Counts:
 is_int_like = backend.is_int_like
 
 
-def _sorted_counts(values: Any) -> Tuple[Any, Any]:
-    xp = backend.array_module(values)
-    keys, counts = xp.unique(values, return_counts=True)
-    return keys, counts.astype("int64")
-
-
 def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
     """Counts of the non-null values of one or more series (list columns count their elements)."""
     parts: List[Counts] = []
@@ -96,11 +90,7 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
         if backend.is_list_series(s):
             s, _ = backend.list_leaves(s)
         if is_int_like(s):
-            values, mask = backend.int_data(s)
-            nulls = int(mask.sum()) if mask is not None else 0
-            if nulls:
-                values = values[~mask]
-            keys, counts = _sorted_counts(values)
+            keys, counts, nulls = backend.int_counts(s)
             parts.append(Counts(counts, nulls, keys))
         else:
             counts, nulls = backend.value_counts(s)
