@@ -93,6 +93,12 @@ def test_cluster_fit_transform_equals_threads_and_pandas(cluster, data, tmp_path
                 break
             time.sleep(0.1)
         assert sum(held.values()) == 0, held
+        # the workers' allocator was tuned for partition-sized arrays (dask's nanny leaves glibc
+        # mmapping every array over 128 KiB); this process, not a worker, keeps its settings
+        from tabprep.backend import core
+
+        assert client.run(lambda: core._malloc_tuned) == dict.fromkeys(workers, True)
+        assert core._malloc_tuned is False
     got = read_output(tmp_path / "cluster")
     pd.testing.assert_frame_equal(got, ref)
     assert wf.output_schema.to_dict() == ref_wf.output_schema.to_dict()

@@ -39,7 +39,7 @@ from .arrays import (ALIGN, _numpy_kind_dtype, array_clip_bounds, array_module, 
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
-                   use_rmm_pool)
+                   tune_malloc, use_rmm_pool)
 from .dispatch import Dispatch
 from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, cast_safely, concat_columns,
                      concat_rows, empty_frame_like, frame_to_arrow, from_host, lists_to_arrow, make_frame,
@@ -66,5 +66,5 @@ __all__ = [
     "parquet_reader", "quiet", "read_csv", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
     "take_aligned", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
-    "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
+    "tune_malloc", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
 ]

@@ -73,6 +73,37 @@ from .._util import is_frame  # noqa: E402,F401 - one definition for the package
 # ---------------------------------------------------------------------------
 # memory and scheduling
 # ---------------------------------------------------------------------------
+#: glibc ``mallopt`` parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_malloc_tuned = False
+
+
+def tune_malloc() -> bool:
+    """Let glibc's heap serve partition-sized arrays again in a dask worker process (once per process).
+
+    dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting any such
+    parameter switches off glibc's dynamic mmap threshold, which stays at 128 KiB: every
+    numpy/pandas temporary over 128 KiB is then a fresh ``mmap`` whose pages fault on first
+    touch and are unmapped on free. A CPU fit partial of a 250k-row Criteo partition took 0.37-0.49
+    CPU s in a worker against 0.21-0.23 s in the client process; with the mmap threshold at glibc's
+    dynamic maximum (32 MiB) and the trim threshold at 64 MiB, 0.16-0.18 s in the same worker.
+    :func:`release_memory` still hands freed pages back after each partition. Returns whether
+    the parameters were set (False off glibc).
+    """
+    global _malloc_tuned
+    if _malloc_tuned:
+        return True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20))
+    except (OSError, AttributeError):
+        ok = False
+    _malloc_tuned = True
+    return ok
+
+
 def release_memory(collect: bool = True) -> None:
     """Give freed heap memory back to the OS (glibc ``malloc_trim``, Arrow's pool).
 

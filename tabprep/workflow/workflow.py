@@ -503,7 +503,22 @@ class Workflow:
 
 
 # -- tasks (module-level so they pickle for dask.distributed) ----------------------------
+def _in_worker_setup() -> None:
+    """Once per dask worker process: glibc's allocator tuned for partition-sized arrays
+    (:func:`tabprep.backend.tune_malloc`; dask's nanny leaves it mapping every array > 128 KiB)."""
+    if backend.core._malloc_tuned:
+        return
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return  # not in a dask worker: the user's process keeps its allocator settings
+    backend.tune_malloc()
+
+
 def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
+    _in_worker_setup()
     by_id = {wf.node_id(n): n for n in wf.nodes}
     targets = [by_id[i] for i in ids]
     needed = [p for t in targets for p in t.parents]
@@ -525,6 +540,7 @@ def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
 
 
 def _transform_partition(df: Any, wf: Workflow, out_of_fold: bool, cast: bool = False) -> Any:
+    _in_worker_setup()
     return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
 
 
