@@ -178,14 +178,18 @@ def row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
 
 
 # -- footers and their checks -----------------------------------------------------------------
-def read_footer(path: str) -> Any:
-    """The parquet footer (``pyarrow.parquet.FileMetaData``) of ``path``.
+def read_footer(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Any:
+    """The parquet footer (``pyarrow.parquet.FileMetaData``) of ``path`` (a local path, or a URL
+    read through fsspec with ``storage_options``).
 
     A truncated or corrupt file, or one that is not parquet, raises ``ValueError`` naming it
     (the Arrow error is chained as the cause).
     """
+    from .fs import arrow_path
+
+    where, filesystem = arrow_path(path, storage_options)
     try:
-        return pq.read_metadata(path)
+        return pq.read_metadata(where, filesystem=filesystem)
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"cannot read the parquet file {path}: {exc}. The file is truncated, corrupt or not "
                          f"parquet: write it again, or leave it out of the data.") from exc
