@@ -440,6 +440,7 @@ def s3(s3_endpoint, monkeypatch, tmp_path) -> S3Bucket:
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    s3fs.S3FileSystem.clear_instance_cache()  # clients made by earlier tests read another environment
     fs = s3fs.S3FileSystem(key=S3_ENV["AWS_ACCESS_KEY_ID"], secret=S3_ENV["AWS_SECRET_ACCESS_KEY"],
                            endpoint_url=s3_endpoint, skip_instance_cache=True)
     bucket = f"tabprep-{uuid.uuid4().hex[:12]}"

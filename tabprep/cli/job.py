@@ -41,6 +41,8 @@ def load_workflow(path: str, allow_pickle: bool, trusted: bool = False,
         except ValueError as exc:
             if "allow_pickle" in str(exc):
                 raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
+            if "half-written" in str(exc):  # an input that is not usable: like a half-written DATA folder
+                raise UsageProblem(str(exc)) from None
             raise
     path = local_path(path)
     p = Path(path)
