@@ -47,45 +47,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
+from . import objectstore
 from .fs import LOCAL, is_remote, local_path
+from .layout import (GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, METADATA_FILE, OUTPUT,  # noqa: F401
+                     SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE, WORKFLOW, WORKFLOW_FILE, FolderKind)
 
 log = logging.getLogger(__name__)
 
-# -- output layout ---------------------------------------------------------------------------
-SCHEMA_FILE = "_schema.json"
-SUCCESS_FILE = "_SUCCESS"
-METADATA_FILE = "_metadata.json"
-TFRECORD_SPEC_FILE = "tfrecord_spec.json"
-WORKFLOW_FILE = "workflow.json"
-#: present in a folder while it is being written: readers refuse such a folder
-INCOMPLETE_MARKER = ".tabprep-incomplete"
-#: the journal inside a temporary folder (and, briefly, inside the committed folder)
-JOURNAL_FILE = ".tabprep-commit.json"
-
+# -- output layout: tabprep/io/layout.py (its names are re-exported here, where callers find them) --
 _TMP, _OLD, _RECORD = ".tabprep-tmp-", ".tabprep-old-", ".tabprep-commit-"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-@dataclass(frozen=True)
-class FolderKind:
-    """What a committed folder is (for messages) and the files that show tabprep wrote it."""
-
-    what: str
-    markers: tuple
-
-    def owns(self, folder: Path) -> bool:
-        return all((folder / m).exists() for m in self.markers)
-
-
-#: a transformed / converted dataset (Hadoop and Spark write ``_SUCCESS`` too, not ``_metadata.json``)
-OUTPUT = FolderKind("output folder", (SUCCESS_FILE, METADATA_FILE))
-#: a saved workflow
-WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
-#: synthetic data of ``tabprep generate``: parquet files with ``_metadata.json`` (files, row counts,
-#: what generated them) and ``_SUCCESS``, the output layout, so readers verify it like an output and
-#: either may replace the other with ``overwrite`` (both are data tabprep wrote)
-GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
 
 #: transactions of this process that are still running (their temporaries are not stale)
 _ACTIVE: Set[str] = set()
@@ -205,8 +177,6 @@ class Transaction:
 
     def _stage_remote(self, path: str, kind: FolderKind, overwrite: bool, storage_options: Any,
                       spool: bool) -> Any:
-        from . import objectstore
-
         url = objectstore.get_fs(path, storage_options)[1]
         for s in self.remote_stages:
             a, b = s.final.rstrip("/") + "/", url.rstrip("/") + "/"

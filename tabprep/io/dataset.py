@@ -172,7 +172,14 @@ class Dataset:
             if self.engine != "parquet":
                 return {}
             so = self.storage_options
-            footers = {f: read_footer(f, so) for f in self.files}
+            if any(fsmod.is_remote(f) for f in self.files) and len(self.files) > 1:
+                # remote footers: a round trip each, so read them concurrently
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(min(16, len(self.files))) as pool:
+                    footers = dict(zip(self.files, pool.map(lambda f: read_footer(f, so), self.files)))
+            else:
+                footers = {f: read_footer(f, so) for f in self.files}
             schemas = [arrow_schema_of(f, footers[f]) for f in self.files]
             check_file_schemas(self.files, schemas)
             for f, md in footers.items():

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Set
 
-from .commit import INCOMPLETE_MARKER, SUCCESS_FILE, FolderKind
+from .layout import INCOMPLETE_MARKER, SUCCESS_FILE, FolderKind
 from .fs import RemoteFS, StorageOptions, get_fs, remote_errors
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,13 @@ def check_target(path: str, kind: FolderKind, overwrite: bool, storage_options: 
     URL ``path``; return the files now under it (URLs) that the write would delete."""
     if fs is None:
         fs, path = get_fs(path, storage_options)
-    with remote_errors(path, f"write the {kind.what}"):
-        is_file = fs.isfile(path)
-        files = [] if is_file else fs.find(path)
+    try:
+        with remote_errors(path, f"write the {kind.what}"):
+            is_file = fs.isfile(path)
+            files = [] if is_file else fs.find(path)
+    except FileNotFoundError as exc:  # S3: NoSuchBucket
+        raise FileNotFoundError(f"cannot write the {kind.what} {path!r}: {exc}. Does the bucket exist? Create it "
+                                f"first, or check the URL") from exc
     if is_file:
         raise FileExistsError(f"{kind.what} {path!r} is an existing file; choose another path")
     if not files:
@@ -183,7 +187,8 @@ def stage(path: str, kind: FolderKind, overwrite: bool, txid: str, storage_optio
     st = RemoteStage(fs, url, kind, overwrite, txid, spool_dir)
     if not spool:
         try:
-            st.prepare()
+            with remote_errors(url, f"write the {kind.what}"):
+                st.prepare()
         except BaseException:
             st.abort()
             raise

@@ -25,6 +25,8 @@ from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .fs import arrow_path
+
 
 # -- grouping ----------------------------------------------------------------------------------
 def group_runs(sizes: Sequence[int], budget: int, keys: Optional[Sequence[Hashable]] = None) -> List[Tuple[int, int]]:
@@ -185,8 +187,6 @@ def read_footer(path: str, storage_options: Optional[Dict[str, Any]] = None) -> 
     A truncated or corrupt file, or one that is not parquet, raises ``ValueError`` naming it
     (the Arrow error is chained as the cause).
     """
-    from .fs import arrow_path
-
     where, filesystem = arrow_path(path, storage_options)
     try:
         return pq.read_metadata(where, filesystem=filesystem)

@@ -281,9 +281,9 @@ def serve(wf_dir: str, host: str = "127.0.0.1", port: int = 8080, workers: int =
     until SIGINT/SIGTERM; in-flight requests finish first (up to ``graceful_timeout`` s)."""
     import uvicorn
 
-    from ..io.fs import is_remote
+    from ..io.fs import is_remote, local_path
 
-    cfg = {"wf_dir": wf_dir if is_remote(wf_dir) else os.path.abspath(wf_dir), "exclude": list(exclude),
+    cfg = {"wf_dir": wf_dir if is_remote(wf_dir) else os.path.abspath(local_path(wf_dir)), "exclude": list(exclude),
            "max_body": int(max_body), "storage_options": storage_options}
     app = _build(cfg)  # fails here, before binding, on a bad folder or an op that cannot be served
     common = dict(host=host, port=port, log_level="warning", access_log=access_log,
