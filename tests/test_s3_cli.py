@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from s3fs import S3FileSystem
 
 from tabprep.cli.main import cli
-from test_s3 import N, dead_endpoint, put_raw, raw_frame, read_output, write_local_raw
+from s3_helpers import N, dead_endpoint, make_workflow, put_raw, raw_frame, read_output, write_local_raw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = """\
@@ -157,21 +157,30 @@ def test_half_written_input_and_user_prefix_are_refused(s3, tmp_path, monkeypatc
     assert len(read_output(s3, "out")) == N
 
 
-def test_serve_a_workflow_on_s3(s3):
+def test_serve_a_workflow_on_s3(s3, monkeypatch):
+    """`tabprep serve s3://.../wf --storage-option ...`: the app it would run (uvicorn.run is
+    replaced by a capture; the HTTP server itself is tested in test_serving_http.py)."""
+    import asyncio
+
     import httpx
-    from test_serving_http import start_server, stop
+    import uvicorn
 
     import tabprep as tp
-    from test_s3 import make_workflow
 
     frame = raw_frame(seed=61)
     make_workflow().fit(tp.Dataset(frame, cpu=True)).save(s3.url("wf"))
-    proc, url = start_server(s3.url("wf"), "--exclude", "label")
-    try:
-        schema = httpx.get(url + "/schema", timeout=10).json()
-        assert schema["embedding_sizes"]["cat"][0] == 3 + frame["cat"].nunique()
-        got = httpx.post(url + "/transform", json={"cat": None, "num": None, "ival": None, "row": 4},
-                         timeout=10).json()
-        assert got["cat"] == 1 and got["ival"] == 0  # null -> Categorify's null id / FillMissing's 0
-    finally:
-        assert stop(proc)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead_endpoint())  # only --storage-option reaches the server
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    apps = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    run("serve", s3.url("wf"), "--exclude", "label", "--storage-option", f"endpoint_url={s3.endpoint}", "-q")
+
+    async def ask():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=apps[0]), base_url="http://tabprep") as client:
+            schema = (await client.get("/schema")).json()
+            row = {"cat": None, "num": None, "ival": None, "row": 4}
+            return schema, (await client.post("/transform", json=row)).json()
+
+    schema, got = asyncio.run(ask())
+    assert schema["embedding_sizes"]["cat"][0] == 3 + frame["cat"].nunique()
+    assert got["cat"] == 1 and got["ival"] == 0  # null -> Categorify's null id / FillMissing's 0
