@@ -11,6 +11,9 @@
   which is also cuDF's ``hash_values(method="murmur3")``.
 * Importable user functions (``double``, ``ratio_to``, ``positive_f64`` ...) for LambdaOp /
   Filter / Rename so workflows using them can be saved by import path (``conftest:<name>``).
+* ``s3`` fixture: a fresh bucket on a real local S3 server (``moto`` in server mode on
+  127.0.0.1, started once per session and stopped at its end), with fake credentials and the
+  endpoint in the environment (``AWS_*``, read by botocore itself, also in subprocesses).
 
 Nothing here calls tabprep to compute an expected value.
 """
@@ -369,3 +372,77 @@ def norm_strings(df: pd.DataFrame) -> pd.DataFrame:
 def assert_same_frame(a: pd.DataFrame, b: pd.DataFrame, what: str = "DataFrame") -> None:
     """Exactly equal frames (values, dtypes, column order), up to the string dtype flavour."""
     pd.testing.assert_frame_equal(norm_strings(a), norm_strings(b), check_dtype=True, obj=what)
+
+
+# ---------------------------------------------------------------------------
+# a local S3 server (object storage tests)
+# ---------------------------------------------------------------------------
+class S3Bucket:
+    """A bucket on the test S3 server: ``url(key)`` -> ``s3://bucket/key``; ``fs`` is the test's own
+    s3fs client (explicit endpoint and credentials: it does not rely on what tabprep reads)."""
+
+    def __init__(self, fs: Any, bucket: str, endpoint: str) -> None:
+        self.fs, self.bucket, self.endpoint = fs, bucket, endpoint
+
+    def url(self, key: str = "") -> str:
+        return f"s3://{self.bucket}/{key}".rstrip("/")
+
+    def keys(self, prefix: str) -> List[str]:
+        """Every key under ``prefix`` (relative to it), sorted, read fresh from the server."""
+        self.fs.invalidate_cache()
+        base = f"{self.bucket}/{prefix.strip('/')}/"
+        return sorted(p[len(base):] for p in self.fs.find(base))
+
+    def put_frame(self, key: str, frame: pd.DataFrame) -> None:
+        with self.fs.open(f"{self.bucket}/{key}", "wb") as fh:
+            frame.to_parquet(fh, index=False)
+
+    def read_frame(self, key: str) -> pd.DataFrame:
+        self.fs.invalidate_cache()
+        with self.fs.open(f"{self.bucket}/{key}", "rb") as fh:
+            return pd.read_parquet(fh)
+
+
+S3_ENV = {"AWS_ACCESS_KEY_ID": "tabprep-test-key", "AWS_SECRET_ACCESS_KEY": "tabprep-test-secret",
+          "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """``http://127.0.0.1:PORT`` of a moto S3 server running for the session (a free port)."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request in the test output
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_endpoint, monkeypatch, tmp_path) -> S3Bucket:
+    """A new bucket; ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (fake) and ``AWS_ENDPOINT_URL``
+    point every S3 client of this process and its children at the test server, and no user
+    configuration (profiles, ~/.aws) can redirect them."""
+    import uuid
+
+    import s3fs
+
+    for k, v in S3_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    s3fs.S3FileSystem.clear_instance_cache()  # clients made by earlier tests read another environment
+    fs = s3fs.S3FileSystem(key=S3_ENV["AWS_ACCESS_KEY_ID"], secret=S3_ENV["AWS_SECRET_ACCESS_KEY"],
+                           endpoint_url=s3_endpoint, skip_instance_cache=True)
+    bucket = f"tabprep-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    return S3Bucket(fs, bucket, s3_endpoint)

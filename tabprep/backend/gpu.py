@@ -345,12 +345,21 @@ def arrow_to_frame(table: pa.Table):
     return cudf.DataFrame.from_arrow(table)
 
 
-def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]]):
-    return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None)
+def _fs_kwargs(filesystem: Any) -> dict:
+    # a remote file's (fsspec) file system; none for local paths (cuDF's own local reader)
+    return {} if filesystem is None else {"filesystem": filesystem}
 
 
-def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]]):
-    return cudf.read_parquet(list(paths), columns=columns, row_groups=[list(g) for g in row_groups])
+def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
+                       filesystem: Any = None):
+    return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None,
+                             **_fs_kwargs(filesystem))
+
+
+def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]],
+                        filesystem: Any = None):
+    return cudf.read_parquet(list(paths), columns=columns, row_groups=[list(g) for g in row_groups],
+                             **_fs_kwargs(filesystem))
 
 
 @_register(P.write_parquet_part)
@@ -367,8 +376,9 @@ def _write_parquet_part(df: Any, path: str, row_group_size: Optional[int], compr
 class CudfParquetReader:
     """Parts are cuDF frames (read on the device), stacked with ``concat``."""
 
-    def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]]) -> Any:
-        return read_parquet_piece(path, row_groups, columns)
+    def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
+             filesystem: Any = None) -> Any:
+        return read_parquet_piece(path, row_groups, columns, filesystem=filesystem)
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return parts[0].reset_index(drop=True) if len(parts) == 1 else F.concat_rows(parts)

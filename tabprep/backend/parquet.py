@@ -85,18 +85,19 @@ def empty_frame(schema: pa.Schema, cpu: bool, nulls: Optional[set] = None) -> An
 
 def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
                        cpu: bool, filesystem: Any = None):
-    """Read some row groups of one parquet file on either backend."""
+    """Read some row groups of one parquet file on either backend; ``filesystem``: None for a
+    local path, else the (fsspec / pyarrow) file system ``path`` is on."""
     if not cpu:
-        return _gpu().read_parquet_piece(path, row_groups, columns)
+        return _gpu().read_parquet_piece(path, row_groups, columns, filesystem=filesystem)
     return arrow_to_frame(read_parquet_table(path, row_groups, columns, filesystem), cpu=True)
 
 
 def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]],
-                        cpu: bool):
-    """Row groups of several parquet files (same schema), stacked in order, as one frame."""
+                        cpu: bool, filesystem: Any = None):
+    """Row groups of several parquet files (same schema, same ``filesystem``), stacked in order, as one frame."""
     if not cpu:
-        return _gpu().read_parquet_pieces(paths, row_groups, columns)
-    return tables_to_frame([read_parquet_table(p, g, columns) for p, g in zip(paths, row_groups)])
+        return _gpu().read_parquet_pieces(paths, row_groups, columns, filesystem=filesystem)
+    return tables_to_frame([read_parquet_table(p, g, columns, filesystem) for p, g in zip(paths, row_groups)])
 
 
 def read_parquet_table(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
@@ -133,8 +134,9 @@ class ParquetReader:
     (:class:`tabprep.backend.gpu.CudfParquetReader`) reads cuDF frames.
     """
 
-    def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]]) -> Any:
-        return read_parquet_table(path, row_groups, columns)
+    def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
+             filesystem: Any = None) -> Any:
+        return read_parquet_table(path, row_groups, columns, filesystem)
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return tables_to_frame(parts)

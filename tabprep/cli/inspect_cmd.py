@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import click
 
@@ -15,12 +14,20 @@ TOP_VALUES = 3
 MAX_ITEMS = 8
 
 
-def describe_workflow(wf: Any, path: str) -> Dict[str, Any]:
+def _read_json(path: str, name: str, storage_options: Optional[Dict[str, Any]]) -> Any:
+    """``name`` in the folder (or URL) ``path``, decoded."""
+    from ..io.fs import get_fs
+
+    fs, p = get_fs(path, storage_options)
+    with fs.open(fs.join(p, name), "r") as fh:
+        return json.load(fh)
+
+
+def describe_workflow(wf: Any, path: str, storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """JSON-able description: graph (as a spec), schemas, embedding sizes, per-op statistics."""
     from ..workflow.spec import SpecError
 
-    with open(Path(path) / "workflow.json") as fh:
-        saved = json.load(fh)
+    saved = _read_json(path, "workflow.json", storage_options)
     try:
         spec: Any = wf.to_spec()
     except SpecError as exc:
@@ -43,19 +50,20 @@ def describe_workflow(wf: Any, path: str) -> Dict[str, Any]:
     }
 
 
-def describe_output(path: str) -> Dict[str, Any]:
-    """Description of a folder written by transform / convert (_schema.json, _metadata.json)."""
-    root = Path(path)
-    with open(root / "_schema.json") as fh:
-        schema = Schema.from_dict(json.load(fh))
+def describe_output(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Description of a folder (or URL) written by transform / convert (_schema.json, _metadata.json)."""
+    from ..io.commit import INCOMPLETE_MARKER
+    from ..io.fs import get_fs
+
+    fs, root = get_fs(path, storage_options)
+    schema = Schema.from_dict(_read_json(root, "_schema.json", storage_options))
     meta: Dict[str, Any] = {}
-    if (root / "_metadata.json").exists():
-        with open(root / "_metadata.json") as fh:
-            meta = json.load(fh)
+    if fs.exists(fs.join(root, "_metadata.json")):
+        meta = _read_json(root, "_metadata.json", storage_options)
     return {
         "kind": "output",
         "path": str(path),
-        "complete": (root / "_SUCCESS").exists(),
+        "complete": fs.exists(fs.join(root, "_SUCCESS")) and not fs.exists(fs.join(root, INCOMPLETE_MARKER)),
         "format": meta.get("format"),
         "rows": meta.get("rows"),
         "files": len(meta.get("files", [])),

@@ -25,11 +25,26 @@ def load_spec(spec: str) -> Any:
         raise UsageProblem(str(exc)) from None
 
 
-def load_workflow(path: str, allow_pickle: bool, trusted: bool = False) -> Any:
-    """A saved workflow folder, with usage errors that say what WF_DIR must be."""
+def load_workflow(path: str, allow_pickle: bool, trusted: bool = False,
+                  storage_options: Optional[Dict[str, Any]] = None) -> Any:
+    """A saved workflow folder (or URL of one), with usage errors that say what WF_DIR must be."""
+    from ..io.fs import is_remote, local_path
+    from ..registry import UntrustedCodeError
     from ..workflow import Workflow
     from ..workflow.serialize import SPEC_FILE
 
+    if is_remote(path):
+        try:
+            return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted, storage_options=storage_options)
+        except (FileNotFoundError, UntrustedCodeError) as exc:
+            raise UsageProblem(str(exc)) from None
+        except ValueError as exc:
+            if "allow_pickle" in str(exc):
+                raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
+            if "half-written" in str(exc):  # an input that is not usable: like a half-written DATA folder
+                raise UsageProblem(str(exc)) from None
+            raise
+    path = local_path(path)
     p = Path(path)
     if not p.is_dir():
         raise UsageProblem(f"{path!r} is not a saved workflow folder (make one with `tabprep fit SPEC DATA --out "
@@ -39,8 +54,6 @@ def load_workflow(path: str, allow_pickle: bool, trusted: bool = False) -> Any:
                               else ""))
     if not (p / SPEC_FILE).exists():
         raise UsageProblem(f"{path!r} is not a saved workflow folder (no {SPEC_FILE}); make one with `tabprep fit`")
-    from ..registry import UntrustedCodeError
-
     try:
         return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted)
     except UntrustedCodeError as exc:
@@ -51,16 +64,12 @@ def load_workflow(path: str, allow_pickle: bool, trusted: bool = False) -> Any:
         raise
 
 
-def folder_bytes(path: str) -> int:
-    """Total size in bytes of the files under ``path`` (for the summaries)."""
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
-    return total
+def folder_bytes(path: str, storage_options: Optional[Dict[str, Any]] = None) -> int:
+    """Total size in bytes of the files under ``path`` (a folder or URL; for the summaries)."""
+    from ..io.fs import get_fs
+
+    fs, where = get_fs(path, storage_options)
+    return fs.du(where)
 
 
 def rate(rows: Optional[int], seconds: float) -> str:
@@ -76,6 +85,8 @@ class Job:
     def __init__(self, opts: Dict[str, Any]) -> None:
         self.opts = opts
         self.quiet = bool(opts.get("quiet"))
+        #: --storage-option: of every URL the job reads or writes (None: the environment's credentials)
+        self.storage_options: Optional[Dict[str, Any]] = opts.get("storage_options")
         self.profile = bool(opts.get("profile"))
         self.client: Any = None
         self.profile_rows: List[Dict[str, Any]] = []
@@ -109,7 +120,8 @@ class Job:
     def dataset(self, files: Sequence[str]) -> Any:
         """The Dataset of the (already resolved, :func:`~.runtime.resolve_inputs`) input files."""
         o = self.opts
-        return make_dataset(files, o.get("engine"), o.get("sep"), o.get("names"), o.get("part_size"), o.get("cpu"))
+        return make_dataset(files, o.get("engine"), o.get("sep"), o.get("names"), o.get("part_size"), o.get("cpu"),
+                            self.storage_options)
 
     def progress(self, rows: Optional[int], rename: Optional[Dict[str, str]] = None) -> P.Progress:
         return P.Progress(rows=rows, enabled=not self.quiet, rename=rename)
@@ -153,6 +165,7 @@ class Job:
         prog = self.progress(rows, rename)
         start = time.perf_counter()
         opts = {k: v for k, v in kw.items() if v is not None}
+        opts["storage_options"] = self.storage_options
         if to == "parquet":
             meta = ds.to_parquet(out, progress=prog, transaction=transaction, **opts)
         else:
@@ -170,7 +183,7 @@ class Job:
         """The summary line of a write; the size is that of the committed folder."""
         seconds = meta["seconds_total"]
         self.say(f"{verb}: {meta['rows']:,} rows -> {len(meta['files'])} {to} file"
-                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(folder_bytes(out))}B) in "
+                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(folder_bytes(out, self.storage_options))}B) in "
                  f"{P.duration(seconds)}{rate(meta['rows'], seconds)}")
 
     def finish(self) -> None:
@@ -202,23 +215,36 @@ def writer_kwargs(to: str, output_files: Optional[int], split_per_worker: Option
     return opts
 
 
-def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str) -> None:
+def _where(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Tuple[str, str]:
+    """``(canonical path, separator)``: the real path of a local one, the normalized URL of a remote one."""
+    from ..io.fs import get_fs
+
+    fs, p = get_fs(path, storage_options)
+    return (fs.norm(p), "/") if fs.remote else (os.path.realpath(p), os.sep)
+
+
+def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str,
+                          storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Refuse an output path that is an input, lies inside an input folder or holds an input file.
 
     ``data`` are the DATA arguments (their folders are inputs as a whole: an output inside one
     would be read back as data next time), ``files`` the input files they resolved to. Writing
     over an input would delete the data being read. Usage error (exit code 2) naming both paths.
     """
-    o = os.path.realpath(out)
-    inputs = [d for d in data if os.path.isdir(d)] + list(files)
+    from ..io.fs import fs_of, protocol_of
+
+    o, sep = _where(out, storage_options)
+    inputs = [d for d in data if fs_of(d, storage_options).isdir(_where(d, storage_options)[0])] + list(files)
     for inp in inputs:
-        i = os.path.realpath(inp)
+        i = _where(inp, storage_options)[0]
+        if protocol_of(i) != protocol_of(o):
+            continue  # another file system
         if o == i:
             why = f"is the input {inp!r}: it holds the input data, which writing there would delete"
-        elif o.startswith(i.rstrip(os.sep) + os.sep):
+        elif o.startswith(i.rstrip(sep) + sep):
             why = (f"is inside the input folder {inp!r}: it would be read back as input data, and replacing it "
                    f"could delete input files")
-        elif i.startswith(o.rstrip(os.sep) + os.sep):
+        elif i.startswith(o.rstrip(sep) + sep):
             why = f"holds the input {inp!r}, which writing there would delete"
         else:
             continue
@@ -226,36 +252,38 @@ def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, o
 
 
 def prepare_outputs(data: Sequence[str], files: Sequence[str], outputs: Sequence[Tuple[str, str, Any]],
-                    overwrite: bool) -> None:
+                    overwrite: bool, storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Every check on the folders a command writes, before any work: no overlap with the inputs
     or with each other (``outputs``: ``(option, path, FolderKind)``), then what a crashed run left
     at each path recovered and the path checked (:func:`~.runtime.check_output`)."""
     for k, (opt, path, _) in enumerate(outputs):
-        check_not_overlapping(data, files, path, opt)
-        p = os.path.realpath(path)
+        check_not_overlapping(data, files, path, opt, storage_options)
+        p, sep = _where(path, storage_options)
         for opt2, path2, _ in outputs[:k]:
-            q = os.path.realpath(path2)
-            if p == q or p.startswith(q + os.sep) or q.startswith(p + os.sep):
+            q = _where(path2, storage_options)[0]
+            if p == q or p.startswith(q.rstrip(sep) + sep) or q.startswith(p.rstrip(sep) + sep):
                 raise UsageProblem(f"{opt} {path!r} and {opt2} {path2!r} must be separate folders (neither inside "
                                    f"the other): they are written together")
     for opt, path, kind in outputs:
-        check_output(path, overwrite, kind)
+        check_output(path, overwrite, kind, storage_options)
 
 
-def generate_data(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool = False) -> None:
+def generate_data(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool = False,
+                  storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Generate synthetic data into ``out``, committed atomically like every tabprep output.
 
     The folder is a :data:`tabprep.io.commit.GENERATED` folder: the parquet files plus
     ``_metadata.json`` (files and row counts, and what generated them) and ``_SUCCESS``, so readers
     verify it like a transformed output, and ``--overwrite`` replaces it (or another tabprep
-    output) but never a folder tabprep did not write.
+    output) but never a folder tabprep did not write. A URL ``out`` is generated locally and
+    uploaded (committed with ``_SUCCESS`` last).
     """
     from .. import __version__
     from ..io import commit, synthetic
     from ..io.planning import read_footer
 
     with commit.Transaction() as txn:
-        stage = txn.stage(out, commit.GENERATED, overwrite=overwrite)
+        stage = txn.stage(out, commit.GENERATED, overwrite=overwrite, storage_options=storage_options, spool=True)
         kwargs: Dict[str, Any] = {"seed": seed}
         if files is not None:
             kwargs["files"] = files
@@ -266,5 +294,5 @@ def generate_data(kind: str, rows: int, out: str, files: Optional[int], seed: in
                 "files": listing, "generated": {"kind": kind, "rows": rows, "seed": seed, "files": files}}
         with open(stage.tmp / commit.METADATA_FILE, "w") as fh:
             json.dump(meta, fh, indent=2)
-        (stage.tmp / commit.SUCCESS_FILE).write_text("")
+        stage.write_success()
         stage.finish()

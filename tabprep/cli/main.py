@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 import click
@@ -21,7 +20,7 @@ from .demo_cmd import CRITEO_SPEC, run_demo
 from ..io import commit
 from .job import (Job, folder_bytes, generate_data, load_spec, load_workflow, prepare_outputs, rate, writer_kwargs)
 from .runtime import (check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
-                      output_options, read_options, resolve_inputs, setup_logging)
+                      output_options, read_options, resolve_inputs, setup_logging, storage_options_option)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "
@@ -67,6 +66,9 @@ def cli() -> None:
 
     \b
     DATA: parquet or csv files, folders of them, or globs (quote them: 'data/*.parquet').
+    Every path (DATA, --out, WF_DIR) may be a URL: s3://bucket/data/ (s3fs), gs://... (gcsfs),
+    file://...; credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    AWS_ENDPOINT_URL...) or --storage-option KEY=VALUE. Outputs there get _SUCCESS last.
     Jobs run on dask's threaded scheduler, a local cluster (--workers N) or an existing one
     (--scheduler ADDRESS). Outputs are written atomically: a failed job leaves no output that
     looks complete (readers check _SUCCESS and _metadata.json), and the next run at that path
@@ -129,12 +131,13 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
       tabprep fit spec.yaml 'data/train/*.parquet' --out wf/ --workers 4 --part-size 256MB
     """
     with Job(opts) as job:
+        so = job.storage_options
         wf = load_spec(spec)
-        files = resolve_inputs(data)
-        prepare_outputs(data, files, [("--out", out, commit.WORKFLOW)], overwrite)
+        files = resolve_inputs(data, so)
+        prepare_outputs(data, files, [("--out", out, commit.WORKFLOW)], overwrite, so)
         ds = job.dataset(files)
         job.fit(wf, ds)
-        wf.save(out)
+        wf.save(out, storage_options=so)
         job.say(f"saved the fitted workflow to {out} ({len(wf.output_columns)} output columns; "
                 f"`tabprep inspect {out}` shows the schema, embedding sizes and statistics)")
         job.finish()
@@ -174,9 +177,10 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
     """
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
-        wf = load_workflow(wf_dir, allow_pickle, trusted)
-        files = resolve_inputs(data)
-        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite)
+        so = job.storage_options
+        wf = load_workflow(wf_dir, allow_pickle, trusted, so)
+        files = resolve_inputs(data, so)
+        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite, so)
         ds = job.dataset(files)
         check_columns(wf, ds)
         job.write(ds, out, to, wf=wf, rows=input_rows(ds), cast=cast, **wopts)
@@ -213,12 +217,13 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
     """
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
+        so = job.storage_options
         wf = load_spec(spec)
-        files = resolve_inputs(data)
+        files = resolve_inputs(data, so)
         outputs = [("--out", out, commit.OUTPUT)]
         if workflow_out is not None:
             outputs.append(("--workflow-out", workflow_out, commit.WORKFLOW))
-        prepare_outputs(data, files, outputs, overwrite)
+        prepare_outputs(data, files, outputs, overwrite, so)
         ds = job.dataset(files)
         # Workflow.fit_transform(ds) is fit(ds) then transform(ds, out_of_fold=True); the two
         # halves run as steps here so that the fit has its own progress bar and summary
@@ -226,7 +231,7 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
         with commit.Transaction() as txn:  # both folders or neither
             meta = job.write(ds, out, to, wf=wf, rows=input_rows(ds), out_of_fold=True, transaction=txn, **wopts)
             if workflow_out is not None:
-                wf.save(workflow_out, transaction=txn)
+                wf.save(workflow_out, transaction=txn, storage_options=so)
         job.say_written(meta, out, to, "transform")
         if workflow_out is not None:
             job.say(f"saved the fitted workflow to {workflow_out}")
@@ -257,8 +262,8 @@ def convert(data: Tuple[str, ...], out: str, to: str, output_files: Optional[int
     """
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
-        files = resolve_inputs(data)
-        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite)
+        files = resolve_inputs(data, job.storage_options)
+        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite, job.storage_options)
         ds = job.dataset(files)
         job.write(ds, out, to, rows=input_rows(ds), **wopts)
         job.finish()
@@ -273,7 +278,7 @@ def convert(data: Tuple[str, ...], out: str, to: str, output_files: Optional[int
 @output_options
 @handle_errors
 def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose: bool, debug: bool,
-          engine: Optional[str], sep: Optional[str], names: Optional[str]) -> None:
+          engine: Optional[str], sep: Optional[str], names: Optional[str], storage_options: Any) -> None:
     """Validate SPEC (and, given DATA, that its columns and dtypes fit DATA) without fitting.
 
     Prints the normalized spec and the output columns; exit code 2 for an invalid spec, 1 when
@@ -284,8 +289,8 @@ def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose:
     setup_logging(verbose, quiet)
     wf = load_spec(spec)
     if data:
-        files = resolve_inputs(data)
-        ds = make_dataset(files, engine, sep, names, None, True)
+        files = resolve_inputs(data, storage_options)
+        ds = make_dataset(files, engine, sep, names, None, True, storage_options)
         check_columns(wf, ds)
         wf._bind(ds.schema, ds.describe())
     if quiet:
@@ -305,23 +310,25 @@ def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose:
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
 @click.option("--allow-pickle", is_flag=True, help="Load a workflow saved with pickled functions (trusted only).")
 @click.option("--trusted", is_flag=True, help=TRUSTED_HELP)
+@storage_options_option
 @output_options
 @handle_errors
-def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, quiet: bool, verbose: bool,
-            debug: bool) -> None:
+def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, storage_options: Any, quiet: bool,
+            verbose: bool, debug: bool) -> None:
     """Show a fitted workflow: graph, output schema, embedding sizes, statistics.
 
     WF_DIR may also be a transformed output folder (with _schema.json): its schema, embedding sizes
     and row counts are shown.
     """
+    from ..io.fs import get_fs
     from .inspect_cmd import describe_output, describe_workflow, echo_description
 
     setup_logging(verbose, quiet)
-    p = Path(path)
-    if (p / "workflow.json").exists() or not (p / "_schema.json").exists():
-        info = describe_workflow(load_workflow(path, allow_pickle, trusted), path)
+    fs, p = get_fs(path, storage_options)
+    if fs.exists(fs.join(p, "workflow.json")) or not fs.exists(fs.join(p, "_schema.json")):
+        info = describe_workflow(load_workflow(path, allow_pickle, trusted, storage_options), path, storage_options)
     else:
-        info = describe_output(path)
+        info = describe_output(path, storage_options)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
     elif not quiet:
@@ -337,10 +344,11 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, quiet: 
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed (same seed, same data).")
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing folder of generated data or tabprep output (once the new one is complete).")
+@storage_options_option
 @output_options
 @handle_errors
-def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool, quiet: bool,
-             verbose: bool, debug: bool) -> None:
+def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, overwrite: bool, storage_options: Any,
+             quiet: bool, verbose: bool, debug: bool) -> None:
     """Generate a synthetic dataset: criteo (label, I1-I13, C1-C26) or movielens (ratings).
 
     DIR gets parquet files, _metadata.json (files, row counts, kind, seed) and _SUCCESS, committed
@@ -351,12 +359,12 @@ def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, ov
       tabprep generate criteo --rows 1000000 --out data/criteo/
     """
     setup_logging(verbose, quiet)
-    check_output(out, overwrite, commit.GENERATED)
+    check_output(out, overwrite, commit.GENERATED, storage_options)
     start = time.perf_counter()
-    generate_data(kind, rows, out, files, seed, overwrite)
+    generate_data(kind, rows, out, files, seed, overwrite, storage_options)
     seconds = time.perf_counter() - start
     if not quiet:
-        click.echo(f"generate: {rows:,} {kind} rows -> {out} ({P.human(folder_bytes(out))}B) in "
+        click.echo(f"generate: {rows:,} {kind} rows -> {out} ({P.human(folder_bytes(out, storage_options))}B) in "
                    f"{P.duration(seconds)}{rate(rows, seconds)}")
 
 

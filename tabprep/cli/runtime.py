@@ -101,9 +101,36 @@ def job_options(f: Callable) -> Callable:
     return output_options(f)
 
 
+def _parse_storage_options(ctx: Any, param: Any, values: Sequence[str]) -> Optional[Dict[str, Any]]:
+    """``KEY=VALUE`` pairs -> a dict; a VALUE that is JSON (``true``, ``3``, ``{"a": 1}``) is decoded."""
+    import json
+
+    out: Dict[str, Any] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. --storage-option anon=true)")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out or None
+
+
+def storage_options_option(f: Callable) -> Callable:
+    """--storage-option KEY=VALUE (repeatable): options of the remote file system of URL paths."""
+    return click.option(
+        "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE", callback=_parse_storage_options,
+        help="Option of the file system of s3:// (gs://, ...) paths, passed to fsspec like pandas' storage_options, "
+             "e.g. endpoint_url=http://127.0.0.1:9000 or anon=true; JSON values are decoded (client_kwargs='{...}'). "
+             "Repeatable. Credentials otherwise come from the environment (AWS_ACCESS_KEY_ID, "
+             "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_PROFILE...).")(f)
+
+
 def read_options(f: Callable) -> Callable:
-    """How DATA is read: --engine, --sep, --names."""
+    """How DATA is read: --engine, --sep, --names, --storage-option."""
     opts = [
+        storage_options_option,
         click.option("--engine", type=click.Choice(["parquet", "csv"]), default=None,
                      help="Format of DATA (default: from the file extensions)."),
         click.option("--sep", default=None, metavar="CHAR",
@@ -188,30 +215,43 @@ def setup_logging(verbose: bool, quiet: bool) -> None:
 
 
 # -- inputs / outputs ------------------------------------------------------------------------
-def resolve_inputs(paths: Sequence[str]) -> List[str]:
-    """Expand DATA arguments (files, folders, globs); a missing one is a usage error."""
+def resolve_inputs(paths: Sequence[str], storage_options: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Expand DATA arguments (files, folders, globs, or URLs of them); a missing one is a usage error."""
     from ..io.dataset import expand_paths
 
     if not paths:
         raise UsageProblem("no DATA given: pass parquet/csv files, folders or globs")
     try:
-        return expand_paths(list(paths))
+        return expand_paths(list(paths), storage_options)
     except FileNotFoundError as exc:
         raise UsageProblem(str(exc)) from None
     except ValueError as exc:  # an incomplete tabprep output
         raise UsageProblem(str(exc)) from None
 
 
-def check_output(path: str, overwrite: bool, kind: Any = None) -> None:
+def check_output(path: str, overwrite: bool, kind: Any = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Before any work: recover what a crashed run left at ``path``, then ``path`` must be new,
     empty, or (with --overwrite) a folder of ``kind`` tabprep wrote, and its parent writable.
 
-    ``kind``: a :class:`tabprep.io.commit.FolderKind` (default: an output folder).
+    ``kind``: a :class:`tabprep.io.commit.FolderKind` (default: an output folder). A URL
+    (``s3://...``) is checked on its file system (nothing to recover there: no temporaries).
     """
     from ..io import commit
+    from ..io.fs import is_remote, local_path
 
     kind = kind if kind is not None else commit.OUTPUT
     what = kind.what
+    if is_remote(path):
+        from ..io import objectstore
+
+        try:
+            objectstore.check_target(path, kind, overwrite, storage_options)
+        except FileExistsError as exc:
+            raise UsageProblem(str(exc).replace("pass overwrite=True (CLI: --overwrite)", "pass --overwrite")) from None
+        except OSError as exc:  # unreachable endpoint, missing bucket, refused credentials
+            raise JobFailed(f"cannot check {what} {path!r}: {one_line(exc)}") from None
+        return
+    path = local_path(path)
     p = Path(path)
     anc = p.absolute().parent
     while not anc.exists():
@@ -239,7 +279,7 @@ def check_output(path: str, overwrite: bool, kind: Any = None) -> None:
 
 
 def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], names: Optional[str],
-                 part_size: Optional[str], cpu: Optional[bool]) -> Any:
+                 part_size: Optional[str], cpu: Optional[bool], storage_options: Optional[Dict[str, Any]] = None) -> Any:
     from ..io.dataset import Dataset
 
     kwargs: Dict[str, Any] = {}
@@ -257,7 +297,7 @@ def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], na
             parse_size(part_size)
         except ValueError:
             raise UsageProblem(f"--part-size {part_size!r} is not a size like 256MB") from None
-    return Dataset(files, engine=engine, part_size=part_size, cpu=cpu, **kwargs)
+    return Dataset(files, engine=engine, part_size=part_size, cpu=cpu, storage_options=storage_options, **kwargs)
 
 
 def input_rows(ds: Any) -> Optional[int]:

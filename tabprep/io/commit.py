@@ -14,6 +14,10 @@ temporary sibling and renamed into place at the end:
   (the remaining renames are done), so a joint commit of several folders (``fit-transform``'s
   output and workflow) leaves all of them new or all of them old.
 
+Folders at URLs of remote file systems (``s3://``, ``gs://``...: no rename there) are written in
+place and committed by writing ``_SUCCESS`` last (:mod:`tabprep.io.objectstore`); a transaction
+may mix them with local folders.
+
 A folder that tabprep did not write is never replaced: an existing folder must be empty or
 hold the markers of its kind (:data:`OUTPUT`: ``_SUCCESS`` and ``_metadata.json``;
 :data:`WORKFLOW`: ``workflow.json``; :data:`GENERATED`, ``tabprep generate``'s synthetic data:
@@ -43,43 +47,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
+from . import objectstore
+from .fs import LOCAL, is_remote, local_path
+from .layout import (GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, METADATA_FILE, OUTPUT,  # noqa: F401
+                     SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE, WORKFLOW, WORKFLOW_FILE, FolderKind)
+
 log = logging.getLogger(__name__)
 
-# -- output layout ---------------------------------------------------------------------------
-SCHEMA_FILE = "_schema.json"
-SUCCESS_FILE = "_SUCCESS"
-METADATA_FILE = "_metadata.json"
-TFRECORD_SPEC_FILE = "tfrecord_spec.json"
-WORKFLOW_FILE = "workflow.json"
-#: present in a folder while it is being written: readers refuse such a folder
-INCOMPLETE_MARKER = ".tabprep-incomplete"
-#: the journal inside a temporary folder (and, briefly, inside the committed folder)
-JOURNAL_FILE = ".tabprep-commit.json"
-
+# -- output layout: tabprep/io/layout.py (its names are re-exported here, where callers find them) --
 _TMP, _OLD, _RECORD = ".tabprep-tmp-", ".tabprep-old-", ".tabprep-commit-"
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-@dataclass(frozen=True)
-class FolderKind:
-    """What a committed folder is (for messages) and the files that show tabprep wrote it."""
-
-    what: str
-    markers: tuple
-
-    def owns(self, folder: Path) -> bool:
-        return all((folder / m).exists() for m in self.markers)
-
-
-#: a transformed / converted dataset (Hadoop and Spark write ``_SUCCESS`` too, not ``_metadata.json``)
-OUTPUT = FolderKind("output folder", (SUCCESS_FILE, METADATA_FILE))
-#: a saved workflow
-WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
-#: synthetic data of ``tabprep generate``: parquet files with ``_metadata.json`` (files, row counts,
-#: what generated them) and ``_SUCCESS``, the output layout, so readers verify it like an output and
-#: either may replace the other with ``overwrite`` (both are data tabprep wrote)
-GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
 
 #: transactions of this process that are still running (their temporaries are not stale)
 _ACTIVE: Set[str] = set()
@@ -123,9 +101,17 @@ class Stage:
     txid: str
     finished: bool = False
     old: Path = field(init=False)
+    #: a local folder (:class:`tabprep.io.objectstore.RemoteStage` is the remote one)
+    remote = False
+    #: the file system of :attr:`tmp` (:mod:`tabprep.io.fs`)
+    fs = LOCAL
 
     def __post_init__(self) -> None:
         self.old = self.final.parent / f".{self.final.name}{_OLD}{self.txid}"
+
+    def write_success(self) -> None:
+        """Mark the folder complete (``_SUCCESS``); it is renamed into place at the commit."""
+        (self.tmp / SUCCESS_FILE).write_text("")
 
     def finish(self) -> None:
         """The writer is done: the folder is complete (readers no longer refuse it)."""
@@ -150,17 +136,27 @@ class Transaction:
     def __init__(self) -> None:
         self.txid = f"{uuid.uuid4().hex[:12]}"
         self.stages: List[Stage] = []
+        #: folders at URLs of remote file systems (:class:`tabprep.io.objectstore.RemoteStage`)
+        self.remote_stages: List[Any] = []
         self.state = "open"  # open -> committed | aborted | failed (left to recovery)
         self._journals_stale = False
         _ACTIVE.add(self.txid)
 
     # -- staging ------------------------------------------------------------------------------
-    def stage(self, path: PathLike, kind: FolderKind, overwrite: bool = False) -> Stage:
+    def stage(self, path: PathLike, kind: FolderKind, overwrite: bool = False, storage_options: Any = None,
+              spool: bool = False) -> Stage:
         """Check ``path`` (:func:`check_target`), recover what a crashed run left there, and
-        create the temporary sibling the writer fills (it holds :data:`INCOMPLETE_MARKER`)."""
+        create the temporary sibling the writer fills (it holds :data:`INCOMPLETE_MARKER`).
+
+        A URL of a remote file system (``storage_options``: its options) gets a
+        :class:`tabprep.io.objectstore.RemoteStage` instead: written in place, or with ``spool``
+        (for writers of local files) in a local folder uploaded when the stage finishes.
+        """
         if self.state != "open":
             raise RuntimeError(f"this transaction is {self.state}; start a new one")
-        final = Path(os.path.abspath(os.fspath(path)))
+        if is_remote(path):
+            return self._stage_remote(str(path), kind, overwrite, storage_options, spool)
+        final = Path(os.path.abspath(os.fspath(local_path(path))))
         for s in self.stages:
             if s.final == final or s.final in final.parents or final in s.final.parents:
                 raise ValueError(f"{str(final)!r} and {str(s.final)!r} cannot be committed together: "
@@ -179,8 +175,25 @@ class Transaction:
         (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
         return stage
 
+    def _stage_remote(self, path: str, kind: FolderKind, overwrite: bool, storage_options: Any,
+                      spool: bool) -> Any:
+        url = objectstore.get_fs(path, storage_options)[1]
+        for s in self.remote_stages:
+            a, b = s.final.rstrip("/") + "/", url.rstrip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                raise ValueError(f"{url!r} and {s.final!r} cannot be committed together: "
+                                 f"{'they are the same folder' if a == b else 'one is inside the other'}")
+        st = objectstore.stage(url, kind, overwrite, self.txid, storage_options, spool)
+        self.remote_stages.append(st)
+        return st
+
     def discard(self, stage: Stage, wait_s: float = 5.0) -> None:
         """Drop a stage whose writer failed: its temporary folder is removed."""
+        if stage.remote:
+            if stage in self.remote_stages:
+                self.remote_stages.remove(stage)
+            stage.abort()
+            return
         if stage in self.stages:
             self.stages.remove(stage)
             self._journals_stale = True
@@ -196,7 +209,7 @@ class Transaction:
         if self.state != "open":
             raise RuntimeError(f"this transaction is {self.state}")
         try:
-            unfinished = [str(s.final) for s in self.stages if not s.finished]
+            unfinished = [str(s.final) for s in self.stages + self.remote_stages if not s.finished]
             if unfinished:
                 raise RuntimeError(f"cannot commit: the writes of {unfinished} did not finish")
             for s in self.stages:
@@ -221,8 +234,12 @@ class Transaction:
             self._undo()
             raise
         self._cleanup()
-        self.state = "committed"
-        _ACTIVE.discard(self.txid)
+        try:  # remote folders after the local ones: each gets its _SUCCESS, last
+            for s in self.remote_stages:
+                s.commit()
+        finally:
+            self.state = "committed"
+            _ACTIVE.discard(self.txid)
 
     def abort(self) -> None:
         """Remove every temporary folder of this transaction; the paths keep their old state."""
@@ -230,7 +247,10 @@ class Transaction:
             return
         for s in list(self.stages):
             _remove_tree(s.tmp)
+        for s in list(self.remote_stages):
+            s.abort()
         self.stages = []
+        self.remote_stages = []
         self.state = "aborted"
         _ACTIVE.discard(self.txid)
 
@@ -310,18 +330,20 @@ class Transaction:
 
 @contextlib.contextmanager
 def staged(path: PathLike, kind: "FolderKind", overwrite: bool = False,
-           transaction: Optional["Transaction"] = None) -> Iterator["Stage"]:
+           transaction: Optional["Transaction"] = None, storage_options: Any = None,
+           spool: bool = False) -> Iterator["Stage"]:
     """Stage one folder for the ``with`` block that writes it.
 
     In ``transaction`` (its owner commits it with its other folders) or, without one, in a
     transaction of its own that is committed when the block ends. On an error the stage is
     dropped (its own transaction aborted: nothing that looks complete is left) and the error
     re-raised. Writers (``write_dataset``, ``save_workflow``) use this so that borrowing a
-    transaction or owning one is decided in one place.
+    transaction or owning one is decided in one place. ``storage_options`` and ``spool``: see
+    :meth:`Transaction.stage` (URLs of remote file systems).
     """
     txn = transaction if transaction is not None else Transaction()
     try:
-        stage = txn.stage(path, kind, overwrite=overwrite)
+        stage = txn.stage(path, kind, overwrite=overwrite, storage_options=storage_options, spool=spool)
     except BaseException:
         if transaction is None:
             txn.abort()

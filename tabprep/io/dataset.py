@@ -13,11 +13,16 @@ Reading verifies before it plans (issue #11):
   another kind raise ``ValueError`` naming the file and the column
   (:func:`tabprep.io.planning.check_file_schemas`).
 * ``_schema.json`` (tags, cardinalities) is taken only from the data files' own folder.
+
+Paths may be fsspec URLs (``s3://bucket/data/``, ``gs://...``; ``storage_options=`` as in
+pandas, see :mod:`tabprep.io.fs`): files are listed and their footers read through the file
+system, and the partitions' read tasks carry the options to the workers. A tabprep folder on
+remote storage is read only with ``_SUCCESS`` (its commit, :mod:`tabprep.io.objectstore`).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-import glob
 import json
 import logging
 import os
@@ -31,6 +36,7 @@ from .. import backend
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from .commit import recover, staged_paths
+from . import fs as fsmod
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
 from .writer import write_dataset
@@ -67,6 +73,10 @@ class Dataset:
             default 128 MB on CPU, 1 GB on GPU. Partitions are made of whole parquet row groups.
         cpu: None picks cuDF when it is usable, True forces pandas, False forces cuDF.
         npartitions: for in-memory frames, how many partitions to split them into.
+        storage_options: options of the remote file system of URL paths (``s3://``, ``gs://``...),
+            e.g. ``{"key": ..., "secret": ..., "endpoint_url": ...}`` for S3 (see
+            :mod:`tabprep.io.fs`); default: the file system reads the environment
+            (``AWS_ACCESS_KEY_ID``...). Ignored for local paths.
         **read_kwargs: passed to the csv reader (e.g. ``sep``, ``names``).
 
     Example:
@@ -76,8 +86,9 @@ class Dataset:
 
     def __init__(self, path_or_source: Any, engine: Optional[str] = None, part_size: Union[None, int, str] = None,
                  cpu: Optional[bool] = None, npartitions: Optional[int] = None, schema: Optional[Schema] = None,
-                 **read_kwargs: Any) -> None:
+                 storage_options: Optional[Dict[str, Any]] = None, **read_kwargs: Any) -> None:
         self.source = path_or_source
+        self.storage_options = dict(storage_options) if storage_options else None
         self.engine = engine
         self.part_size = part_size
         self.npartitions_hint = npartitions
@@ -105,7 +116,7 @@ class Dataset:
             self.engine = "memory"
         else:
             self.cpu = backend.resolve_cpu(cpu)
-            self.files, self._expected_rows = _expand(src)
+            self.files, self._expected_rows = _expand(src, self.storage_options)
             self.engine = engine or _infer_engine(self.files)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
@@ -119,6 +130,7 @@ class Dataset:
         ds.part_size = None
         ds.npartitions_hint = None
         ds.read_kwargs = {}
+        ds.storage_options = None
         ds._ddf = ddf
         ds._pieces = None
         ds._schema = schema
@@ -159,11 +171,19 @@ class Dataset:
         if self._footers is None:
             if self.engine != "parquet":
                 return {}
-            footers = {f: read_footer(f) for f in self.files}
+            so = self.storage_options
+            if any(fsmod.is_remote(f) for f in self.files) and len(self.files) > 1:
+                # remote footers: a round trip each, so read them concurrently
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(min(16, len(self.files))) as pool:
+                    footers = dict(zip(self.files, pool.map(lambda f: read_footer(f, so), self.files)))
+            else:
+                footers = {f: read_footer(f, so) for f in self.files}
             schemas = [arrow_schema_of(f, footers[f]) for f in self.files]
             check_file_schemas(self.files, schemas)
             for f, md in footers.items():
-                want = self._expected_rows.get(os.path.abspath(f))
+                want = self._expected_rows.get(fsmod.fs_of(f, so).norm(f))
                 if want is not None and md.num_rows != want:
                     raise ValueError(f"the parquet file {f} holds {md.num_rows} rows but the {METADATA_FILE} of its "
                                      f"tabprep output lists {want}: it was changed after tabprep wrote it. Run the "
@@ -180,7 +200,7 @@ class Dataset:
                 if ".parquet" in first or ".pq" in first:
                     raise
                 raise ValueError(f"{exc} For csv files, pass engine='csv'.") from exc
-            stored = _stored_schema(self.files[0])
+            stored = _stored_schema(self.files[0], self.storage_options)
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
             return base
@@ -223,11 +243,16 @@ class Dataset:
             if not pieces:
                 return _from_frame(meta, 1)
             nullable = backend.nullable_int_dtypes(meta)
+            # storage_options travel in the graph: each task builds its file system on its worker
+            extra = {"storage_options": self.storage_options} if self.storage_options else {}
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
-                               label="tabprep-read-parquet", enforce_metadata=False)
+                               label="tabprep-read-parquet", enforce_metadata=False, **extra)
         # csv
         blocksize = parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
-        ddf = backend.read_csv(self.files, blocksize, self.cpu, **self.read_kwargs)
+        kwargs = dict(self.read_kwargs)
+        if self.storage_options and any(fsmod.is_remote(f) for f in self.files):
+            kwargs["storage_options"] = self.storage_options  # dask's csv reader opens URLs with fsspec
+        ddf = backend.read_csv(self.files, blocksize, self.cpu, **kwargs)
         return ddf[list(columns)] if columns is not None else ddf
 
     def compute(self) -> Any:
@@ -240,75 +265,113 @@ class Dataset:
                    out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                    row_group_size: Optional[int] = None, compression: str = "snappy", progress: Any = None,
-                   transaction: Optional[Transaction] = None, output_path: Optional[str] = None) -> Dict[str, Any]:
+                   transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
+                   storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
 
-        ``output_path=`` is NVTabular's name for ``path`` (accepted so ported scripts run)."""
+        ``output_path=`` is NVTabular's name for ``path`` (accepted so ported scripts run).
+        ``storage_options``: of the output's file system when ``path`` is a URL (``s3://``...;
+        not taken from the input's)."""
         path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression},
-                             progress=progress, transaction=transaction)
+                             progress=progress, transaction=transaction, storage_options=storage_options)
 
     def to_tfrecord(self, path: Optional[str] = None, batch_size: Optional[int] = None,
                     output_files: Optional[int] = None, split_per_worker: Optional[int] = None,
                     compression: Optional[str] = None, drop_last: bool = False, shuffle: Optional[str] = None,
                     overwrite: bool = False, seed: Optional[int] = None, progress: Any = None,
-                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None) -> Dict[str, Any]:
+                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
+                    storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`.
-        ``output_path=`` is accepted for ``path`` (NVTabular's name)."""
+        ``output_path=`` is accepted for ``path`` (NVTabular's name); ``storage_options`` as in :meth:`to_parquet`."""
         path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"batch_size": batch_size, "compression": compression,
                                              "drop_last": drop_last},
-                             progress=progress, transaction=transaction)
+                             progress=progress, transaction=transaction, storage_options=storage_options)
 
 
 # -- helpers -------------------------------------------------------------------------
-def expand_paths(src: Any) -> List[str]:
-    """Files of a path, glob, folder or list of them (sorted within each pattern).
+def expand_paths(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Files of a path, glob, folder or list of them (sorted within each pattern); URLs of
+    remote file systems stay URLs (``storage_options``: their options).
 
     Folders tabprep wrote are checked for completeness (see the module docstring): an incomplete
     one raises ``ValueError`` naming it and what is missing.
     """
-    return _expand(src)[0]
+    return _expand(src, storage_options)[0]
 
 
-def _expand(src: Any) -> Tuple[List[str], Dict[str, int]]:
+_DATA_EXTS = (".parquet", ".csv", ".pq", ".csv.gz")
+
+
+def _walk_data_files(fs: Any, folder: str) -> List[str]:
+    """The data files under ``folder``, skipping names (of files and folders) that start with
+    ``.`` or ``_``; in ``os.walk`` order (a folder's files, then its sub-folders, by name)."""
+    if not fs.remote:
+        found = []
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            found += [os.path.join(root, n) for n in sorted(names)
+                      if not n.startswith((".", "_")) and n.endswith(_DATA_EXTS)]
+        return found
+    prefix = folder.rstrip("/") + "/"
+    keyed = []
+    for f in fs.find(folder):  # one listing of every key under the prefix
+        parts = f[len(prefix):].split("/")
+        if any(p.startswith((".", "_")) for p in parts) or not parts[-1].endswith(_DATA_EXTS):
+            continue
+        keyed.append(((tuple(parts[:-1]), parts[-1]), f))
+    return [f for _, f in sorted(keyed)]
+
+
+def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> Tuple[List[str], Dict[str, int]]:
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
-    (absolute path -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
+    (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
     files: List[str] = []
     for item in items:
-        item = os.fspath(item)
-        if not os.path.exists(item) and not any(ch in item for ch in "*?["):
-            _recover_missing(item)  # a crashed commit moved it aside: complete or undo that commit first
-        if os.path.isdir(item):
-            found = []
-            for root, dirs, names in os.walk(item):
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                found += [os.path.join(root, n) for n in sorted(names)
-                          if not n.startswith((".", "_")) and n.endswith((".parquet", ".csv", ".pq", ".csv.gz"))]
-            _check_output_listing(item, found)
-            if not found:
-                raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
-            files += found
-        elif any(ch in item for ch in "*?["):
-            found = sorted(glob.glob(item))
-            if not found:
-                raise FileNotFoundError(f"no file matches {item!r}; check the path and the working directory "
-                                        f"({os.getcwd()})")
-            files += found
-        elif os.path.exists(item):
-            files.append(item)
+        fs, item = fsmod.get_fs(os.fspath(item), storage_options)
+        if fs.remote:
+            with fsmod.remote_errors(item, "read"):
+                files += _expand_item(fs, item)
         else:
-            raise FileNotFoundError(f"no such file or folder: {item!r} (working directory {os.getcwd()})")
+            files += _expand_item(fs, item)
     expected: Dict[str, int] = {}
-    for folder in sorted({os.path.dirname(os.path.abspath(f)) for f in files}):
-        expected.update(_output_rows(folder))
+    folders = {}
+    for f in files:
+        fs = fsmod.fs_of(f, storage_options)
+        folders[fs.dirname(fs.norm(f))] = fs
+    for folder in sorted(folders):
+        with fsmod.remote_errors(folder, "read") if folders[folder].remote else contextlib.nullcontext():
+            expected.update(_output_rows(folder, folders[folder]))
     return files, expected
+
+
+def _expand_item(fs: Any, item: str) -> List[str]:
+    """The files of one path, glob or folder (see :func:`expand_paths`)."""
+    if not fs.remote and not os.path.exists(item) and not any(ch in item for ch in "*?["):
+        _recover_missing(item)  # a crashed commit moved it aside: complete or undo that commit first
+    if fs.isdir(item):
+        found = _walk_data_files(fs, item)
+        _check_output_listing(item, found, fs)
+        if not found:
+            raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
+        return found
+    if any(ch in item for ch in "*?["):
+        found = fs.glob(item)
+        if not found:
+            raise FileNotFoundError(f"no file matches {item!r}; check the path"
+                                    + (f" and the working directory ({os.getcwd()})" if not fs.remote else ""))
+        return found
+    if fs.exists(item):
+        return [item]
+    where = "" if fs.remote else f" (working directory {os.getcwd()})"
+    raise FileNotFoundError(f"no such file or folder: {item!r}{where}")
 
 
 def _recover_missing(path: str) -> bool:
@@ -323,80 +386,81 @@ def _recover_missing(path: str) -> bool:
     return bool(done)
 
 
-def _output_root(folder: str) -> Optional[Tuple[str, str]]:
+def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]]:
     """``(root, prefix)`` when ``folder`` is a tabprep output (``prefix`` ""), or a ``worker_K``
     folder of one (``prefix`` "worker_K/"); None for other folders."""
     def has(d: str, name: str) -> bool:
-        return os.path.exists(os.path.join(d, name))
+        return fs.exists(fs.join(d, name))
 
     if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
         return folder, ""
     if has(folder, SCHEMA_FILE):
-        parent = os.path.dirname(os.path.abspath(folder))
-        name = os.path.basename(os.path.abspath(folder))
+        parent = fs.dirname(fs.norm(folder))
+        name = fs.basename(fs.norm(folder))
         if name.startswith("worker_") and (has(parent, METADATA_FILE) or has(parent, SCHEMA_FILE)):
             return parent, name + "/"
         return folder, ""
     return None
 
 
-def _verified_metadata(folder: str) -> Optional[Tuple[str, str, Dict[str, Any]]]:
+def _verified_metadata(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str, Dict[str, Any]]]:
     """``(root, prefix, _metadata.json)`` of the tabprep output ``folder`` belongs to, once it is
     known to be complete; None when ``folder`` is not part of a tabprep output."""
-    found = _output_root(folder)
+    found = _output_root(folder, fs)
     if found is None:
         return None
     root, prefix = found
-    redo = "Run the write that produced it again (tabprep transform / convert / fit-transform, or to_parquet)."
-    if os.path.exists(os.path.join(root, INCOMPLETE_MARKER)):
-        raise ValueError(f"{root!r} is an incomplete tabprep output: a write was interrupted (it holds "
-                         f"{INCOMPLETE_MARKER}). {redo}")
-    if not os.path.exists(os.path.join(root, SUCCESS_FILE)):
-        raise ValueError(f"{root!r} is an incomplete tabprep output: it has no {SUCCESS_FILE} file (the job that "
-                         f"wrote it did not finish, or files were removed since). {redo}")
+    redo = ("Run the write that produced it again (tabprep transform / convert / fit-transform, or to_parquet)"
+            + (" with --overwrite / overwrite=True, which replaces the half-written folder." if fs.remote else "."))
+    if fs.exists(fs.join(root, INCOMPLETE_MARKER)):
+        raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, a write was interrupted "
+                         f"or is still running (it holds {INCOMPLETE_MARKER}). {redo}")
+    if not fs.exists(fs.join(root, SUCCESS_FILE)):
+        raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, it has no {SUCCESS_FILE} "
+                         f"file (the job that wrote it did not finish, or files were removed since). {redo}")
     try:
-        with open(os.path.join(root, METADATA_FILE)) as fh:
+        with fs.open(fs.join(root, METADATA_FILE), "r") as fh:
             meta = json.load(fh)
         if not isinstance(meta, dict) or not isinstance(meta.get("files", []), list):
             raise ValueError("not a files listing")
     except FileNotFoundError:
         raise ValueError(f"{root!r} is an incomplete tabprep output: {METADATA_FILE} is missing. {redo}") from None
     except ValueError as exc:
-        raise ValueError(f"{os.path.join(root, METADATA_FILE)!r} is unreadable ({exc}). {redo}") from exc
+        raise ValueError(f"{fs.join(root, METADATA_FILE)!r} is unreadable ({exc}). {redo}") from exc
     return root, prefix, meta
 
 
-def _listed(root: str, prefix: str, meta: Dict[str, Any]) -> Dict[str, int]:
-    """Absolute path -> rows of the parquet files ``meta`` lists under ``prefix``."""
+def _listed(root: str, prefix: str, meta: Dict[str, Any], fs: Any = fsmod.LOCAL) -> Dict[str, int]:
+    """Absolute path (or URL) -> rows of the parquet files ``meta`` lists under ``prefix``."""
     if meta.get("format", "parquet") != "parquet":
         return {}
     out = {}
     for entry in meta.get("files", []):
         rel = str(entry.get("file", ""))
         if rel.startswith(prefix):
-            out[os.path.normpath(os.path.join(os.path.abspath(root), rel))] = int(entry.get("rows", -1))
+            out[fs.norm(fs.join(fs.norm(root), rel))] = int(entry.get("rows", -1))
     return out
 
 
-def _output_rows(folder: str) -> Dict[str, int]:
+def _output_rows(folder: str, fs: Any = fsmod.LOCAL) -> Dict[str, int]:
     """Rows recorded for the files of the tabprep output ``folder`` belongs to (refusing an
     incomplete one); empty for other folders."""
-    verified = _verified_metadata(folder)
+    verified = _verified_metadata(folder, fs)
     if verified is None:
         return {}
-    return _listed(*verified)
+    return _listed(*verified, fs=fs)
 
 
-def _check_output_listing(folder: str, found: List[str]) -> None:
+def _check_output_listing(folder: str, found: List[str], fs: Any = fsmod.LOCAL) -> None:
     """A tabprep output folder read as a whole must hold exactly the files its metadata lists."""
-    verified = _verified_metadata(folder)
+    verified = _verified_metadata(folder, fs)
     if verified is None:
         return
     root, prefix, meta = verified
     if meta.get("format", "parquet") != "parquet":
         return
-    listed = _listed(root, prefix, meta)
-    have = {os.path.normpath(os.path.abspath(f)) for f in found}
+    listed = _listed(root, prefix, meta, fs)
+    have = {fs.norm(f) for f in found}
     missing = sorted(p for p in listed if p not in have)
     if missing:
         more = f" (and {len(missing) - 1} more of its {len(listed)} files)" if len(missing) > 1 else ""
@@ -422,16 +486,19 @@ def default_gpu_part_size() -> int:
     return backend.CudaDevice(0).default_part_size()
 
 
-def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
+def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str],
+                storage_options: Optional[Dict[str, Any]] = None) -> Any:
     if not piece.row_groups:
-        return _meta_from_file(piece.path, columns, cpu)
+        return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
+    # a URL: the file system's own path and the (fsspec) file system, built here on the worker
+    path, filesystem = fsmod.arrow_path(piece.path, storage_options)
     try:
         if piece.more:
-            paths = [piece.path] + [p for p, _ in piece.more]
+            paths = [path] + [fsmod.arrow_path(p, storage_options)[0] for p, _ in piece.more]
             groups = [piece.row_groups] + [g for _, g in piece.more]
-            frame = backend.read_parquet_pieces(paths, groups, columns, cpu)
+            frame = backend.read_parquet_pieces(paths, groups, columns, cpu, filesystem=filesystem)
         else:
-            frame = backend.read_parquet_piece(piece.path, piece.row_groups, columns, cpu)
+            frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
     except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
         where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
         raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
@@ -442,8 +509,10 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
     return frame.astype(casts) if casts else frame
 
 
-def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
-    return _meta_from_schema(pq.read_schema(path), columns, cpu, nulls)
+def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None,
+                    storage_options: Optional[Dict[str, Any]] = None) -> Any:
+    where, filesystem = fsmod.arrow_path(path, storage_options)
+    return _meta_from_schema(pq.read_schema(where, filesystem=filesystem), columns, cpu, nulls)
 
 
 def _meta_from_schema(schema: pa.Schema, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
@@ -488,17 +557,18 @@ def _from_frame(frame: Any, npartitions: int) -> Any:
 _lists_to_arrow = backend.lists_to_arrow
 
 
-def _stored_schema(first_file: str) -> Optional[Schema]:
+def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = None) -> Optional[Schema]:
     """The _schema.json tabprep writes next to its output files, if any: only the data's own folder
     counts (a _schema.json further up describes other data)."""
-    p = os.path.join(os.path.dirname(os.path.abspath(first_file)), SCHEMA_FILE)
-    if not os.path.exists(p):
+    fs = fsmod.fs_of(first_file, storage_options)
+    p = fs.join(fs.dirname(fs.norm(first_file)), SCHEMA_FILE)
+    if not fs.exists(p):
         return None
     try:
-        with open(p) as fh:
+        with fs.open(p, "r") as fh:
             return Schema.from_dict(json.load(fh))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read {p}: {exc}. Run the write that produced {os.path.dirname(p)!r} again, "
+        raise ValueError(f"cannot read {p}: {exc}. Run the write that produced {fs.dirname(p)!r} again, "
                          f"or remove that file.") from exc
 
 

@@ -25,6 +25,8 @@ from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .fs import arrow_path
+
 
 # -- grouping ----------------------------------------------------------------------------------
 def group_runs(sizes: Sequence[int], budget: int, keys: Optional[Sequence[Hashable]] = None) -> List[Tuple[int, int]]:
@@ -178,14 +180,16 @@ def row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
 
 
 # -- footers and their checks -----------------------------------------------------------------
-def read_footer(path: str) -> Any:
-    """The parquet footer (``pyarrow.parquet.FileMetaData``) of ``path``.
+def read_footer(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Any:
+    """The parquet footer (``pyarrow.parquet.FileMetaData``) of ``path`` (a local path, or a URL
+    read through fsspec with ``storage_options``).
 
     A truncated or corrupt file, or one that is not parquet, raises ``ValueError`` naming it
     (the Arrow error is chained as the cause).
     """
+    where, filesystem = arrow_path(path, storage_options)
     try:
-        return pq.read_metadata(path)
+        return pq.read_metadata(where, filesystem=filesystem)
     except (OSError, pa.ArrowException) as exc:
         raise ValueError(f"cannot read the parquet file {path}: {exc}. The file is truncated, corrupt or not "
                          f"parquet: write it again, or leave it out of the data.") from exc

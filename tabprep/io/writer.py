@@ -12,7 +12,9 @@ Atomicity (:mod:`tabprep.io.commit`): everything is written into a hidden siblin
 marked ``.tabprep-incomplete`` and renamed into place at the very end, so a crash leaves either
 the previous output untouched or a hidden folder that readers refuse (and the next write to the
 path cleans up), never a folder that looks complete. An existing folder is replaced only with
-``overwrite=True`` and only if tabprep wrote it.
+``overwrite=True`` and only if tabprep wrote it. On a remote file system (a URL, ``s3://``...)
+the files are written in place and ``_SUCCESS`` is written last, at the commit
+(:mod:`tabprep.io.objectstore`).
 
 How rows reach files:
 
@@ -28,10 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import dask
@@ -43,7 +43,9 @@ from .. import backend
 from .._version import __version__
 from ..schema import Schema
 from . import commit
-from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE
+from . import fs as fsmod
+from . import objectstore
+from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE  # noqa: F401
 from .planning import split_rows
 from .tfrecord import TFRecordSink, spec_for
 
@@ -114,23 +116,31 @@ def _shuffle_frame(df: Any, seed: int) -> Any:
 
 
 def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
-                compression: str) -> Dict[str, Any]:
-    """Phase 1: write one transformed partition; return its row count (and bucket counts)."""
+                compression: str, storage_options: Optional[Dict[str, Any]] = None,
+                remote_root: Optional[str] = None) -> Dict[str, Any]:
+    """Phase 1: write one transformed partition; return its row count (and bucket counts).
+    ``path`` may be a URL (written through fsspec with ``storage_options``) in the folder
+    ``remote_root`` being written in place."""
     out: Dict[str, Any] = {"path": path}
     if shuffle in ("partition", "full") and len(df):
         df = _shuffle_frame(df, seed)
     # full shuffle: the rows are in random order now, so each output file can take a contiguous
     # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance).
     # pandas goes through Arrow (PART_ROW_GROUP rows per group); cuDF encodes on the device.
-    out["rows"] = backend.write_parquet_part(df, path, row_group_size, compression,
-                                             default_row_group=PART_ROW_GROUP)
+    with fsmod.fs_of(path, storage_options).output(path) as target:  # locally the path itself
+        out["rows"] = backend.write_parquet_part(df, target, row_group_size, compression,
+                                                 default_row_group=PART_ROW_GROUP)
+    if remote_root is not None:
+        objectstore.confirm_written(remote_root, [path], storage_options)
     return out
 
 
-def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] = None):
+def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] = None,
+                 storage_options: Optional[Dict[str, Any]] = None):
     """Stream the row ranges of an OutputFile as Arrow tables, one row group at a time."""
     for p, a, b in of.slices:
-        pf = pq.ParquetFile(parts[p])
+        where, filesystem = fsmod.arrow_path(parts[p], storage_options)
+        pf = pq.ParquetFile(where, filesystem=filesystem)
         md = pf.metadata
         offset = 0
         for g in range(md.num_row_groups):
@@ -146,18 +156,22 @@ def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] 
 
 
 def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema: Schema,
-                  options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema) -> Dict[str, Any]:
-    """Phase 2: write one output file from slices of part files."""
-    path = os.path.join(root, of.relpath)
-    folder = os.path.dirname(path)
-    if os.path.normpath(folder) != os.path.normpath(root):
+                  options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema,
+                  storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Phase 2: write one output file from slices of part files (``root`` may be a URL)."""
+    fs = fsmod.fs_of(root, storage_options)
+    path = fs.join(root, of.relpath)
+    folder = fs.dirname(path)
+    if fs.remote:
+        fs.makedirs(folder)  # object stores: nothing to do (no folders)
+    elif os.path.normpath(folder) != os.path.normpath(root):
         # never re-create the (temporary) root: after a failed write removed it, a task still
         # running must fail instead of leaving a half-written folder behind
         try:
             os.mkdir(folder)
         except FileExistsError:
             pass
-    chunks = _iter_slices(parts, of)
+    chunks = _iter_slices(parts, of, storage_options=storage_options)
     if shuffle_seed is not None:
         # full shuffle: rows of this file come from every part; mix them (the file must fit in memory)
         tables = list(chunks)
@@ -165,21 +179,30 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
         perm = np.random.default_rng(shuffle_seed).permutation(table.num_rows)
         chunks = iter([table.take(pa.array(perm))])
     if fmt == "parquet":
-        writer = pq.ParquetWriter(path, arrow_schema, compression=options.get("compression") or "snappy")
         rows = 0
+        with fs.output(path) as target:
+            writer = pq.ParquetWriter(target, arrow_schema, compression=options.get("compression") or "snappy")
+            try:
+                for t in chunks:
+                    writer.write_table(t.cast(arrow_schema), row_group_size=options.get("row_group_size") or None)
+                    rows += t.num_rows
+            finally:
+                writer.close()
+        info = {"file": of.relpath, "rows": rows, "bytes": fs.size(path)}
+    else:
+        sink = TFRecordSink(path, schema, batch_size=options.get("batch_size"),
+                            compression=options.get("compression"), drop_last=bool(options.get("drop_last")),
+                            storage_options=storage_options)
         try:
             for t in chunks:
-                writer.write_table(t.cast(arrow_schema), row_group_size=options.get("row_group_size") or None)
-                rows += t.num_rows
-        finally:
-            writer.close()
-        return {"file": of.relpath, "rows": rows, "bytes": os.path.getsize(path)}
-    sink = TFRecordSink(path, schema, batch_size=options.get("batch_size"),
-                        compression=options.get("compression"), drop_last=bool(options.get("drop_last")))
-    for t in chunks:
-        sink.write(t)
-    info = sink.close()
-    info["file"] = of.relpath
+                sink.write(t)
+        except BaseException:
+            sink.abort()  # a remote file is thrown away, not uploaded half-written
+            raise
+        info = sink.close()
+        info["file"] = of.relpath
+    if fs.remote:
+        objectstore.confirm_written(root, [path], storage_options)
     return info
 
 
@@ -189,10 +212,14 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                   split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                   format_options: Optional[Dict[str, Any]] = None,
                   progress: Optional[Callable[[str, int, int], None]] = None,
-                  transaction: Optional[commit.Transaction] = None) -> Dict[str, Any]:
+                  transaction: Optional[commit.Transaction] = None,
+                  storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Write ``ds`` (a :class:`tabprep.Dataset`, usually ``workflow.transform(...)``) to ``path``.
 
     Args:
+        path: a local folder, or a URL (``s3://bucket/out``, ``gs://...``) of a remote file
+            system written through fsspec with ``storage_options`` (default: the environment's
+            credentials); see :mod:`tabprep.io.objectstore` for its commit.
         fmt: ``"parquet"`` or ``"tfrecord"``.
         output_files: number of files (default: one per partition for parquet, 1 for TFRecord).
             With ``split_per_worker``, the number of files in each worker's folder (default 1).
@@ -232,8 +259,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
     # a transaction of its own, or the caller's; on an error nothing that looks complete is left
     # (the hidden tmp folder is removed, or keeps its .tabprep-incomplete marker for the next write)
-    with commit.staged(path, commit.OUTPUT, overwrite, transaction) as stage:
+    with commit.staged(path, commit.OUTPUT, overwrite, transaction, storage_options=storage_options) as stage:
         tmp = stage.tmp
+        fs = stage.fs
+        so = fs.storage_options  # travel in the task graph; None: local, or the environment's credentials
         schema = ds.schema
         ddf = ds.to_ddf()
         nparts = ddf.npartitions
@@ -244,12 +273,13 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         # promises N files of near-equal row counts even when N == npartitions
         direct = (fmt == "parquet" and split_per_worker is None and shuffle != "full"
                   and output_files is None)
-        parts_dir = tmp if direct else tmp / "_parts"
-        parts_dir.mkdir(exist_ok=True)
-        part_paths = [str(parts_dir / f"part-{i:05d}.parquet") for i in range(nparts)]
+        parts_dir = str(tmp) if direct else fs.join(tmp, "_parts")
+        fs.makedirs(parts_dir)
+        part_paths = [fs.join(parts_dir, f"part-{i:05d}.parquet") for i in range(nparts)]
         write_fn = dask.delayed(_write_part, pure=False)
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
-                          options.get("compression") or "snappy" if direct else "snappy")
+                          options.get("compression") or "snappy" if direct else "snappy", so,
+                          str(tmp) if fs.remote else None)
                  for i, part in enumerate(ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
@@ -258,7 +288,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]
         else:
             # every field nullable: a part without nulls may have been written with required fields
-            arrow_schema = pa.schema([f.with_nullable(True) for f in pq.read_schema(part_paths[0])]) \
+            first, filesystem = fsmod.arrow_path(part_paths[0], so) if part_paths else (None, None)
+            arrow_schema = pa.schema([f.with_nullable(True) for f in pq.read_schema(first, filesystem=filesystem)]) \
                 if part_paths else pa.schema([])
             if shuffle == "full":
                 outputs = _plan_full_shuffle(results, output_files or 1, split_per_worker, ext)
@@ -268,10 +299,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                 outputs = plan_outputs(part_rows, per_worker, split_per_worker, ext, align=align)
             out_fn = dask.delayed(_write_output, pure=False)
             tasks = [out_fn(part_paths, of, str(tmp), fmt, schema, options,
-                            (seed + 7919 * (j + 1)) if shuffle == "full" else None, arrow_schema)
+                            (seed + 7919 * (j + 1)) if shuffle == "full" else None, arrow_schema, so)
                      for j, of in enumerate(outputs)]
             files = _compute(tasks, progress, f"write {fmt}")  # host-side: Arrow slices of the parts
-            shutil.rmtree(parts_dir)
+            fs.rmtree(parts_dir)
         meta = {
             "tabprep_version": __version__,
             "format": fmt,
@@ -281,19 +312,19 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                         **{k: v for k, v in options.items()}},
             "seconds": round(time.perf_counter() - start, 3),
         }
-        _write_json(tmp / SCHEMA_FILE, schema.to_dict())
+        _write_json(fs.join(tmp, SCHEMA_FILE), schema.to_dict(), fs)
         if split_per_worker:
             for w in range(split_per_worker):
-                wdir = tmp / f"worker_{w}"
-                wdir.mkdir(exist_ok=True)
-                _write_json(wdir / SCHEMA_FILE, schema.to_dict())
+                wdir = fs.join(tmp, f"worker_{w}")
+                fs.makedirs(wdir)
+                _write_json(fs.join(wdir, SCHEMA_FILE), schema.to_dict(), fs)
                 wfiles = [f for f in files if f["file"].startswith(f"worker_{w}/")]
                 if fmt == "tfrecord":
-                    _write_tfrecord_spec(wdir, schema, options, wfiles, prefix=f"worker_{w}/")
+                    _write_tfrecord_spec(wdir, schema, options, wfiles, prefix=f"worker_{w}/", fs=fs)
         if fmt == "tfrecord":
-            _write_tfrecord_spec(tmp, schema, options, files, prefix="")
-        _write_json(tmp / METADATA_FILE, meta)
-        (tmp / SUCCESS_FILE).write_text("")
+            _write_tfrecord_spec(tmp, schema, options, files, prefix="", fs=fs)
+        _write_json(fs.join(tmp, METADATA_FILE), meta, fs)
+        stage.write_success()  # a remote folder's is written by the commit, after everything else
     log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,
              meta["seconds"])
     return meta
@@ -332,17 +363,17 @@ def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, wor
     return outputs
 
 
-def _write_tfrecord_spec(folder: Path, schema: Schema, options: Dict[str, Any], files: List[Dict[str, Any]],
-                         prefix: str) -> None:
+def _write_tfrecord_spec(folder: Any, schema: Schema, options: Dict[str, Any], files: List[Dict[str, Any]],
+                         prefix: str, fs: Any = fsmod.LOCAL) -> None:
     spec = spec_for(schema, options.get("batch_size"), options.get("compression"))
     spec["drop_last"] = bool(options.get("drop_last"))
     spec["files"] = [{**f, "file": f["file"][len(prefix):]} for f in files]
     spec["rows"] = int(sum(f["rows"] for f in files))
-    _write_json(folder / TFRECORD_SPEC_FILE, spec)
+    _write_json(fs.join(folder, TFRECORD_SPEC_FILE), spec, fs)
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    with open(path, "w") as fh:
+def _write_json(path: Any, obj: Any, fs: Any = fsmod.LOCAL) -> None:
+    with fs.open(path, "w") as fh:
         json.dump(obj, fh, indent=2, default=_json_default)
 
 

@@ -108,7 +108,7 @@ class DataLoader:
             (raw + transformed frame + arrays).
         device: ``None`` (GPU when cuDF is usable), ``"cpu"``, or a GPU index.
         parts_per_chunk: pieces read, concatenated and shuffled together per chunk.
-        reader_kwargs: passed to :class:`tabprep.Dataset` (e.g. csv options).
+        reader_kwargs: passed to :class:`tabprep.Dataset` (e.g. csv options, or ``storage_options`` of URLs).
         global_size / global_rank: number of ranks (e.g. Horovod's ``hvd.size()``) and this
             rank; every rank gets the same number of batches (see the module docstring for the
             trimming / wrapping rules). Default: 1 / 0.

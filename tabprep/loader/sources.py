@@ -66,10 +66,15 @@ class _Source:
 
 class _ParquetSource(_Source):
     def __init__(self, files: List[str], cpu: bool, schema: Optional[Schema],
-                 footers: Optional[Dict[str, Any]] = None) -> None:
+                 footers: Optional[Dict[str, Any]] = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
         import pyarrow.parquet as pq
 
+        from ..io.fs import arrow_path
+
         self.files = files
+        # (path, file system) of each file: the path itself and None locally, the file system's
+        # path and its fsspec instance for a URL (s3://...)
+        self._where = [arrow_path(f, storage_options) for f in files]
         self.cpu = cpu
         self.schema = schema
         # parquet on the CPU: parts are Arrow tables, stacked and converted to pandas once
@@ -80,7 +85,8 @@ class _ParquetSource(_Source):
         for gi, f in enumerate(files):
             try:
                 # the Dataset's footers: read once, and checked (files agree, tabprep outputs complete)
-                md = footers[f] if footers is not None and f in footers else pq.ParquetFile(f).metadata
+                md = footers[f] if footers is not None and f in footers else \
+                    pq.ParquetFile(self._where[gi][0], filesystem=self._where[gi][1]).metadata
             except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
                 raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
             for i in range(md.num_row_groups):
@@ -95,15 +101,16 @@ class _ParquetSource(_Source):
         self._total_rows = max(total_rows, 1)
 
     def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        path = self.files[units[0].group]
-        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu)
+        path, filesystem = self._where[units[0].group]
+        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu, filesystem=filesystem)
 
     def read_arrow(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        path = self.files[units[0].group]
-        return backend.read_parquet_table(path, [u.key for u in units], columns)
+        path, filesystem = self._where[units[0].group]
+        return backend.read_parquet_table(path, [u.key for u in units], columns, filesystem)
 
     def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
-        return self._reader.read(self.files[units[0].group], [u.key for u in units], columns)
+        path, filesystem = self._where[units[0].group]
+        return self._reader.read(path, [u.key for u in units], columns, filesystem=filesystem)
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return self._reader.stack(parts)
@@ -169,7 +176,8 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
         ds = Dataset(data, engine=engine, cpu=cpu, **(reader_kwargs or {}))
     if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None:
         use_cpu = ds.cpu if cpu is None else backend.resolve_cpu(cpu)
-        return _ParquetSource(ds.files, use_cpu, schema or ds.schema, footers=ds.file_metadata)
+        return _ParquetSource(ds.files, use_cpu, schema or ds.schema, footers=ds.file_metadata,
+                              storage_options=getattr(ds, "storage_options", None))
     if ds.engine == "memory" and not ds.files:
         # an in-memory Dataset: slice the frame itself rather than computing dask partitions
         frame = ds.to_ddf().compute()

@@ -269,17 +269,22 @@ def app_from_env() -> Any:
 def _build(cfg: Dict[str, Any]) -> Any:
     from ..workflow import Workflow
 
-    wf = Workflow.load(cfg["wf_dir"])
+    wf = Workflow.load(cfg["wf_dir"], storage_options=cfg.get("storage_options"))
     st = ServingTransform(wf, exclude=cfg.get("exclude") or ())
     return make_app(st, max_body=cfg.get("max_body", MAX_BODY), name=cfg["wf_dir"])
 
 
 def serve(wf_dir: str, host: str = "127.0.0.1", port: int = 8080, workers: int = 1, exclude: Tuple[str, ...] = (),
-          max_body: int = MAX_BODY, access_log: bool = False, graceful_timeout: float = 10.0) -> None:
-    """Serve ``wf_dir`` until SIGINT/SIGTERM; in-flight requests finish first (up to ``graceful_timeout`` s)."""
+          max_body: int = MAX_BODY, access_log: bool = False, graceful_timeout: float = 10.0,
+          storage_options: Optional[Dict[str, Any]] = None) -> None:
+    """Serve ``wf_dir`` (a folder, or a URL such as ``s3://bucket/wf`` read with ``storage_options``)
+    until SIGINT/SIGTERM; in-flight requests finish first (up to ``graceful_timeout`` s)."""
     import uvicorn
 
-    cfg = {"wf_dir": os.path.abspath(wf_dir), "exclude": list(exclude), "max_body": int(max_body)}
+    from ..io.fs import is_remote, local_path
+
+    cfg = {"wf_dir": wf_dir if is_remote(wf_dir) else os.path.abspath(local_path(wf_dir)), "exclude": list(exclude),
+           "max_body": int(max_body), "storage_options": storage_options}
     app = _build(cfg)  # fails here, before binding, on a bad folder or an op that cannot be served
     common = dict(host=host, port=port, log_level="warning", access_log=access_log,
                   timeout_graceful_shutdown=graceful_timeout, server_header=False)

@@ -20,6 +20,11 @@ Loading executes nothing the folder names unless the user opts in (issue #11):
   mix-ups; they are no defence against someone who also edits ``workflow.json`` (nothing in the
   folder is code, which is what makes such an edit harmless). Folders saved by tabprep before
   checksums (``format_version`` 1) load with a warning.
+
+A folder may be a URL of a remote file system (``s3://bucket/wf``; ``storage_options=`` as in
+pandas): it is written in a local spool folder, uploaded and committed with ``_SUCCESS`` last
+(:mod:`tabprep.io.objectstore`); loading refuses it without ``_SUCCESS`` (half-written), copies
+it into a local temporary folder and loads that, with the same checks.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ import numpy as np
 from .._version import __version__
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
+from ..io.fs import get_fs, is_remote, local_path
 from ..ops.base import Operator, StatOperator, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..registry import load_policy, resolve_function
@@ -51,18 +57,23 @@ STATS_DIR = "stats"
 
 
 def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
-                  transaction: Optional[commit.Transaction] = None) -> None:
+                  transaction: Optional[commit.Transaction] = None,
+                  storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Write ``wf`` to the folder ``path`` atomically (a temp folder renamed at the end).
 
     ``path`` may be new, an empty folder or a saved workflow (replaced only once the new one is
     complete); any other folder is refused with ``FileExistsError`` (its files are kept). With
-    ``transaction`` the folder is committed with the transaction's other folders.
+    ``transaction`` the folder is committed with the transaction's other folders. A URL
+    (``s3://...``, with ``storage_options``) is written through fsspec and committed with
+    ``_SUCCESS`` last (the previous version is deleted when the upload starts).
     """
     wf._require_fitted()
     if wf.input_schema is None:
         raise RuntimeError("fit the workflow (or transform a dataset with it) before saving")
-    # a transaction of its own, or the caller's; on an error the hidden folder is dropped
-    with commit.staged(path, commit.WORKFLOW, True, transaction) as stage:
+    # a transaction of its own, or the caller's; on an error the hidden folder is dropped. A
+    # remote folder is spooled: the ops' save_state writes local files, uploaded at the end
+    with commit.staged(path, commit.WORKFLOW, True, transaction, storage_options=storage_options,
+                       spool=True) as stage:
         tmp = stage.tmp
         nodes = []
         for n in wf.nodes:
@@ -120,11 +131,13 @@ def _pickle_functions(op: Operator, config: Dict[str, Any], folder: Path, allow_
     return config
 
 
-def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False) -> Workflow:
+def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False,
+                  storage_options: Optional[Dict[str, Any]] = None) -> Workflow:
     """Load a folder written by :func:`save_workflow`.
 
     Args:
-        path: the folder.
+        path: the folder, or a URL of one on a remote file system (``s3://bucket/wf``) read
+            through fsspec with ``storage_options`` (default: the environment's credentials).
         allow_pickle: read pickled functions (runs code from the folder; implies ``trusted``).
         trusted: resolve functions and op classes the folder names by importing their modules;
             without it only registered ones resolve (:func:`tabprep.register_function`,
@@ -135,8 +148,31 @@ def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False) 
         FileNotFoundError: no ``workflow.json``.
         UntrustedCodeError: a function / op class not on the allow-list (nothing imported).
         ValueError: a statistics file that differs from its recorded checksum (named), or a
-            damaged ``workflow.json``.
+            damaged ``workflow.json``; a remote folder without ``_SUCCESS`` (half-written).
     """
+    if is_remote(path):
+        return _load_remote(path, allow_pickle, trusted, storage_options)
+    return _load_local(local_path(path), allow_pickle, trusted)
+
+
+def _load_remote(path: str, allow_pickle: bool, trusted: bool, storage_options: Optional[Dict[str, Any]]) -> Workflow:
+    from ..io import objectstore
+
+    url = get_fs(path, storage_options)[1]
+    redo = "Save the workflow there again (workflow.save(..., storage_options=...) or `tabprep fit --out`)."
+    try:
+        with objectstore.downloaded(url, commit.WORKFLOW, storage_options, redo=redo) as local:
+            try:
+                return _load_local(local, allow_pickle, trusted, display=url)
+            except Exception as exc:  # noqa: BLE001 - name the URL, not the temporary copy
+                exc.args = tuple(a.replace(local, url) if isinstance(a, str) else a for a in exc.args)
+                raise
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"{url!r} is not a saved tabprep workflow ({exc}); save one with workflow.save(path) "
+                                f"or `tabprep fit`") from None
+
+
+def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[str] = None) -> Workflow:
     root = Path(path)
     spec_path = root / SPEC_FILE
     if not spec_path.exists():
@@ -164,7 +200,7 @@ def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False) 
                                  f"the file was edited or damaged") from exc
             built[nid] = node
         wf = Workflow(built[spec["output"]])
-    wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {root}")
+    wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {display or root}")
     return wf
 
 

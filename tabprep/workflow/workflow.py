@@ -454,29 +454,30 @@ class Workflow:
         return self.fit(dataset).transform(dataset, out_of_fold=out_of_fold)
 
     # -- persistence -------------------------------------------------------------------
-    def save(self, path: str, allow_pickle: bool = False, transaction: Any = None) -> None:
+    def save(self, path: str, allow_pickle: bool = False, transaction: Any = None, storage_options: Any = None) -> None:
         """Save the fitted workflow to a directory (JSON spec + statistics files); see :mod:`tabprep.workflow.serialize`.
 
         ``path`` may be new, empty or a saved workflow (replaced atomically); any other folder is
         refused with ``FileExistsError``. ``transaction`` (a :class:`tabprep.io.commit.Transaction`)
-        commits it together with other folders, e.g. the output of ``to_parquet``.
+        commits it together with other folders, e.g. the output of ``to_parquet``. URLs: see :meth:`load`.
         """
         from .serialize import save_workflow
 
-        save_workflow(self, path, allow_pickle=allow_pickle, transaction=transaction)
+        save_workflow(self, path, allow_pickle=allow_pickle, transaction=transaction, storage_options=storage_options)
 
     @classmethod
-    def load(cls, path: str, allow_pickle: bool = False, trusted: bool = False) -> "Workflow":
+    def load(cls, path: str, allow_pickle: bool = False, trusted: bool = False, storage_options: Any = None) -> "Workflow":
         """Load a workflow saved with :meth:`save`; it transforms exactly like the original.
 
         Runs nothing the folder names: functions and op classes resolve only to registered ones
         (:func:`tabprep.register_function`, ``@ops.register``) unless ``trusted=True`` (imports the
         modules named in ``workflow.json``); pickled functions need ``allow_pickle=True`` (implies
-        ``trusted``). Statistics files are checked against their recorded checksums.
+        ``trusted``). Statistics files are checked against their recorded checksums. ``path`` may be a
+        URL (``s3://bucket/wf``, ``storage_options`` as in pandas): one without ``_SUCCESS`` is refused.
         """
         from .serialize import load_workflow
 
-        return load_workflow(path, allow_pickle=allow_pickle, trusted=trusted)
+        return load_workflow(path, allow_pickle=allow_pickle, trusted=trusted, storage_options=storage_options)
 
     @classmethod
     def from_spec(cls, spec: Any) -> "Workflow":

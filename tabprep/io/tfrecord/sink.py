@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import gzip
-import os
 import zlib
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence
 
@@ -12,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...schema import Schema
+from ..fs import get_fs
 from .spec import _check_batch_size, _check_compression, _feature_dtype, spec_for, write_spec
 from . import encoder
 from .encoder import _Column, _concat_columns, _encode_batch, _encode_examples, _to_column
@@ -31,6 +31,7 @@ class TFRecordSink:
 
     Args:
         path: output file; its folder is created if missing. Any existing file is replaced.
+            A URL (``s3://bucket/f.tfrecord``...) is written through fsspec.
         schema: the columns to write, in this order. Chunks must contain them (extra
             columns are ignored, with a warning once); their arrow types must match the
             schema (int/bool, float, str/binary; list types exactly where ``is_list``).
@@ -42,6 +43,8 @@ class TFRecordSink:
         drop_last: prebatched only (ignored per-example): drop the ``rows % B`` rows
             left at :meth:`close` instead of writing them as a short last record
             (:meth:`close` reports them as ``dropped_rows``). Default False.
+        storage_options: of the remote file system when ``path`` is a URL (see
+            :mod:`tabprep.io.fs`); default: the environment's credentials.
 
     Raises (from :meth:`write`):
         ValueError: a column holds nulls (see the module docstring) or a column is missing.
@@ -49,7 +52,8 @@ class TFRecordSink:
     """
 
     def __init__(self, path: str, schema: Schema, batch_size: Optional[int] = None,
-                 compression: Optional[str] = None, drop_last: bool = False) -> None:
+                 compression: Optional[str] = None, drop_last: bool = False,
+                 storage_options: Optional[Dict[str, Any]] = None) -> None:
         self.path = path
         self.schema = schema
         self.batch_size = _check_batch_size(batch_size)
@@ -60,13 +64,15 @@ class TFRecordSink:
         self._rows = 0
         self._records = 0
         self._dropped = 0
+        self._bytes = 0
         self._pending: List[List[_Column]] = []  # converted chunks not yet written (prebatched)
         self._pending_rows = 0
         self._warned_extra = False
         self._stats: Optional[Dict[str, int]] = None
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        self._raw: BinaryIO = open(path, "wb")
+        fs, where = get_fs(path, storage_options)
+        fs.makedirs(fs.dirname(fs.norm(where)))
+        self._raw: BinaryIO = fs.open(where, "wb")
+        self._remote = fs.remote and hasattr(self._raw, "discard")
         self._fh: Any = self._raw
         self._zlib = None
         if self.compression == "GZIP":
@@ -174,22 +180,37 @@ class TFRecordSink:
             if self._fh is not self._raw:
                 self._fh.close()
         finally:
-            self._raw.close()
+            self._close_raw()
         self._stats = {"rows": self._rows, "records": self._records,
-                       "bytes": os.path.getsize(self.path), "dropped_rows": self._dropped}
+                       "bytes": self._bytes, "dropped_rows": self._dropped}
         logger.debug("TFRecordSink(%s) closed: %s", self.path, self._stats)
         return dict(self._stats)
 
     def abort(self) -> None:
-        """Close the file without flushing buffered rows (after an error); idempotent."""
+        """Close the file without flushing buffered rows (after an error); idempotent. A remote
+        file is thrown away (closing it would upload the part written so far)."""
+        if self._stats is None and self._remote:
+            try:
+                self._raw.discard()
+            finally:
+                self._raw.closed = True
+            self._stats = {"rows": self._rows, "records": self._records, "bytes": 0, "dropped_rows": self._dropped}
         if self._stats is None:
             try:
                 if self._fh is not self._raw:
                     self._fh.close()
             finally:
-                self._raw.close()
+                self._close_raw()
             self._stats = {"rows": self._rows, "records": self._records,
-                           "bytes": os.path.getsize(self.path), "dropped_rows": self._dropped}
+                           "bytes": self._bytes, "dropped_rows": self._dropped}
+
+    def _close_raw(self) -> None:
+        # the file's size is what was written to it (a remote file's size is not known locally)
+        try:
+            self._raw.flush()
+            self._bytes = int(self._raw.tell())
+        finally:
+            self._raw.close()
 
     def __enter__(self) -> "TFRecordSink":
         return self

@@ -1,0 +1,43 @@
+"""The layout of the folders tabprep writes: file names and the markers that show tabprep wrote a folder.
+
+Shared by the local commit protocol (:mod:`tabprep.io.commit`, which re-exports these names) and
+the one of remote file systems (:mod:`tabprep.io.objectstore`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_FILE = "_schema.json"
+SUCCESS_FILE = "_SUCCESS"
+METADATA_FILE = "_metadata.json"
+TFRECORD_SPEC_FILE = "tfrecord_spec.json"
+WORKFLOW_FILE = "workflow.json"
+#: present in a folder while it is being written: readers refuse such a folder
+INCOMPLETE_MARKER = ".tabprep-incomplete"
+#: the journal inside a temporary folder (and, briefly, inside the committed folder)
+JOURNAL_FILE = ".tabprep-commit.json"
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """What a committed folder is (for messages) and the files that show tabprep wrote it."""
+
+    what: str
+    markers: tuple
+
+    def owns(self, folder: Path) -> bool:
+        return all((folder / m).exists() for m in self.markers)
+
+
+#: a transformed / converted dataset (Hadoop and Spark write ``_SUCCESS`` too, not ``_metadata.json``)
+OUTPUT = FolderKind("output folder", (SUCCESS_FILE, METADATA_FILE))
+#: a saved workflow
+WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
+#: synthetic data of ``tabprep generate``: parquet files with ``_metadata.json`` (files, row counts,
+#: what generated them) and ``_SUCCESS``, the output layout, so readers verify it like an output and
+#: either may replace the other with ``overwrite`` (both are data tabprep wrote)
+GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
+
+__all__ = ["SCHEMA_FILE", "SUCCESS_FILE", "METADATA_FILE", "TFRECORD_SPEC_FILE", "WORKFLOW_FILE", "INCOMPLETE_MARKER",
+           "JOURNAL_FILE", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED"]
