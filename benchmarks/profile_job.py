@@ -77,10 +77,9 @@ def main() -> None:
     cats = CATS >> ops.Categorify()
     conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
     wf = tp.Workflow(cats + conts + ["label"])
-    if args.clock == "wall":
-        wf.op_timer = timer
-    else:
-        _time_ops_cpu(wf, totals)
+    wf.op_timer = timer
+    if args.clock == "cpu":
+        wf.op_clock = time.thread_time  # CPU seconds of the thread running the op
     out = tempfile.mkdtemp(prefix="tabprep-profile-")
     phases = {}
     per_phase: dict = {}
@@ -128,32 +127,13 @@ def main() -> None:
             print(f"{sec:8.2f}  {name:16s} {kind:9s}  {label}")
 
 
-def _time_ops_cpu(wf, totals: dict) -> None:
-    """Charge each op's ``transform``/``fit_partial`` calls to it in CPU seconds of the process
-    (the op_timer hook measures wall time). Wraps the op instances' methods (this process only)."""
-    for op in wf.ops:
-        for method, kind in (("transform", "transform"), ("fit_partial", "fit")):
-            fn = getattr(op, method, None)
-            if fn is None:
-                continue
-
-            def timed(*a, _fn=fn, _key=(op.label, kind), **kw):
-                t = time.process_time()
-                try:
-                    return _fn(*a, **kw)
-                finally:
-                    totals[_key] += time.process_time() - t
-
-            setattr(op, method, timed)
-
-
 #: (file suffix, function name) -> summary label; the outermost call's cumulative time counts
 _SUMMARY = [
     ("parquet read (pyarrow decode)", "pyarrow/parquet/core.py", ("read_row_groups", "read_row_group", "read")),
-    ("Arrow -> pandas", "tabprep/backend.py", ("arrow_to_frame",)),
-    ("pandas -> Arrow", "tabprep/backend.py", ("frame_to_arrow",)),
+    ("Arrow -> pandas", "tabprep/backend/parquet.py", ("arrow_to_frame",)),
+    ("pandas -> Arrow", "tabprep/backend/frames.py", ("_frame_to_arrow_pandas",)),
     ("parquet write (pyarrow encode + write)", "pyarrow/parquet/core.py", ("write_table",)),
-    ("release_memory (gc/malloc_trim)", "tabprep/backend.py", ("release_memory",)),
+    ("release_memory (gc/malloc_trim)", "tabprep/backend/core.py", ("release_memory",)),
 ]
 
 

@@ -29,8 +29,13 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
-CATS = ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
-CONTS = ["I1", "I2", "I3", "I4", "I5", "I6", "I7"]
+ALL_CATS = ["C1", "C2", "C3", "C4", "C5", "C6", "C7"]
+ALL_CONTS = ["I1", "I2", "I3", "I4", "I5", "I6", "I7"]
+#: the columns of the "numeric" variant: no strings, categories or bool continuous columns, so the
+#: whole job runs on Arrow tables (tabprep.workflow.fusion.transform_table); "mixed" has all of them,
+#: and its partitions run on pandas (fused chains where kernels take the column)
+KINDS = {"mixed": (ALL_CATS, ALL_CONTS),
+         "numeric": (["C1", "C2", "C4", "C6", "C7"], ["I1", "I2", "I3", "I4", "I6", "I7"])}
 
 
 def criteo_like(n: int, seed: int, unseen: bool = False) -> pd.DataFrame:
@@ -71,10 +76,10 @@ def write_files(df: pd.DataFrame, folder: Path) -> None:
                        row_group_size=rg)
 
 
-def workflow() -> tp.Workflow:
-    cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
-    return tp.Workflow(cats + conts + ["label"])
+def workflow(cats: list, conts: list) -> tp.Workflow:
+    return tp.Workflow((cats >> ops.Categorify())
+                       + (conts >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                       + ["label"])
 
 
 # -- the reference ------------------------------------------------------------------------------
@@ -131,9 +136,10 @@ def ref_normalize(logs: np.ndarray, mean: float, std: float) -> np.ndarray:
 
 def reference(train: pd.DataFrame, data: pd.DataFrame) -> dict:
     out = {}
-    for c in CATS:
+    cats = [c for c in ALL_CATS if c in train]
+    for c in cats:
         out[c] = ref_ids(data[c], ref_vocab(train[c]))
-    for c in CONTS:
+    for c in [c for c in ALL_CONTS if c in train]:
         mean, std = ref_moments(ref_logs(train[c]))
         out[c] = ref_normalize(ref_logs(data[c]), mean, std)
     out["label"] = data["label"].to_numpy(dtype=np.int64)
@@ -141,7 +147,7 @@ def reference(train: pd.DataFrame, data: pd.DataFrame) -> dict:
 
 
 def assert_pinned(got: pd.DataFrame, want: dict, what: str) -> None:
-    assert list(got.columns) == CATS + CONTS + ["label"], (what, list(got.columns))
+    assert list(got.columns) == list(want), (what, list(got.columns))
     for c, ref in want.items():
         a = got[c].to_numpy()
         assert a.dtype == ref.dtype, (what, c, a.dtype, ref.dtype)
@@ -158,32 +164,52 @@ def read_output(folder: Path) -> pd.DataFrame:
     return pa.concat_tables([pq.read_table(f) for f in files]).to_pandas()
 
 
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
+@pytest.fixture(scope="module", params=list(KINDS))
+def fitted(request, tmp_path_factory):
+    cats, conts = KINDS[request.param]
     root = tmp_path_factory.mktemp("criteo")
-    train = criteo_like(400, seed=1)
-    test = criteo_like(300, seed=2, unseen=True)
+    train = criteo_like(400, seed=1)[cats + conts + ["label"]]
+    test = criteo_like(300, seed=2, unseen=True)[cats + conts + ["label"]]
     write_files(train, root / "train")
     write_files(test, root / "test")
-    wf = workflow()
+    wf = workflow(cats, conts)
     wf.fit(tp.Dataset(str(root / "train"), cpu=True, part_size="1KB"))
     return root, train, test, wf
+
+
+@pytest.fixture
+def paths_taken(monkeypatch):
+    """Counts the partitions written from Arrow tables ("arrow") and on pandas ("pandas")."""
+    import tabprep.workflow.workflow as W
+
+    counts = {"arrow": 0, "pandas": 0}
+    real = W.transform_table
+
+    def spy(wf, table):
+        out = real(wf, table)
+        counts["arrow" if out is not None else "pandas"] += 1
+        return out
+
+    monkeypatch.setattr(W, "transform_table", spy)
+    return counts
 
 
 def test_reference_sees_the_edge_cases(fitted):
     """The data exercise what the pin is about (guards the reference data itself)."""
     _, train, test, _ = fitted
+    if "I3" not in train or "C3" not in train:
+        pytest.skip("checked on the mixed variant")
     logs = ref_logs(test["I3"])
     assert np.isposinf(logs).any() and (logs.view(np.uint32) == np.float32(-0.0).view(np.uint32)).any()
     assert ref_moments(ref_logs(train["I6"]))[1] == 0 and ref_moments(ref_logs(train["I7"]))[1] == 0
     ids = reference(train, test)
-    for c in CATS:
+    for c in ALL_CATS:
         assert c == "C4" or (ids[c] == 2).any(), c  # unseen values (a bool column has none)
     assert (ids["C1"] == 1).any() and (ids["C3"] == 1).any() and (ids["C6"] == 1).any()  # nulls / NaN
 
 
 @pytest.mark.parametrize("which", ["train", "test"])
-def test_written_output_is_pinned(fitted, tmp_path, which):
+def test_written_output_is_pinned(fitted, tmp_path, which, paths_taken):
     root, train, test, wf = fitted
     data = train if which == "train" else test
     ds = tp.Dataset(str(root / which), cpu=True, part_size="1KB")
@@ -191,9 +217,14 @@ def test_written_output_is_pinned(fitted, tmp_path, which):
     meta = wf.transform(ds).to_parquet(str(tmp_path / "out"))
     assert meta["rows"] == len(data)
     got = read_output(tmp_path / "out")
-    assert_pinned(got, reference(train, data), f"to_parquet of {which}")
-    schema = pq.read_schema(sorted((tmp_path / "out").glob("*.parquet"))[0])
-    assert {schema.field(c).type for c in CATS} == {pa.int64()} and {schema.field(c).type for c in CONTS} == {pa.float32()}
+    want = reference(train, data)
+    assert_pinned(got, want, f"to_parquet of {which}")
+    for f in sorted((tmp_path / "out").glob("*.parquet")):  # every file, empty partitions' included
+        schema = pq.read_schema(f)
+        assert [str(schema.field(c).type) for c in want] == [str(pa.from_numpy_dtype(v.dtype)) for v in want.values()]
+    # the numeric job runs every non-empty partition on Arrow; a string column sends the mixed one to pandas
+    numeric = "C3" not in train
+    assert paths_taken["arrow"] == (ds.npartitions - 1 if numeric else 0), paths_taken
 
 
 def test_in_memory_transform_is_pinned(fitted):

@@ -36,6 +36,8 @@ from .arrays import (ALIGN, _numpy_kind_dtype, array_clip_bounds, array_module, 
                      fill_nulls, float_values, frame_lib, int_data, int_log1p32, int_values, is_float_series,
                      is_int_like, is_list_series, is_string_series, isnull, log1p_int, mod_buckets, murmur3,
                      quiet, take_aligned, take_rows, to_host, to_numpy, value_counts)
+from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
+                      host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
@@ -46,13 +48,15 @@ from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_ke
                      move_like, new_series, nullable_columns, nullable_int_dtypes, on_one_backend, read_csv,
                      set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import list_from_leaves, list_leaves
-from .lookup import SortedVocab, index_of, vocab_lookup
+from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
 from .parquet import (ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame, empty_frame,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
 
 __all__ = [
-    "ALIGN", "CudaDevice", "Dispatch", "GPU_THREADS", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "CudaDevice", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
+    "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",

@@ -174,4 +174,19 @@ def _write_parquet_part_pandas(df: Any, path: str, row_group_size: Optional[int]
     return rows
 
 
+@write_parquet_part.register(pa.Table)
+def _write_parquet_part_arrow(table: pa.Table, path: str, row_group_size: Optional[int], compression: str,
+                              default_row_group: Optional[int] = None) -> int:
+    import pyarrow.parquet as pq
+
+    from .core import release_memory
+
+    table = table.replace_schema_metadata(None)
+    pq.write_table(table, path, row_group_size=row_group_size or default_row_group, compression=compression)
+    rows = table.num_rows
+    del table
+    release_memory(collect=False)
+    return rows
+
+
 register_gpu_lazy(write_parquet_part)

@@ -90,6 +90,7 @@ class Dataset:
         self._expected_rows: Dict[str, int] = {}
         self._footers: Optional[Dict[str, Any]] = None
         self._nulls: Optional[set] = None
+        self._tables: Optional[Tuple[Any, ...]] = None
         src = path_or_source
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
@@ -112,7 +113,11 @@ class Dataset:
 
     # -- construction used by Workflow.transform -----------------------------------------
     @classmethod
-    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str) -> "Dataset":
+    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str,
+                  tables: Optional[Tuple[Any, ...]] = None) -> "Dataset":
+        """A dataset of the dask frame ``ddf``. ``tables``: ``(source dataset, columns, fn, *args)``,
+        how to compute the same partitions from the source's Arrow tables instead (see
+        :meth:`_table_tasks`): ``fn(table_or_frame, *args)`` for each partition of the source."""
         ds = cls.__new__(cls)
         ds.source = source
         ds.engine = "dask"
@@ -126,6 +131,7 @@ class Dataset:
         ds._expected_rows = {}
         ds._footers = None
         ds._nulls = None
+        ds._tables = tables
         ds.cpu = cpu
         return ds
 
@@ -213,22 +219,64 @@ class Dataset:
             cols = list(columns) if columns is not None else None
             schema = self.schema
             meta_cols = cols if cols is not None else schema.column_names
-            footers = self.file_metadata
-            arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
-            if self._nulls is None:
-                self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
-            nulls = self._nulls
-            meta = _meta_from_schema(arrow_schema, meta_cols, self.cpu, nulls)
+            meta, nullable = self._parquet_meta(meta_cols)
             pieces = self.pieces
             if not pieces:
                 return _from_frame(meta, 1)
-            nullable = backend.nullable_int_dtypes(meta)
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
                                label="tabprep-read-parquet", enforce_metadata=False)
         # csv
         blocksize = parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
         ddf = backend.read_csv(self.files, blocksize, self.cpu, **self.read_kwargs)
         return ddf[list(columns)] if columns is not None else ddf
+
+    def _parquet_meta(self, columns: List[str]) -> Tuple[Any, Dict[str, str]]:
+        """dask's ``meta`` frame of ``columns`` and the nullable int dtypes every partition is cast to."""
+        footers = self.file_metadata
+        arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
+        if self._nulls is None:
+            self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+        meta = _meta_from_schema(arrow_schema, columns, self.cpu, self._nulls)
+        return meta, backend.nullable_int_dtypes(meta)
+
+    def _table_tasks(self) -> Optional[List[Any]]:
+        """For a transform of parquet data on the CPU (see :meth:`_from_ddf`): one ``dask.delayed``
+        per partition computing it as an Arrow table, or as the pandas frame of :meth:`to_ddf` where
+        the transform has to run on pandas (the writer takes either). None for other datasets.
+
+        The writer computes and writes these instead of :meth:`to_ddf`'s partitions: no Arrow ->
+        pandas -> Arrow round trip, the same rows and values."""
+        import dask
+
+        if self._tables is None:
+            return None
+        source, cols, fn, *args = self._tables
+        parts = source._read_table_tasks(cols)
+        if parts is None:
+            return None
+        call = dask.delayed(fn, pure=True)
+        return [call(p, *args) for p in parts]
+
+    def _read_table_tasks(self, columns: Sequence[str]) -> Optional[List[Any]]:
+        """One ``dask.delayed`` per partition reading ``columns`` as an Arrow table (an empty piece:
+        :meth:`to_ddf`'s empty frame), for parquet data on the CPU; None otherwise."""
+        import dask
+
+        if self.engine != "parquet" or not self.cpu or self._ddf is not None:
+            return None
+        cols = list(columns)
+        _, nullable = self._parquet_meta(cols)
+        pieces = self.pieces
+        if not pieces:
+            return None
+        read = dask.delayed(_read_piece, pure=True)
+        return [read(p, cols, True, nullable, arrow=True) for p in pieces]
+
+    def _nullable_dtypes(self, columns: Sequence[str]) -> Dict[str, str]:
+        """The nullable int dtypes :meth:`to_ddf`'s pandas partitions of ``columns`` are cast to."""
+        if self.engine != "parquet" or not self.cpu:
+            return {}
+        return self._parquet_meta(list(columns))[1]
 
     def compute(self) -> Any:
         """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory)."""
@@ -422,10 +470,15 @@ def default_gpu_part_size() -> int:
     return backend.CudaDevice(0).default_part_size()
 
 
-def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str]) -> Any:
+def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str],
+                arrow: bool = False) -> Any:
+    """One partition as a frame; ``arrow`` (CPU): as the Arrow table it is read as (an empty piece
+    still gives the empty frame)."""
     if not piece.row_groups:
         return _meta_from_file(piece.path, columns, cpu)
     try:
+        if arrow and not piece.more:
+            return backend.read_parquet_table(piece.path, piece.row_groups, columns)
         if piece.more:
             paths = [piece.path] + [p for p, _ in piece.more]
             groups = [piece.row_groups] + [g for _, g in piece.more]
@@ -436,8 +489,15 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
         raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
                          f"The file is corrupt: write it again, or leave it out of the data.") from exc
-    # an int column with nulls somewhere in the file is nullable in every partition
-    # (otherwise partitions would disagree on dtypes)
+    return nullable_frame(frame, nullable)
+
+
+def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:
+    """``frame`` (pandas, or an Arrow table of a partition: converted) with the int columns that hold a null
+    somewhere in the dataset as nullable ints, as :meth:`Dataset.to_ddf` gives every partition (otherwise
+    partitions would disagree on dtypes)."""
+    if isinstance(frame, pa.Table):
+        frame = backend.arrow_to_frame(frame, cpu=True)
     casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
     return frame.astype(casts) if casts else frame
 

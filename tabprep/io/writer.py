@@ -248,9 +248,12 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         parts_dir.mkdir(exist_ok=True)
         part_paths = [str(parts_dir / f"part-{i:05d}.parquet") for i in range(nparts)]
         write_fn = dask.delayed(_write_part, pure=False)
+        # CPU parquet data (and transforms of it) come as Arrow tables, written without a pandas round
+        # trip; either way one task per partition, and the same rows in the same files
+        parts = ds._table_tasks() if hasattr(ds, "_table_tasks") else None
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
                           options.get("compression") or "snappy" if direct else "snappy")
-                 for i, part in enumerate(ddf.to_delayed())]
+                 for i, part in enumerate(parts if parts is not None else ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         part_rows = [r["rows"] for r in results]

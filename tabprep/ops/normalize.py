@@ -71,5 +71,12 @@ class Normalize(StatOperator):
             out[c] = map_elements(df[c], norm, dtype="float32")
         return backend.make_frame(out, like=df)
 
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`): ``(x - mean) / std`` in one float64 array."""
+        if not self.fitted or column not in self.stats_:
+            return None
+        mean, std = self.stats_[column]["mean"], self.stats_[column]["std"]
+        return lambda col: backend.normalize_host(col, mean, std)
+
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)
