@@ -256,6 +256,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                  for i, part in enumerate(parts if parts is not None else ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
+        backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written
         part_rows = [r["rows"] for r in results]
         if direct:
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]

@@ -27,8 +27,8 @@ def _finite_values(series: Any) -> Any:
         series, _ = backend.list_leaves(series)
     x = backend.float_values(series)
     xp = backend.array_module(x)
-    bad = ~xp.isfinite(x)
-    return (x[~bad] if bool(bad.any()) else x), xp
+    finite = xp.isfinite(x)
+    return (x if bool(finite.all()) else x[finite]), xp
 
 
 @dataclass
@@ -46,7 +46,16 @@ class Moments:
 
 
 def partial_moments(series: Any) -> Moments:
-    x, xp = _finite_values(series)
+    return _moments(_finite_values(series)[0])
+
+
+def partial_moments_minmax(series: Any) -> "tuple[Moments, MinMax]":
+    """:func:`partial_moments` and :func:`partial_minmax` of ``series``, reading its values once."""
+    x, _ = _finite_values(series)
+    return _moments(x), _minmax(x)
+
+
+def _moments(x: Any) -> Moments:
     n = int(x.size)
     if n == 0:
         return Moments(0, 0.0, 0.0)
@@ -81,7 +90,10 @@ class MinMax:
 
 
 def partial_minmax(series: Any) -> MinMax:
-    x, xp = _finite_values(series)
+    return _minmax(_finite_values(series)[0])
+
+
+def _minmax(x: Any) -> MinMax:
     if x.size == 0:
         return MinMax(None, None)
     return MinMax(float(x.min()), float(x.max()))
