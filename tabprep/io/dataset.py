@@ -288,15 +288,21 @@ class Dataset:
                    out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                    row_group_size: Optional[int] = None, compression: str = "snappy", progress: Any = None,
-                   transaction: Optional[Transaction] = None, output_path: Optional[str] = None) -> Dict[str, Any]:
+                   transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
+                   int_encoding: str = "delta") -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
 
-        ``output_path=`` is NVTabular's name for ``path`` (accepted so ported scripts run)."""
+        ``int_encoding``: ``"delta"`` (default) writes integer columns DELTA_BINARY_PACKED (faster to
+        write and to read than dictionary encoding, as small on id columns; readers need it: pyarrow,
+        cuDF, Polars, DuckDB, Spark >= 3.3), ``"dictionary"`` pyarrow's default encodings (the CPU
+        writer; cuDF keeps its own). ``output_path=`` is NVTabular's name for ``path`` (accepted so
+        ported scripts run)."""
         path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
-                             format_options={"row_group_size": row_group_size, "compression": compression},
+                             format_options={"row_group_size": row_group_size, "compression": compression,
+                                             "int_encoding": int_encoding},
                              progress=progress, transaction=transaction)
 
     def to_tfrecord(self, path: Optional[str] = None, batch_size: Optional[int] = None,

@@ -114,7 +114,7 @@ def _shuffle_frame(df: Any, seed: int) -> Any:
 
 
 def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
-                compression: str) -> Dict[str, Any]:
+                compression: str, int_encoding: str = "delta") -> Dict[str, Any]:
     """Phase 1: write one transformed partition; return its row count (and bucket counts)."""
     out: Dict[str, Any] = {"path": path}
     if shuffle in ("partition", "full") and len(df):
@@ -123,7 +123,7 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance).
     # pandas goes through Arrow (PART_ROW_GROUP rows per group); cuDF encodes on the device.
     out["rows"] = backend.write_parquet_part(df, path, row_group_size, compression,
-                                             default_row_group=PART_ROW_GROUP)
+                                             default_row_group=PART_ROW_GROUP, int_encoding=int_encoding)
     return out
 
 
@@ -165,7 +165,8 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
         perm = np.random.default_rng(shuffle_seed).permutation(table.num_rows)
         chunks = iter([table.take(pa.array(perm))])
     if fmt == "parquet":
-        writer = pq.ParquetWriter(path, arrow_schema, compression=options.get("compression") or "snappy")
+        writer = pq.ParquetWriter(path, arrow_schema, compression=options.get("compression") or "snappy",
+                                  **backend.parquet_encodings(arrow_schema, options.get("int_encoding") or "delta"))
         rows = 0
         try:
             for t in chunks:
@@ -207,7 +208,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             tabprep wrote (``_SUCCESS`` and ``_metadata.json``) or an empty one is replaced;
             any other folder is refused with ``FileExistsError``.
         seed: shuffle seed (default: random).
-        format_options: parquet: ``row_group_size``, ``compression``; tfrecord: ``batch_size``,
+        format_options: parquet: ``row_group_size``, ``compression``, ``int_encoding`` (``"delta"``, the
+            default, or ``"dictionary"``: see :func:`tabprep.backend.parquet_encodings`); tfrecord: ``batch_size``,
             ``compression`` (None/"GZIP"), ``drop_last``.
         progress: optional ``(stage, done, total)`` callback.
         transaction: a :class:`tabprep.io.commit.Transaction` to stage the folder in (committed
@@ -227,6 +229,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         if val is not None and int(val) < 1:
             raise ValueError(f"{name} must be >= 1, got {val}")
     options = dict(format_options or {})
+    int_encoding = options.get("int_encoding") or "delta"
+    backend.parquet_encodings(pa.schema([]), int_encoding)  # a bad value fails here, before any task runs
     start = time.perf_counter()
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
@@ -252,7 +256,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         # trip; either way one task per partition, and the same rows in the same files
         parts = ds._table_tasks() if hasattr(ds, "_table_tasks") else None
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
-                          options.get("compression") or "snappy" if direct else "snappy")
+                          options.get("compression") or "snappy" if direct else "snappy", int_encoding)
                  for i, part in enumerate(parts if parts is not None else ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
