@@ -83,10 +83,21 @@ class Counts:
 is_int_like = backend.is_int_like
 
 
-def _sorted_counts(values: Any) -> Tuple[Any, Any]:
+def _sorted_counts(values: Any, fresh: bool = False) -> Tuple[Any, Any]:
+    """Ascending distinct values and their counts. ``fresh``: ``values`` is a temporary the caller
+    no longer needs, sorted in place (numpy; ``unique`` would copy it first)."""
     xp = backend.array_module(values)
-    keys, counts = xp.unique(values, return_counts=True)
-    return keys, counts.astype("int64")
+    if xp is not np or len(values) == 0:
+        keys, counts = xp.unique(values, return_counts=True)
+        return keys, counts.astype("int64")
+    # unique(return_counts=True) without its copy and its extra passes: sort, mark run starts, count
+    v = values if fresh and values.flags.writeable else values.copy()
+    v.sort()
+    starts = np.empty(len(v), dtype=bool)
+    starts[0] = True
+    np.not_equal(v[1:], v[:-1], out=starts[1:])
+    idx = np.flatnonzero(starts)
+    return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False)
 
 
 def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
@@ -98,9 +109,10 @@ def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
         if is_int_like(s):
             values, mask = backend.int_data(s)
             nulls = int(mask.sum()) if mask is not None else 0
+            fresh = bool(nulls)
             if nulls:
                 values = values[~mask]
-            keys, counts = _sorted_counts(values)
+            keys, counts = _sorted_counts(values, fresh=fresh)
             parts.append(Counts(counts, nulls, keys))
         else:
             counts, nulls = backend.value_counts(s)
