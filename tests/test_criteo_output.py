@@ -180,7 +180,7 @@ def fitted(request, tmp_path_factory):
 @pytest.fixture
 def paths_taken(monkeypatch):
     """Counts the partitions written from Arrow tables ("arrow") and on pandas ("pandas")."""
-    import tabprep.workflow.workflow as W
+    import tabprep.workflow.tasks as W
 
     counts = {"arrow": 0, "pandas": 0}
     real = W.transform_table
