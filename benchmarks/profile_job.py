@@ -10,8 +10,11 @@ time for the fit and for the transform+write. On the GPU each op's time is taken
 device synchronize, so kernels are charged to the op that launched them.
 
 After the cProfile tables, a summary groups each phase's time into parquet read (pyarrow
-decode), Arrow -> pandas, the ops (from ``op_timer``), pandas -> Arrow, parquet write (pyarrow
-encode + file write), memory release and the rest (dask, Python glue). ``--scheduler threads``
+decode), Arrow -> pandas, the ops (from ``op_timer``, both on pandas and on the Arrow path of
+``tabprep.workflow.fusion``), pandas -> Arrow, Arrow <-> host columns (the Arrow path), parquet
+write (pyarrow encode + file write), memory release and the rest (dask, Python glue). cProfile
+inflates Python-heavy code (pandas glue) more than C code: compare phases of one run, or use
+``--scheduler threads`` / ``criteo.py`` for totals. ``--scheduler threads``
 runs the job without cProfile on dask's threaded scheduler (what ``criteo.py`` runs) and prints
 only the wall times and the per-op seconds summed over threads. For GIL-held time, sample the
 threaded run with py-spy, once with ``--gil`` (only samples of a thread holding the GIL)::
@@ -132,6 +135,8 @@ _SUMMARY = [
     ("parquet read (pyarrow decode)", "pyarrow/parquet/core.py", ("read_row_groups", "read_row_group", "read")),
     ("Arrow -> pandas", "tabprep/backend/parquet.py", ("arrow_to_frame",)),
     ("pandas -> Arrow", "tabprep/backend/frames.py", ("_frame_to_arrow_pandas",)),
+    ("Arrow -> host columns (Arrow path)", "tabprep/backend/columns.py", ("host_column_from_arrow",)),
+    ("host columns -> Arrow (Arrow path)", "tabprep/backend/columns.py", ("host_column_to_arrow",)),
     ("parquet write (pyarrow encode + write)", "pyarrow/parquet/core.py", ("write_table",)),
     ("release_memory (gc/malloc_trim)", "tabprep/backend/core.py", ("release_memory",)),
 ]
