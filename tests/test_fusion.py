@@ -87,13 +87,17 @@ CHAINS = [["fill"], ["clip"], ["log"], ["norm"], ["fill", "clip", "log", "norm"]
 @HYP
 @given(dtype=st.sampled_from(DTYPES), chain=st.sampled_from(CHAINS), seed=st.integers(0, 1000),
        fill=st.sampled_from([0, 1, -1, 0.5, 2 ** 40]), lo=st.sampled_from([None, 0, -1, 0.5]),
-       hi=st.sampled_from([None, 100, 2.5]), oov=st.sampled_from([1, 3]), id_dtype=st.sampled_from(["int64", "int32"]))
-def test_fused_chain_equals_the_ops_transforms(monkeypatch, dtype, chain, seed, fill, lo, hi, oov, id_dtype):
+       hi=st.sampled_from([None, 100, 2.5]), oov=st.sampled_from([1, 3]), id_dtype=st.sampled_from(["int64", "int32"]),
+       empty=st.booleans())
+def test_fused_chain_equals_the_ops_transforms(monkeypatch, dtype, chain, seed, fill, lo, hi, oov, id_dtype, empty):
+    """Also on an empty frame (dask's meta, empty partitions): the same dtypes."""
     if lo is None and hi is None:
         hi = 100
     params = {"fill": fill, "lo": lo, "hi": hi, "oov": oov, "id_dtype": id_dtype}
     train = pd.DataFrame({"x": column(dtype, 60, seed)})
     test = pd.DataFrame({"x": column(dtype, 50, seed + 1)})  # unseen values for Categorify
+    if empty:
+        test = test.iloc[:0]
     ref = run(train, test, chain, params, fused=False, monkeypatch=monkeypatch)
     got = run(train, test, chain, params, fused=True, monkeypatch=monkeypatch)
     assert got[0] == ref[0] and (got[0] == "ok" or got[1] is ref[1]), (got[:2], ref[:2])

@@ -45,7 +45,11 @@ def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nu
     from ..io.dataset import nullable_frame
 
     if not cast and not is_frame(part):
-        out = transform_table(wf, part)
+        token = _OUT_OF_FOLD.set(bool(out_of_fold))  # as transform_frame sets it for the ops
+        try:
+            out = transform_table(wf, part)
+        finally:
+            _OUT_OF_FOLD.reset(token)
         if out is not None:
             return out
     return wf.transform_frame(nullable_frame(part, nullable), out_of_fold=out_of_fold, cast=cast)
