@@ -10,8 +10,11 @@ time for the fit and for the transform+write. On the GPU each op's time is taken
 device synchronize, so kernels are charged to the op that launched them.
 
 After the cProfile tables, a summary groups each phase's time into parquet read (pyarrow
-decode), Arrow -> pandas, the ops (from ``op_timer``), pandas -> Arrow, parquet write (pyarrow
-encode + file write), memory release and the rest (dask, Python glue). ``--scheduler threads``
+decode), Arrow -> pandas, the ops (from ``op_timer``, both on pandas and on the Arrow path of
+``tabprep.workflow.fusion``), pandas -> Arrow, Arrow <-> host columns (the Arrow path), parquet
+write (pyarrow encode + file write), memory release and the rest (dask, Python glue). cProfile
+inflates Python-heavy code (pandas glue) more than C code: compare phases of one run, or use
+``--scheduler threads`` / ``criteo.py`` for totals. ``--scheduler threads``
 runs the job without cProfile on dask's threaded scheduler (what ``criteo.py`` runs) and prints
 only the wall times and the per-op seconds summed over threads. For GIL-held time, sample the
 threaded run with py-spy, once with ``--gil`` (only samples of a thread holding the GIL)::
@@ -77,10 +80,9 @@ def main() -> None:
     cats = CATS >> ops.Categorify()
     conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
     wf = tp.Workflow(cats + conts + ["label"])
-    if args.clock == "wall":
-        wf.op_timer = timer
-    else:
-        _time_ops_cpu(wf, totals)
+    wf.op_timer = timer
+    if args.clock == "cpu":
+        wf.op_clock = time.thread_time  # CPU seconds of the thread running the op
     out = tempfile.mkdtemp(prefix="tabprep-profile-")
     phases = {}
     per_phase: dict = {}
@@ -128,32 +130,15 @@ def main() -> None:
             print(f"{sec:8.2f}  {name:16s} {kind:9s}  {label}")
 
 
-def _time_ops_cpu(wf, totals: dict) -> None:
-    """Charge each op's ``transform``/``fit_partial`` calls to it in CPU seconds of the process
-    (the op_timer hook measures wall time). Wraps the op instances' methods (this process only)."""
-    for op in wf.ops:
-        for method, kind in (("transform", "transform"), ("fit_partial", "fit")):
-            fn = getattr(op, method, None)
-            if fn is None:
-                continue
-
-            def timed(*a, _fn=fn, _key=(op.label, kind), **kw):
-                t = time.process_time()
-                try:
-                    return _fn(*a, **kw)
-                finally:
-                    totals[_key] += time.process_time() - t
-
-            setattr(op, method, timed)
-
-
 #: (file suffix, function name) -> summary label; the outermost call's cumulative time counts
 _SUMMARY = [
     ("parquet read (pyarrow decode)", "pyarrow/parquet/core.py", ("read_row_groups", "read_row_group", "read")),
-    ("Arrow -> pandas", "tabprep/backend.py", ("arrow_to_frame",)),
-    ("pandas -> Arrow", "tabprep/backend.py", ("frame_to_arrow",)),
+    ("Arrow -> pandas", "tabprep/backend/parquet.py", ("arrow_to_frame",)),
+    ("pandas -> Arrow", "tabprep/backend/frames.py", ("_frame_to_arrow_pandas",)),
+    ("Arrow -> host columns (Arrow path)", "tabprep/backend/columns.py", ("host_column_from_arrow",)),
+    ("host columns -> Arrow (Arrow path)", "tabprep/backend/columns.py", ("host_column_to_arrow",)),
     ("parquet write (pyarrow encode + write)", "pyarrow/parquet/core.py", ("write_table",)),
-    ("release_memory (gc/malloc_trim)", "tabprep/backend.py", ("release_memory",)),
+    ("release_memory (gc/malloc_trim)", "tabprep/backend/core.py", ("release_memory",)),
 ]
 
 

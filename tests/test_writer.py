@@ -254,3 +254,39 @@ def test_output_folder_reads_with_plain_pandas(tmp_path):
     tp.Dataset(df, npartitions=2).to_parquet(str(tmp_path / "out"))
     back = pd.read_parquet(str(tmp_path / "out"))
     assert sorted(back["a"].tolist()) == list(range(10))
+
+
+def _encodings(folder, column):
+    """Encodings of ``column`` in the files of ``folder`` that hold rows."""
+    out = set()
+    for f in data_files(folder):
+        md = pq.ParquetFile(f).metadata
+        j = md.schema.names.index(column)
+        out |= {e for g in range(md.num_row_groups) if md.row_group(g).num_rows
+                for e in md.row_group(g).column(j).encodings}
+    assert out, f"no rows in {folder}"
+    return out
+
+
+@pytest.mark.parametrize("int_encoding", ["delta", "dictionary"])
+def test_int_encoding_changes_the_encoding_not_the_values(tmp_path, int_encoding):
+    df = random_frame(seed=11, n=300)
+    ds = make_dataset(df, nparts=3)
+    ds.to_parquet(str(tmp_path / "out"), int_encoding=int_encoding)
+    ints = [c for c in df.columns if str(df[c].dtype).lower().startswith(("int", "uint"))]
+    assert ints
+    for c in ints:
+        assert ("DELTA_BINARY_PACKED" in _encodings(tmp_path / "out", c)) == (int_encoding == "delta"), c
+    back = read_back(tmp_path / "out")
+    for c in df.columns:
+        assert back[c].astype(object).where(back[c].notna(), None).tolist() == \
+            df[c].astype(object).where(df[c].notna(), None).tolist(), c
+    # the phase-2 writer (files re-cut) encodes the same way
+    ds.to_parquet(str(tmp_path / "cut"), output_files=2, int_encoding=int_encoding)
+    assert ("DELTA_BINARY_PACKED" in _encodings(tmp_path / "cut", ints[0])) == (int_encoding == "delta")
+
+
+def test_int_encoding_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="int_encoding must be one of"):
+        make_dataset(random_frame(seed=12, n=20), nparts=2).to_parquet(str(tmp_path / "out"), int_encoding="rle")
+    assert not (tmp_path / "out").exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".")]

@@ -36,28 +36,34 @@ from .arrays import (ALIGN, _numpy_kind_dtype, array_clip_bounds, array_module, 
                      fill_nulls, float_values, frame_lib, int_data, int_log1p32, int_values, is_float_series,
                      is_int_like, is_list_series, is_string_series, isnull, log1p_int, mod_buckets, murmur3,
                      quiet, take_aligned, take_rows, to_host, to_numpy, value_counts)
+from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
+                      host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
-                   tune_malloc, use_rmm_pool)
+                   tune_malloc, tune_malloc_in_worker, use_rmm_pool)
 from .dispatch import Dispatch
 from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, cast_safely, concat_columns,
                      concat_rows, empty_frame_like, frame_to_arrow, from_host, lists_to_arrow, make_frame,
                      move_like, new_series, nullable_columns, nullable_int_dtypes, on_one_backend, read_csv,
                      set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import list_from_leaves, list_leaves
-from .lookup import SortedVocab, index_of, vocab_lookup
-from .parquet import (ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame, empty_frame,
+from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
+from .parquet import (INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame,
+                      empty_frame, parquet_encodings,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
-from .reductions import finite_minmax, finite_moments, int_counts
+from .reductions import finite_minmax, finite_moments, finite_moments_minmax, int_counts
 
 __all__ = [
-    "ALIGN", "CudaDevice", "Dispatch", "GPU_THREADS", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "INT_ENCODINGS", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
+    "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",
-    "finite_minmax", "finite_moments", "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
+    "finite_minmax", "finite_moments", "finite_moments_minmax",
+    "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
     "gpu_total_memory",
     "has_cudf", "host_memory_bytes", "index_of", "int_counts", "int_data", "int_log1p32", "int_values", "is_cpu",
     "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
@@ -66,5 +72,5 @@ __all__ = [
     "parquet_reader", "quiet", "read_csv", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
     "take_aligned", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
-    "tune_malloc", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
+    "tune_malloc", "tune_malloc_in_worker", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
 ]

@@ -104,6 +104,20 @@ def tune_malloc() -> bool:
     return ok
 
 
+def tune_malloc_in_worker() -> None:
+    """:func:`tune_malloc` when running in a dask.distributed worker (cheap after the first call);
+    elsewhere nothing: the user's own process keeps its allocator settings."""
+    if _malloc_tuned:
+        return
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return
+    tune_malloc()
+
+
 def release_memory(collect: bool = True) -> None:
     """Give freed heap memory back to the OS (glibc ``malloc_trim``, Arrow's pool).
 

@@ -95,6 +95,7 @@ def concat_columns(frames: Sequence[Any]):
 take_frame_rows = Dispatch("take_frame_rows", """Rows ``perm`` (int numpy array) of a frame, in that order,
 index reset (the writer's shuffles).""")
 take_frame_rows.register(object, lambda df, perm: df.take(perm).reset_index(drop=True))
+take_frame_rows.register(pa.Table, lambda table, perm: table.take(pa.array(perm)))
 
 
 def concat_rows(frames: Sequence[Any]):

@@ -157,6 +157,17 @@ def _finite_minmax(series: Any):
     return float(s.min()), float(s.max())
 
 
+@_register(R.finite_moments_minmax)
+def _finite_moments_minmax(series: Any):
+    s = _finite_series(series)
+    n = int(s.count())
+    if n == 0:
+        return (0, 0.0, 0.0), (None, None)
+    mean = float(s.mean())
+    d = s - mean
+    return (n, mean, float((d * d).sum())), (float(s.min()), float(s.max()))
+
+
 @_register(R.int_counts)
 def _int_counts(series: Any):
     nulls = int(series.null_count)
@@ -364,8 +375,9 @@ def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]
 
 @_register(P.write_parquet_part)
 def _write_parquet_part(df: Any, path: str, row_group_size: Optional[int], compression: str,
-                        default_row_group: Optional[int] = None) -> int:
-    # cuDF's parquet writer encodes on the device: no copy of the partition to the host
+                        default_row_group: Optional[int] = None, int_encoding: str = "delta") -> int:
+    # cuDF's parquet writer encodes on the device: no copy of the partition to the host; it keeps
+    # its own encodings (int_encoding is the CPU writer's choice; values are the same either way)
     # cuDF's default row groups (1M rows): small ones make its writer ~2x slower
     df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
                                          row_group_size_rows=row_group_size or None,

@@ -130,4 +130,16 @@ def index_of(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
     return _index_of(series, vocab, data)
 
 
+def index_of_values(values: np.ndarray, vocab: Any) -> np.ndarray:
+    """:func:`index_of` for a host numpy array (int64 values of an int-like column, or floats):
+    position in the vocabulary, -1 when absent (NaN is never in a vocabulary). A fresh array."""
+    if isinstance(vocab, SortedVocab):
+        if values.dtype == np.int64:
+            return vocab.lookup(values)
+        vocab = vocab.generic(values)
+    if not isinstance(vocab, pd.Index):
+        vocab = pd.Index(vocab)
+    return vocab.get_indexer(values)
+
+
 register_gpu_lazy(_vocab_lookup, _vocab_structure, _index_of)

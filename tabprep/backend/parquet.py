@@ -41,7 +41,9 @@ def arrow_to_frame(table: pa.Table, cpu: bool = True):
         elif pa.types.is_integer(typ) and col.null_count > 0:
             # build the masked array directly on Arrow's buffers: ~15x cheaper than
             # to_pandas(types_mapper=...); null slots hold whatever the reader left there
-            values, mask = _arrow_int_buffers(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+            if isinstance(col, pa.ChunkedArray):  # combine_chunks copies even a single chunk
+                col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+            values, mask = _arrow_int_buffers(col)
             data[name] = pd.arrays.IntegerArray(values, mask)  # arrays, not Series: 3x cheaper frame
         elif pa.types.is_boolean(typ) and col.null_count > 0:
             data[name] = col.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
@@ -53,12 +55,12 @@ def arrow_to_frame(table: pa.Table, cpu: bool = True):
 def _arrow_int_buffers(arr: pa.Array) -> Tuple[np.ndarray, np.ndarray]:
     """(values, null mask) of an Arrow integer array with nulls: the values are a read-only
     view of Arrow's data buffer (no copy), the mask unpacked from the validity bitmap."""
-    validity, data = arr.buffers()[:2]
+    from .columns import null_mask
+
+    data = arr.buffers()[1]
     dtype = np.dtype(arr.type.to_pandas_dtype())
     values = np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
-    valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=arr.offset + len(arr),
-                          bitorder="little")[arr.offset:]
-    return values, valid.view(bool) == 0
+    return values, null_mask(arr)
 
 
 def _nullable_int_mapper(typ: pa.DataType):
@@ -152,28 +154,56 @@ slice_rows.register(pa.Table, lambda t, start, stop: t.slice(start, stop - start
 slice_rows.register(object, lambda df, start, stop: df.iloc[start:stop])
 
 
+#: ``int_encoding`` values of the CPU parquet writer (see :func:`parquet_encodings`)
+INT_ENCODINGS = ("delta", "dictionary")
+
+
+def parquet_encodings(schema: pa.Schema, int_encoding: str = "delta") -> dict:
+    """``pyarrow.parquet`` writer arguments giving integer columns the encoding ``int_encoding``.
+
+    ``"delta"`` (the default): DELTA_BINARY_PACKED for every flat integer column, dictionary
+    encoding (pyarrow's default) for the others. On Criteo-like Categorify ids it writes ~40%
+    faster than dictionary encoding, reads ~40% faster, and the files are as small
+    (500k rows x 26 id columns: write 0.31 -> 0.18 CPU s, read 0.079 -> 0.047 s, 19.9 -> 20.0 MB).
+    Readers need DELTA_BINARY_PACKED support (pyarrow, cuDF, Polars, DuckDB, Spark >= 3.3).
+    ``"dictionary"``: pyarrow's defaults for every column.
+    """
+    if int_encoding not in INT_ENCODINGS:
+        raise ValueError(f"int_encoding must be one of {INT_ENCODINGS}, got {int_encoding!r}")
+    ints = [f.name for f in schema if pa.types.is_integer(f.type)]
+    if int_encoding == "dictionary" or not ints:
+        return {}
+    return {"use_dictionary": [f.name for f in schema if not pa.types.is_integer(f.type)],
+            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in ints}}
+
+
 write_parquet_part = Dispatch("write_parquet_part", """Write a frame as one parquet file; returns its row count.
 
-pandas: through Arrow (``row_group_size`` rows per group, default ``default_row_group``), then the
-freed pages are handed back to the OS (keeps RSS flat). cuDF: its own writer encodes on the
-device (no copy to the host), cuDF's default row groups unless ``row_group_size`` is given,
-every field nullable.""")
+pandas: through Arrow (``row_group_size`` rows per group, default ``default_row_group``); an Arrow
+table (the writer's Arrow path) as it is; integer columns encoded as ``int_encoding`` says
+(:func:`parquet_encodings`). Freed pages stay with the allocators for the next partition
+(the writer releases them once at the end). cuDF: its own writer encodes on the device (no copy to
+the host), cuDF's default row groups unless ``row_group_size`` is given, every field nullable.""")
 
 
 @write_parquet_part.register(object)
 def _write_parquet_part_pandas(df: Any, path: str, row_group_size: Optional[int], compression: str,
-                               default_row_group: Optional[int] = None) -> int:
-    import pyarrow.parquet as pq
-
-    from .core import release_memory
+                               default_row_group: Optional[int] = None, int_encoding: str = "delta") -> int:
     from .frames import frame_to_arrow
 
-    table = frame_to_arrow(df).replace_schema_metadata(None)
-    pq.write_table(table, path, row_group_size=row_group_size or default_row_group, compression=compression)
-    rows = table.num_rows
-    del df, table
-    release_memory(collect=False)  # keeps RSS flat: freed pages otherwise stay in the allocators
-    return rows
+    return _write_parquet_part_arrow(frame_to_arrow(df), path, row_group_size, compression, default_row_group,
+                                     int_encoding)
+
+
+@write_parquet_part.register(pa.Table)
+def _write_parquet_part_arrow(table: pa.Table, path: str, row_group_size: Optional[int], compression: str,
+                              default_row_group: Optional[int] = None, int_encoding: str = "delta") -> int:
+    import pyarrow.parquet as pq
+
+    table = table.replace_schema_metadata(None)
+    pq.write_table(table, path, row_group_size=row_group_size or default_row_group, compression=compression,
+                   **parquet_encodings(table.schema, int_encoding))
+    return table.num_rows
 
 
 register_gpu_lazy(write_parquet_part)

@@ -26,13 +26,11 @@ deviations from it, in float64 (two passes). ``(0, 0.0, 0.0)`` when there are no
 
 def _finite(series: Any) -> np.ndarray:
     x = float_values(series)
-    bad = ~np.isfinite(x)
-    return x[~bad] if bool(bad.any()) else x
+    finite = np.isfinite(x)
+    return x if bool(finite.all()) else x[finite]
 
 
-@finite_moments.register(object)
-def _finite_moments(series: Any) -> Tuple[int, float, float]:
-    x = _finite(series)
+def _moments(x: np.ndarray) -> Tuple[int, float, float]:
     n = int(x.size)
     if n == 0:
         return 0, 0.0, 0.0
@@ -42,16 +40,34 @@ def _finite_moments(series: Any) -> Tuple[int, float, float]:
     return n, mean, float(d.sum())
 
 
+def _minmax(x: np.ndarray) -> Tuple[Optional[float], Optional[float]]:
+    if x.size == 0:
+        return None, None
+    return float(x.min()), float(x.max())
+
+
+@finite_moments.register(object)
+def _finite_moments(series: Any) -> Tuple[int, float, float]:
+    return _moments(_finite(series))
+
+
 finite_minmax = Dispatch("finite_minmax", """``(min, max)`` of the finite values of a scalar series as
 floats; ``(None, None)`` when there are none (nulls, NaN and +-inf excluded).""")
 
 
 @finite_minmax.register(object)
 def _finite_minmax(series: Any) -> Tuple[Optional[float], Optional[float]]:
+    return _minmax(_finite(series))
+
+
+finite_moments_minmax = Dispatch("finite_moments_minmax", """``(finite_moments(s), finite_minmax(s))``,
+reading the values once (Normalize's fit).""")
+
+
+@finite_moments_minmax.register(object)
+def _finite_moments_minmax(series: Any) -> Tuple[Tuple[int, float, float], Tuple[Optional[float], Optional[float]]]:
     x = _finite(series)
-    if x.size == 0:
-        return None, None
-    return float(x.min()), float(x.max())
+    return _moments(x), _minmax(x)
 
 
 int_counts = Dispatch("int_counts", """``(keys, counts, nulls)`` of an int / bool / nullable-int series:
@@ -64,9 +80,18 @@ def _int_counts(series: Any) -> Tuple[Any, Any, int]:
     values, mask = int_data(series)
     nulls = int(mask.sum()) if mask is not None else 0
     if nulls:
-        values = values[~mask]
-    keys, counts = np.unique(values, return_counts=True)
-    return keys, counts.astype("int64"), nulls
+        v = values[~mask]  # a fresh array: sorted in place below
+    else:
+        v = values.copy()  # int_data may hand out a view of the column
+    if len(v) == 0:
+        return v, np.zeros(0, dtype=np.int64), nulls
+    # np.unique(return_counts=True) without its extra copy and passes: sort, mark run starts, count
+    v.sort()
+    starts = np.empty(len(v), dtype=bool)
+    starts[0] = True
+    np.not_equal(v[1:], v[:-1], out=starts[1:])
+    idx = np.flatnonzero(starts)
+    return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False), nulls
 
 
-register_gpu_lazy(finite_moments, finite_minmax, int_counts)
+register_gpu_lazy(finite_moments, finite_minmax, finite_moments_minmax, int_counts)

@@ -101,6 +101,7 @@ class Dataset:
         self._expected_rows: Dict[str, int] = {}
         self._footers: Optional[Dict[str, Any]] = None
         self._nulls: Optional[set] = None
+        self._tables: Optional[Tuple[Any, ...]] = None
         src = path_or_source
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
@@ -123,7 +124,11 @@ class Dataset:
 
     # -- construction used by Workflow.transform -----------------------------------------
     @classmethod
-    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str) -> "Dataset":
+    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str,
+                  tables: Optional[Tuple[Any, ...]] = None) -> "Dataset":
+        """A dataset of the dask frame ``ddf``. ``tables``: ``(source dataset, columns, fn, *args)``,
+        how to compute the same partitions from the source's Arrow tables instead (see
+        :meth:`_table_tasks`): ``fn(table_or_frame, *args)`` for each partition of the source."""
         ds = cls.__new__(cls)
         ds.source = source
         ds.engine = "dask"
@@ -138,6 +143,7 @@ class Dataset:
         ds._expected_rows = {}
         ds._footers = None
         ds._nulls = None
+        ds._tables = tables
         ds.cpu = cpu
         return ds
 
@@ -233,16 +239,10 @@ class Dataset:
             cols = list(columns) if columns is not None else None
             schema = self.schema
             meta_cols = cols if cols is not None else schema.column_names
-            footers = self.file_metadata
-            arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
-            if self._nulls is None:
-                self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
-            nulls = self._nulls
-            meta = _meta_from_schema(arrow_schema, meta_cols, self.cpu, nulls)
+            meta, nullable = self._parquet_meta(meta_cols)
             pieces = self.pieces
             if not pieces:
                 return _from_frame(meta, 1)
-            nullable = backend.nullable_int_dtypes(meta)
             # storage_options travel in the graph: each task builds its file system on its worker
             extra = {"storage_options": self.storage_options} if self.storage_options else {}
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
@@ -255,6 +255,54 @@ class Dataset:
         ddf = backend.read_csv(self.files, blocksize, self.cpu, **kwargs)
         return ddf[list(columns)] if columns is not None else ddf
 
+    def _parquet_meta(self, columns: List[str]) -> Tuple[Any, Dict[str, str]]:
+        """dask's ``meta`` frame of ``columns`` and the nullable int dtypes every partition is cast to."""
+        footers = self.file_metadata
+        arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
+        if self._nulls is None:
+            self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+        meta = _meta_from_schema(arrow_schema, columns, self.cpu, self._nulls)
+        return meta, backend.nullable_int_dtypes(meta)
+
+    def _table_tasks(self) -> Optional[List[Any]]:
+        """For a transform of parquet data on the CPU (see :meth:`_from_ddf`): one ``dask.delayed``
+        per partition computing it as an Arrow table, or as the pandas frame of :meth:`to_ddf` where
+        the transform has to run on pandas (the writer takes either). None for other datasets.
+
+        The writer computes and writes these instead of :meth:`to_ddf`'s partitions: no Arrow ->
+        pandas -> Arrow round trip, the same rows and values."""
+        import dask
+
+        if self._tables is None:
+            return None
+        source, cols, fn, *args = self._tables
+        parts = source._read_table_tasks(cols)
+        if parts is None:
+            return None
+        call = dask.delayed(fn, pure=True)
+        return [call(p, *args) for p in parts]
+
+    def _read_table_tasks(self, columns: Sequence[str]) -> Optional[List[Any]]:
+        """One ``dask.delayed`` per partition reading ``columns`` as an Arrow table (an empty piece:
+        :meth:`to_ddf`'s empty frame), for parquet data on the CPU; None otherwise."""
+        import dask
+
+        if self.engine != "parquet" or not self.cpu or self._ddf is not None:
+            return None
+        cols = list(columns)
+        _, nullable = self._parquet_meta(cols)
+        pieces = self.pieces
+        if not pieces:
+            return None
+        read = dask.delayed(_read_piece, pure=True)
+        return [read(p, cols, True, nullable, storage_options=self.storage_options, arrow=True) for p in pieces]
+
+    def _nullable_dtypes(self, columns: Sequence[str]) -> Dict[str, str]:
+        """The nullable int dtypes :meth:`to_ddf`'s pandas partitions of ``columns`` are cast to."""
+        if self.engine != "parquet" or not self.cpu:
+            return {}
+        return self._parquet_meta(list(columns))[1]
+
     def compute(self) -> Any:
         """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory)."""
         out = self.to_ddf().compute()
@@ -266,17 +314,21 @@ class Dataset:
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                    row_group_size: Optional[int] = None, compression: str = "snappy", progress: Any = None,
                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
-                   storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                   storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta") -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
 
-        ``output_path=`` is NVTabular's name for ``path`` (accepted so ported scripts run).
-        ``storage_options``: of the output's file system when ``path`` is a URL (``s3://``...;
-        not taken from the input's)."""
+        ``int_encoding``: ``"delta"`` (default) writes integer columns DELTA_BINARY_PACKED (faster to
+        write and to read than dictionary encoding, as small on id columns; readers need it: pyarrow,
+        cuDF, Polars, DuckDB, Spark >= 3.3), ``"dictionary"`` pyarrow's default encodings (the CPU
+        writer; cuDF keeps its own). ``output_path=`` is NVTabular's name for ``path`` (accepted so
+        ported scripts run). ``storage_options``: of the output's file system when ``path`` is a URL
+        (``s3://``...; not taken from the input's)."""
         path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
-                             format_options={"row_group_size": row_group_size, "compression": compression},
+                             format_options={"row_group_size": row_group_size, "compression": compression,
+                                             "int_encoding": int_encoding},
                              progress=progress, transaction=transaction, storage_options=storage_options)
 
     def to_tfrecord(self, path: Optional[str] = None, batch_size: Optional[int] = None,
@@ -487,12 +539,16 @@ def default_gpu_part_size() -> int:
 
 
 def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str],
-                storage_options: Optional[Dict[str, Any]] = None) -> Any:
+                storage_options: Optional[Dict[str, Any]] = None, arrow: bool = False) -> Any:
+    """One partition as a frame; ``arrow`` (CPU): as the Arrow table it is read as (an empty piece
+    still gives the empty frame)."""
     if not piece.row_groups:
         return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
     # a URL: the file system's own path and the (fsspec) file system, built here on the worker
     path, filesystem = fsmod.arrow_path(piece.path, storage_options)
     try:
+        if arrow and not piece.more:
+            return backend.read_parquet_table(path, piece.row_groups, columns, filesystem=filesystem)
         if piece.more:
             paths = [path] + [fsmod.arrow_path(p, storage_options)[0] for p, _ in piece.more]
             groups = [piece.row_groups] + [g for _, g in piece.more]
@@ -503,8 +559,15 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
         raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
                          f"The file is corrupt: write it again, or leave it out of the data.") from exc
-    # an int column with nulls somewhere in the file is nullable in every partition
-    # (otherwise partitions would disagree on dtypes)
+    return nullable_frame(frame, nullable)
+
+
+def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:
+    """``frame`` (pandas, or an Arrow table of a partition: converted) with the int columns that hold a null
+    somewhere in the dataset as nullable ints, as :meth:`Dataset.to_ddf` gives every partition (otherwise
+    partitions would disagree on dtypes)."""
+    if isinstance(frame, pa.Table):
+        frame = backend.arrow_to_frame(frame, cpu=True)
     casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
     return frame.astype(casts) if casts else frame
 

@@ -117,7 +117,7 @@ def _shuffle_frame(df: Any, seed: int) -> Any:
 
 def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group_size: Optional[int],
                 compression: str, storage_options: Optional[Dict[str, Any]] = None,
-                remote_root: Optional[str] = None) -> Dict[str, Any]:
+                remote_root: Optional[str] = None, int_encoding: str = "delta") -> Dict[str, Any]:
     """Phase 1: write one transformed partition; return its row count (and bucket counts).
     ``path`` may be a URL (written through fsspec with ``storage_options``) in the folder
     ``remote_root`` being written in place."""
@@ -129,7 +129,7 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     # pandas goes through Arrow (PART_ROW_GROUP rows per group); cuDF encodes on the device.
     with fsmod.fs_of(path, storage_options).output(path) as target:  # locally the path itself
         out["rows"] = backend.write_parquet_part(df, target, row_group_size, compression,
-                                                 default_row_group=PART_ROW_GROUP)
+                                                 default_row_group=PART_ROW_GROUP, int_encoding=int_encoding)
     if remote_root is not None:
         objectstore.confirm_written(remote_root, [path], storage_options)
     return out
@@ -181,7 +181,9 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
     if fmt == "parquet":
         rows = 0
         with fs.output(path) as target:
-            writer = pq.ParquetWriter(target, arrow_schema, compression=options.get("compression") or "snappy")
+            writer = pq.ParquetWriter(target, arrow_schema, compression=options.get("compression") or "snappy",
+                                      **backend.parquet_encodings(arrow_schema,
+                                                                  options.get("int_encoding") or "delta"))
             try:
                 for t in chunks:
                     writer.write_table(t.cast(arrow_schema), row_group_size=options.get("row_group_size") or None)
@@ -234,7 +236,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             tabprep wrote (``_SUCCESS`` and ``_metadata.json``) or an empty one is replaced;
             any other folder is refused with ``FileExistsError``.
         seed: shuffle seed (default: random).
-        format_options: parquet: ``row_group_size``, ``compression``; tfrecord: ``batch_size``,
+        format_options: parquet: ``row_group_size``, ``compression``, ``int_encoding`` (``"delta"``, the
+            default, or ``"dictionary"``: see :func:`tabprep.backend.parquet_encodings`); tfrecord: ``batch_size``,
             ``compression`` (None/"GZIP"), ``drop_last``.
         progress: optional ``(stage, done, total)`` callback.
         transaction: a :class:`tabprep.io.commit.Transaction` to stage the folder in (committed
@@ -254,6 +257,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         if val is not None and int(val) < 1:
             raise ValueError(f"{name} must be >= 1, got {val}")
     options = dict(format_options or {})
+    int_encoding = options.get("int_encoding") or "delta"
+    backend.parquet_encodings(pa.schema([]), int_encoding)  # a bad value fails here, before any task runs
     start = time.perf_counter()
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
@@ -277,12 +282,16 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         fs.makedirs(parts_dir)
         part_paths = [fs.join(parts_dir, f"part-{i:05d}.parquet") for i in range(nparts)]
         write_fn = dask.delayed(_write_part, pure=False)
+        # CPU parquet data (and transforms of it) come as Arrow tables, written without a pandas round
+        # trip; either way one task per partition, and the same rows in the same files
+        parts = ds._table_tasks() if hasattr(ds, "_table_tasks") else None
         tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
                           options.get("compression") or "snappy" if direct else "snappy", so,
-                          str(tmp) if fs.remote else None)
-                 for i, part in enumerate(ddf.to_delayed())]
+                          str(tmp) if fs.remote else None, int_encoding)
+                 for i, part in enumerate(parts if parts is not None else ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
+        backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written
         part_rows = [r["rows"] for r in results]
         if direct:
             files = [{"file": os.path.basename(p), "rows": r} for p, r in zip(part_paths, part_rows)]

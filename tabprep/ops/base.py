@@ -17,7 +17,7 @@ import inspect
 import json
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..schema import ColumnSchema, Schema, Tags
 
@@ -169,6 +169,23 @@ class Operator:
     def transform(self, columns: List[str], df: Any) -> Any:
         """Return a frame of the output columns for the rows of ``df`` (same backend, same rows)."""
         raise NotImplementedError
+
+    def column_kernel(self, column: str) -> Optional[Callable[[Any], Any]]:
+        """An element-wise host kernel for ``column``, or None (the default: the workflow runs
+        :meth:`transform`).
+
+        An op whose output column ``c`` depends only on input column ``c``, row by row (same name,
+        same rows), may return a function ``kernel(col) -> col`` on
+        :class:`tabprep.backend.columns.HostColumn` (numpy values + null mask) that computes
+        exactly what :meth:`transform` computes for that column on pandas: same dtype, same bits.
+        It may overwrite ``col``'s arrays when ``col.owned``, and returns None when it cannot
+        reproduce ``transform`` for this input (e.g. a dtype it does not handle): the workflow then
+        runs ``transform`` on that column. The workflow fuses consecutive ops that have kernels
+        into one pass per column (see :mod:`tabprep.workflow.fusion`), on the CPU only; it is
+        called once per partition (kernels may read fitted statistics). A subclass that overrides
+        ``transform`` but not ``column_kernel`` gets no kernel (the base class's would be stale).
+        """
+        return None
 
     # -- persistence ------------------------------------------------------------
     def save_state(self, path: Path) -> Dict[str, Any]:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import vocab as V
 from .base import StatOperator, group_keys
@@ -169,6 +170,44 @@ class Categorify(StatOperator):
                 ids[unseen] = OOV_START + h[unseen]
             ids[nulls] = NULL_ID  # index_of gives -1 for nulls, so they are among the unseen
         return ids
+
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`) for a numeric column of a ``joint``
+        vocabulary: the lookup of :meth:`_encode` on the column's numpy values."""
+        if not self.fitted:
+            return None
+        ((key, cols),) = self._vocab_keys([column]).items()
+        if self.encode_type == "combo" and len(cols) > 1:
+            return None
+        return lambda col: self._encode_host(col, key)
+
+    def _encode_host(self, col: Any, key: str) -> Any:
+        """:meth:`_encode` of a :class:`~tabprep.backend.HostColumn`: ints (and bools) widened to
+        int64 as ``int_data`` does, floats as they are (NaN is null); None for other dtypes."""
+        v = col.values
+        kind = v.dtype.kind
+        if kind in "iub":
+            q = v if v.dtype == np.int64 else v.astype(np.int64)
+            nulls = col.mask
+        elif kind == "f":
+            q = v
+            nulls = np.isnan(v)
+            nulls = nulls if nulls.any() else None
+        else:
+            return None
+        ids = backend.index_of_values(q, self._index(key, q))  # a fresh array: updated in place below
+        base = OOV_START + self.num_oov_buckets
+        unseen = (ids < 0) if self.num_oov_buckets > 1 else None
+        ids += base  # absent (-1) becomes OOV_START when there is one out-of-vocabulary id
+        if unseen is not None and nulls is not None:
+            unseen &= ~nulls
+        if unseen is not None and unseen.any():
+            hashed = q[unseen] if kind != "f" else q[unseen].astype(np.float64)
+            h = murmur3_32(hashed).astype(np.uint32, copy=False).astype(np.int64) % self.num_oov_buckets
+            ids[unseen] = OOV_START + h
+        if nulls is not None:
+            ids[nulls] = NULL_ID
+        return backend.HostColumn(ids if self.dtype == "int64" else ids.astype(self.dtype), None, owned=True)
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()

@@ -38,3 +38,8 @@ class Clip(Operator):
                 # on the GPU one kernel replaces several cuDF calls), else the frame library's clip
                 out[c] = backend.clip_series(s, self.min_value, self.max_value)
         return backend.make_frame(out, like=df)
+
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`): ``np.clip``, in place when it may."""
+        lower, upper = self.min_value, self.max_value
+        return lambda col: backend.clip_host(col, lower, upper)

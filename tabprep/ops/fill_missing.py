@@ -58,6 +58,13 @@ class FillMissing(Operator):
                 out[f"{c}_filled"] = binary_flags(df[c], f"{c}_filled")
         return backend.make_frame(out, like=df)
 
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`): ``fill_host`` with ``fill_val``."""
+        if self.add_binary_cols:
+            return None
+        value = self.fill_val
+        return lambda col: backend.fill_host(col, value)
+
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         cols = []
         for c in columns:

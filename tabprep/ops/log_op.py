@@ -6,6 +6,7 @@ from typing import Any, List
 import numpy as np
 
 from .. import backend
+from ..backend.columns import LOG_SMALL
 from ..schema import ColumnSchema, Tags
 from .base import Operator, map_elements
 
@@ -36,12 +37,16 @@ class LogOp(Operator):
 
         return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`): the table lookup / ``log(x + 1)`` above."""
+        return backend.log1p_host
+
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)
 
 
 #: below this |x|, log(1 + x) loses digits to the rounding of 1 + x; log1p is used there
-_SMALL = 1e-4
+_SMALL = LOG_SMALL
 
 
 def fast_log1p(x: Any) -> Any:

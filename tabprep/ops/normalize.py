@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Tags
-from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_minmax, partial_moments
+from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_moments_minmax
 from .base import StatOperator, map_elements
 
 
@@ -36,7 +36,7 @@ class Normalize(StatOperator):
     # mean is not always exact (mean of [0.1] * 3 != 0.1), which leaves a ~1e-17 "std" that
     # would turn every value into +-1 instead of 0.
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Moments, MinMax]]:
-        return {c: (partial_moments(df[c]), partial_minmax(df[c])) for c in columns}
+        return {c: partial_moments_minmax(df[c]) for c in columns}
 
     def fit_combine(self, partials: List[Dict[str, Tuple[Moments, MinMax]]]) -> Dict[str, Tuple[Moments, MinMax]]:
         return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]))
@@ -70,6 +70,13 @@ class Normalize(StatOperator):
 
             out[c] = map_elements(df[c], norm, dtype="float32")
         return backend.make_frame(out, like=df)
+
+    def column_kernel(self, column: str) -> Any:
+        """Host kernel (see :meth:`Operator.column_kernel`): ``(x - mean) / std`` in one float64 array."""
+        if not self.fitted or column not in self.stats_:
+            return None
+        mean, std = self.stats_[column]["mean"], self.stats_[column]["std"]
+        return lambda col: backend.normalize_host(col, mean, std)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype="float32", add_tags=self.output_tags)

@@ -27,8 +27,8 @@ def _finite_values(series: Any) -> Any:
         series, _ = backend.list_leaves(series)
     x = backend.float_values(series)
     xp = backend.array_module(x)
-    bad = ~xp.isfinite(x)
-    return (x[~bad] if bool(bad.any()) else x), xp
+    finite = xp.isfinite(x)
+    return (x if bool(finite.all()) else x[finite]), xp
 
 
 @dataclass
@@ -46,9 +46,19 @@ class Moments:
 
 
 def partial_moments(series: Any) -> Moments:
+    return Moments(*backend.finite_moments(_leaves(series)))
+
+
+def partial_moments_minmax(series: Any) -> "tuple[Moments, MinMax]":
+    """:func:`partial_moments` and :func:`partial_minmax` of ``series``, reading its values once."""
+    (n, mean, m2), (lo, hi) = backend.finite_moments_minmax(_leaves(series))
+    return Moments(n, mean, m2), MinMax(lo, hi)
+
+
+def _leaves(series: Any) -> Any:
     if backend.is_list_series(series):
         series, _ = backend.list_leaves(series)
-    return Moments(*backend.finite_moments(series))
+    return series
 
 
 def combine_moments(parts: List[Moments]) -> Moments:
@@ -75,9 +85,7 @@ class MinMax:
 
 
 def partial_minmax(series: Any) -> MinMax:
-    if backend.is_list_series(series):
-        series, _ = backend.list_leaves(series)
-    return MinMax(*backend.finite_minmax(series))
+    return MinMax(*backend.finite_minmax(_leaves(series)))
 
 
 def combine_minmax(parts: List[MinMax]) -> MinMax:

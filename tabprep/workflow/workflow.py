@@ -14,7 +14,9 @@ from .._util import did_you_mean, is_frame
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message
+from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes
+from .tasks import _combine_partials, _fit_partition, _transform_part, _transform_partition
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ class Workflow:
     _spec_names: Mapping[str, str] = MappingProxyType({})
     _spec_column_lines: Mapping[str, Optional[int]] = MappingProxyType({})
     _spec_source: Optional[str] = None
+    #: the clock of ``op_timer``'s seconds (``time.thread_time`` gives CPU seconds of the op's thread)
+    op_clock: Callable[[], float] = staticmethod(time.perf_counter)
 
     def __init__(self, output: Any) -> None:
         self.output_node: Node = as_node(output)
@@ -205,9 +209,12 @@ class Workflow:
             if id(n) not in needed:
                 needed.add(id(n))
                 stack.extend(n.parents)
+        # runs of ops with host kernels go column by column through numpy (pandas only; see fusion.py)
+        chains = plan_chains(self.nodes, needed, {id(t) for t in targets}) \
+            if backend.host_columns_supported(df) else {}
         cache: Dict[int, Any] = {}
         for n in self.nodes:
-            if id(n) not in needed:
+            if id(n) not in needed or (id(n) not in chains and n.kind == "op" and id(n) in cache):
                 continue
             if n.kind == "select":
                 out = df[list(n.columns)]
@@ -218,6 +225,11 @@ class Workflow:
                 out = out[n.output_columns] if list(out.columns) != n.output_columns else out
             elif n.kind == "drop":
                 out = cache[id(n.parents[0])][n.output_columns]
+            elif id(n) in chains:
+                chain = chains[id(n)]
+                cache.update({id(m): None for m in chain})  # inner outputs are never materialized
+                n = chain[-1]
+                out = run_chain_node(self, chain, [cache[id(p)] for p in chain[0].parents], df)
             else:
                 out = self._run_op(n, [cache[id(p)] for p in n.parents], df)
             cache[id(n)] = out
@@ -240,7 +252,7 @@ class Workflow:
     def _run_op(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
         inp = self._op_input(n, parent_outputs, df)
         cols = n.input_columns
-        start = time.perf_counter() if self.op_timer is not None else 0.0
+        start = self.op_clock() if self.op_timer is not None else 0.0
         try:
             out = n.op.transform(cols, inp)
         except Exception as exc:
@@ -248,7 +260,7 @@ class Workflow:
             _add_context(exc, f"{n.op.label} failed on columns {cols}")
             raise
         if self.op_timer is not None:
-            self.op_timer(self.node_id(n), n.op.label, "transform", time.perf_counter() - start, len(inp))
+            self.op_timer(self.node_id(n), n.op.label, "transform", self.op_clock() - start, len(inp))
         return out
 
     def transform_frame(self, df: Any, out_of_fold: bool = False, cast: bool = False) -> Any:
@@ -447,7 +459,11 @@ class Workflow:
         wf = self._graph_handle()
         out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
-        return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}")
+        # the writer may compute the same partitions from Arrow tables (see fusion.transform_table)
+        tables = (ds, self.input_columns, _transform_part, wf, bool(out_of_fold), bool(cast),
+                  ds._nullable_dtypes(self.input_columns)) if ds.cpu else None
+        return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}",
+                                 tables=tables)
 
     def fit_transform(self, dataset: Any, out_of_fold: bool = True) -> Any:
         """Fit on ``dataset`` and transform it; target encodings come out-of-fold (see :meth:`transform`)."""
@@ -501,55 +517,6 @@ class Workflow:
     def __dask_tokenize__(self):
         # identity + fit round: cheap, and distinct between the passes of one fit
         return ("tabprep.Workflow", id(self), self._fit_round)
-
-
-# -- tasks (module-level so they pickle for dask.distributed) ----------------------------
-def _in_worker_setup() -> None:
-    """Once per dask worker process: glibc's allocator tuned for partition-sized arrays
-    (:func:`tabprep.backend.tune_malloc`; dask's nanny leaves it mapping every array > 128 KiB)."""
-    if backend.core._malloc_tuned:
-        return
-    try:
-        from distributed import get_worker
-
-        get_worker()
-    except (ImportError, ValueError):
-        return  # not in a dask worker: the user's process keeps its allocator settings
-    backend.tune_malloc()
-
-
-def _fit_partition(wf: Workflow, ids: List[str], df: Any) -> Dict[str, Any]:
-    _in_worker_setup()
-    by_id = {wf.node_id(n): n for n in wf.nodes}
-    targets = [by_id[i] for i in ids]
-    needed = [p for t in targets for p in t.parents]
-    token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
-    try:
-        cache = wf._execute(df, needed)
-    finally:
-        _OUT_OF_FOLD.reset(token)
-    out = {}
-    for nid, n in zip(ids, targets):
-        inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)
-        start = time.perf_counter() if wf.op_timer is not None else 0.0
-        out[nid] = n.op.fit_partial(n.input_columns, inp)
-        if wf.op_timer is not None:
-            wf.op_timer(nid, n.op.label, "fit", time.perf_counter() - start, len(inp))
-    del cache, df
-    backend.release_memory(collect=False)  # the partition is gone: hand its pages back
-    return out
-
-
-def _transform_partition(df: Any, wf: Workflow, out_of_fold: bool, cast: bool = False) -> Any:
-    _in_worker_setup()
-    return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
-
-
-def _combine_partials(wf: Workflow, ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
-    if len(partials) == 1:
-        return partials[0]
-    by_id = {wf.node_id(n): n for n in wf.nodes}
-    return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
 
 
 # -- helpers ---------------------------------------------------------------------------

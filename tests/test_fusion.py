@@ -1,0 +1,215 @@
+"""Fused element-wise chains and the Arrow-native transform give what the ops' own transforms give.
+
+``Operator.column_kernel`` promises the same dtype and bits as ``transform``. The reference here
+is each op's pandas ``transform`` run op by op (fusion switched off by making
+``backend.host_columns_supported`` answer False, which is what cuDF frames get), on columns of
+every numeric dtype with nulls, NaN, +-inf, negatives and values past the LogOp table, for random
+chains and parameters. Then the Arrow path (``fusion.transform_table``) against the pandas path
+on the same partitions, and the planner's chain rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tabprep as tp
+from tabprep import backend, ops
+from tabprep.backend.columns import host_column_from_arrow
+from tabprep.io.dataset import nullable_frame
+from tabprep.workflow import fusion
+
+HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                      HealthCheck.function_scoped_fixture])
+
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float32", "float64", "bool",
+          "Int64", "Int32", "UInt16", "boolean"]
+
+
+def column(dtype: str, n: int, seed: int) -> pd.Series:
+    r = np.random.default_rng(seed)
+    if dtype in ("bool", "boolean"):
+        s = pd.Series(r.random(n) < 0.4, dtype=dtype)
+    elif dtype.startswith(("float", "Float")):
+        s = pd.Series(r.choice([0.0, -0.0, 1e-5, -1e-5, -0.99, -1.5, 2.5, 1e6, np.inf, -np.inf, np.nan, 3.0], n)
+                      * r.choice([1, 1, 2], n), dtype=dtype)
+    else:
+        info = np.iinfo(np.dtype(dtype.lower()))
+        pool = np.array([0, 1, 2, 7, 100, 65535, 65536, info.max, info.min, info.min + 1, -1, -3], dtype=object)
+        vals = [int(v) for v in r.choice(pool, n) if info.min <= int(v) <= info.max]
+        vals = (vals * (n // max(len(vals), 1) + 1))[:n]
+        s = pd.Series(vals, dtype=dtype)
+    if dtype in ("Int64", "Int32", "UInt16", "boolean"):
+        s[r.random(n) < 0.2] = pd.NA
+    return s.rename("x")
+
+
+def chain_ops(choice: list, params: dict) -> list:
+    made = {"fill": lambda: ops.FillMissing(fill_val=params["fill"]),
+            "clip": lambda: ops.Clip(min_value=params["lo"], max_value=params["hi"]),
+            "log": ops.LogOp, "norm": ops.Normalize,
+            "cat": lambda: ops.Categorify(num_oov_buckets=params["oov"], dtype=params["id_dtype"])}
+    return [made[k]() for k in choice]
+
+
+def run(train: pd.DataFrame, test: pd.DataFrame, choice: list, params: dict, fused: bool, monkeypatch) -> tuple:
+    node = ["x"]
+    for op in chain_ops(choice, params):
+        node = node >> op
+    wf = tp.Workflow(node)
+    with monkeypatch.context() as m:
+        if not fused:
+            m.setattr(backend, "host_columns_supported", lambda frame: False)
+        try:
+            wf.fit(train)
+            return "ok", wf.transform(test), wf
+        except Exception as exc:  # noqa: BLE001 - compared between the two runs
+            return "error", type(exc), None
+
+
+def assert_same_series(a: pd.Series, b: pd.Series, what: str) -> None:
+    assert str(a.dtype) == str(b.dtype), (what, a.dtype, b.dtype)
+    na_a, na_b = a.isna().to_numpy(), b.isna().to_numpy()
+    assert (na_a == na_b).all(), (what, "nulls differ")
+    va, vb = a[~na_a].to_numpy(), b[~na_b].to_numpy()
+    if va.dtype.kind == "f":
+        va, vb = va.view(f"u{va.itemsize}"), vb.view(f"u{vb.itemsize}")
+    assert np.array_equal(va, vb), (what, va[:10], vb[:10])
+
+
+CHAINS = [["fill"], ["clip"], ["log"], ["norm"], ["fill", "clip", "log", "norm"], ["clip", "log"],
+          ["fill", "log", "norm"], ["log", "norm"], ["clip", "norm"], ["cat"], ["cat", "clip"], ["fill", "cat"]]
+
+
+@HYP
+@given(dtype=st.sampled_from(DTYPES), chain=st.sampled_from(CHAINS), seed=st.integers(0, 1000),
+       fill=st.sampled_from([0, 1, -1, 0.5, 2 ** 40]), lo=st.sampled_from([None, 0, -1, 0.5]),
+       hi=st.sampled_from([None, 100, 2.5]), oov=st.sampled_from([1, 3]), id_dtype=st.sampled_from(["int64", "int32"]),
+       empty=st.booleans())
+def test_fused_chain_equals_the_ops_transforms(monkeypatch, dtype, chain, seed, fill, lo, hi, oov, id_dtype, empty):
+    """Also on an empty frame (dask's meta, empty partitions): the same dtypes."""
+    if lo is None and hi is None:
+        hi = 100
+    params = {"fill": fill, "lo": lo, "hi": hi, "oov": oov, "id_dtype": id_dtype}
+    train = pd.DataFrame({"x": column(dtype, 60, seed)})
+    test = pd.DataFrame({"x": column(dtype, 50, seed + 1)})  # unseen values for Categorify
+    if empty:
+        test = test.iloc[:0]
+    ref = run(train, test, chain, params, fused=False, monkeypatch=monkeypatch)
+    got = run(train, test, chain, params, fused=True, monkeypatch=monkeypatch)
+    assert got[0] == ref[0] and (got[0] == "ok" or got[1] is ref[1]), (got[:2], ref[:2])
+    if ref[0] == "ok":
+        assert_same_series(got[1]["x"], ref[1]["x"], f"{dtype} {chain} {params}")
+        assert [n.op.stats_ for n in got[2].stat_nodes if "Normalize" in n.op.label] == \
+               [n.op.stats_ for n in ref[2].stat_nodes if "Normalize" in n.op.label]
+
+
+def test_kernels_write_only_what_they_own():
+    """The input frame of a transform is never written, even where the chain works in place."""
+    df = pd.DataFrame({"a": pd.array([1, None, -3, 70000], dtype="Int64"), "b": [np.nan, -1.0, 2.0, np.inf]})
+    before = df.copy()
+    wf = tp.Workflow(["a", "b"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+    wf.fit(df)
+    wf.transform(df)
+    pd.testing.assert_frame_equal(df, before)
+
+
+def test_a_branch_reusing_a_chain_output_sees_it_unchanged():
+    """A chain's output read by two later chains: the first must not write into what the second reads."""
+    base = ["a"] >> ops.FillMissing() >> ops.Clip(min_value=0)
+    wf = tp.Workflow((base >> ops.LogOp()) + (base >> ops.Rename(postfix="_raw")))
+    df = pd.DataFrame({"a": pd.array([3, None, -2, 10], dtype="Int64")})
+    out = wf.fit(df).transform(df)
+    assert out["a_raw"].tolist() == [3, 0, 0, 10]
+    assert out["a"].to_numpy().tolist() == np.log1p(np.array([3, 0, 0, 10.0])).astype("float32").tolist()
+
+
+def test_plan_stops_at_wanted_and_shared_nodes():
+    fill = ["a", "b"] >> ops.FillMissing()
+    logs = fill >> ops.Clip(min_value=0) >> ops.LogOp()
+    wf = tp.Workflow((logs >> ops.Normalize()) + (fill >> ops.Rename(postfix="_f")))
+    by_op = {n.op.label: n for n in wf.nodes if n.kind == "op"}
+    ids = {id(n) for n in wf.nodes}
+    chains = fusion.plan_chains(wf.nodes, ids, {id(wf.output_node)})
+    labels = sorted([[m.op.label for m in c] for c in chains.values()])
+    # FillMissing feeds two nodes: it ends its chain; Rename has no kernels
+    assert labels == [["Clip", "LogOp", "Normalize"], ["FillMissing"]]
+    # the fit wants LogOp's output (Normalize's input): the chain ends there
+    chains = fusion.plan_chains(wf.nodes, ids, {id(by_op["LogOp"])})
+    assert ["Clip", "LogOp"] in [[m.op.label for m in c] for c in chains.values()]
+
+
+def test_subclass_overriding_transform_gets_no_stale_kernel():
+    class Twice(ops.LogOp, register=False):
+        def transform(self, columns, df):
+            return df[columns] * 2
+
+    wf = tp.Workflow(["a"] >> Twice())
+    out = wf.transform(pd.DataFrame({"a": [1, 2]}))
+    assert out["a"].tolist() == [2, 4]
+    assert not fusion.fusable(wf.output_node)
+    # FillMedian overrides FillMissing's transform (medians rounded for ints): no FillMissing kernel
+    assert not fusion.fusable(tp.Workflow(["a"] >> ops.FillMedian()).output_node)
+
+
+# -- the Arrow path ---------------------------------------------------------------------------------
+ARROW_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.float32(), pa.float64(), pa.bool_()]
+
+
+@HYP
+@given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
+       nulls=st.booleans())
+def test_table_path_equals_pandas_path(types, seed, nulls):
+    """Even and bool columns >> Categorify, the others >> FillMissing >> Clip(0) >> LogOp >> Normalize."""
+    r = np.random.default_rng(seed)
+    n = 80
+    cols = {}
+    for i, typ in enumerate(types):
+        if pa.types.is_boolean(typ):
+            v = r.random(n) < 0.5
+        elif pa.types.is_floating(typ):
+            v = r.choice([0.0, -0.0, 1e-5, -2.0, 3.5, np.inf, -np.inf, np.nan, 1e5], n)
+        else:
+            v = r.integers(0, 120, n) - (0 if pa.types.is_unsigned_integer(typ) else 20)
+        mask = (r.random(n) < 0.15) if nulls else None
+        cols[f"c{i}"] = pa.array(v, type=typ, mask=mask)
+    table = pa.table(cols)
+    cats = [c for i, (c, t) in enumerate(zip(cols, types)) if i % 2 == 0 or pa.types.is_boolean(t)]
+    conts = [c for c in cols if c not in cats]
+    node = cats >> ops.Categorify()
+    if conts:
+        node = node + (conts >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+    wf = tp.Workflow(node)
+    # the pandas partition Dataset.to_ddf makes of it: ints with nulls as nullable ints
+    frame = nullable_frame(table, {c: str(t).replace("uint", "UInt").replace("int", "Int")
+                                   for c, t in zip(cols, types) if pa.types.is_integer(t) and table[c].null_count})
+    wf.fit(frame)
+    ref = backend.frame_to_arrow(wf.transform_frame(frame)).replace_schema_metadata(None)
+    got = fusion.transform_table(wf, table)
+    assert got is not None and got.equals(ref), (got, ref)
+
+
+def test_table_path_float_chain_and_passthrough_nan_become_null():
+    table = pa.table({"f": pa.array([1.0, np.nan, None, -2.0, np.inf]), "i": pa.array([1, None, 3, 4, 5]),
+                      "g": pa.array([0.5, np.nan, 1.0, None, 2.0])})
+    wf = tp.Workflow((["f", "i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp()) + ["g"])
+    frame = nullable_frame(table, {"i": "Int64"})
+    wf.fit(frame)
+    ref = backend.frame_to_arrow(wf.transform_frame(frame)).replace_schema_metadata(None)
+    got = fusion.transform_table(wf, table)
+    assert got is not None and got.equals(ref)
+    assert got["g"].null_count == 2  # NaN and null alike, as the pandas path writes them
+
+
+def test_host_column_from_arrow_offsets_and_chunks():
+    arr = pa.chunked_array([pa.array([1, None, 3]), pa.array([4, 5, None, 7])])
+    col = host_column_from_arrow(arr.slice(1, 5))
+    assert col.values[~col.mask].tolist() == [3, 4, 5] and col.mask.tolist() == [True, False, False, False, True]
+    col = host_column_from_arrow(pa.array([1.5, None, 2.5]).slice(1))
+    assert np.isnan(col.values[0]) and col.values[1] == 2.5 and col.mask is None
+    col = host_column_from_arrow(pa.array([True, None, False]))
+    assert col.values.dtype == bool and col.mask.tolist() == [False, True, False]
+    assert host_column_from_arrow(pa.array(["a"])) is None
