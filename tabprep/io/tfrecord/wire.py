@@ -2,6 +2,7 @@
 crc32c, and the per-record crc step of a block of framed records."""
 from __future__ import annotations
 
+import array
 from typing import Any, Union
 
 import numpy as np
@@ -12,6 +13,7 @@ _U64 = np.uint64
 # Lengths tables (:func:`_length_crcs`) are built over the range of a block's record
 # lengths when it spans at most this many values; wider ranges use np.unique.
 _LENGTH_RANGE_MAX = 4096
+_U32_CODE = "I" if array.array("I").itemsize == 4 else "L"  # array.array typecode of uint32
 
 
 def _varint_bytes(value: int) -> bytes:
@@ -95,7 +97,8 @@ def _fill_data_crcs(flat: np.ndarray, offsets: np.ndarray) -> None:
     view = memoryview(flat)
     starts = (offsets[:-1] + 12).tolist()
     ends = (offsets[1:] - 4).tolist()
-    crcs = np.array([crc32c(view[a:b]) for a, b in zip(starts, ends)], dtype=np.uint32)
+    # array.array takes a list of ints ~2x faster than np.array(list, dtype=uint32)
+    crcs = np.frombuffer(array.array(_U32_CODE, [crc32c(view[a:b]) for a, b in zip(starts, ends)]), dtype=np.uint32)
     view.release()
     # 4-byte windows at every byte position: one fancy assignment writes all trailers
     windows = np.lib.stride_tricks.as_strided(flat, shape=(flat.size - 3, 4), strides=(1, 1))
