@@ -131,6 +131,19 @@ class _IntRun:
     wide: bool
     base: np.ndarray  # (head, m) int64 (the header words' bits)
     mult: np.ndarray  # (head, m) int64
+    _small: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+
+    def small_tables(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """By ``4 * column + L - 1`` for varint lengths L = 1..4: the slot's header words
+        as one ``V(8 * head)`` item each, and its varint keep byte; and ``4 * column``."""
+        if self._small is None:
+            count = self.stop - self.start
+            lens = np.arange(1, 5, dtype=np.int64)
+            heads = self.base.T[:, None, :] + lens[None, :, None] * self.mult.T[:, None, :]  # (m, 4, head)
+            heads = np.ascontiguousarray(heads).view(f"V{8 * self.head}").reshape(-1)
+            keeps = np.tile(_KEEP_LO[1:5], count)
+            self._small = heads, keeps, 4 * np.arange(count, dtype=np.intp)
+        return self._small
 
 
 @dataclass
@@ -325,7 +338,7 @@ def _write_small_ints(int_cols: Sequence["_Column"], layout_of: Any, n: int, wor
         return None
     layout = layout_of((False,) * m)
     mat, keep = work.padded(layout, n)
-    words, quads = mat.view(np.int64), mat.view(np.uint32)
+    quads = mat.view(np.uint32)
     total = np.zeros(n, dtype=np.int64)
     for run in layout.runs:
         count = run.stop - run.start
@@ -341,29 +354,37 @@ def _write_small_ints(int_cols: Sequence["_Column"], layout_of: Any, n: int, wor
         np.take(_SMALL_HIGH, half.view(np.intp), out=tmp, mode="clip")
         np.bitwise_or(varints, tmp, out=varints)
         np.bitwise_and(varints, np.uint32(0x808080), out=tmp)
-        lens = work.array("lm1", (n, count), np.uint8)  # varint length - 1 = continuation bits
+        lens = work.array("lm1", (n, count), np.uint8)  # varint length - 1: continuation bits
         if hasattr(np, "bitwise_count"):
             np.bitwise_count(tmp, out=lens)
         else:  # numpy < 2: they are set from byte 0 up
             np.copyto(lens, tmp != 0, casting="unsafe")
             np.add(lens, (tmp & np.uint32(0x8080)) == 0x8080, out=lens, casting="unsafe")
             np.add(lens, tmp == 0x808080, out=lens, casting="unsafe")
-        np.add(lens, 1, out=lens)
-        lens64 = work.array("lens", (n, count), np.int64)
-        np.copyto(lens64, lens)
-        total += lens64.sum(axis=1)
-        heads = work.array("heads", (n, count), np.int64)
-        sec = _strided(words, run.word, count, run.slot)
-        for k in range(run.head):  # header words: base + L * mult (int64 arithmetic wraps as uint64)
-            np.multiply(lens64, run.mult[k], out=heads)
-            np.add(heads, run.base[k], out=sec[:, :, k])
+        total += lens.sum(axis=1, dtype=np.int64)
+        total += count
+        heads_table, keep_table, offsets = run.small_tables()
+        index = work.array("index", (n, count), np.intp)
+        np.add(lens, offsets, out=index, casting="unsafe")
+        # header words: one lookup of all of a slot's header words (a V16 item), then one
+        # strided copy into the slots (2 passes; base + L * mult per word took 4)
+        heads = work.array("heads_v", (n, count), heads_table.dtype)
+        np.take(heads_table, index, out=heads, mode="clip")
+        first = run.word * 8
+        np.copyto(_strided_items(mat, first, heads.dtype, count, run.slot * 8), heads)
         # the varint's 4 bytes; the slot's other 4 are masked off
         np.copyto(_strided(quads, 2 * run.word, count, 2 * run.slot)[:, :, 2 * run.head], varints)
         run_keep = tmp.view(np.uint8)[:, :count]  # (n, count) view of free scratch
-        np.left_shift(np.uint8(1), lens, out=run_keep)  # (1 << L) - 1, L <= 4
-        np.subtract(run_keep, np.uint8(1), out=run_keep)
+        np.take(keep_table, index, out=run_keep, mode="clip")
         np.copyto(_strided(keep, run.word, count, run.slot)[:, :, run.head], run_keep)
     return layout, total
+
+
+def _strided_items(mat: np.ndarray, first: int, dtype: Any, count: int, step: int) -> np.ndarray:
+    """``(rows, count)`` view of ``mat`` (uint8 rows) as items of ``dtype`` starting at
+    byte ``first`` of each row, ``step`` bytes apart."""
+    items = mat[:, first:first + dtype.itemsize].view(dtype)
+    return np.lib.stride_tricks.as_strided(items, shape=(mat.shape[0], count), strides=(mat.strides[0], step))
 
 
 def _write_ints(ints: np.ndarray, int_cols: Sequence["_Column"], layout_of: Any, work: _Work) -> Optional[tuple]:
