@@ -329,55 +329,65 @@ def _stack_ints(int_cols: Sequence["_Column"], n: int, work: _Work) -> np.ndarra
 def _write_small_ints(int_cols: Sequence["_Column"], layout_of: Any, n: int, work: _Work) -> Optional[tuple]:
     """:func:`_write_ints` for int columns whose values are all in ``[0, 2**28)`` (ids,
     labels): varints by two table lookups on 14-bit halves, lengths by counting their
-    continuation bits; ~14 passes over each run's ``(n, ints)`` block (contiguous, so
-    numpy's loops need no buffering) instead of 19. None if a value is out of range
-    (the padded matrix may then hold some of this block's bytes: the caller rewrites
-    every variable byte)."""
-    m = len(int_cols)
+    continuation bits, a slot's header words by one lookup on (column, length); ~14
+    passes over each run's contiguous ``(rows, ints)`` block instead of 19 (processing
+    it in row chunks of 512..4096 to stay in cache measured no faster). None if a value
+    is out of range (the padded matrix may then hold some of this block's bytes: the
+    caller rewrites every variable byte)."""
     if any(_int_header_linear(c.key)[0] < 4 for c in int_cols):
         return None
-    layout = layout_of((False,) * m)
+    layout = layout_of((False,) * len(int_cols))
     mat, keep = work.padded(layout, n)
-    quads = mat.view(np.uint32)
     total = np.zeros(n, dtype=np.int64)
     for run in layout.runs:
-        count = run.stop - run.start
-        ints = _stack_ints(int_cols[run.start:run.stop], n, work)
-        if int(ints.max()) >= _SMALL_MAX:
-            return None  # (negative int64 values are >= 2**63 as uint64)
-        half = work.array("half", (n, count), _U64)
-        varints = work.array("v32", (n, count), np.uint32)
-        tmp = work.array("t32", (n, count), np.uint32)
-        np.bitwise_and(ints, _U64(0x3FFF), out=half)
-        np.take(_SMALL_LOW, half.view(np.intp), out=varints, mode="clip")
-        np.right_shift(ints, _U64(14), out=half)
-        np.take(_SMALL_HIGH, half.view(np.intp), out=tmp, mode="clip")
-        np.bitwise_or(varints, tmp, out=varints)
-        np.bitwise_and(varints, np.uint32(0x808080), out=tmp)
-        lens = work.array("lm1", (n, count), np.uint8)  # varint length - 1: continuation bits
-        if hasattr(np, "bitwise_count"):
-            np.bitwise_count(tmp, out=lens)
-        else:  # numpy < 2: they are set from byte 0 up
-            np.copyto(lens, tmp != 0, casting="unsafe")
-            np.add(lens, (tmp & np.uint32(0x8080)) == 0x8080, out=lens, casting="unsafe")
-            np.add(lens, tmp == 0x808080, out=lens, casting="unsafe")
-        total += lens.sum(axis=1, dtype=np.int64)
-        total += count
-        heads_table, keep_table, offsets = run.small_tables()
-        index = work.array("index", (n, count), np.intp)
-        np.add(lens, offsets, out=index, casting="unsafe")
-        # header words: one lookup of all of a slot's header words (a V16 item), then one
-        # strided copy into the slots (2 passes; base + L * mult per word took 4)
-        heads = work.array("heads_v", (n, count), heads_table.dtype)
-        np.take(heads_table, index, out=heads, mode="clip")
-        first = run.word * 8
-        np.copyto(_strided_items(mat, first, heads.dtype, count, run.slot * 8), heads)
-        # the varint's 4 bytes; the slot's other 4 are masked off
-        np.copyto(_strided(quads, 2 * run.word, count, 2 * run.slot)[:, :, 2 * run.head], varints)
-        run_keep = tmp.view(np.uint8)[:, :count]  # (n, count) view of free scratch
-        np.take(keep_table, index, out=run_keep, mode="clip")
-        np.copyto(_strided(keep, run.word, count, run.slot)[:, :, run.head], run_keep)
+        values = [c.flat.values for c in int_cols[run.start:run.stop]]
+        if not _small_run(run, values, mat, keep, total, work):
+            return None
     return layout, total
+
+
+def _small_run(run: _IntRun, values: List[np.ndarray], mat: np.ndarray, keep: np.ndarray, total: np.ndarray,
+               work: _Work) -> bool:
+    """Write one run's slots for the rows of ``mat``; adds the varint lengths to
+    ``total``. False if a value is out of ``[0, 2**28)``."""
+    n, count = mat.shape[0], len(values)
+    ints = work.array("ints", (n, count), _U64)
+    for j, column in enumerate(values):
+        ints[:, j] = column.view(_U64)
+    if int(ints.max()) >= _SMALL_MAX:
+        return False  # (negative int64 values are >= 2**63 as uint64)
+    half = work.array("half", (n, count), _U64)
+    varints = work.array("v32", (n, count), np.uint32)
+    tmp = work.array("t32", (n, count), np.uint32)
+    np.bitwise_and(ints, _U64(0x3FFF), out=half)
+    np.take(_SMALL_LOW, half.view(np.intp), out=varints, mode="clip")
+    np.right_shift(ints, _U64(14), out=half)
+    np.take(_SMALL_HIGH, half.view(np.intp), out=tmp, mode="clip")
+    np.bitwise_or(varints, tmp, out=varints)
+    np.bitwise_and(varints, np.uint32(0x808080), out=tmp)
+    lens = work.array("lm1", (n, count), np.uint8)  # varint length - 1: continuation bits
+    if hasattr(np, "bitwise_count"):
+        np.bitwise_count(tmp, out=lens)
+    else:  # numpy < 2: they are set from byte 0 up
+        np.copyto(lens, tmp != 0, casting="unsafe")
+        np.add(lens, (tmp & np.uint32(0x8080)) == 0x8080, out=lens, casting="unsafe")
+        np.add(lens, tmp == 0x808080, out=lens, casting="unsafe")
+    total += lens.sum(axis=1, dtype=np.int64)
+    total += count
+    heads_table, keep_table, offsets = run.small_tables()
+    index = work.array("index", (n, count), np.intp)
+    np.add(lens, offsets, out=index, casting="unsafe")
+    # header words: one lookup of all of a slot's header words (a V16 item), then one
+    # strided copy into the slots (2 passes; base + L * mult per word took 4)
+    heads = work.array("heads_v", (n, count), heads_table.dtype)
+    np.take(heads_table, index, out=heads, mode="clip")
+    np.copyto(_strided_items(mat, run.word * 8, heads.dtype, count, run.slot * 8), heads)
+    # the varint's 4 bytes; the slot's other 4 are masked off
+    np.copyto(_strided(mat.view(np.uint32), 2 * run.word, count, 2 * run.slot)[:, :, 2 * run.head], varints)
+    run_keep = tmp.view(np.uint8)[:, :count]  # (n, count) view of free scratch
+    np.take(keep_table, index, out=run_keep, mode="clip")
+    np.copyto(_strided(keep, run.word, count, run.slot)[:, :, run.head], run_keep)
+    return True
 
 
 def _strided_items(mat: np.ndarray, first: int, dtype: Any, count: int, step: int) -> np.ndarray:
