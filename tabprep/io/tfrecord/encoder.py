@@ -12,7 +12,8 @@ import pyarrow as pa
 from ...schema import ColumnSchema
 from .fixed import encode_fixed
 from .spec import LENGTHS_SUFFIX, VALUES_SUFFIX
-from .wire import _U64, _fill_data_crcs, _length_crcs, _masked_crc, _masked_crc_one, _varint_bytes, _varint_len, _vlen
+from .wire import (_U64, _fill_data_crcs, _length_crcs, _masked_crc, _masked_crc_one, _varint_bytes, _varint_len,
+                   _varint_matrix, _varint_stream, _vlen)
 
 # Budget (bytes) of the padded row matrix used to encode one block of per-example
 # records; rows per block = budget // widest row (at least 1, at most _MAX_BLOCK_ROWS).
@@ -23,33 +24,13 @@ _MAX_BLOCK_ROWS = 16384
 # --------------------------------------------------------------------------------------
 # vectorized protobuf encoding
 # --------------------------------------------------------------------------------------
-def _varint_matrix(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Varints of uint64 ``values`` as a ``(n, w)`` uint8 matrix (w = longest) + lengths.
-
-    Row ``i`` holds the varint of ``values[i]`` in its first ``lens[i]`` bytes; bytes
-    past that are zero-payload padding to be masked out.
-    """
-    lens = _varint_len(values)
-    width = int(lens.max()) if values.size else 1
-    mat = np.empty((values.size, width), dtype=np.uint8)
-    for k in range(width):
-        byte = (values >> _U64(7 * k)) if k else values
-        mat[:, k] = (byte & _U64(0x7F)).astype(np.uint8)
-        if k < width - 1:
-            mat[:, k] |= (lens > k + 1).view(np.uint8) << 7
-    return mat, lens
-
-
 def _varint_flat(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Concatenated varints of int64/uint64 ``values`` (two's complement for negatives).
 
     Returns:
         ``(bytes uint8, lengths int64)``.
     """
-    mat, lens = _varint_matrix(values.view(np.uint64) if values.dtype == np.int64 else values)
-    if mat.shape[1] == 1 or (lens.size and lens.min() == mat.shape[1]):
-        return mat.reshape(-1), lens
-    return mat[np.arange(mat.shape[1]) < lens[:, None]], lens
+    return _varint_stream(values)
 
 
 @dataclass

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .wire import _U64, _fill_data_crcs, _length_crcs, _varint_bytes, _varint_len
+from .wire import _SMALL_HIGH, _SMALL_LOW, _SMALL_MAX, _U64, _fill_data_crcs, _length_crcs, _varint_bytes, _varint_len
 
 if TYPE_CHECKING:  # pragma: no cover
     from .encoder import _Column
@@ -53,21 +53,6 @@ _CONT_LO = np.array([sum(0x80 << (8 * b) for b in range(min(max(L - 1, 0), 8))) 
 _CONT_HI = np.array([0x80 if L == 10 else 0 for L in range(11)], dtype=_U64)
 _KEEP_LO = np.array([(1 << min(L, 8)) - 1 for L in range(11)], dtype=np.uint8)
 _KEEP_HI = np.array([(1 << max(L - 8, 0)) - 1 for L in range(11)], dtype=np.uint8)
-
-
-def _small_varint_tables() -> Tuple[np.ndarray, np.ndarray]:
-    """Varints of values < 2**28 (at most 4 bytes) as ``low[v & 0x3FFF] | high[v >> 14]``
-    (uint32, continuation bits included): byte 0 continues iff low >= 2**7 or high > 0,
-    byte 1 iff high > 0, byte 2 iff high >= 2**7."""
-    x = np.arange(1 << 14, dtype=np.uint32)
-    spread = (x & 0x7F) | ((x & 0x3F80) << 1)
-    low = spread | np.where(x >= 0x80, 0x80, 0).astype(np.uint32)
-    high = (spread << 16) | np.where(x > 0, 0x8080, 0).astype(np.uint32) | np.where(x >= 0x80, 0x800000, 0).astype(np.uint32)
-    return low, high
-
-
-_SMALL_LOW, _SMALL_HIGH = _small_varint_tables()
-_SMALL_MAX = 1 << 28
 
 
 # --------------------------------------------------------------------------------------

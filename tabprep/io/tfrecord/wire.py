@@ -3,9 +3,11 @@ crc32c, and the per-record crc step of a block of framed records."""
 from __future__ import annotations
 
 import array
-from typing import Any, Union
+from typing import Any, Tuple, Union
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from crc32c import crc32c
 
 _CRC_MASK_DELTA = np.uint32(0xA282EAD8)
@@ -41,6 +43,103 @@ def _varint_len(values: np.ndarray, dtype: Any = np.int64) -> np.ndarray:
             break
         np.add(lens, values >= _U64(threshold), out=lens, casting="unsafe")
     return lens
+
+
+def _varint_matrix(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Varints of uint64 ``values`` as a ``(n, w)`` uint8 matrix (w = longest) + lengths.
+
+    Row ``i`` holds the varint of ``values[i]`` in its first ``lens[i]`` bytes; bytes
+    past that are zero-payload padding to be masked out.
+    """
+    lens = _varint_len(values)
+    width = int(lens.max()) if values.size else 1
+    mat = np.empty((values.size, width), dtype=np.uint8)
+    for k in range(width):
+        byte = (values >> _U64(7 * k)) if k else values
+        mat[:, k] = (byte & _U64(0x7F)).astype(np.uint8)
+        if k < width - 1:
+            mat[:, k] |= (lens > k + 1).view(np.uint8) << 7
+    return mat, lens
+
+
+def _small_varint_tables() -> Tuple[np.ndarray, np.ndarray]:
+    """Varints of values < 2**28 (at most 4 bytes) as ``low[v & 0x3FFF] | high[v >> 14]``
+    (uint32, continuation bits included): byte 0 continues iff low >= 2**7 or high > 0,
+    byte 1 iff high > 0, byte 2 iff high >= 2**7."""
+    x = np.arange(1 << 14, dtype=np.uint32)
+    spread = (x & 0x7F) | ((x & 0x3F80) << 1)
+    low = spread | np.where(x >= 0x80, 0x80, 0).astype(np.uint32)
+    high = (spread << 16) | np.where(x > 0, 0x8080, 0).astype(np.uint32) | np.where(x >= 0x80, 0x800000, 0).astype(np.uint32)
+    return low, high
+
+
+_SMALL_LOW, _SMALL_HIGH = _small_varint_tables()
+_SMALL_MAX = 1 << 28
+
+
+def _small_varints(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Varints of uint64 ``values`` < 2**28 as uint32 words (continuation bits set) and
+    their lengths (uint8): two table lookups and a count of continuation bits."""
+    words = np.take(_SMALL_LOW, (values & _U64(0x3FFF)).view(np.int64))
+    words |= np.take(_SMALL_HIGH, (values >> _U64(14)).view(np.int64))
+    cont = words & np.uint32(0x808080)
+    if hasattr(np, "bitwise_count"):
+        lens = np.bitwise_count(cont)
+    else:  # numpy < 2: continuation bits are set from byte 0 up
+        lens = (cont != 0).astype(np.uint8) + ((cont & np.uint32(0x8080)) == 0x8080) + (cont == 0x808080)
+    lens += 1
+    return words, lens
+
+
+def _compact_rows(mat: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The first ``lens[i]`` bytes of each row of a C-contiguous ``(n, w)`` uint8 matrix,
+    concatenated; ``w`` in 1, 2, 4, 8, 16.
+
+    pyarrow.compute.filter with a packed mask: ~8 ns per 4-byte row here against ~25 ns
+    for numpy's ``mat[arange(w) < lens[:, None]]`` (building that mask alone ~12 ns).
+    """
+    n, width = mat.shape
+    if n == 0 or width == 1 or int(lens.min()) == width:
+        return mat.reshape(-1)
+    field = (np.int64(1) << lens.astype(np.int64)) - 1  # row i's mask bits
+    if width == 16:
+        bits = field.astype("<u2").view(np.uint8)
+    elif width == 8:
+        bits = field.astype(np.uint8)
+    else:  # 8 // width rows per mask byte
+        per = 8 // width
+        padded = np.zeros(-(-n // per) * per, dtype=np.uint8)
+        padded[:n] = field
+        parts = padded.reshape(-1, per)
+        bits = parts[:, 0].copy()
+        for k in range(1, per):
+            bits |= parts[:, k] << np.uint8(width * k)
+    data = pa.Array.from_buffers(pa.uint8(), n * width, [None, pa.py_buffer(mat)])
+    mask = pa.Array.from_buffers(pa.bool_(), n * width, [None, pa.py_buffer(bits)])
+    kept = pc.filter(data, mask)
+    return np.frombuffer(kept.buffers()[1], dtype=np.uint8, count=len(kept), offset=kept.offset)
+
+
+def _varint_stream(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Concatenated varints of int64/uint64 ``values`` (two's complement for negatives)
+    and their lengths (int64)."""
+    u = values.view(_U64) if values.dtype == np.int64 else values.astype(_U64, copy=False)
+    n = u.size
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64)
+    vmax = int(u.max())
+    if vmax < 0x80:
+        return u.astype(np.uint8), np.ones(n, dtype=np.int64)
+    if vmax < _SMALL_MAX:
+        words, lens = _small_varints(u)
+        return _compact_rows(words.view(np.uint8).reshape(n, 4), lens), lens.astype(np.int64)
+    mat, lens = _varint_matrix(u)
+    width = 8 if mat.shape[1] <= 8 else 16
+    if mat.shape[1] != width:
+        wide = np.zeros((n, width), dtype=np.uint8)
+        wide[:, :mat.shape[1]] = mat
+        mat = wide
+    return _compact_rows(mat, lens), lens
 
 
 def _vlen(value: Union[int, np.ndarray]) -> Union[int, np.ndarray]:
