@@ -463,7 +463,11 @@ def _to_flat(arr: pa.Array, kind: str, name: str) -> _Flat:
 
 
 def _to_column(chunked: Union[pa.ChunkedArray, pa.Array], col: ColumnSchema, kind: str) -> _Column:
-    arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
+    if isinstance(chunked, pa.ChunkedArray):
+        # one chunk (a table slice) is used as is: combine_chunks would copy it
+        arr = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    else:
+        arr = chunked
     if arr.null_count:
         raise _null_error(col.name, "lists" if col.is_list else "values", arr.null_count)
     typ = arr.type

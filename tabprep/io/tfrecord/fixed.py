@@ -2,32 +2,40 @@
 template (numpy + one arrow filter; Python runs per block and per column, not per row).
 
 Applies when every column is a scalar int64 or float32 feature (the Criteo shape: label,
-dense floats, categorical ids) on a little-endian machine. Such records differ only in
+dense floats, categorical ids) on a little-endian machine; anything else (lists,
+strings) goes to the generic encoder of :mod:`.encoder`. Such records differ only in
 their values and in the lengths of the int varints (and of the lengths that contain
 them), so one padded row layout serves every row of a block:
 
-* a ``(n, W)`` uint8 matrix is filled with the template (all constant bytes: tags, keys,
-  float headers), W a multiple of 8;
+* a ``(n, W)`` uint8 matrix holds the template (all constant bytes: tags, keys, float
+  headers), W a multiple of 8. It is kept per thread from block to block (:class:`_Work`)
+  so the constant bytes are written once, not per block;
 * float values land by one uint32 column write each (their slots are 4-aligned);
 * int columns get an 8-byte-aligned varint slot (16 bytes if some value needs more than 8
   varint bytes: negatives, >= 2**56) preceded by their header right-aligned in whole
   words. A header's bytes are ``const + L`` or constant (L = the varint's length; checked
-  per key, else the generic encoder is used), so its words are ``base + L * mult``,
-  written for all rows and ints of a run of consecutive int columns in one strided op;
+  per key, else the generic encoder is used), so its words depend on L only. Values in
+  ``[0, 2**28)`` (ids, labels: the common case) take :func:`_small_run`: varints by two
+  lookups on 14-bit halves, L by counting continuation bits, the slot's header words by
+  one lookup on (column, L); others take :func:`_write_ints` (7-bit groups spread by
+  shifts, header words ``base + L * mult``);
 * a packed bit mask (one byte per word: the varint slot's byte is ``(1 << L) - 1``)
   marks the bytes that belong to the record, and ``pyarrow.compute.filter`` compacts the
   matrix into the framed records in one pass;
 * record lengths are sums of the varint lengths; crcs as in :mod:`.wire`.
 
-The bytes equal the generic encoder's (:func:`.encoder._encode_examples` without this
-path) for every input (tests compare both and TF's own serialization).
+The bytes equal the generic encoder's for every input (tests compare both, and both with
+TF's own serialization).
 
-Measured on the 2-core development machine, 16384 rows of 1 label + 13 float32 + 26
-int64 ids (~720 bytes per record), per row: numpy boolean-mask compaction of the padded
-matrix 650-700 ns, the same with ``pyarrow.compute.filter`` ~280 ns (it copies whole
-64-byte blocks whose mask bits are all set); strided column writes ~1.3 ns per value;
-fancy (non-strided) column writes ~3 ns per value; binary_view -> binary cast (one view
-per segment) ~620 ns; list_view flatten ~8.7 us.
+Measured on the 2-core development machine (shared, so minimum CPU time of repeated
+runs), 8192-16384 rows of 1 label + 13 float32 + 26 int64 ids (~720 bytes per record),
+per row: compacting the padded matrix with a numpy boolean mask 650-700 ns, with
+``pyarrow.compute.filter`` ~280 ns (binary_view -> binary cast with one view per segment
+~620 ns, list_view flatten ~8.7 us); the int section ~760 ns with the shift/multiply
+passes, ~500 ns with the lookups of :func:`_small_run`; writing each header word as
+``base + L * mult`` into the slots 2 x ~55 ns against one 16-byte lookup + copy ~70 ns.
+Fresh multi-megabyte temporaries cost more than the passes that fill them (page faults,
+~0.2-0.6 us per row in all), hence the per-thread work arrays.
 """
 from __future__ import annotations
 
@@ -219,7 +227,9 @@ class _Work(threading.local):
     serves them with mmap), which measured ~0.2-0.6 us per row here; so every (n, ints)
     work array lives here, and the padded matrix and keep mask of the last layout too:
     their constant bytes and bits stay in place from block to block (every variable
-    byte and mask byte is rewritten per block). Holds ~2 x the block's padded matrix.
+    byte and mask byte is rewritten per block). Holds a few times the block's padded
+    matrix (about 10-30 MB with the sink's 8 MB block budget) per thread that wrote
+    per-example records, until the thread ends.
     """
 
     def __init__(self) -> None:
