@@ -265,7 +265,8 @@ def test_prebatched_scalars_bytes_equal_tf(tf: Any, tmp_path: Any, table: pa.Tab
     for start in range(0, table.num_rows, batch):
         part = table.slice(start, batch)
         feats = {n: tf_feature(tf, kinds[n], part.column(n).to_pylist()) for n in table.column_names}
-        records.append(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString(deterministic=True))
+        example = tf.train.Example(features=tf.train.Features(feature=feats))
+        records.append(example.SerializeToString(deterministic=True))
     with open(path, "rb") as fh:
         assert fh.read() == framed(records)
     os.remove(path)

@@ -12,7 +12,7 @@ import pyarrow as pa
 from ...schema import ColumnSchema
 from .fixed import encode_fixed
 from .spec import LENGTHS_SUFFIX, VALUES_SUFFIX
-from .wire import (_U64, _fill_data_crcs, _length_crcs, _masked_crc, _masked_crc_one, _varint_bytes, _varint_len,
+from .wire import (_ARROW_FILTER_MIN, _fill_data_crcs, _filter_bytes, _length_crcs, _masked_crc_one, _varint_bytes,
                    _varint_matrix, _varint_stream, _vlen)
 
 # Budget (bytes) of the padded row matrix used to encode one block of per-example
@@ -208,7 +208,12 @@ def _assemble(pieces: List[_Piece], n: int) -> Tuple[np.ndarray, np.ndarray]:
                 keep = np.ones((n, total_w), dtype=bool)
             keep[:, start:stop] = mask
         start = stop
-    flat = mat.reshape(-1) if keep is None else mat[keep]
+    if keep is None:
+        flat = mat.reshape(-1)
+    elif keep.size < _ARROW_FILTER_MIN:
+        flat = mat[keep]
+    else:
+        flat = _filter_bytes(mat, np.packbits(keep, bitorder="little"))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens + fixed_len, out=offsets[1:])
     return flat, offsets

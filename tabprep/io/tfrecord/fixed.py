@@ -46,10 +46,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from .wire import _SMALL_HIGH, _SMALL_LOW, _SMALL_MAX, _U64, _fill_data_crcs, _length_crcs, _varint_bytes, _varint_len
+from .wire import (_SMALL_HIGH, _SMALL_LOW, _SMALL_MAX, _U64, _fill_data_crcs, _filter_bytes, _length_crcs,
+                   _varint_bytes, _varint_len)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .encoder import _Column
@@ -479,12 +478,7 @@ def encode_fixed(cols: Sequence["_Column"], n: int) -> Optional[Tuple[np.ndarray
     offsets[0] = 0
     np.cumsum(data_len, out=offsets[1:])
     offsets[1:] += np.arange(16, 16 * (n + 1), 16, dtype=np.int64)
-    size = n * layout.width
-    data = pa.Array.from_buffers(pa.uint8(), size, [None, pa.py_buffer(mat)])
-    mask = pa.Array.from_buffers(pa.bool_(), size, [None, pa.py_buffer(keep)])
-    kept = pc.filter(data, mask)
-    flat = np.frombuffer(kept.buffers()[1], dtype=np.uint8, count=int(offsets[-1]), offset=kept.offset)
-    if not flat.flags.writeable:
-        flat = flat.copy()
+    flat = _filter_bytes(mat, keep)
+    assert flat.size == offsets[-1]
     _fill_data_crcs(flat, offsets)
     return flat, offsets
