@@ -225,6 +225,59 @@ def test_template_path_after_other_layouts(tmp_path: Any) -> None:
         assert (tmp_path / f"x{rep}").read_bytes() == expected[i]
 
 
+def large_table(n: int = 6000) -> pa.Table:
+    """Big enough that every compaction takes pyarrow's filter (> 64 KiB per block or
+    varint stream): ids, labels, floats, full-range int64 and lists of both."""
+    rng = np.random.default_rng(11)
+    lens = rng.integers(0, 8, n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    return pa.table({
+        "a_label": rng.integers(0, 2, n),
+        "b_id": (rng.random(n) ** 3 * (1 << 28)).astype(np.int64),
+        "c_f": rng.standard_normal(n).astype(np.float32),
+        "d_any": rng.integers(I64.min, I64.max, n, dtype=np.int64, endpoint=True) >> rng.integers(0, 64, n),
+        "e_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(rng.integers(0, 1 << 28, int(offsets[-1])))),
+        "f_any": pa.ListArray.from_arrays(pa.array(offsets), pa.array(rng.integers(I64.min, I64.max, int(offsets[-1]),
+                                                                                dtype=np.int64, endpoint=True))),
+    })
+
+
+@pytest.mark.parametrize("with_lists", [False, True], ids=["template", "generic"])
+def test_large_blocks_bytes_equal_tf(tf: Any, tmp_path: Any, fast_path_calls: Dict[str, int], with_lists: bool) -> None:
+    table = large_table()
+    if not with_lists:
+        table = table.select(["a_label", "b_id", "c_f", "d_any"])
+    path = str(tmp_path / "x.tfrecord")
+    write(path, table, [table.num_rows])
+    with open(path, "rb") as fh:
+        assert fh.read() == framed(tf_examples(tf, table))
+    assert (fast_path_calls["fast"] > 0) != with_lists
+
+
+def test_large_prebatched_records_equal_tf(tf: Any, tmp_path: Any) -> None:
+    """Prebatched records of 5000 rows (varint streams of 5000..20000 values): TF's bytes
+    of each scalar feature's map entry, TF's parse for the lists (written __values then
+    __lengths, an order TF's deterministic serialization does not use)."""
+    table = large_table()
+    path = str(tmp_path / "x.tfrecord")
+    write(path, table, [1700], batch_size=5000)
+    scalars = ["a_label", "b_id", "c_f", "d_any"]
+    kinds = {n: kind_of(table.schema.field(n).type) for n in table.column_names}
+    records = list(tf.compat.v1.io.tf_record_iterator(path))
+    assert len(records) == 2  # 5000 rows and a short record of 1000
+    for i, record in enumerate(records):
+        part = table.slice(i * 5000, 5000)
+        example = tf.train.Example.FromString(record).features.feature
+        for name in ("e_ids", "f_any"):
+            values = part.column(name).to_pylist()
+            assert list(example[name + "__lengths"].int64_list.value) == [len(v) for v in values]
+            assert list(example[name + "__values"].int64_list.value) == [x for v in values for x in v]
+        for name in scalars:  # TF's bytes of the map entry of each scalar feature, verbatim
+            entry = tf.train.Features(feature={name: tf_feature(tf, kinds[name], part.column(name).to_pylist())})
+            assert entry.SerializeToString() in record
+
+
 # --------------------------------------------------------------------------------------
 # TF's reader and parsers get the input values back
 # --------------------------------------------------------------------------------------
