@@ -32,18 +32,21 @@ Measures, in one run:
 Timings are the best of ``--repeat`` passes (default 2; the TF loop runs once):
 the first read pass includes graph tracing, and files are in the page cache.
 
-Figures (issue 12), 2026-11-23, the shared 2-core development machine (load 2-3 from
+Figures (issue 12), 2026-11-23, the shared 2-core development machine (load ~2 from
 other sessions), ``python benchmarks/tfrecord.py --rows 1000000 --tf-rows 20000
 --repeat 3 --write-only``, the previous encoder (commit e7319b2, this script copied
-beside it) and this one run back to back, twice::
+beside it) and this one run back to back, twice (final commit of the issue-12 branch)::
 
-                          per-example rows/s    rows/CPU-s   x TF loop   prebatched rows/s
-    before (e7319b2)      226,611-230,893     236,675-242,191   36-37x     887,147-992,211
-    after                 427,244-555,915     473,303-570,773   65-82x   1,550,147-1,682,637
-    TF loop (same runs)     6,271-6,931 rows/s (6,274-6,939 per CPU-s)
+                      per-example rows/s   rows/CPU-s   x TF loop (wall)   prebatched rows/s
+    before (e7319b2)    256,472-271,673   262,619-289,414    38.6-38.9x     960,109-1,033,854
+    after               573,021-608,197   603,114-639,856    86.4-93.9x   1,542,339-1,760,694
+    TF loop (same runs)   6,104-7,040 rows/s
+
+An earlier pair of runs under heavier load (3-5) gave 227-231k before and 427-556k
+after (473-571k per CPU-second).
 
 Per row (1 label + 13 float32 + 26 int64 ids, 634 bytes per record), the after figure
-splits as ~1.36 us of CPU encoding (writing to /dev/null) + ~0.4 us in the kernel
+splits roughly (measured a few commits earlier) as ~1.36 us of CPU encoding (to /dev/null) + ~0.4 us in the kernel
 copying into the page cache; the encoding: one crc32c call per record ~0.42 us,
 compaction of the padded rows by ``pyarrow.compute.filter`` ~0.3 us, the int columns
 ~0.45 us, the rest ~0.2 us (see ``tabprep/io/tfrecord/fixed.py``).
