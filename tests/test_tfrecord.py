@@ -363,6 +363,7 @@ def test_fast_paths_match_generic(tmp_path: Any, monkeypatch: Any) -> None:
     write_output(str(tmp_path / "fast"), table, schema)
     monkeypatch.setattr(tfe, "_BLOCK_BYTES", 2000)
     monkeypatch.setattr(tfe, "_int_scalar_entry", lambda col, n: None)
+    monkeypatch.setattr(tfe, "encode_fixed", lambda cols, n: None)  # the scalar-only template path
     write_output(str(tmp_path / "generic"), table, schema)
     fast = (tmp_path / "fast" / "part_0.tfrecord").read_bytes()
     assert fast == (tmp_path / "generic" / "part_0.tfrecord").read_bytes()

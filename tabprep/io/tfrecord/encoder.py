@@ -8,94 +8,29 @@ from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
-from crc32c import crc32c
 
 from ...schema import ColumnSchema
+from .fixed import encode_fixed
 from .spec import LENGTHS_SUFFIX, VALUES_SUFFIX
+from .wire import (_ARROW_FILTER_MIN, _fill_data_crcs, _filter_bytes, _length_crcs, _masked_crc_one, _varint_bytes,
+                   _varint_matrix, _varint_stream, _vlen)
 
-_CRC_MASK_DELTA = np.uint32(0xA282EAD8)
 # Budget (bytes) of the padded row matrix used to encode one block of per-example
 # records; rows per block = budget // widest row (at least 1, at most _MAX_BLOCK_ROWS).
 _BLOCK_BYTES = 8 << 20
 _MAX_BLOCK_ROWS = 16384
-_U64 = np.uint64
 
 
 # --------------------------------------------------------------------------------------
 # vectorized protobuf encoding
 # --------------------------------------------------------------------------------------
-def _varint_bytes(value: int) -> bytes:
-    """Protobuf varint of one non-negative int (< 2**64)."""
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _varint_len(values: np.ndarray) -> np.ndarray:
-    """Varint byte lengths (1..10, int64) of uint64 ``values``."""
-    lens = np.ones(values.shape, dtype=np.int64)
-    if values.size == 0:
-        return lens
-    vmax = int(values.max())
-    for k in range(1, 10):
-        threshold = 1 << (7 * k)
-        if vmax < threshold:
-            break
-        lens += values >= _U64(threshold)
-    return lens
-
-
-def _vlen(value: Union[int, np.ndarray]) -> Union[int, np.ndarray]:
-    """Varint length of an int or of each element of an int64 array (non-negative)."""
-    if isinstance(value, np.ndarray):
-        return _varint_len(value.astype(np.uint64, copy=False))
-    return len(_varint_bytes(int(value)))
-
-
-def _varint_matrix(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Varints of uint64 ``values`` as a ``(n, w)`` uint8 matrix (w = longest) + lengths.
-
-    Row ``i`` holds the varint of ``values[i]`` in its first ``lens[i]`` bytes; bytes
-    past that are zero-payload padding to be masked out.
-    """
-    lens = _varint_len(values)
-    width = int(lens.max()) if values.size else 1
-    mat = np.empty((values.size, width), dtype=np.uint8)
-    for k in range(width):
-        byte = (values >> _U64(7 * k)) if k else values
-        mat[:, k] = (byte & _U64(0x7F)).astype(np.uint8)
-        if k < width - 1:
-            mat[:, k] |= (lens > k + 1).view(np.uint8) << 7
-    return mat, lens
-
-
 def _varint_flat(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Concatenated varints of int64/uint64 ``values`` (two's complement for negatives).
 
     Returns:
         ``(bytes uint8, lengths int64)``.
     """
-    mat, lens = _varint_matrix(values.view(np.uint64) if values.dtype == np.int64 else values)
-    if mat.shape[1] == 1 or (lens.size and lens.min() == mat.shape[1]):
-        return mat.reshape(-1), lens
-    return mat[np.arange(mat.shape[1]) < lens[:, None]], lens
-
-
-def _masked_crc(crcs: np.ndarray) -> np.ndarray:
-    """TFRecord's masked crc32c of an array of crc32c values (uint32)."""
-    crcs = crcs.astype(np.uint32, copy=False)
-    return (((crcs >> np.uint32(15)) | (crcs << np.uint32(17))) + _CRC_MASK_DELTA).astype(np.uint32)
-
-
-def _masked_crc_one(data: Any) -> int:
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    return _varint_stream(values)
 
 
 @dataclass
@@ -273,7 +208,12 @@ def _assemble(pieces: List[_Piece], n: int) -> Tuple[np.ndarray, np.ndarray]:
                 keep = np.ones((n, total_w), dtype=bool)
             keep[:, start:stop] = mask
         start = stop
-    flat = mat.reshape(-1) if keep is None else mat[keep]
+    if keep is None:
+        flat = mat.reshape(-1)
+    elif keep.size < _ARROW_FILTER_MIN:
+        flat = mat[keep]
+    else:
+        flat = _filter_bytes(mat, np.packbits(keep, bitorder="little"))
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens + fixed_len, out=offsets[1:])
     return flat, offsets
@@ -399,15 +339,21 @@ def _entry_pieces(col: _Column, n: int) -> Tuple[List[_Piece], Any]:
     return pieces, 1 + _vlen(entry_len) + entry_len
 
 
-def _length_crcs(lengths: np.ndarray) -> np.ndarray:
-    """Masked crc32c of each record's 8-byte little-endian length (computed per distinct length)."""
-    uniq, inverse = np.unique(lengths, return_inverse=True)
-    table = np.array([_masked_crc_one(int(v).to_bytes(8, "little")) for v in uniq.tolist()], dtype="<u4")
-    return table[inverse.reshape(-1)]
-
-
 def _encode_examples(cols: List[_Column], n: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Framed TFRecord bytes of ``n`` per-example records: (uint8 bytes, record offsets)."""
+    """Framed TFRecord bytes of ``n`` per-example records: (uint8 bytes, record offsets).
+
+    Scalar int64/float32 columns take the byte-template path of :mod:`.fixed`; anything
+    else (lists, strings, headers that vary in size) the generic pieces below. Both give
+    the same bytes.
+    """
+    fast = encode_fixed(cols, n)
+    if fast is not None:
+        return fast
+    return _encode_examples_generic(cols, n)
+
+
+def _encode_examples_generic(cols: List[_Column], n: int) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`_encode_examples` for any columns: pieces assembled in a padded matrix."""
     entries: List[List[_Piece]] = []
     features_len: Any = 0
     for col in cols:
@@ -427,12 +373,7 @@ def _encode_examples(cols: List[_Column], n: int) -> Tuple[np.ndarray, np.ndarra
         _p_extend(pieces, entry)
     _p_block(pieces, np.zeros((n, 4), dtype=np.uint8))
     flat, offsets = _assemble(pieces, n)
-    view = memoryview(flat)
-    starts = (offsets[:-1] + 12).tolist()
-    ends = (offsets[1:] - 4).tolist()
-    crcs = np.fromiter((crc32c(view[a:b]) for a, b in zip(starts, ends)), dtype=np.uint32, count=n)
-    trailer_pos = (offsets[1:] - 4)[:, None] + np.arange(4)
-    flat[trailer_pos] = _masked_crc(crcs).astype("<u4").view(np.uint8).reshape(n, 4)
+    _fill_data_crcs(flat, offsets)
     return flat, offsets
 
 
@@ -527,7 +468,11 @@ def _to_flat(arr: pa.Array, kind: str, name: str) -> _Flat:
 
 
 def _to_column(chunked: Union[pa.ChunkedArray, pa.Array], col: ColumnSchema, kind: str) -> _Column:
-    arr = chunked.combine_chunks() if isinstance(chunked, pa.ChunkedArray) else chunked
+    if isinstance(chunked, pa.ChunkedArray):
+        # one chunk (a table slice) is used as is: combine_chunks would copy it
+        arr = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
+    else:
+        arr = chunked
     if arr.null_count:
         raise _null_error(col.name, "lists" if col.is_list else "values", arr.null_count)
     typ = arr.type
