@@ -126,9 +126,10 @@ class Dataset:
     @classmethod
     def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str,
                   tables: Optional[Tuple[Any, ...]] = None) -> "Dataset":
-        """A dataset of the dask frame ``ddf``. ``tables``: ``(source dataset, columns, fn, *args)``,
+        """A dataset of the dask frame ``ddf``. ``tables``: ``(source dataset, columns, fn, handle, args)``,
         how to compute the same partitions from the source's Arrow tables instead (see
-        :meth:`_table_tasks`): ``fn(table_or_frame, *args)`` for each partition of the source."""
+        :meth:`_table_tasks`): ``fn(table_or_frame, handle, *args)`` for each partition of the source's
+        ``columns``; ``handle`` may be a dask collection or future (a dependency of every task)."""
         ds = cls.__new__(cls)
         ds.source = source
         ds.engine = "dask"
@@ -275,12 +276,14 @@ class Dataset:
 
         if self._tables is None:
             return None
-        source, cols, fn, *args = self._tables
+        source, cols, fn, handle, args = self._tables
         parts = source._read_table_tasks(cols)
         if parts is None:
             return None
-        call = dask.delayed(fn, pure=True)
-        return [call(p, *args) for p in parts]
+        # the plain arguments bound once (dask walks every call's arguments looking for collections);
+        # ``handle`` (a dask.delayed or a distributed future) stays an argument of the graph
+        call = dask.delayed(functools.partial(_call_part, fn, args), pure=True)
+        return [call(p, handle) for p in parts]
 
     def _read_table_tasks(self, columns: Sequence[str]) -> Optional[List[Any]]:
         """One ``dask.delayed`` per partition reading ``columns`` as an Arrow table (an empty piece:
@@ -294,8 +297,9 @@ class Dataset:
         pieces = self.pieces
         if not pieces:
             return None
-        read = dask.delayed(_read_piece, pure=True)
-        return [read(p, cols, True, nullable, storage_options=self.storage_options, arrow=True) for p in pieces]
+        read = dask.delayed(functools.partial(_read_piece, columns=cols, cpu=True, nullable=nullable,
+                                              storage_options=self.storage_options, arrow=True), pure=True)
+        return [read(p) for p in pieces]
 
     def _nullable_dtypes(self, columns: Sequence[str]) -> Dict[str, str]:
         """The nullable int dtypes :meth:`to_ddf`'s pandas partitions of ``columns`` are cast to."""
@@ -560,6 +564,11 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
                          f"The file is corrupt: write it again, or leave it out of the data.") from exc
     return nullable_frame(frame, nullable)
+
+
+def _call_part(fn: Any, args: Tuple[Any, ...], part: Any, handle: Any) -> Any:
+    """``fn(part, handle, *args)``: a partition's task of :meth:`Dataset._table_tasks`."""
+    return fn(part, handle, *args)
 
 
 def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:

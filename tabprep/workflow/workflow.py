@@ -460,8 +460,8 @@ class Workflow:
         out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         # the writer may compute the same partitions from Arrow tables (see fusion.transform_table)
-        tables = (ds, self.input_columns, _transform_part, wf, bool(out_of_fold), bool(cast),
-                  ds._nullable_dtypes(self.input_columns)) if ds.cpu else None
+        tables = (ds, self.input_columns, _transform_part, wf,
+                  (bool(out_of_fold), bool(cast), ds._nullable_dtypes(self.input_columns))) if ds.cpu else None
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}",
                                  tables=tables)
 
