@@ -21,7 +21,6 @@ remote storage is read only with ``_SUCCESS`` (its commit, :mod:`tabprep.io.obje
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -35,10 +34,10 @@ import pyarrow.parquet as pq
 from .. import backend
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
-from .commit import recover, staged_paths
 from . import fs as fsmod
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
+from .paths import _expand, expand_paths  # noqa: F401 - expand_paths is re-exported
 from .writer import write_dataset
 
 log = logging.getLogger(__name__)
@@ -352,182 +351,6 @@ class Dataset:
 
 
 # -- helpers -------------------------------------------------------------------------
-def expand_paths(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> List[str]:
-    """Files of a path, glob, folder or list of them (sorted within each pattern); URLs of
-    remote file systems stay URLs (``storage_options``: their options).
-
-    Folders tabprep wrote are checked for completeness (see the module docstring): an incomplete
-    one raises ``ValueError`` naming it and what is missing.
-    """
-    return _expand(src, storage_options)[0]
-
-
-_DATA_EXTS = (".parquet", ".csv", ".pq", ".csv.gz")
-
-
-def _walk_data_files(fs: Any, folder: str) -> List[str]:
-    """The data files under ``folder``, skipping names (of files and folders) that start with
-    ``.`` or ``_``; in ``os.walk`` order (a folder's files, then its sub-folders, by name)."""
-    if not fs.remote:
-        found = []
-        for root, dirs, names in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-            found += [os.path.join(root, n) for n in sorted(names)
-                      if not n.startswith((".", "_")) and n.endswith(_DATA_EXTS)]
-        return found
-    prefix = folder.rstrip("/") + "/"
-    keyed = []
-    for f in fs.find(folder):  # one listing of every key under the prefix
-        parts = f[len(prefix):].split("/")
-        if any(p.startswith((".", "_")) for p in parts) or not parts[-1].endswith(_DATA_EXTS):
-            continue
-        keyed.append(((tuple(parts[:-1]), parts[-1]), f))
-    return [f for _, f in sorted(keyed)]
-
-
-def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> Tuple[List[str], Dict[str, int]]:
-    """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
-    (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
-    items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    files: List[str] = []
-    for item in items:
-        fs, item = fsmod.get_fs(os.fspath(item), storage_options)
-        if fs.remote:
-            with fsmod.remote_errors(item, "read"):
-                files += _expand_item(fs, item)
-        else:
-            files += _expand_item(fs, item)
-    expected: Dict[str, int] = {}
-    folders = {}
-    for f in files:
-        fs = fsmod.fs_of(f, storage_options)
-        folders[fs.dirname(fs.norm(f))] = fs
-    for folder in sorted(folders):
-        with fsmod.remote_errors(folder, "read") if folders[folder].remote else contextlib.nullcontext():
-            expected.update(_output_rows(folder, folders[folder]))
-    return files, expected
-
-
-def _expand_item(fs: Any, item: str) -> List[str]:
-    """The files of one path, glob or folder (see :func:`expand_paths`)."""
-    if not fs.remote and not os.path.exists(item) and not any(ch in item for ch in "*?["):
-        _recover_missing(item)  # a crashed commit moved it aside: complete or undo that commit first
-    if fs.isdir(item):
-        found = _walk_data_files(fs, item)
-        _check_output_listing(item, found, fs)
-        if not found:
-            raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
-        return found
-    if any(ch in item for ch in "*?["):
-        found = fs.glob(item)
-        if not found:
-            raise FileNotFoundError(f"no file matches {item!r}; check the path"
-                                    + (f" and the working directory ({os.getcwd()})" if not fs.remote else ""))
-        return found
-    if fs.exists(item):
-        return [item]
-    where = "" if fs.remote else f" (working directory {os.getcwd()})"
-    raise FileNotFoundError(f"no such file or folder: {item!r}{where}")
-
-
-def _recover_missing(path: str) -> bool:
-    """``path`` is missing: if a crashed tabprep commit left temporaries next to it, finish or undo
-    that commit (either gives a complete state) so the reader sees what the writer committed."""
-    if not any(True for _ in staged_paths(path)):
-        return False
-    try:
-        done = recover(path)
-    except RuntimeError as exc:  # a live tabprep process is writing it
-        raise ValueError(f"{path!r} is being written by another tabprep process: {exc}") from exc
-    return bool(done)
-
-
-def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]]:
-    """``(root, prefix)`` when ``folder`` is a tabprep output (``prefix`` ""), or a ``worker_K``
-    folder of one (``prefix`` "worker_K/"); None for other folders."""
-    def has(d: str, name: str) -> bool:
-        return fs.exists(fs.join(d, name))
-
-    if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
-        return folder, ""
-    if has(folder, SCHEMA_FILE):
-        parent = fs.dirname(fs.norm(folder))
-        name = fs.basename(fs.norm(folder))
-        if name.startswith("worker_") and (has(parent, METADATA_FILE) or has(parent, SCHEMA_FILE)):
-            return parent, name + "/"
-        return folder, ""
-    return None
-
-
-def _verified_metadata(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str, Dict[str, Any]]]:
-    """``(root, prefix, _metadata.json)`` of the tabprep output ``folder`` belongs to, once it is
-    known to be complete; None when ``folder`` is not part of a tabprep output."""
-    found = _output_root(folder, fs)
-    if found is None:
-        return None
-    root, prefix = found
-    redo = ("Run the write that produced it again (tabprep transform / convert / fit-transform, or to_parquet)"
-            + (" with --overwrite / overwrite=True, which replaces the half-written folder." if fs.remote else "."))
-    if fs.exists(fs.join(root, INCOMPLETE_MARKER)):
-        raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, a write was interrupted "
-                         f"or is still running (it holds {INCOMPLETE_MARKER}). {redo}")
-    if not fs.exists(fs.join(root, SUCCESS_FILE)):
-        raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, it has no {SUCCESS_FILE} "
-                         f"file (the job that wrote it did not finish, or files were removed since). {redo}")
-    try:
-        with fs.open(fs.join(root, METADATA_FILE), "r") as fh:
-            meta = json.load(fh)
-        if not isinstance(meta, dict) or not isinstance(meta.get("files", []), list):
-            raise ValueError("not a files listing")
-    except FileNotFoundError:
-        raise ValueError(f"{root!r} is an incomplete tabprep output: {METADATA_FILE} is missing. {redo}") from None
-    except ValueError as exc:
-        raise ValueError(f"{fs.join(root, METADATA_FILE)!r} is unreadable ({exc}). {redo}") from exc
-    return root, prefix, meta
-
-
-def _listed(root: str, prefix: str, meta: Dict[str, Any], fs: Any = fsmod.LOCAL) -> Dict[str, int]:
-    """Absolute path (or URL) -> rows of the parquet files ``meta`` lists under ``prefix``."""
-    if meta.get("format", "parquet") != "parquet":
-        return {}
-    out = {}
-    for entry in meta.get("files", []):
-        rel = str(entry.get("file", ""))
-        if rel.startswith(prefix):
-            out[fs.norm(fs.join(fs.norm(root), rel))] = int(entry.get("rows", -1))
-    return out
-
-
-def _output_rows(folder: str, fs: Any = fsmod.LOCAL) -> Dict[str, int]:
-    """Rows recorded for the files of the tabprep output ``folder`` belongs to (refusing an
-    incomplete one); empty for other folders."""
-    verified = _verified_metadata(folder, fs)
-    if verified is None:
-        return {}
-    return _listed(*verified, fs=fs)
-
-
-def _check_output_listing(folder: str, found: List[str], fs: Any = fsmod.LOCAL) -> None:
-    """A tabprep output folder read as a whole must hold exactly the files its metadata lists."""
-    verified = _verified_metadata(folder, fs)
-    if verified is None:
-        return
-    root, prefix, meta = verified
-    if meta.get("format", "parquet") != "parquet":
-        return
-    listed = _listed(root, prefix, meta, fs)
-    have = {fs.norm(f) for f in found}
-    missing = sorted(p for p in listed if p not in have)
-    if missing:
-        more = f" (and {len(missing) - 1} more of its {len(listed)} files)" if len(missing) > 1 else ""
-        raise ValueError(f"the file {missing[0]} of the tabprep output {root!r} is missing{more}: the output is "
-                         f"incomplete. Run the write that produced it again.")
-    extra = sorted(p for p in have if p not in listed)
-    if extra:
-        raise ValueError(f"{extra[0]} is in the tabprep output {root!r} but not in its {METADATA_FILE}: tabprep did "
-                         f"not write it there. Move it out of the folder (or run the write again).")
-
-
 def _infer_engine(files: List[str]) -> str:
     exts = {os.path.splitext(f[:-3] if f.endswith(".gz") else f)[1].lower() for f in files}
     if exts <= {".parquet", ".pq", ""}:
