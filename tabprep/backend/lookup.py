@@ -92,6 +92,16 @@ def vocab_lookup(values: Any, like: Any) -> Any:
 _index_of = Dispatch("index_of")
 
 
+def _int_positions(find: Any, series: Any, data: Optional[Tuple[Any, Any]]) -> Any:
+    """``find`` (a vocabulary's int64 lookup) over the int64 values of an int-like ``series``
+    (``data``: its :func:`int_data` when the caller has it), -1 where the series is null."""
+    values, mask = data if data is not None else int_data(series)
+    pos = find(values)
+    if mask is not None:
+        pos[mask] = -1
+    return pos
+
+
 @_index_of.register(object)
 def _index_of_pandas(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
     if not isinstance(vocab, pd.Index):
@@ -99,11 +109,7 @@ def _index_of_pandas(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = 
     if not is_string_series(series) and _numpy_kind_dtype(series.dtype).kind in "iub":
         # int64 values (an int32 column must find int64 vocabulary entries) and the null mask,
         # straight from the column's buffers
-        values, mask = data if data is not None else int_data(series)
-        pos = vocab.get_indexer(values)
-        if mask is not None:
-            pos[mask] = -1
-        return pos
+        return _int_positions(vocab.get_indexer, series, data)
     pos = vocab.get_indexer(series)
     mask = isnull(series)
     if mask.any():
@@ -120,11 +126,7 @@ def index_of(series: Any, vocab: Any, data: Optional[Tuple[Any, Any]] = None):
     """
     if isinstance(vocab, SortedVocab):
         if is_int_like(series):
-            values, mask = data if data is not None else int_data(series)
-            pos = vocab.lookup(values)
-            if mask is not None:
-                pos[mask] = -1
-            return pos
+            return _int_positions(vocab.lookup, series, data)
         # e.g. a float or string column against an integer vocabulary: generic path
         vocab = vocab.generic(series)
     return _index_of(series, vocab, data)
