@@ -181,8 +181,7 @@ class TFRecordSink:
                 self._fh.close()
         finally:
             self._close_raw()
-        self._stats = {"rows": self._rows, "records": self._records,
-                       "bytes": self._bytes, "dropped_rows": self._dropped}
+        self._stats = self._summary(self._bytes)
         logger.debug("TFRecordSink(%s) closed: %s", self.path, self._stats)
         return dict(self._stats)
 
@@ -194,15 +193,17 @@ class TFRecordSink:
                 self._raw.discard()
             finally:
                 self._raw.closed = True
-            self._stats = {"rows": self._rows, "records": self._records, "bytes": 0, "dropped_rows": self._dropped}
+            self._stats = self._summary(0)
         if self._stats is None:
             try:
                 if self._fh is not self._raw:
                     self._fh.close()
             finally:
                 self._close_raw()
-            self._stats = {"rows": self._rows, "records": self._records,
-                           "bytes": self._bytes, "dropped_rows": self._dropped}
+            self._stats = self._summary(self._bytes)
+
+    def _summary(self, nbytes: int) -> dict:
+        return {"rows": self._rows, "records": self._records, "bytes": nbytes, "dropped_rows": self._dropped}
 
     def _close_raw(self) -> None:
         # the file's size is what was written to it (a remote file's size is not known locally)
