@@ -16,7 +16,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .arrays import float_values, int_data
+from .arrays import array_module, float_values, int_data
 from .dispatch import Dispatch, register_gpu_lazy
 
 finite_moments = Dispatch("finite_moments", """``(count, mean, m2)`` of the finite values of a scalar
@@ -24,9 +24,11 @@ series: the count of values that are not null, NaN or +-inf, their mean and the 
 deviations from it, in float64 (two passes). ``(0, 0.0, 0.0)`` when there are none.""")
 
 
-def _finite(series: Any) -> np.ndarray:
+def finite_values(series: Any) -> Any:
+    """The finite values of a scalar series as a float64 array (numpy or cupy): nulls, NaN and
+    +-inf dropped (the non-finite policy above)."""
     x = float_values(series)
-    finite = np.isfinite(x)
+    finite = array_module(x).isfinite(x)
     return x if bool(finite.all()) else x[finite]
 
 
@@ -48,7 +50,7 @@ def _minmax(x: np.ndarray) -> Tuple[Optional[float], Optional[float]]:
 
 @finite_moments.register(object)
 def _finite_moments(series: Any) -> Tuple[int, float, float]:
-    return _moments(_finite(series))
+    return _moments(finite_values(series))
 
 
 finite_minmax = Dispatch("finite_minmax", """``(min, max)`` of the finite values of a scalar series as
@@ -57,7 +59,7 @@ floats; ``(None, None)`` when there are none (nulls, NaN and +-inf excluded)."""
 
 @finite_minmax.register(object)
 def _finite_minmax(series: Any) -> Tuple[Optional[float], Optional[float]]:
-    return _minmax(_finite(series))
+    return _minmax(finite_values(series))
 
 
 finite_moments_minmax = Dispatch("finite_moments_minmax", """``(finite_moments(s), finite_minmax(s))``,
@@ -66,7 +68,7 @@ reading the values once (Normalize's fit).""")
 
 @finite_moments_minmax.register(object)
 def _finite_moments_minmax(series: Any) -> Tuple[Tuple[int, float, float], Tuple[Optional[float], Optional[float]]]:
-    x = _finite(series)
+    x = finite_values(series)
     return _moments(x), _minmax(x)
 
 

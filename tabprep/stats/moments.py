@@ -18,17 +18,10 @@ SKETCH_SIZE = 1 << 16
 
 
 def _finite_values(series: Any) -> Any:
-    """The finite float64 values of ``series`` (list leaves for list columns) and their array module.
-
-    The non-finite policy of every statistic here (issue #11): NaN is null, and +-inf is
-    excluded as well, so one infinite value cannot turn a mean into inf, a std into NaN or a
-    range into [-inf, inf]. numpy and cupy alike (``xp.isfinite``)."""
-    if backend.is_list_series(series):
-        series, _ = backend.list_leaves(series)
-    x = backend.float_values(series)
-    xp = backend.array_module(x)
-    finite = xp.isfinite(x)
-    return (x if bool(finite.all()) else x[finite]), xp
+    """The finite float64 values of ``series`` (list leaves for list columns) and their array
+    module (the non-finite policy of :mod:`tabprep.backend.reductions`)."""
+    x = backend.finite_values(_leaves(series))
+    return x, backend.array_module(x)
 
 
 @dataclass
