@@ -65,7 +65,7 @@ def _track_compiles() -> dict:
                             site = f"{os.path.relpath(fr.filename, root)}:{fr.lineno} {fr.name}"
                             break
                     else:
-                        for fr in reversed(stack if stack else []):
+                        for fr in reversed(stack):
                             if "cudf" in fr.filename or "dask" in fr.filename:
                                 site = f"{fr.filename.split('site-packages/')[-1]}:{fr.lineno} {fr.name}"
                                 break
