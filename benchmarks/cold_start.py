@@ -57,7 +57,7 @@ def _track_compiles() -> dict:
                 if dt > 0.02:  # a cache hit on disk takes ~1 ms; an NVRTC compile 100+ ms
                     stack = traceback.extract_stack()
                     site = "?"
-                    if threading.current_thread().name == "tabprep-cupy-warmup":
+                    if threading.current_thread().name.startswith("tabprep-cupy-warmup"):
                         stack = []  # compiled ahead by tabprep.backend.gpu_warmup, off the job's threads
                         site = "(background warm-up thread: tabprep/backend/gpu_warmup.py)"
                     for fr in reversed(stack):

@@ -6,6 +6,8 @@ import pytest
 
 from tabprep import backend as B
 
+from conftest import GPU_SKIP
+
 FLOATS = [
     pd.Series([1.5, np.nan, np.inf, -2.0, None, -np.inf, 7.25], dtype="float64"),
     pd.Series([1, 2, None, 4], dtype="Int32"),
@@ -61,3 +63,32 @@ def test_int_counts(backend, i):
     assert B.to_numpy(keys).dtype == np.int64 and B.to_numpy(counts).dtype == np.int64
     assert B.to_numpy(keys).tolist() == ref.index.tolist()
     assert B.to_numpy(counts).tolist() == ref.tolist()
+
+
+@pytest.mark.parametrize("values", [[], [False], [True], [False, False, True], [False] * 1000 + [True], [False] * 1001])
+def test_any_true(backend, values):
+    arr = np.array(values, dtype=bool)
+    if backend == "gpu":
+        import cupy
+
+        arr = cupy.asarray(arr)
+    got = B.any_true(arr)
+    assert type(got) is bool
+    assert got == (True in values)
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_gpu_warmup_compiles_every_task():
+    """The warm-up pool runs every kernel group without error and sets READY."""
+    from tabprep.backend import gpu_warmup
+
+    failures = []
+    for task, args in gpu_warmup._tasks():
+        try:
+            task(*args)
+        except Exception as exc:  # noqa: BLE001 - collected and reported below
+            failures.append(f"{task.__name__}{args}: {exc}")
+    assert failures == []
+    gpu_warmup.start()
+    assert gpu_warmup.READY.wait(120)

@@ -53,10 +53,10 @@ from .parquet import (INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullabl
                       empty_frame, parquet_encodings,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
-from .reductions import finite_minmax, finite_moments, finite_moments_minmax, finite_values, int_counts
+from .reductions import any_true, finite_minmax, finite_moments, finite_moments_minmax, finite_values, int_counts
 
 __all__ = [
-    "ALIGN", "INT_ENCODINGS", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "INT_ENCODINGS", "any_true", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

@@ -168,6 +168,14 @@ def _finite_moments_minmax(series: Any):
     return (n, mean, float((d * d).sum())), (float(s.min()), float(s.max()))
 
 
+@_register(R.any_true)
+def _any_true(values: Any) -> bool:
+    if len(values) == 0:
+        return False
+    # libcudf's reduction on a zero-copy view of the cupy array: no NVRTC compile on a fresh worker
+    return bool(cudf.Series(values).any())
+
+
 @_register(R.int_counts)
 def _int_counts(series: Any):
     nulls = int(series.null_count)

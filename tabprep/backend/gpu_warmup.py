@@ -16,10 +16,12 @@ Two measures, both in ``tabprep.backend``:
   value counts of a fit use libcudf's group-by until then and CuPy's sort-based ``unique``
   (2-3x faster, same exact counts) after.
 
-Measured with this module (cold_start.py, H200, 50M rows; 1 cold + 2 warm runs): cold fit 3.5 s,
-job 11.6 s; warm fit 1.6 s, job 5.2 s (2.2x; the goal is 1.3x). The transform's Categorify ``any``
-reduction was still compiled on the job's thread (the warm-up reached it after ~9 s of other
-kernels); the order below now puts it first, which has not been measured yet.
+Measured with this module run as one thread (cold_start.py, H200, 50M rows; 1 cold + 2 warm
+runs): cold fit 3.5 s, job 11.6 s; warm fit 1.6 s, job 5.2 s (2.2x; the goal is 1.3x). The
+transform's Categorify ``any`` reduction was still compiled on the job's thread: the one thread
+reached it after ~9 s of other kernels. Hence: that check is now libcudf's reduction
+(:func:`tabprep.backend.any_true`), and the kernels are compiled by a small pool of threads, one
+group each, so the whole warm-up takes about as long as its slowest kernel instead of the sum.
 
 The kernels warmed here follow the hot paths (Categorify's lookup and encoding, Clip, LogOp,
 Normalize, the value counts); ``benchmarks/cold_start.py`` lists any kernel still compiled on the
@@ -29,51 +31,96 @@ their kernels when they first need them, as before.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Tuple
 
 import numpy as np
 
 log = logging.getLogger("tabprep.backend")
 
+#: threads compiling at once (at most the machine's cores)
+THREADS = 8
 #: set when the warm-up thread has finished (successfully or not)
 READY = threading.Event()
 _started = threading.Lock()
 _thread: "threading.Thread | None" = None
 
 
-def _warm() -> None:
+def _categorify() -> None:
     import cupy
 
     from . import lookup as K
 
+    # SortedVocab lookup (argsort, searchsorted, minimum, where, scatter), nulls and unseen set
+    x = cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64))
+    mask = cupy.asarray(np.array([False, True, False, False, True]))
+    pos = K.SortedVocab(np.array([7, 1, 9], dtype=np.int64), x).lookup(x)
+    unseen = pos < 0
+    pos[mask] = -1
+    ids = pos + 3
+    ids[unseen] = 1
+
+
+def _clip(dtype: str) -> None:
+    import cupy
+
+    cupy.clip(cupy.arange(5, dtype=dtype), 0, 5)
+
+
+def _log1p(dtype: str) -> None:
+    import cupy
+
+    x = cupy.arange(5, dtype=dtype)
+    out = cupy.empty(len(x), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        cupy.log1p(x, out=out, dtype=np.float64)
+
+
+def _normalize(dtype: str) -> None:
+    import cupy
+
+    f = cupy.arange(5, dtype=dtype).astype("float64")
+    ((f - 1.5) / 2.0).astype("float32")
+    cupy.isnan(f)
+
+
+def _unique() -> None:
+    import cupy
+
+    # value counts (stats.vocab partials): sort-based unique of int64 values
+    cupy.unique(cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64)), return_counts=True)
+
+
+def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
+    # the transform's kernels first: the fit uses libcudf until READY, so unique can come last
+    tasks: List[Tuple[Callable[..., None], tuple]] = [(_categorify, ())]
+    for dtype in ("int64", "int32", "float32", "float64"):
+        tasks += [(_clip, (dtype,)), (_log1p, (dtype,)), (_normalize, (dtype,))]
+    return tasks + [(_unique, ())]
+
+
+def _run(task: Callable[..., None], args: tuple) -> None:
+    import cupy
+
+    try:
+        task(*args)
+        cupy.cuda.Device().synchronize()
+    except Exception as exc:  # noqa: BLE001 - a warm-up must never fail a job
+        log.debug("CuPy kernel warm-up %s%s failed (%s); it compiles on first use", task.__name__, args, exc)
+
+
+def _warm() -> None:
     t = time.perf_counter()
     try:
-        # Order: the transform's kernels first. The fit uses libcudf until READY, so its unique
-        # kernels can come last; the transform's Categorify reduction (``unseen.any()``, ~3 s to
-        # compile) was measured compiling on the job's own thread when it came after the others
-        # (cold_start.py, H200, 50M rows: 10.6 s of waits at categorify _encode).
-        x = cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64))
-        # Categorify: SortedVocab lookup, nulls and unseen values set, ids offset
-        mask = cupy.asarray(np.array([False, True, False, False, True]))
-        pos = K.SortedVocab(np.array([7, 1, 9], dtype=np.int64), x).lookup(x)
-        unseen = pos < 0
-        bool(unseen.any())
-        pos[mask] = -1
-        ids = pos + 3
-        ids[unseen] = 1
-        # Clip / LogOp / Normalize on int64, float32 and float64 columns
-        for arr in (x, x.astype(np.int32), x.astype(np.float32), x.astype(np.float64)):
-            cupy.clip(arr, 0, 5)
-            f = arr.astype("float64")
-            out = cupy.empty(len(arr), dtype=np.float32)
-            with np.errstate(all="ignore"):
-                cupy.log1p(arr, out=out, dtype=np.float64)
-            ((f - 1.5) / 2.0).astype("float32")
-            cupy.isnan(f)
-        # value counts (stats.vocab partials): sort-based unique of int64 values
-        cupy.unique(x, return_counts=True)
-        cupy.cuda.Device().synchronize()
+        # NVRTC compiles outside the GIL, so independent kernels compile side by side; a few
+        # threads suffice (each kernel group takes 0.1-3 s, there are ~14 groups)
+        workers = max(1, min(THREADS, os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers, thread_name_prefix="tabprep-cupy-warmup") as pool:
+            for fut in [pool.submit(_run, task, args) for task, args in _tasks()]:
+                fut.result()
         log.debug("CuPy kernels pre-built in %.2fs", time.perf_counter() - t)
     except Exception as exc:  # noqa: BLE001 - a warm-up must never fail a job
         log.debug("CuPy kernel warm-up failed (%s); kernels compile on first use", exc)

@@ -72,6 +72,18 @@ def _finite_moments_minmax(series: Any) -> Tuple[Tuple[int, float, float], Tuple
     return _moments(x), _minmax(x)
 
 
+any_true = Dispatch("any_true", """Whether a boolean array (numpy or cupy) has a True value, as a Python bool.
+
+A dispatcher rather than ``bool(a.any())`` because CuPy compiles its ``any`` reduction with NVRTC on
+a fresh GPU worker (about 3 s: it pulls in CUB's headers), on the job's own thread; the GPU
+implementation is libcudf's precompiled reduction. Empty arrays give False.""")
+
+
+@any_true.register(object)
+def _any_true(values: Any) -> bool:
+    return bool(values.any())
+
+
 int_counts = Dispatch("int_counts", """``(keys, counts, nulls)`` of an int / bool / nullable-int series:
 its distinct non-null values widened to int64, sorted ascending (numpy or cupy array), the int64
 count of each, and the number of nulls.""")
@@ -96,4 +108,4 @@ def _int_counts(series: Any) -> Tuple[Any, Any, int]:
     return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False), nulls
 
 
-register_gpu_lazy(finite_moments, finite_minmax, finite_moments_minmax, int_counts)
+register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts)

@@ -159,7 +159,7 @@ class Categorify(StatOperator):
         pos = V.index_of(s, self._index(key, s), data=data)
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
-        if bool(unseen.any()):
+        if backend.any_true(unseen):
             nulls = data[1] if data is not None else backend.isnull(s)
             if nulls is None:
                 nulls = slice(0, 0)
