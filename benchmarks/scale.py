@@ -19,11 +19,15 @@ and is then timed. Columns of the table:
 * ``x floor``: wall / the storage floor at the same process count (``floor N``: N processes
   reading and writing their share of the same input files at once, no ops, the same reader and
   writer as the job: pyarrow, or cuDF with ``--gpu``); near 1 means the disk caps the job;
-* the phase breakdown, in task-seconds summed over all workers (so it can exceed the wall):
-  ``read`` (the tasks that read partitions, fused transform ops excluded), ``fit partials``
-  (per-partition statistics), ``combine`` (merging partials and finalizing), ``transform``
-  (op time measured by ``Workflow.op_timer`` inside the tasks), ``write`` (the write tasks),
-  ``transfer`` (moving data between workers, from the distributed task stream; 0 in-process).
+* the phase breakdown, in task-seconds summed over all workers (so it can exceed the wall).
+  A parquet partition is read, computed and written inside one task (so it never moves between
+  workers), which records its read and write seconds: ``read`` (reading partitions, in the fit
+  and in the transform), ``fit partials`` (per-partition statistics, read excluded), ``combine``
+  (merging partials and finalizing), ``transform`` (op time measured by ``Workflow.op_timer``
+  inside the tasks), ``write`` (writing the transformed partitions), ``transfer`` (moving data
+  between workers, from the distributed task stream; 0 in-process). ``--timeline DIR`` keeps
+  each worker run's task stream as JSON, and the progress line names the tasks that waited
+  for transfers.
 
 Every run's output is read back as frames and hashed (row hashes of all part files in order):
 the runs must all give the same hash, else the script fails.
@@ -56,6 +60,8 @@ class TaskTimes:
         self.client = client
         self.seconds: Dict[str, float] = {}
         self.transfer = 0.0
+        self.transfer_by: Dict[str, float] = {}  # transfer seconds by the key name of the task that waited
+        self.timeline: List[Dict[str, Any]] = []
 
     def __enter__(self) -> "TaskTimes":
         if self.client is not None:
@@ -97,25 +103,31 @@ class TaskTimes:
                     self.seconds[name] = self.seconds.get(name, 0.0) + dt
                 elif ss["action"] == "transfer":
                     self.transfer += dt
+                    name = key_split(t["key"])
+                    self.transfer_by[name] = self.transfer_by.get(name, 0.0) + dt
+                self.timeline.append({"key": str(t["key"]), "worker": t.get("worker"), "action": ss["action"],
+                                      "start": ss["start"], "stop": ss["stop"], "nbytes": t.get("nbytes")})
 
 
-def phases(fit_tasks: TaskTimes, write_tasks: TaskTimes, write_ops: List[tuple]) -> Dict[str, float]:
-    """Attribute task seconds to the phases (see the module docstring). ``write_ops``: the
-    ``op_timer`` rows of the transform + write step. The ops feeding a stat op run inside
-    ``_fit_partition`` during the fit and stay in "fit partials"."""
+def phases(fit_tasks: TaskTimes, write_tasks: TaskTimes, fit_ops: List[tuple], write_ops: List[tuple]) -> Dict[str, float]:
+    """Attribute task seconds to the phases (see the module docstring). ``fit_ops`` / ``write_ops``:
+    the ``op_timer`` rows of the fit and of the transform + write step. A parquet partition is read
+    (and, in the transform, written) inside its one task, which records its read and write seconds
+    as ``(io)`` rows; the ops feeding a stat op run inside ``_fit_partition`` and stay in "fit partials"."""
     out = dict.fromkeys(PHASES, 0.0)
+    fit_read = sum(t[4] for t in fit_ops if t[2] == "read")
     for name, s in fit_tasks.seconds.items():
         # (dask's key_split drops the leading underscore of the task functions' names)
         key = {"fit_partition": "fit partials", "combine_partials": "combine"}.get(name.strip("_"), "read")
         out[key] += s
-    fused = 0.0
+    out["read"] += fit_read
+    out["fit partials"] = max(0.0, out["fit partials"] - fit_read)
     for name, s in write_tasks.seconds.items():
-        if name.strip("_") in ("write_part", "write_output"):
+        if name.strip("_") in ("write_part", "write_output"):  # other sources, and phase 2 of a split
             out["write"] += s
-        else:
-            fused += s  # the partition's read and its transform, fused into one task by dask
+    out["read"] += sum(t[4] for t in write_ops if t[2] == "read")
     out["transform"] = sum(t[4] for t in write_ops if t[2] == "transform")
-    out["read"] += max(0.0, fused - out["transform"])
+    out["write"] += sum(t[4] for t in write_ops if t[2] == "write")
     out["transfer"] = fit_tasks.transfer + write_tasks.transfer
     return out
 
@@ -197,8 +209,7 @@ def run_job(args: argparse.Namespace) -> None:
         else:
             wf.fit(ds)
         fitted = time.perf_counter()
-        if measure:
-            P.gather_times(client)  # the fit's op times: inside the fit partials
+        fit_ops = P.gather_times(client) if measure else []  # the fit's op (and read) times
         if measure:
             with write_tasks:
                 wf.transform(ds).to_parquet(out, overwrite=True)
@@ -208,7 +219,14 @@ def run_job(args: argparse.Namespace) -> None:
         res: Dict[str, Any] = {"wall_s": done - start, "fit_s": fitted - start, "transform_write_s": done - fitted,
                                "partitions": ds.npartitions}
         if measure:
-            res["phases"] = phases(fit_tasks, write_tasks, P.gather_times(client))
+            res["phases"] = phases(fit_tasks, write_tasks, fit_ops, P.gather_times(client))
+            res["transfer_by"] = {f"{step}:{k}": round(v, 2) for step, tt in (("fit", fit_tasks), ("write", write_tasks))
+                                  for k, v in tt.transfer_by.items()}
+            if args.timeline:
+                os.makedirs(args.timeline, exist_ok=True)
+                with open(os.path.join(args.timeline, f"workers{args.n_workers}.json"), "w") as f:
+                    json.dump({"fit": fit_tasks.timeline, "write": write_tasks.timeline,
+                               "fit_wall": [start, fitted], "write_wall": [fitted, done]}, f)
         return res
 
     if not args.no_warmup:
@@ -294,6 +312,8 @@ def spawn(mode: str, n: int, data: str, out: str, args: argparse.Namespace) -> D
         cmd += ["--protocol", args.protocol]
     if args.threads_per_worker:
         cmd += ["--threads-per-worker", str(args.threads_per_worker)]
+    if args.timeline:
+        cmd += ["--timeline", args.timeline]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
@@ -319,6 +339,8 @@ def main() -> None:
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
     ap.add_argument("--generate-only", action="store_true", help="generate (and cache) the data, run nothing")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
+    ap.add_argument("--timeline", default=None,
+                    help="folder for each worker run's task stream (JSON: key, worker, action, start, stop)")
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--n-workers", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--device", type=int, default=0, help=argparse.SUPPRESS)
@@ -352,7 +374,9 @@ def main() -> None:
             r = results[label]
             print(f"  {label}: {r['wall_s']:.2f}s (fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
                   f"{r['partitions']} partitions) phases " +
-                  ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()), file=sys.stderr, flush=True)
+                  ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
+                  (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
+                  file=sys.stderr, flush=True)
             if not args.no_floor and max(n, 1) not in floors:
                 floors[max(n, 1)] = storage_floor(max(n, 1), data, os.path.join(out_dir, f"floor{n}"), args)
     finally:

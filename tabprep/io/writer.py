@@ -27,6 +27,7 @@ How rows reach files:
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -133,6 +134,14 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     if remote_root is not None:
         objectstore.confirm_written(remote_root, [path], storage_options)
     return out
+
+
+def _write_indexed(part_paths: List[str], shuffle: Optional[str], seed: int, row_group_size: Optional[int],
+                   compression: str, storage_options: Optional[Dict[str, Any]], remote_root: Optional[str],
+                   int_encoding: str, df: Any, index: int) -> Dict[str, Any]:
+    """:func:`_write_part` of partition ``index`` (the ``finish`` of ``Dataset._table_tasks``)."""
+    return _write_part(df, part_paths[index], shuffle, seed + index, row_group_size, compression, storage_options,
+                       remote_root, int_encoding)
 
 
 def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] = None,
@@ -281,14 +290,19 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         parts_dir = str(tmp) if direct else fs.join(tmp, "_parts")
         fs.makedirs(parts_dir)
         part_paths = [fs.join(parts_dir, f"part-{i:05d}.parquet") for i in range(nparts)]
-        write_fn = dask.delayed(_write_part, pure=False)
-        # CPU parquet data (and transforms of it) come as Arrow tables, written without a pandas round
-        # trip; either way one task per partition, and the same rows in the same files
-        parts = ds._table_tasks() if hasattr(ds, "_table_tasks") else None
-        tasks = [write_fn(part, part_paths[i], shuffle, seed + i, options.get("row_group_size") if direct else None,
-                          options.get("compression") or "snappy" if direct else "snappy", so,
-                          str(tmp) if fs.remote else None, int_encoding)
-                 for i, part in enumerate(parts if parts is not None else ddf.to_delayed())]
+        row_group_size = options.get("row_group_size") if direct else None
+        compression = options.get("compression") or "snappy" if direct else "snappy"
+        remote_root = str(tmp) if fs.remote else None
+        # each partition is read, transformed and written by one task (Dataset._table_tasks), so it
+        # never moves between workers; CPU parquet data comes as Arrow tables (no pandas round trip)
+        finish = functools.partial(_write_indexed, part_paths, shuffle, seed, row_group_size, compression, so,
+                                   remote_root, int_encoding)
+        tasks = ds._table_tasks(finish) if hasattr(ds, "_table_tasks") else None
+        if tasks is None:  # other sources (csv, in-memory frames): the partitions of the dask frame
+            write_fn = dask.delayed(_write_part, pure=False)
+            tasks = [write_fn(part, part_paths[i], shuffle, seed + i, row_group_size, compression, so, remote_root,
+                              int_encoding)
+                     for i, part in enumerate(ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written

@@ -315,11 +315,13 @@ class Workflow:
         for n in self.stat_nodes:
             n.op.clear()
         # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
-        ddf = ds.to_ddf(columns=self._raw_columns_for(self.stat_nodes))
+        columns = self._raw_columns_for(self.stat_nodes)
+        ddf = ds.to_ddf(columns=columns)
+        readers = ds._piece_readers(columns)
         for i, level in enumerate(self._stat_levels()):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
                 self._bind(ds.schema, ds.describe())
-            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}")
+            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}", readers=readers)
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
         backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
@@ -327,9 +329,12 @@ class Workflow:
         log.info("fitted %d stat ops in %.2fs", len(self.stat_nodes), self.fit_time_)
         return self
 
-    def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str) -> None:
+    def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str,
+                   readers: Optional[List[Any]] = None) -> None:
         ids = [self.node_id(n) for n in level]
-        parts = ddf.to_delayed()
+        # parquet: each task reads its partition itself, so the read and the partial are one task on
+        # one worker (no partition ever moves); other data: the dask frame's partitions
+        parts = readers if readers is not None else ddf.to_delayed()
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
@@ -460,8 +465,12 @@ class Workflow:
         out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
                                  enforce_metadata=False, transform_divisions=False, align_dataframes=False)
         # the writer may compute the same partitions from Arrow tables (see fusion.transform_table)
-        tables = (ds, self.input_columns, _transform_part, wf,
-                  (bool(out_of_fold), bool(cast), ds._nullable_dtypes(self.input_columns))) if ds.cpu else None
+        # and each partition is read, transformed and written by one task (Dataset._table_tasks)
+        if ds.cpu:
+            tables = (ds, self.input_columns, _transform_part, wf,
+                      (bool(out_of_fold), bool(cast), ds._nullable_dtypes(self.input_columns)))
+        else:
+            tables = (ds, self.input_columns, _transform_partition, wf, (bool(out_of_fold), bool(cast)))
         return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}",
                                  tables=tables)
 
