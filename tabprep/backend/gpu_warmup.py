@@ -35,7 +35,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Tuple
+from typing import Callable, List, Tuple
 
 import numpy as np
 
@@ -49,58 +49,31 @@ _started = threading.Lock()
 _thread: "threading.Thread | None" = None
 
 
-#: array length of the warm-up: large enough for the multi-block variants of CuPy's scan and
-#: reduction kernels (boolean-mask indexing, ``flatnonzero``, ``cumsum``, ``unique``), which a
-#: tiny array does not compile (measured: they were compiled on the job's threads)
-N = 1 << 20
-
-#: more kernel groups, registered by the modules above the backend that run CuPy code on the hot
-#: paths (e.g. :mod:`tabprep.stats.vocab`), before the warm-up starts
-EXTRA: List[Tuple[Callable[..., None], tuple]] = []
-
-
-def register(task: Callable[..., None], *args: Any) -> None:
-    """Add ``task(*args)`` to the warm-up (it runs CuPy code once, on small arrays)."""
-    EXTRA.append((task, args))
-
-
-def _ints(n: int = N) -> Any:
-    import cupy
-
-    return cupy.arange(n, dtype=np.int64) % 1000  # sorted runs of equal values after a sort
-
-
 def _categorify() -> None:
     import cupy
 
     from . import lookup as K
 
     # SortedVocab lookup (argsort, searchsorted, minimum, where, scatter), nulls and unseen set
-    x = _ints()
-    mask = x == 7
-    pos = K.SortedVocab(np.arange(0, 2000, 3, dtype=np.int64), x).lookup(x)
+    x = cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64))
+    mask = cupy.asarray(np.array([False, True, False, False, True]))
+    pos = K.SortedVocab(np.array([7, 1, 9], dtype=np.int64), x).lookup(x)
     unseen = pos < 0
     pos[mask] = -1
     ids = pos + 3
     ids[unseen] = 1
-    cupy.flatnonzero(unseen)
 
 
 def _clip(dtype: str) -> None:
     import cupy
 
-    x = _ints().astype(dtype)
-    cupy.clip(x, 0, 5)
-    cupy.clip(x, 0, None)  # Clip(min_value=0): one bound
-    cupy.clip(x, None, 5)
-    if np.dtype(dtype).kind == "f":
-        cupy.clip(x, 0.0, None)
+    cupy.clip(cupy.arange(5, dtype=dtype), 0, 5)
 
 
 def _log1p(dtype: str) -> None:
     import cupy
 
-    x = _ints().astype(dtype)
+    x = cupy.arange(5, dtype=dtype)
     out = cupy.empty(len(x), dtype=np.float32)
     with np.errstate(all="ignore"):
         cupy.log1p(x, out=out, dtype=np.float64)
@@ -109,7 +82,7 @@ def _log1p(dtype: str) -> None:
 def _normalize(dtype: str) -> None:
     import cupy
 
-    f = _ints().astype(dtype).astype("float64")
+    f = cupy.arange(5, dtype=dtype).astype("float64")
     ((f - 1.5) / 2.0).astype("float32")
     cupy.isnan(f)
 
@@ -118,7 +91,7 @@ def _unique() -> None:
     import cupy
 
     # value counts (stats.vocab partials): sort-based unique of int64 values
-    cupy.unique(_ints(), return_counts=True)
+    cupy.unique(cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64)), return_counts=True)
 
 
 def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
@@ -126,7 +99,7 @@ def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
     tasks: List[Tuple[Callable[..., None], tuple]] = [(_categorify, ())]
     for dtype in ("int64", "int32", "float32", "float64"):
         tasks += [(_clip, (dtype,)), (_log1p, (dtype,)), (_normalize, (dtype,))]
-    return tasks + [(_unique, ())] + list(EXTRA)
+    return tasks + [(_unique, ())]
 
 
 def _run(task: Callable[..., None], args: tuple) -> None:

@@ -245,23 +245,3 @@ def index_of(series: Any, index: Any, data: Optional[Tuple[Any, Any]] = None) ->
     ``data``: ``backend.int_data(series)`` when the caller has it already (int columns).
     """
     return backend.index_of(series, index, data=data)
-
-
-def _warm_up_gpu() -> None:
-    """CuPy kernels of the partial merge and finalize above, on a small cupy array (run by the GPU
-    backend's warm-up threads, :mod:`tabprep.backend.gpu_warmup`)."""
-    import cupy
-
-    keys = cupy.arange(1 << 20, dtype=np.int64) // 3
-    counts = cupy.ones(len(keys), dtype=np.int64)
-    k, c = _reduce_equal(keys, counts, cupy)
-    _finalize_sorted(k, c, 2, 0)
-
-
-def _register_warm_up() -> None:
-    from ..backend import gpu_warmup
-
-    gpu_warmup.register(_warm_up_gpu)
-
-
-_register_warm_up()
