@@ -21,7 +21,12 @@ runs): cold fit 3.5 s, job 11.6 s; warm fit 1.6 s, job 5.2 s (2.2x; the goal is 
 transform's Categorify ``any`` reduction was still compiled on the job's thread: the one thread
 reached it after ~9 s of other kernels. Hence: that check is now libcudf's reduction
 (:func:`tabprep.backend.any_true`), and the kernels are compiled by a small pool of threads, one
-group each, so the whole warm-up takes about as long as its slowest kernel instead of the sum.
+group each, so the whole warm-up takes about as long as its slowest kernel instead of the sum. Measured
+with both (same benchmark): cold job 6.5 s vs warm 5.1-5.3 s (1.28x) with one cold run, 1.50x
+averaged over two. Warming more kernels (1M-element arrays for the multi-block scan variants, Clip
+with one bound, the vocabulary merge) measured worse, 1.64-1.76x: the job's threads reached them
+first and compiled them again. A warm-up races the job; fewer run-time compiled kernels on the
+hot paths is what bounds the cold cost.
 
 The kernels warmed here follow the hot paths (Categorify's lookup and encoding, Clip, LogOp,
 Normalize, the value counts); ``benchmarks/cold_start.py`` lists any kernel still compiled on the

@@ -238,7 +238,7 @@ def echo_profile(rows: List[Dict[str, Any]], err: bool = False) -> None:
         click.echo("profile: no op ran", err=err)
         return
     click.echo("profile (op time summed over partitions and threads; fit = per-partition statistics, "
-               "transform = the op's transform):", err=err)
+               "transform = the op's transform; (io) read / write = each partition's parquet read and write):", err=err)
     head = f"  {'stage':<10} {'op':<22} {'kind':<9} {'columns':<28} {'calls':>6} {'seconds':>9} {'share':>6} {'rows/s':>9}"
     click.echo(head, err=err)
     for r in rows:
