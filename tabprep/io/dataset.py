@@ -127,9 +127,10 @@ class Dataset:
     def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str,
                   tables: Optional[Tuple[Any, ...]] = None) -> "Dataset":
         """A dataset of the dask frame ``ddf``. ``tables``: ``(source dataset, columns, fn, handle, args)``,
-        how to compute the same partitions from the source's Arrow tables instead (see
-        :meth:`_table_tasks`): ``fn(table_or_frame, handle, *args)`` for each partition of the source's
-        ``columns``; ``handle`` may be a dask collection or future (a dependency of every task)."""
+        how to compute the same partitions in one task each from the source's parquet pieces instead
+        (see :meth:`_table_tasks`): ``fn(part, handle, *args)`` for each partition of the source's
+        ``columns``, read as an Arrow table on the CPU and as a cuDF frame on the GPU; ``handle`` may
+        be a dask collection or future (a dependency of every task)."""
         ds = cls.__new__(cls)
         ds.source = source
         ds.engine = "dask"
