@@ -232,7 +232,14 @@ def run_job(args: argparse.Namespace) -> None:
     if not args.no_warmup:
         once(args.out + "-warm", measure=False)
         shutil.rmtree(args.out + "-warm", ignore_errors=True)
-    res = once(args.out, measure=True)
+    runs = []
+    for i in range(max(1, args.repeat)):
+        if i:
+            shutil.rmtree(args.out, ignore_errors=True)
+        runs.append(once(args.out, measure=True))
+    # the median run by wall time (its phases with it); every wall is kept
+    res = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+    res["walls"] = [round(r["wall_s"], 2) for r in runs]
     res["cluster_start_s"] = cluster_s
     if client is not None:
         client.close()
@@ -314,6 +321,7 @@ def spawn(mode: str, n: int, data: str, out: str, args: argparse.Namespace) -> D
         cmd += ["--threads-per-worker", str(args.threads_per_worker)]
     if args.timeline:
         cmd += ["--timeline", args.timeline]
+    cmd += ["--repeat", str(args.repeat)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-8000:])
@@ -336,6 +344,8 @@ def main() -> None:
     ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process run")
     ap.add_argument("--no-floor", action="store_true", help="skip the storage floors")
     ap.add_argument("--no-warmup", action="store_true", help="time the first run (no warm-up run)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="timed runs per configuration (after the warm-up); the table shows the median run")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
     ap.add_argument("--generate-only", action="store_true", help="generate (and cache) the data, run nothing")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
@@ -372,7 +382,7 @@ def main() -> None:
             results[label] = spawn("job", n, data, os.path.join(out_dir, f"run{n}"), args)
             shutil.rmtree(os.path.join(out_dir, f"run{n}"), ignore_errors=True)
             r = results[label]
-            print(f"  {label}: {r['wall_s']:.2f}s (fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
+            print(f"  {label}: {r['wall_s']:.2f}s (runs {r['walls']}; fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
                   f"{r['partitions']} partitions) phases " +
                   ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
                   (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
@@ -396,7 +406,7 @@ def print_table(rows: int, files: int, args: argparse.Namespace, results: Dict[s
         f"CPU (LocalCluster of processes, {os.cpu_count()} cores)"
     parts = next(iter(results.values()))["partitions"]
     print(f"\n{rows:,} Criteo rows, {files} files, {parts} partitions; {dev}; cluster started before timing, "
-          f"{'no warm-up' if args.no_warmup else 'timed run after a warm-up run'}")
+          f"{'no warm-up' if args.no_warmup else 'after a warm-up run'}; median of {args.repeat} timed run(s) per configuration")
     one = results.get("1 worker", {}).get("wall_s")
     inproc = results.get("in-process", {}).get("wall_s")
     head = (f"{'run':>12} {'wall s':>7} {'fit':>6} {'xf+wr':>6} {'rows/s':>11} {'x 1 wkr':>7} {'x in-proc':>9} "
