@@ -1,4 +1,4 @@
-"""Pre-build, in a background thread, the CuPy kernels of tabprep's GPU hot paths.
+"""Pre-build, in background threads, the CuPy kernels of tabprep's GPU hot paths.
 
 A fresh GPU worker (a new cloud node, a container, CI) starts with an empty CuPy kernel cache,
 and CuPy compiles every element-wise, reduction and indexing kernel with NVRTC the first time a
