@@ -202,3 +202,27 @@ def test_ids_match_reference(ints, strs, B, thr, max_size, nparts):
     for c in ("i", "s"):
         vocab_ids = {x for x in out[c].tolist() if x >= 2 + B}
         assert vocab_ids == set(range(2 + B, wf.output_schema[c].cardinality))
+
+
+def test_lazy_transform_meta_builds_no_lookup_tables(tmp_path):
+    """The lazy transform's meta (an empty frame, computed in the client) needs no vocabulary lookup
+    structure: on a cluster the client would build every hash table for nothing (the workers build
+    their own). Empty input still gives empty int64 ids, and computing the transform still works."""
+    import tabprep as tp
+    from tabprep import ops
+
+    df = pd.DataFrame({"a": [3, 1, 3, None, 7], "b": ["x", "y", None, "x", "z"]})
+    df["a"] = df["a"].astype("Int64")
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, index=False)
+    cat = ops.Categorify()
+    wf = tp.Workflow(["a", "b"] >> cat).fit(tp.Dataset(str(path)))
+    lazy = wf.transform(tp.Dataset(str(path)))
+    assert cat._index_cache == {}
+    empty = wf.transform_frame(df.iloc[:0])
+    assert len(empty) == 0 and str(empty["a"].dtype) == "int64" and str(empty["b"].dtype) == "int64"
+    assert cat._index_cache == {}
+    got = lazy.compute()
+    # reference: null 1, unseen 2, ids from 3 by descending count then ascending value
+    assert got["a"].tolist() == [3, 4, 3, 1, 5]
+    assert got["b"].tolist() == [3, 4, 1, 3, 5]

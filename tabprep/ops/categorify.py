@@ -155,6 +155,10 @@ class Categorify(StatOperator):
 
     def _encode(self, s: Any, key: str) -> Any:
         """int64 ids (numpy or cupy) of a scalar series."""
+        if len(s) == 0:
+            # e.g. a lazy transform's meta, computed in the client: no lookup structure is built
+            # there for nothing (on a cluster the workers build their own)
+            return backend.array_module(s).zeros(0, dtype="int64")
         data = backend.int_data(s) if V.is_int_like(s) else None  # values and null mask, read once
         pos = V.index_of(s, self._index(key, s), data=data)
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
@@ -186,6 +190,8 @@ class Categorify(StatOperator):
         int64 as ``int_data`` does, floats as they are (NaN is null); None for other dtypes."""
         v = col.values
         kind = v.dtype.kind
+        if len(v) == 0 and kind in "iubf":
+            return backend.HostColumn(np.zeros(0, dtype=self.dtype), None, owned=True)
         if kind in "iub":
             q = v if v.dtype == np.int64 else v.astype(np.int64)
             nulls = col.mask
