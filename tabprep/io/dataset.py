@@ -397,22 +397,32 @@ def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, 
     """A partition's task of :meth:`Dataset._table_tasks`: ``fn(read(), handle, *args)``, then
     ``finish(that, index)`` when given. Read and write seconds go to the workflow's ``op_timer``
     (as ``(io)`` read / write) when ``handle`` is a workflow that has one."""
-    timer = getattr(handle, "op_timer", None)
-    clock = getattr(handle, "op_clock", time.perf_counter)
-    t0 = clock() if timer is not None else 0.0
-    part = read()
-    if timer is not None:
-        timer("(io)", "read parquet", "read", clock() - t0, len(part))
+    part = timed_read(read, handle)
     out = fn(part, handle, *args)
     del part
     if finish is None:
         return out
+    timer = getattr(handle, "op_timer", None)
+    clock = getattr(handle, "op_clock", time.perf_counter)
     t0 = clock() if timer is not None else 0.0
     rows = len(out)
     res = finish(out, index)
     if timer is not None:
         timer("(io)", "write", "write", clock() - t0, rows)
     return res
+
+
+def timed_read(read: Callable[[], Any], handle: Any) -> Any:
+    """``read()`` (a reader of :meth:`Dataset._piece_readers`), its seconds recorded as the ``(io)``
+    read row of ``handle``'s ``op_timer`` when ``handle`` is a workflow that has one."""
+    timer = getattr(handle, "op_timer", None)
+    if timer is None:
+        return read()
+    clock = getattr(handle, "op_clock", time.perf_counter)
+    t0 = clock()
+    part = read()
+    timer("(io)", "read parquet", "read", clock() - t0, len(part))
+    return part
 
 
 def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Dict, List
 
 from .. import backend
 from .._util import is_frame
+from ..io.dataset import timed_read
 from ..ops.base import _OUT_OF_FOLD
 from .fusion import transform_table
 
@@ -18,10 +19,7 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any) -> Dict[str, Any]:
     (``Dataset._piece_readers``: the read then runs in this task, on this worker)."""
     backend.tune_malloc_in_worker()  # dask's nanny leaves glibc mmapping every array > 128 KiB
     if callable(df) and not is_frame(df):
-        start = wf.op_clock() if wf.op_timer is not None else 0.0
-        df = df()
-        if wf.op_timer is not None:
-            wf.op_timer("(io)", "read parquet", "read", wf.op_clock() - start, len(df))
+        df = timed_read(df, wf)
     by_id = {wf.node_id(n): n for n in wf.nodes}
     targets = [by_id[i] for i in ids]
     needed = [p for t in targets for p in t.parents]
