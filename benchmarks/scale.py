@@ -123,7 +123,7 @@ def phases(fit_tasks: TaskTimes, write_tasks: TaskTimes, fit_ops: List[tuple], w
     out["read"] += fit_read
     out["fit partials"] = max(0.0, out["fit partials"] - fit_read)
     for name, s in write_tasks.seconds.items():
-        if name.strip("_") in ("write_part", "write_output"):  # other sources, and phase 2 of a split
+        if name.strip("_") in ("write_indexed", "write_output"):  # other sources, and phase 2 of a split
             out["write"] += s
     out["read"] += sum(t[4] for t in write_ops if t[2] == "read")
     out["transform"] = sum(t[4] for t in write_ops if t[2] == "transform")

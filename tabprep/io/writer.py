@@ -299,10 +299,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                                    remote_root, int_encoding)
         tasks = ds._table_tasks(finish) if hasattr(ds, "_table_tasks") else None
         if tasks is None:  # other sources (csv, in-memory frames): the partitions of the dask frame
-            write_fn = dask.delayed(_write_part, pure=False)
-            tasks = [write_fn(part, part_paths[i], shuffle, seed + i, row_group_size, compression, so, remote_root,
-                              int_encoding)
-                     for i, part in enumerate(ddf.to_delayed())]
+            write_fn = dask.delayed(finish, pure=False)
+            tasks = [write_fn(part, i) for i, part in enumerate(ddf.to_delayed())]
         dask_options = backend.compute_options_for(ddf._meta)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written
