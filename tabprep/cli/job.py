@@ -33,34 +33,32 @@ def load_workflow(path: str, allow_pickle: bool, trusted: bool = False,
     from ..workflow import Workflow
     from ..workflow.serialize import SPEC_FILE
 
-    if is_remote(path):
-        try:
-            return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted, storage_options=storage_options)
-        except (FileNotFoundError, UntrustedCodeError) as exc:
-            raise UsageProblem(str(exc)) from None
-        except ValueError as exc:
-            if "allow_pickle" in str(exc):
-                raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
-            if "half-written" in str(exc):  # an input that is not usable: like a half-written DATA folder
-                raise UsageProblem(str(exc)) from None
-            raise
-    path = local_path(path)
-    p = Path(path)
-    if not p.is_dir():
-        raise UsageProblem(f"{path!r} is not a saved workflow folder (make one with `tabprep fit SPEC DATA --out "
-                           f"{path}`)" if not p.exists() else
-                           f"{path!r} is a file; WF_DIR is the folder written by `tabprep fit`"
-                           + (" (a spec file goes to `tabprep fit`)" if path.endswith((".yaml", ".yml", ".json"))
-                              else ""))
-    if not (p / SPEC_FILE).exists():
-        raise UsageProblem(f"{path!r} is not a saved workflow folder (no {SPEC_FILE}); make one with `tabprep fit`")
+    remote = is_remote(path)
+    if not remote:
+        path = local_path(path)
+        p = Path(path)
+        if not p.is_dir():
+            raise UsageProblem(f"{path!r} is not a saved workflow folder (make one with `tabprep fit SPEC DATA --out "
+                               f"{path}`)" if not p.exists() else
+                               f"{path!r} is a file; WF_DIR is the folder written by `tabprep fit`"
+                               + (" (a spec file goes to `tabprep fit`)" if path.endswith((".yaml", ".yml", ".json"))
+                                  else ""))
+        if not (p / SPEC_FILE).exists():
+            raise UsageProblem(f"{path!r} is not a saved workflow folder (no {SPEC_FILE}); make one with `tabprep fit`")
     try:
-        return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted)
+        return Workflow.load(path, allow_pickle=allow_pickle, trusted=trusted,
+                             storage_options=storage_options if remote else None)
     except UntrustedCodeError as exc:
         raise UsageProblem(str(exc)) from None  # the message names --trusted
+    except FileNotFoundError as exc:
+        if remote:  # a local folder was checked above
+            raise UsageProblem(str(exc)) from None
+        raise
     except ValueError as exc:
         if "allow_pickle" in str(exc):
             raise UsageProblem(f"{exc} (CLI: --allow-pickle)") from None
+        if remote and "half-written" in str(exc):  # an input that is not usable: like a half-written DATA folder
+            raise UsageProblem(str(exc)) from None
         raise
 
 
@@ -223,6 +221,11 @@ def _where(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Tuple
     return (fs.norm(p), "/") if fs.remote else (os.path.realpath(p), os.sep)
 
 
+def _inside(child: str, parent: str, sep: str) -> bool:
+    """Whether the canonical path ``child`` lies inside the folder ``parent`` (see :func:`_where`)."""
+    return child.startswith(parent.rstrip(sep) + sep)
+
+
 def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str,
                           storage_options: Optional[Dict[str, Any]] = None) -> None:
     """Refuse an output path that is an input, lies inside an input folder or holds an input file.
@@ -241,10 +244,10 @@ def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, o
             continue  # another file system
         if o == i:
             why = f"is the input {inp!r}: it holds the input data, which writing there would delete"
-        elif o.startswith(i.rstrip(sep) + sep):
+        elif _inside(o, i, sep):
             why = (f"is inside the input folder {inp!r}: it would be read back as input data, and replacing it "
                    f"could delete input files")
-        elif i.startswith(o.rstrip(sep) + sep):
+        elif _inside(i, o, sep):
             why = f"holds the input {inp!r}, which writing there would delete"
         else:
             continue
@@ -261,7 +264,7 @@ def prepare_outputs(data: Sequence[str], files: Sequence[str], outputs: Sequence
         p, sep = _where(path, storage_options)
         for opt2, path2, _ in outputs[:k]:
             q = _where(path2, storage_options)[0]
-            if p == q or p.startswith(q.rstrip(sep) + sep) or q.startswith(p.rstrip(sep) + sep):
+            if p == q or _inside(p, q, sep) or _inside(q, p, sep):
                 raise UsageProblem(f"{opt} {path!r} and {opt2} {path2!r} must be separate folders (neither inside "
                                    f"the other): they are written together")
     for opt, path, kind in outputs:
