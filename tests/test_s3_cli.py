@@ -38,16 +38,22 @@ def run(*args, code: int = 0):
     return result
 
 
+def raw_and_spec(s3, tmp_path, seed: int):
+    """The raw frame of ``seed``, put on S3 under ``raw``, and the spec file written in ``tmp_path``."""
+    frame = raw_frame(seed=seed)
+    put_raw(s3, "raw", frame)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    return frame, spec
+
+
 def sorted_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("row").reset_index(drop=True)
 
 
 def test_fit_transform_s3_to_s3_with_environment_credentials(s3, tmp_path):
     """The real command in a subprocess: credentials and endpoint only from AWS_* variables."""
-    frame = raw_frame(seed=43)
-    put_raw(s3, "raw", frame)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
+    frame, spec = raw_and_spec(s3, tmp_path, seed=43)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     assert "AWS_ENDPOINT_URL" in env and "AWS_ACCESS_KEY_ID" in env
     res = subprocess.run([sys.executable, "-m", "tabprep.cli", "fit-transform", str(spec), s3.url("raw"),
@@ -69,10 +75,7 @@ def test_fit_transform_s3_to_s3_with_environment_credentials(s3, tmp_path):
 
 
 def test_every_command_takes_s3_paths(s3, tmp_path):
-    frame = raw_frame(seed=47)
-    put_raw(s3, "raw", frame)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
+    frame, spec = raw_and_spec(s3, tmp_path, seed=47)
     run("check", spec, s3.url("raw"), "-q")
     run("fit", spec, s3.url("raw"), "--out", s3.url("wf"), "-q")
     assert "_SUCCESS" in s3.keys("wf")
@@ -98,10 +101,7 @@ def test_every_command_takes_s3_paths(s3, tmp_path):
 
 
 def test_storage_option_flag_gives_the_endpoint(s3, tmp_path, monkeypatch):
-    frame = raw_frame(seed=53)
-    put_raw(s3, "raw", frame)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
+    _, spec = raw_and_spec(s3, tmp_path, seed=53)
     monkeypatch.setenv("AWS_ENDPOINT_URL", dead_endpoint())  # the environment's endpoint does not answer
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     run("fit-transform", spec, s3.url("raw"), "--out", s3.url("out"), "--workflow-out", s3.url("wf"),
@@ -120,10 +120,7 @@ def test_storage_option_flag_gives_the_endpoint(s3, tmp_path, monkeypatch):
 def test_half_written_input_and_user_prefix_are_refused(s3, tmp_path, monkeypatch):
     from tabprep.io import objectstore
 
-    frame = raw_frame(seed=59)
-    put_raw(s3, "raw", frame)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC)
+    frame, spec = raw_and_spec(s3, tmp_path, seed=59)
 
     def crash(self):
         raise RuntimeError("simulated crash just before the commit")
