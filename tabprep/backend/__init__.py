@@ -32,10 +32,11 @@ registered on ``object`` (or the exact type), add the dispatcher to that module'
 ``register_gpu_lazy(...)`` call, and the cuDF/cupy implementation in ``gpu.py`` with
 ``@_register(dispatcher)``; re-export it here.
 """
-from .arrays import (ALIGN, _numpy_kind_dtype, array_clip_bounds, array_module, clip_series, column_array,
-                     fill_nulls, float_values, frame_lib, int_data, int_log1p32, int_values, is_float_series,
-                     is_int_like, is_list_series, is_string_series, isnull, log1p_int, mod_buckets, murmur3,
-                     quiet, take_aligned, take_rows, to_host, to_numpy, value_counts)
+from .arrays import (ALIGN, array_clip_bounds, array_module, clip_series, column_array, fast_log1p, fill_nulls,
+                     float_values, frame_lib, int_data, int_log1p32, int_values, is_float_series, is_int_like,
+                     is_list_series, is_string_series, isnull, log1p_float, log1p_int, LOG_SMALL, mod_buckets,
+                     murmur3, _numpy_kind_dtype, quiet, take_aligned, take_rows, to_host, to_numpy,
+                     value_counts)
 from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
                       host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
@@ -53,10 +54,11 @@ from .parquet import (INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullabl
                       empty_frame, parquet_encodings,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
-from .reductions import any_true, finite_minmax, finite_moments, finite_moments_minmax, finite_values, int_counts
+from .reductions import (any_true, count_order, finite_minmax, finite_moments, finite_moments_minmax, finite_values,
+                         int_counts, merge_counts)
 
 __all__ = [
-    "ALIGN", "INT_ENCODINGS", "any_true", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

@@ -296,6 +296,36 @@ def int_log1p32(values: np.ndarray) -> np.ndarray:
     return out
 
 
+#: below this |x|, :func:`fast_log1p` recomputes log(1 + x) with log1p
+LOG_SMALL = 1e-4
+
+
+def fast_log1p(x: Any) -> Any:
+    """``log1p`` of a float64 array (numpy or cupy), about 2x faster than ``log1p`` itself on the CPU.
+
+    ``log(1 + x)`` is vectorized (SIMD) where ``log1p`` is not; the rounding of ``1 + x`` costs
+    at most ~1e-12 relative error for ``|x| >= 1e-4``, far below float32 precision, and the few
+    smaller values are recomputed with ``log1p``. The float32 results equal ``log1p``'s.
+    """
+    xp = array_module(x)
+    with quiet():
+        out = xp.log(x + 1.0)
+        small = xp.abs(x) < LOG_SMALL
+        if bool(small.any()):
+            out[small] = xp.log1p(x[small])
+    return out
+
+
+log1p_float = Dispatch("log1p_float", """``float32(log1p(x))`` of a float64 array (numpy or cupy), as
+computing ``log1p`` in float64 then rounding (LogOp on float columns). NaN stays NaN, -1 gives -inf,
+values below -1 give NaN, +inf stays +inf.""")
+
+
+@log1p_float.register(object)
+def _log1p_float(x: np.ndarray) -> np.ndarray:
+    return fast_log1p(x).astype(np.float32)
+
+
 mod_buckets = Dispatch("mod_buckets", """``hashes % num_buckets`` of a uint32 hash array (numpy or cupy)
 as int64 (HashBucket).""")
 
@@ -361,4 +391,4 @@ def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
                   float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
-                  log1p_int, mod_buckets, take_rows, column_array)
+                  log1p_int, log1p_float, mod_buckets, take_rows, column_array)

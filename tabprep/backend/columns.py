@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrays import _fits, array_clip_bounds, int_log1p32, quiet
+from .arrays import LOG_SMALL, _fits, array_clip_bounds, int_log1p32, quiet
 from .dispatch import Dispatch
 
 
@@ -177,8 +177,6 @@ def clip_host(col: HostColumn, lower: Any, upper: Any) -> Optional[HostColumn]:
     return HostColumn(out, col.mask, True, col.nullable)
 
 
-#: below this |x|, LogOp recomputes log(1 + x) with log1p (see tabprep.ops.log_op.fast_log1p)
-LOG_SMALL = 1e-4
 
 
 def log1p_host(col: HostColumn) -> Optional[HostColumn]:

@@ -14,6 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import cudf
 import cupy
+import pylibcudf as plc
 import numpy as np
 import pyarrow as pa
 
@@ -124,7 +125,7 @@ def _murmur3(series: Any, seed: int = 0):
     elif s.dtype.kind == "f":
         s = s.astype("float64")
     out = s.hash_values(method="murmur3", seed=seed).values.astype("uint32")
-    out[mask] = 0
+    cupy.copyto(out, 0, where=mask)  # element-wise: a boolean-mask assignment is a size-specific scan
     return out
 
 
@@ -138,9 +139,8 @@ def _finite_series(series: Any) -> Any:
     return s.where((s.abs() != np.inf).fillna(False))
 
 
-@_register(R.finite_moments)
-def _finite_moments(series: Any):
-    s = _finite_series(series)
+def _moments_of(s: Any):
+    """``(count, mean, m2)`` of a float64 series without nulls' contribution (libcudf reductions)."""
     n = int(s.count())
     if n == 0:
         return 0, 0.0, 0.0
@@ -149,23 +149,24 @@ def _finite_moments(series: Any):
     return n, mean, float((d * d).sum())
 
 
+def _minmax_of(s: Any):
+    return (float(s.min()), float(s.max())) if int(s.count()) else (None, None)
+
+
+@_register(R.finite_moments)
+def _finite_moments(series: Any):
+    return _moments_of(_finite_series(series))
+
+
 @_register(R.finite_minmax)
 def _finite_minmax(series: Any):
-    s = _finite_series(series)
-    if int(s.count()) == 0:
-        return None, None
-    return float(s.min()), float(s.max())
+    return _minmax_of(_finite_series(series))
 
 
 @_register(R.finite_moments_minmax)
 def _finite_moments_minmax(series: Any):
     s = _finite_series(series)
-    n = int(s.count())
-    if n == 0:
-        return (0, 0.0, 0.0), (None, None)
-    mean = float(s.mean())
-    d = s - mean
-    return (n, mean, float((d * d).sum())), (float(s.min()), float(s.max()))
+    return _moments_of(s), _minmax_of(s)
 
 
 @_register(R.any_true)
@@ -176,19 +177,80 @@ def _any_true(values: Any) -> bool:
     return bool(cudf.Series(values).any())
 
 
+# pylibcudf (libcudf's precompiled sorts and group-bys) straight on columns: cuDF's Python layer
+# (value_counts, groupby, sort_values) launches a few CuPy kernels of its own, which a fresh
+# worker compiles with NVRTC
+def _plc_column(x: Any) -> Any:
+    """The pylibcudf column of a cuDF series or a cupy array (zero-copy)."""
+    if isinstance(x, cupy.ndarray):
+        from_cai = getattr(plc.Column, "from_cuda_array_interface", None)
+        if from_cai is not None:
+            return from_cai(x)
+        x = cudf.Series(x)
+    col = x._column
+    return col.plc_column if hasattr(col, "plc_column") else col.to_pylibcudf(mode="read")
+
+
+def _cupy_int64(col: Any) -> Any:
+    """An int64 cupy array of a pylibcudf column without nulls."""
+    if col.type().id() != plc.TypeId.INT64:
+        col = plc.unary.cast(col, plc.DataType(plc.TypeId.INT64))
+    return cudf.Series.from_pylibcudf(col).values
+
+
+def _sorted_group_counts(table: Any, agg: Any) -> tuple:
+    """``(keys, aggregate)`` of a table sorted by its first column (nulls last, excluded): libcudf's
+    sort-based group-by, which on sorted keys is one pass."""
+    key = table.columns()[0]
+    gb = plc.groupby.GroupBy(plc.Table([key]), null_handling=plc.types.NullPolicy.EXCLUDE,
+                             keys_are_sorted=plc.types.Sorted.YES)
+    value = table.columns()[-1]
+    keys, results = gb.aggregate([plc.groupby.GroupByRequest(value, [agg])])
+    return _cupy_int64(keys.columns()[0]), _cupy_int64(results[0].columns()[0])
+
+
 @_register(R.int_counts)
 def _int_counts(series: Any):
+    # libcudf: drop nulls, sort, then a sorted group-by count. 3.7-6.3 ms on 20M int64 on an H100
+    # (30 to 1.9M distinct values), against 3.5-3.9 ms for CuPy's unique, which a fresh worker must
+    # compile (multi-block scans: seconds of NVRTC on the job's thread), and 11-24 ms for cuDF's
+    # value_counts + sort_index (which also launches CuPy kernels). Nulls are dropped first: with
+    # 2% nulls among 12.5M values the sorted group-by took 19.5 ms, against 4.4 ms without them
+    # (and 5.1 ms for CuPy): the 50M-row Criteo fit took 2.4-3.5 s instead of 1.2 s
     nulls = int(series.null_count)
-    s = series.dropna() if nulls else series  # libcudf: no mask kernels
-    if s.dtype != np.int64:
-        s = s.astype("int64")
-    if gpu_warmup.READY.is_set():
-        # CuPy's sort-based unique: 2-3x faster than cuDF's value_counts (4.3 vs 12 ms on 5M values)
-        keys, counts = cupy.unique(s.values, return_counts=True)
-        return keys, counts, nulls
-    # until the warm-up thread has compiled unique's kernels: libcudf group-by + sort, the same counts
-    vc = s.value_counts(sort=False, dropna=True).sort_index()
-    return vc.index.values, vc.astype("int64").values, nulls
+    col = _plc_column(series)
+    if nulls:
+        col = plc.stream_compaction.drop_nulls(plc.Table([col]), [0], 1).columns()[0]
+    if col.type().id() != plc.TypeId.INT64:
+        col = plc.unary.cast(col, plc.DataType(plc.TypeId.INT64))
+    srt = plc.sorting.sort(plc.Table([col]), [plc.types.Order.ASCENDING], [plc.types.NullOrder.AFTER])
+    keys, counts = _sorted_group_counts(srt, plc.aggregation.count(plc.types.NullPolicy.EXCLUDE))
+    return keys, counts, nulls
+
+
+@_register(R._merge_counts)
+def _merge_counts(keys_list: Sequence[Any], counts_list: Sequence[Any]):
+    # libcudf: concatenate the runs, sort by key, sorted group-by sum (no CuPy kernel)
+    runs = plc.concatenate.concatenate([plc.Table([_plc_column(k), _plc_column(c)])
+                                        for k, c in zip(keys_list, counts_list)])
+    srt = plc.sorting.sort_by_key(runs, plc.Table([runs.columns()[0]]), [plc.types.Order.ASCENDING],
+                                  [plc.types.NullOrder.AFTER])
+    return _sorted_group_counts(srt, plc.aggregation.sum())
+
+
+@_register(R.count_order)
+def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int = 0):
+    # libcudf's stable sort by descending count: keys ascend already, so ties keep ascending value
+    tbl = plc.Table([_plc_column(keys), _plc_column(counts)])
+    srt = plc.sorting.stable_sort_by_key(tbl, plc.Table([tbl.columns()[1]]), [plc.types.Order.DESCENDING],
+                                         [plc.types.NullOrder.AFTER])
+    values, freqs = (_cupy_int64(c).get() for c in srt.columns())
+    if freq_threshold and freq_threshold > 1:
+        keep = freqs >= freq_threshold  # on the host: counts descend, so this is a prefix
+        values, freqs = values[keep], freqs[keep]
+    if max_size and max_size > 0:
+        values, freqs = values[:max_size], freqs[:max_size]
+    return values, freqs
 
 
 # ---------------------------------------------------------------------------
@@ -210,18 +272,12 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
         # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
         # does, then back to bool (nulls stay null)
         return s.astype("float64").clip(lower=lower, upper=upper) != 0
-    dtype = s.dtype
-    bounds = None
-    if isinstance(dtype, np.dtype) and dtype.kind in "iuf" and not s.has_nulls:  # cuDF's clip keeps the null mask
-        bounds = A.array_clip_bounds(dtype, lower, upper)
-    if bounds is not None:
-        # one cupy kernel replaces several cuDF calls
-        lo, hi = bounds
-        values = s.values
-        return F.new_series(cupy.clip(values, lo, hi), like=s)
+    # libcudf's clamp (nulls and NaN kept): precompiled, where cupy.clip compiles a kernel per
+    # dtype and bound combination on a fresh worker
     return s.clip(lower=lower, upper=upper)
 
 
+@_register(A.log1p_float)
 @_register(A.log1p_int)
 def _log1p_int(values: Any) -> Any:
     # the device's log1p is fast: no table needed. One kernel computes in float64 and stores float32

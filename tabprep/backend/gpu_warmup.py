@@ -8,28 +8,29 @@ and job 24.9 s, against 1.9 s and 6.0 s with the cache warm.
 
 Two measures, both in ``tabprep.backend``:
 
-* the per-partition statistics use libcudf's precompiled operations where they are deterministic
-  and cheap (finite moments and extrema: :mod:`tabprep.backend.reductions`);
-* everything else keeps its faster CuPy kernels, and this module compiles them on tiny arrays in
-  a daemon thread started when the GPU backend is first loaded, while the first partitions are
-  being read (NVRTC runs outside the GIL). :data:`READY` is set when it is done; the integer
-  value counts of a fit use libcudf's group-by until then and CuPy's sort-based ``unique``
-  (2-3x faster, same exact counts) after.
+* the fit and the simple transforms use libcudf's precompiled operations, not CuPy kernels:
+  finite moments and extrema (:mod:`tabprep.backend.reductions`), integer value counts, their
+  merge and their vocabulary order (pylibcudf sorts and group-bys), Clip (libcudf's clamp),
+  Categorify's unseen check (:func:`tabprep.backend.any_true`);
+* the rest keeps its faster CuPy kernels (Categorify's sorted lookup, LogOp's fused float64
+  log1p, Normalize), and this module compiles them on tiny arrays in a pool of threads started
+  when the GPU backend is first loaded, while the first partitions are being read (NVRTC runs
+  outside the GIL). :data:`READY` is set when it is done.
 
-Measured with this module run as one thread (cold_start.py, H200, 50M rows; 1 cold + 2 warm
-runs): cold fit 3.5 s, job 11.6 s; warm fit 1.6 s, job 5.2 s (2.2x; the goal is 1.3x). The
-transform's Categorify ``any`` reduction was still compiled on the job's thread: the one thread
-reached it after ~9 s of other kernels. Hence: that check is now libcudf's reduction
-(:func:`tabprep.backend.any_true`), and the kernels are compiled by a small pool of threads, one
-group each, so the whole warm-up takes about as long as its slowest kernel instead of the sum. Measured
-with both (same benchmark): cold job 6.5 s vs warm 5.1-5.3 s (1.28x) with one cold run, 1.50x
-averaged over two. Warming more kernels (1M-element arrays for the multi-block scan variants, Clip
-with one bound, the vocabulary merge) measured worse, 1.64-1.76x: the job's threads reached them
-first and compiled them again. A warm-up races the job; fewer run-time compiled kernels on the
-hot paths is what bounds the cold cost.
+History (``benchmarks/cold_start.py``, H200, 50M rows; cold = empty ``CUPY_CACHE_DIR``): one
+warm-up thread, cold job 11.6 s against 5.2 s warm (2.2x); with ``any_true`` on libcudf and the
+kernel groups compiled side by side, 1.28x with one cold run and 1.50x over two. The job's own
+threads still compiled what they reached before the pool: CuPy's ``unique`` (multi-block scan
+variants that tiny arrays never build), ``clip`` with one bound, the count merge. Warming more
+kernels measured worse (1.64-1.76x: the job compiled them again while the pool was busy), so
+those moved to libcudf instead: a warm-up races the job, and fewer run-time compiled kernels on
+the hot paths is what bounds the cold cost.
 
-The kernels warmed here follow the hot paths (Categorify's lookup and encoding, Clip, LogOp,
-Normalize, the value counts); ``benchmarks/cold_start.py`` lists any kernel still compiled on the
+``TABPREP_GPU_WARMUP=0`` turns the warm-up off (the hot paths then compile their kernels when
+they first need them).
+
+The kernels warmed here follow the hot paths (Categorify's lookup and encoding, LogOp,
+Normalize); ``benchmarks/cold_start.py`` lists any kernel still compiled on the
 job's own threads, with its call site. A failure here only logs: the hot paths then compile
 their kernels when they first need them, as before.
 """
@@ -40,7 +41,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
@@ -54,57 +55,108 @@ _started = threading.Lock()
 _thread: "threading.Thread | None" = None
 
 
-def _categorify() -> None:
+def _a(values: list, dtype: Any) -> Any:
+    """A small device array copied from the host (a copy: no kernel to compile)."""
     import cupy
 
-    from . import lookup as K
-
-    # SortedVocab lookup (argsort, searchsorted, minimum, where, scatter), nulls and unseen set
-    x = cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64))
-    mask = cupy.asarray(np.array([False, True, False, False, True]))
-    pos = K.SortedVocab(np.array([7, 1, 9], dtype=np.int64), x).lookup(x)
-    unseen = pos < 0
-    pos[mask] = -1
-    ids = pos + 3
-    ids[unseen] = 1
+    return cupy.asarray(np.asarray(values, dtype=dtype))
 
 
-def _clip(dtype: str) -> None:
+# One task per kernel (or per short chain of kernels that no other task shares), so the pool
+# compiles them side by side: the first version ran Categorify's ~10 kernels one after another
+# in one task, and the job's threads reached them first (compiling them again). Inputs come
+# from host copies, so a task compiles only its own kernel. The kernels mirror the GPU paths:
+# SortedVocab.lookup and _int_positions (tabprep.backend.lookup), Categorify._encode, LogOp,
+# Normalize, the murmur3 null fill; test_gpu_transform_after_warmup_compiles_nothing checks
+# that a job compiles nothing the warm-up has not.
+def _k_argsort() -> None:
     import cupy
 
-    cupy.clip(cupy.arange(5, dtype=dtype), 0, 5)
+    cupy.argsort(_a([3, 1, 2], np.int64))
+
+
+def _k_take() -> None:
+    _a([3, 1, 2], np.int64)[_a([2, 0, 1], np.int64)]  # q[qo], keys[pos], ids[pos]
+
+
+def _k_searchsorted() -> None:
+    import cupy
+
+    cupy.searchsorted(_a([1, 2, 7], np.int64), _a([2, 5, 9], np.int64))
+
+
+def _k_minimum() -> None:
+    import cupy
+
+    pos = _a([0, 4], np.int64)
+    cupy.minimum(pos, 2, out=pos)
+
+
+def _k_equal_where() -> None:
+    import cupy
+
+    cupy.where(_a([1, 2], np.int64) == _a([1, 3], np.int64), _a([5, 6], np.int64), -1)
+
+
+def _k_scatter() -> None:
+    import cupy
+
+    out = cupy.empty(3, dtype=np.int64)
+    out[_a([2, 0, 1], np.int64)] = _a([5, 6, 7], np.int64)
+
+
+def _k_copyto(dtype: Any) -> None:
+    import cupy
+
+    cupy.copyto(_a([1, 2], dtype), 0, where=_a([True, False], bool))
+
+
+def _k_copyto_nan() -> None:
+    import cupy
+
+    cupy.copyto(_a([1.0, 2.0], np.float32), np.nan, where=_a([True, False], bool))
+
+
+def _k_add_less() -> None:
+    pos = _a([1, -1], np.int64)
+    pos + 3
+    pos < 0
+
+
+def _k_astype(src: Any, dst: Any) -> None:
+    _a([1, 2], src).astype(dst)
 
 
 def _log1p(dtype: str) -> None:
     import cupy
 
-    x = cupy.arange(5, dtype=dtype)
+    x = _a([0, 1, 2], dtype)
     out = cupy.empty(len(x), dtype=np.float32)
     with np.errstate(all="ignore"):
         cupy.log1p(x, out=out, dtype=np.float64)
 
 
-def _normalize(dtype: str) -> None:
+def _normalize() -> None:
     import cupy
 
-    f = cupy.arange(5, dtype=dtype).astype("float64")
+    f = _a([0.5, np.nan, 2.0], np.float64)
     ((f - 1.5) / 2.0).astype("float32")
-    cupy.isnan(f)
-
-
-def _unique() -> None:
-    import cupy
-
-    # value counts (stats.vocab partials): sort-based unique of int64 values
-    cupy.unique(cupy.asarray(np.array([3, 1, 3, 7, 2], dtype=np.int64)), return_counts=True)
+    cupy.where(cupy.isnan(f), np.nan, 0.0).astype("float32")
 
 
 def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
-    # the transform's kernels first: the fit uses libcudf until READY, so unique can come last
-    tasks: List[Tuple[Callable[..., None], tuple]] = [(_categorify, ())]
-    for dtype in ("int64", "int32", "float32", "float64"):
-        tasks += [(_clip, (dtype,)), (_log1p, (dtype,)), (_normalize, (dtype,))]
-    return tasks + [(_unique, ())]
+    # Categorify's kernels first (its lookup is the first op of most recommender workflows);
+    # the fit compiles none: it runs on libcudf
+    tasks: List[Tuple[Callable[..., None], tuple]] = [
+        (_k_take, ()), (_k_searchsorted, ()), (_k_equal_where, ()), (_k_scatter, ()), (_k_minimum, ()),
+        (_k_copyto, (np.int64,)), (_k_add_less, ()), (_k_argsort, ()),
+        (_log1p, ("int64",)), (_normalize, ()), (_k_astype, (np.float32, np.float64)),
+        (_log1p, ("float64",)), (_k_copyto_nan, ()), (_k_copyto, (np.uint32,)),
+        (_k_astype, (np.int32, np.int64)), (_k_astype, (np.int64, np.float64)),
+        (_k_astype, (np.float64, np.float64)),
+        (_log1p, ("int32",)), (_log1p, ("float32",)),
+    ]
+    return tasks
 
 
 def _run(task: Callable[..., None], args: tuple) -> None:
@@ -121,7 +173,7 @@ def _warm() -> None:
     t = time.perf_counter()
     try:
         # NVRTC compiles outside the GIL, so independent kernels compile side by side; a few
-        # threads suffice (each kernel group takes 0.1-3 s, there are ~14 groups)
+        # threads suffice (each kernel takes 0.1-1 s; there are 18 tasks)
         workers = max(1, min(THREADS, os.cpu_count() or 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="tabprep-cupy-warmup") as pool:
             for fut in [pool.submit(_run, task, args) for task, args in _tasks()]:
@@ -133,10 +185,21 @@ def _warm() -> None:
         READY.set()
 
 
+def enabled() -> bool:
+    """False when the environment sets ``TABPREP_GPU_WARMUP`` to 0 / false / no / off."""
+    return os.environ.get("TABPREP_GPU_WARMUP", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def start() -> None:
-    """Start the warm-up thread once per process (idempotent)."""
+    """Start the warm-up thread once per process (idempotent); with ``TABPREP_GPU_WARMUP=0``
+    only set :data:`READY`."""
     global _thread
     with _started:
-        if _thread is None:
-            _thread = threading.Thread(target=_warm, name="tabprep-cupy-warmup", daemon=True)
-            _thread.start()
+        if _thread is not None or READY.is_set():
+            return
+        if not enabled():
+            log.debug("TABPREP_GPU_WARMUP=0: no CuPy kernel warm-up")
+            READY.set()
+            return
+        _thread = threading.Thread(target=_warm, name="tabprep-cupy-warmup", daemon=True)
+        _thread.start()

@@ -98,7 +98,10 @@ def _int_positions(find: Any, series: Any, data: Optional[Tuple[Any, Any]]) -> A
     values, mask = data if data is not None else int_data(series)
     pos = find(values)
     if mask is not None:
-        pos[mask] = -1
+        # copyto(where=) rather than pos[mask] = -1: on cupy a boolean-mask assignment is a scan
+        # whose kernels differ with the array's size (compiled on a fresh worker's job thread);
+        # copyto is one element-wise kernel, the same for every size (pre-built by gpu_warmup)
+        array_module(pos).copyto(pos, -1, where=mask)
     return pos
 
 

@@ -1,4 +1,5 @@
-"""Per-partition reductions of one column: finite moments and extrema, integer value counts.
+"""Per-partition reductions of one column: finite moments and extrema, integer value counts; the
+merge of integer value counts and their vocabulary order (Categorify's combine and finalize).
 
 The statistics (``tabprep.stats``) call these per partition. pandas / numpy implementations are
 here; the cuDF ones (:mod:`tabprep.backend.gpu`) use libcudf's precompiled casts, reductions,
@@ -12,7 +13,7 @@ infinite value cannot turn a mean into inf, a std into NaN or a range into [-inf
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -108,4 +109,71 @@ def _int_counts(series: Any) -> Tuple[Any, Any, int]:
     return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False), nulls
 
 
-register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts)
+_merge_counts = Dispatch("merge_counts", """See :func:`merge_counts`; dispatched on the first keys array.""")
+
+
+def merge_counts(keys_list: Sequence[Any], counts_list: Sequence[Any]) -> Tuple[Any, Any]:
+    """Merge runs of distinct int64 keys (each ascending) with their int64 counts.
+
+    Returns ``(keys, counts)``: every key of the runs once, ascending, with the sum of its
+    counts (numpy or cupy, like the inputs). Empty runs are allowed. Exact (integer sums).
+    """
+    return _merge_counts.dispatch(type(keys_list[0]))(keys_list, counts_list)
+
+
+@_merge_counts.register(object)
+def _merge_counts_numpy(keys_list: Sequence[np.ndarray], counts_list: Sequence[np.ndarray]) -> Tuple[Any, Any]:
+    keys = np.concatenate(keys_list)
+    counts = np.concatenate(counts_list)
+    order = np.argsort(keys, kind="stable")  # timsort: merges the k sorted runs in O(n log k)
+    keys = keys[order]
+    counts = counts[order]
+    del order
+    n = len(keys)
+    if n == 0:
+        return keys, counts
+    starts = np.empty(n, dtype=bool)
+    starts[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=starts[1:])
+    idx = np.flatnonzero(starts)
+    del starts
+    if len(idx) == n:
+        return keys, counts
+    # sum of each run of equal keys: differences of the cumulative sum at the runs' ends
+    csum = np.cumsum(counts)
+    ends = np.empty(len(idx), dtype="int64")
+    ends[:-1] = idx[1:] - 1
+    ends[-1] = n - 1
+    sums = csum[ends]
+    sums[1:] -= csum[ends[:-1]]
+    return keys[idx], sums
+
+
+count_order = Dispatch("count_order", """``(values, freqs)`` of distinct ascending int64 ``keys`` and
+their ``counts`` (numpy or cupy) in vocabulary order: descending count, ties by ascending value, as
+host numpy int64 arrays. ``count_order(keys, counts, freq_threshold=0, max_size=0)``: counts below
+``freq_threshold`` (when > 1) are dropped first, then at most ``max_size`` (when > 0) are kept.""")
+
+
+@count_order.register(object)
+def _count_order(keys: np.ndarray, counts: np.ndarray, freq_threshold: int = 0,
+                 max_size: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+    if freq_threshold and freq_threshold > 1:
+        keep = counts >= freq_threshold
+        keys, counts = keys[keep], counts[keep]
+    if len(keys) == 0:
+        return np.array([], dtype="int64"), np.array([], dtype="int64")
+    # keys ascend already: a stable sort on descending count keeps ties in ascending value order
+    top = int(counts.max())
+    rank = top - counts
+    if top < (1 << 16):
+        rank = rank.astype("uint16")  # numpy's stable sort is a radix sort for 16-bit keys
+    order = np.argsort(rank, kind="stable")
+    del rank
+    if max_size and max_size > 0:
+        order = order[:max_size]
+    return keys[order].astype("int64", copy=False), counts[order].astype("int64", copy=False)
+
+
+register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts, _merge_counts,
+                  count_order)

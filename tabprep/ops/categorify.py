@@ -164,15 +164,18 @@ class Categorify(StatOperator):
         ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
         unseen = pos < 0
         if backend.any_true(unseen):
+            # copyto(where=): element-wise on cupy, where a boolean-mask assignment is a scan
+            # compiled per array size on a fresh GPU worker
+            xp = backend.array_module(ids)
             nulls = data[1] if data is not None else backend.isnull(s)
-            if nulls is None:
-                nulls = slice(0, 0)
             if self.num_oov_buckets == 1:
-                ids[unseen] = OOV_START
+                xp.copyto(ids, OOV_START, where=unseen)
             else:
                 h = backend.murmur3(s).astype("int64") % self.num_oov_buckets
-                ids[unseen] = OOV_START + h[unseen]
-            ids[nulls] = NULL_ID  # index_of gives -1 for nulls, so they are among the unseen
+                xp.copyto(ids, OOV_START + h, where=unseen)
+            if nulls is not None:
+                # index_of gives -1 for nulls, so they are among the unseen
+                xp.copyto(ids, NULL_ID, where=nulls)
         return ids
 
     def column_kernel(self, column: str) -> Any:

@@ -6,7 +6,6 @@ from typing import Any, List
 import numpy as np
 
 from .. import backend
-from ..backend.columns import LOG_SMALL
 from ..schema import ColumnSchema, Tags
 from .base import Operator, map_elements
 
@@ -31,9 +30,9 @@ class LogOp(Operator):
                 values, mask = backend.int_data(s)
                 out = backend.log1p_int(values)  # CPU: a table of log1p values; GPU: the device's log1p
                 if mask is not None:
-                    out[mask] = np.nan
+                    backend.array_module(out).copyto(out, np.nan, where=mask)  # element-wise on cupy too
                 return out
-            return fast_log1p(backend.float_values(s)).astype("float32")
+            return backend.log1p_float(backend.float_values(s))  # GPU: one fused kernel
 
         return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
@@ -45,28 +44,9 @@ class LogOp(Operator):
         return col.with_(dtype="float32", add_tags=self.output_tags)
 
 
-#: below this |x|, log(1 + x) loses digits to the rounding of 1 + x; log1p is used there
-_SMALL = LOG_SMALL
-
-
-def fast_log1p(x: Any) -> Any:
-    """``log1p`` of a float64 array (numpy or cupy), about 2x faster than ``log1p`` itself.
-
-    ``log(1 + x)`` is vectorized (SIMD) where ``log1p`` is not; the rounding of ``1 + x`` costs
-    at most ~1e-12 relative error for ``|x| >= 1e-4``, far below float32 precision, and the few
-    smaller values are recomputed with ``log1p``. The float32 results equal ``log1p``'s.
-    """
-    xp = backend.array_module(x)
-    with _quiet():
-        out = xp.log(x + 1.0)
-        small = xp.abs(x) < _SMALL
-        if bool(small.any()):
-            out[small] = xp.log1p(x[small])
-    return out
-
+#: ``log1p`` of a float64 array, via ``log(1 + x)`` where that is exact to float32 (also used by serving)
+fast_log1p = backend.fast_log1p
 
 #: ``float32(log1p(values))`` of an int64 numpy array by table lookup (see :mod:`tabprep.backend.arrays`)
 int_log1p32 = backend.int_log1p32
 
-
-_quiet = backend.quiet

@@ -8,9 +8,10 @@ Two layouts of :class:`Counts`:
 
 * **sorted arrays** (integer, bool and nullable-integer columns, values widened to int64): two
   flat arrays, the distinct values in ascending order and their counts (numpy on the CPU,
-  cupy on the GPU). A partial is ``unique(values, return_counts=True)`` (a sort); a combine
-  concatenates the sorted runs, sorts them (a stable sort merges runs in ``O(n log k)``)
-  and sums the counts of equal neighbours with a cumulative sum. No hash table, no Python
+  cupy on the GPU). A partial is :func:`tabprep.backend.int_counts` (a sort and run lengths);
+  a combine is :func:`tabprep.backend.merge_counts` (on the CPU: concatenate the sorted runs,
+  a stable sort merges them in ``O(n log k)``, a cumulative sum adds the counts of equal
+  neighbours); the finalize is :func:`tabprep.backend.count_order`. No hash table, no Python
   objects: 16 bytes per distinct value.
 * **series** (strings, floats, anything else): a pandas / cuDF series of counts indexed by
   value (``value_counts``), merged with ``concat`` + ``groupby().sum()``.
@@ -34,9 +35,10 @@ and ``P`` partitions (int64 column; strings add the bytes of their values):
   so the binary searches walk the vocabulary in order. Memory per partition task is a few
   arrays of the partition's length.
 
-GPU: the same array code runs on cupy (``backend.array_module``). With ``on_host=True`` each
-partial is copied to host memory right after it is computed, so the combine and finalize run
-on the CPU and device memory only ever holds one partition and its counts.
+GPU: the partial, the combine and the finalize are libcudf's precompiled sorts and group-bys
+(:mod:`tabprep.backend.gpu`), not CuPy kernels: a fresh GPU worker compiles nothing for a fit.
+With ``on_host=True`` each partial is copied to host memory right after it is computed, so the
+combine and finalize run on the CPU and device memory only ever holds one partition and its counts.
 
 The other layout (strings) needs a hash table in the lookup (``pandas.Index``) and Python
 string objects on the CPU; it is bounded the same way but with a larger constant.
@@ -121,42 +123,9 @@ def combine_counts(partials: List[Counts]) -> Counts:
     if all(p.sorted_layout for p in nonempty):
         if not backend.same_device(p.keys for p in nonempty):  # some partials were moved to the host: merge there
             nonempty = [to_host(p) for p in nonempty]
-        keys, counts = _merge_sorted([p.keys for p in nonempty], [p.counts for p in nonempty])
+        keys, counts = backend.merge_counts([p.keys for p in nonempty], [p.counts for p in nonempty])
         return Counts(counts, nulls, keys)
     return Counts(_sum_series([_as_series(p) for p in nonempty]), nulls)
-
-
-def _merge_sorted(keys_list: List[Any], counts_list: List[Any]) -> Tuple[Any, Any]:
-    """Merge sorted-distinct key runs, summing the counts of equal keys."""
-    xp = backend.array_module(keys_list[0])
-    keys = xp.concatenate(keys_list)
-    counts = xp.concatenate(counts_list)
-    order = xp.argsort(keys, kind="stable")  # timsort on the CPU: merges the k sorted runs
-    keys = keys[order]
-    counts = counts[order]
-    del order
-    return _reduce_equal(keys, counts, xp)
-
-
-def _reduce_equal(keys: Any, counts: Any, xp: Any) -> Tuple[Any, Any]:
-    """Sum the counts of runs of equal keys in sorted ``keys``."""
-    n = len(keys)
-    if n == 0:
-        return keys, counts
-    starts = xp.empty(n, dtype=bool)
-    starts[0] = True
-    xp.not_equal(keys[1:], keys[:-1], out=starts[1:])
-    idx = xp.flatnonzero(starts)
-    del starts
-    if len(idx) == n:
-        return keys, counts
-    csum = xp.cumsum(counts)
-    ends = xp.empty(len(idx), dtype="int64")
-    ends[:-1] = idx[1:] - 1
-    ends[-1] = n - 1
-    sums = csum[ends]
-    sums[1:] -= csum[ends[:-1]]
-    return keys[idx], sums
 
 
 def _as_series(c: Counts) -> Any:
@@ -183,7 +152,7 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     ``max_size > 0``.
     """
     if counts.sorted_layout:
-        return _finalize_sorted(counts.keys, counts.counts, freq_threshold, max_size)
+        return backend.count_order(counts.keys, counts.counts, freq_threshold, max_size)
     c = backend.to_host(counts.counts)
     if len(c) == 0:
         # no non-null value: an empty vocabulary of the column's kind (strings -> object)
@@ -205,26 +174,6 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     if max_size and max_size > 0:
         values, freqs = values[:max_size], freqs[:max_size]
     return values, freqs
-
-
-def _finalize_sorted(keys: Any, counts: Any, freq_threshold: int, max_size: int) -> Tuple[np.ndarray, np.ndarray]:
-    xp = backend.array_module(keys)
-    if freq_threshold and freq_threshold > 1:
-        keep = counts >= freq_threshold
-        keys, counts = keys[keep], counts[keep]
-    if len(keys) == 0:
-        return np.array([], dtype="int64"), np.array([], dtype="int64")
-    # keys ascend already: a stable sort on descending count keeps ties in ascending value order
-    top = int(counts.max())
-    rank = top - counts
-    if top < (1 << 16):
-        rank = rank.astype("uint16")  # numpy's stable sort is a radix sort for 16-bit keys
-    order = xp.argsort(rank, kind="stable")
-    del rank
-    if max_size and max_size > 0:
-        order = order[:max_size]
-    values, freqs = keys[order], counts[order]
-    return backend.to_numpy(values).astype("int64", copy=False), backend.to_numpy(freqs).astype("int64", copy=False)
 
 
 # -- lookup ---------------------------------------------------------------------------------------
