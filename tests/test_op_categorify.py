@@ -226,3 +226,37 @@ def test_lazy_transform_meta_builds_no_lookup_tables(tmp_path):
     # reference: null 1, unseen 2, ids from 3 by descending count then ascending value
     assert got["a"].tolist() == [3, 4, 3, 1, 5]
     assert got["b"].tolist() == [3, 4, 1, 3, 5]
+
+
+def test_lookup_structure_built_once_when_threads_start_together(monkeypatch, backend):
+    """The partition tasks of a process's threads share one lookup structure per vocabulary: when
+    they all start at once, one builds it and the others wait (each used to build its own copy:
+    on GPU workers of 4 threads that was most of the transform's extra task-seconds). Ids are
+    the same as a one-thread run's."""
+    import threading
+    import time
+
+    import dask
+
+    from tabprep.stats import vocab as V
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.integers(0, 50, 4000), "b": rng.integers(0, 9, 4000)})
+    cat = ops.Categorify()
+    wf = tp.Workflow(["a", "b"] >> cat).fit(make_dataset(df, backend, nparts=4, empties=False))
+    with dask.config.set(scheduler="synchronous"):
+        expected = to_pandas(wf.transform(make_dataset(df, backend, nparts=4, empties=False)).compute())
+    builds = []
+    real = V.vocab_index
+
+    def slow_build(values, like):
+        builds.append(threading.current_thread().name)
+        time.sleep(0.2)  # every thread reaches the cache before the first build is done
+        return real(values, like)
+
+    monkeypatch.setattr(V, "vocab_index", slow_build)
+    cat._index_cache = {}
+    with dask.config.set(scheduler="threads", num_workers=4):
+        got = to_pandas(wf.transform(make_dataset(df, backend, nparts=4, empties=False)).compute())
+    assert len(builds) == 2  # one per vocabulary (a, b), not one per thread
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
