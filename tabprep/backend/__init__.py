@@ -32,11 +32,11 @@ registered on ``object`` (or the exact type), add the dispatcher to that module'
 ``register_gpu_lazy(...)`` call, and the cuDF/cupy implementation in ``gpu.py`` with
 ``@_register(dispatcher)``; re-export it here.
 """
-from .arrays import (ALIGN, array_clip_bounds, array_module, clip_series, column_array, fast_log1p, fill_nulls,
-                     float_values, frame_lib, int_data, int_log1p32, int_values, is_float_series, is_int_like,
-                     is_list_series, is_string_series, isnull, log1p_float, log1p_int, LOG_SMALL, mod_buckets,
-                     murmur3, _numpy_kind_dtype, quiet, take_aligned, take_rows, to_host, to_numpy,
-                     value_counts)
+from .arrays import (ALIGN, LOG_SMALL, _numpy_kind_dtype, array_clip_bounds, array_module, clip_series,
+                     column_array, fast_log1p, fill_nulls, float_values, frame_lib, int_data, int_log1p32,
+                     int_values, is_float_series, is_int_like, is_list_series, is_string_series, isnull,
+                     log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_rows, to_host,
+                     to_numpy, value_counts)
 from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
                       host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,

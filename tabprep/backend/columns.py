@@ -177,8 +177,6 @@ def clip_host(col: HostColumn, lower: Any, upper: Any) -> Optional[HostColumn]:
     return HostColumn(out, col.mask, True, col.nullable)
 
 
-
-
 def log1p_host(col: HostColumn) -> Optional[HostColumn]:
     """LogOp: ``float32(log1p(x))``; ints by table (:func:`int_log1p32`), nulls become NaN; floats as
     ``log(x + 1)`` in float64 with ``log1p`` for ``|x| < 1e-4``, in place in one float64 array."""
