@@ -374,3 +374,31 @@ def test_generate_failure_leaves_nothing(tmp_path, monkeypatch):
     r = run("generate", "criteo", "--rows", "10", "--out", tmp_path / "c", ok=False)
     assert_failed(r, 1, "disk full")
     assert list(tmp_path.iterdir()) == []
+
+
+def _file_codecs(folder: Path) -> dict:
+    import pyarrow.parquet as pq
+
+    out: dict = {}
+    for f in sorted(folder.glob("*.parquet")):
+        md = pq.ParquetFile(f).metadata
+        for j in range(md.num_columns):
+            out.setdefault(md.schema.column(j).name, set()).add(md.row_group(0).column(j).compression)
+    return out
+
+
+@pytest.mark.parametrize("flag,ints,floats", [((), "UNCOMPRESSED", "SNAPPY"), (("--compression", "auto"), "UNCOMPRESSED", "SNAPPY"),
+                                              (("--compression", "zstd"), "ZSTD", "ZSTD"),
+                                              (("--compression", "none"), "UNCOMPRESSED", "UNCOMPRESSED")])
+def test_convert_compression_reaches_the_files(tmp_path, flag, ints, floats):
+    df = pd.DataFrame({"a": np.arange(100), "b": np.linspace(0, 1, 100)})
+    df.to_parquet(tmp_path / "in.parquet")
+    run("convert", tmp_path / "in.parquet", "--out", tmp_path / "pq", *flag)
+    assert _file_codecs(tmp_path / "pq") == {"a": {ints}, "b": {floats}}
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "pq"), df, check_dtype=False)
+
+
+def test_unknown_compression_names_the_codecs(tmp_path):
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "in.parquet")
+    r = run("convert", tmp_path / "in.parquet", "--out", tmp_path / "pq", "--compression", "snapy", ok=False)
+    assert r.exit_code != 0 and "snapy" in r.output and "auto" in r.output and not (tmp_path / "pq").exists()

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tabprep as tp
-from tabprep import ops
+from tabprep import backend, ops
 from tabprep.io import writer as writer_mod
 
 from conftest import make_dataset, random_frame, to_pandas
@@ -290,3 +291,86 @@ def test_int_encoding_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="int_encoding must be one of"):
         make_dataset(random_frame(seed=12, n=20), nparts=2).to_parquet(str(tmp_path / "out"), int_encoding="rle")
     assert not (tmp_path / "out").exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+
+
+def _codecs(folder):
+    """``{column: {codec, ...}}`` over the row groups of the files of ``folder`` that hold rows."""
+    out = {}
+    for f in data_files(folder):
+        md = pq.ParquetFile(f).metadata
+        for g in range(md.num_row_groups):
+            if not md.row_group(g).num_rows:
+                continue
+            for j in range(md.num_columns):
+                col = md.row_group(g).column(j)
+                out.setdefault(col.path_in_schema, set()).add(col.compression)
+    assert out, f"no rows in {folder}"
+    return out
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_default_compression_skips_only_delta_packed_int_columns(tmp_path, cut):
+    # "auto" (the default): DELTA_BINARY_PACKED ids are already bit-packed (snappy saves nothing on
+    # them and costs a third of the write); every other column is snappy, as before
+    df = random_frame(seed=13, n=400)
+    kw = {"output_files": 2} if cut else {}
+    make_dataset(df, nparts=3).to_parquet(str(tmp_path / "out"), **kw)
+    codecs = _codecs(tmp_path / "out")
+    ints = {c for c in df.columns if str(df[c].dtype).lower().startswith(("int", "uint"))}
+    others = set(df.columns) - ints
+    assert ints and others
+    for c in ints:
+        assert codecs[c] == {"UNCOMPRESSED"}, c
+        assert "DELTA_BINARY_PACKED" in _encodings(tmp_path / "out", c)
+    for c in others:
+        assert codecs[c] == {"SNAPPY"}, c
+    back = read_back(tmp_path / "out")
+    for c in df.columns:
+        assert back[c].astype(object).where(back[c].notna(), None).tolist() == \
+            df[c].astype(object).where(df[c].notna(), None).tolist(), c
+
+
+@pytest.mark.parametrize("codec,int_encoding,expect_ints", [
+    ("snappy", "delta", "SNAPPY"), ("zstd", "delta", "ZSTD"), ("none", "delta", "UNCOMPRESSED"),
+    ("auto", "dictionary", "SNAPPY")])
+def test_explicit_compression_applies_to_every_column(tmp_path, codec, int_encoding, expect_ints):
+    df = random_frame(seed=14, n=200)
+    make_dataset(df, nparts=2).to_parquet(str(tmp_path / "out"), compression=codec, int_encoding=int_encoding)
+    codecs = _codecs(tmp_path / "out")
+    ints = {c for c in df.columns if str(df[c].dtype).lower().startswith(("int", "uint"))}
+    others_codec = "SNAPPY" if codec == "auto" else expect_ints
+    for c in df.columns:
+        assert codecs[c] == {expect_ints if c in ints else others_codec}, (c, codecs[c])
+
+
+def test_unknown_compression_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="compression"):
+        make_dataset(random_frame(seed=15, n=20), nparts=2).to_parquet(str(tmp_path / "out"), compression="snapy")
+    assert not (tmp_path / "out").exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+
+
+def test_auto_compression_reaches_nested_columns(tmp_path):
+    # pyarrow leaves a column missing from a per-column codec dict uncompressed: the nested
+    # columns' leaf paths must be named
+    table = pa.table({"ids": pa.array([3, 1, 2], pa.int64()),
+                      "seq": pa.array([[1.5, 2.0], [], None], pa.list_(pa.float32())),
+                      "st": pa.StructArray.from_arrays([pa.array([1.0, None, 3.0]), pa.array(["a", "b", None])], ["x", "y"]),
+                      "m": pa.array([[("k", 1)], [], None], pa.map_(pa.string(), pa.int32())),
+                      "f": pa.array([0.5, None, 2.5], pa.float64())})
+    pq.write_table(table, tmp_path / "t.parquet", **backend.parquet_encodings(table.schema, "delta", "auto"))
+    md = pq.ParquetFile(tmp_path / "t.parquet").metadata
+    codecs = {md.row_group(0).column(j).path_in_schema: md.row_group(0).column(j).compression
+              for j in range(md.num_columns)}
+    assert codecs == {"ids": "UNCOMPRESSED", "seq.list.element": "SNAPPY", "st.x": "SNAPPY", "st.y": "SNAPPY",
+                      "m.key_value.key": "SNAPPY", "m.key_value.value": "SNAPPY", "f": "SNAPPY"}
+    assert pq.read_table(tmp_path / "t.parquet").equals(table)
+
+
+@pytest.mark.parametrize("codec,expect", [("auto", "snappy"), ("none", None), ("ZSTD", "zstd"), ("snappy", "snappy")])
+def test_cudf_writer_codec(codec, expect):
+    assert backend.parquet.cudf_compression(codec) == expect
+
+
+def test_cudf_writer_codec_refuses_unknown():
+    with pytest.raises(ValueError, match="compression must be one of"):
+        backend.parquet.cudf_compression("snapy")

@@ -50,7 +50,7 @@ from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_ke
                      set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import list_from_leaves, list_leaves
 from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
-from .parquet import (INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame,
+from .parquet import (COMPRESSIONS, INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame,
                       empty_frame, parquet_encodings,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
@@ -58,7 +58,7 @@ from .reductions import (any_true, count_order, finite_minmax, finite_moments, f
                          int_counts, merge_counts)
 
 __all__ = [
-    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

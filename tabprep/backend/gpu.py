@@ -443,7 +443,7 @@ def _write_parquet_part(df: Any, path: str, row_group_size: Optional[int], compr
     # cuDF's parquet writer encodes on the device: no copy of the partition to the host; it keeps
     # its own encodings (int_encoding is the CPU writer's choice; values are the same either way)
     # cuDF's default row groups (1M rows): small ones make its writer ~2x slower
-    df.reset_index(drop=True).to_parquet(path, index=False, compression=compression,
+    df.reset_index(drop=True).to_parquet(path, index=False, compression=P.cudf_compression(compression),
                                          row_group_size_rows=row_group_size or None,
                                          force_nullable_schema=True)
     return len(df)

@@ -5,7 +5,7 @@ cuDF readers are in :mod:`tabprep.backend.gpu`, imported only when ``cpu`` is Fa
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -157,24 +157,72 @@ slice_rows.register(object, lambda df, start, stop: df.iloc[start:stop])
 #: ``int_encoding`` values of the CPU parquet writer (see :func:`parquet_encodings`)
 INT_ENCODINGS = ("delta", "dictionary")
 
+#: ``compression`` values of the parquet writers (see :func:`parquet_encodings`)
+COMPRESSIONS = ("auto", "snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
-def parquet_encodings(schema: pa.Schema, int_encoding: str = "delta") -> dict:
-    """``pyarrow.parquet`` writer arguments giving integer columns the encoding ``int_encoding``.
 
-    ``"delta"`` (the default): DELTA_BINARY_PACKED for every flat integer column, dictionary
-    encoding (pyarrow's default) for the others. On Criteo-like Categorify ids it writes ~40%
-    faster than dictionary encoding, reads ~40% faster, and the files are as small
+def check_compression(compression: str) -> str:
+    """``compression`` lower-cased, or ValueError naming the codecs there are."""
+    codec = str(compression).lower()
+    if codec not in COMPRESSIONS:
+        raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+    return codec
+
+
+def cudf_compression(compression: str) -> Optional[str]:
+    """cuDF ``to_parquet``'s ``compression=`` for a codec of :data:`COMPRESSIONS`: cuDF picks its
+    own encodings, so ``"auto"`` is plain snappy there; ``"none"`` is None."""
+    codec = check_compression(compression)
+    return {"auto": "snappy", "none": None}.get(codec, codec)
+
+
+def _leaf_paths(name: str, typ: pa.DataType) -> List[str]:
+    """The parquet column paths of an Arrow field (pyarrow's compliant nested names)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        return _leaf_paths(f"{name}.list.element", typ.value_type)
+    if pa.types.is_map(typ):
+        return _leaf_paths(f"{name}.key_value.key", typ.key_type) + _leaf_paths(f"{name}.key_value.value", typ.item_type)
+    if pa.types.is_struct(typ):
+        return [p for i in range(typ.num_fields) for p in _leaf_paths(f"{name}.{typ.field(i).name}", typ.field(i).type)]
+    return [name]
+
+
+def parquet_encodings(schema: pa.Schema, int_encoding: str = "delta", compression: str = "auto") -> dict:
+    """``pyarrow.parquet`` writer arguments: the encodings and codecs of ``schema``'s columns.
+
+    ``int_encoding``: ``"delta"`` (the default): DELTA_BINARY_PACKED for every flat integer column,
+    dictionary encoding (pyarrow's default) for the others. On Criteo-like Categorify ids it writes
+    ~40% faster than dictionary encoding, reads ~40% faster, and the files are as small
     (500k rows x 26 id columns: write 0.31 -> 0.18 CPU s, read 0.079 -> 0.047 s, 19.9 -> 20.0 MB).
     Readers need DELTA_BINARY_PACKED support (pyarrow, cuDF, Polars, DuckDB, Spark >= 3.3).
     ``"dictionary"``: pyarrow's defaults for every column.
+
+    ``compression``: a codec of :data:`COMPRESSIONS` for every column, or ``"auto"`` (the
+    default): no codec on the DELTA_BINARY_PACKED integer columns, snappy on every other column.
+    Bit-packed deltas of ids leave snappy nothing to find: on the Criteo job's output (250k rows,
+    26 id + 13 float + label columns) snappy kept the id columns at 1.000 of their size while
+    taking a third of the write (0.170 -> 0.112 CPU s per partition, 14.0 -> 14.2 MB in all);
+    dictionary-encoded floats and the label still shrink (0.66-1.0, 0.37), so they keep it.
     """
     if int_encoding not in INT_ENCODINGS:
         raise ValueError(f"int_encoding must be one of {INT_ENCODINGS}, got {int_encoding!r}")
+    codec = check_compression(compression)
     ints = [f.name for f in schema if pa.types.is_integer(f.type)]
-    if int_encoding == "dictionary" or not ints:
-        return {}
-    return {"use_dictionary": [f.name for f in schema if not pa.types.is_integer(f.type)],
-            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in ints}}
+    delta = int_encoding == "delta" and bool(ints)
+    out: Dict[str, Any] = {}
+    if delta:
+        out = {"use_dictionary": [f.name for f in schema if not pa.types.is_integer(f.type)],
+               "column_encoding": {c: "DELTA_BINARY_PACKED" for c in ints}}
+    if codec != "auto":
+        out["compression"] = codec
+    elif not delta:
+        out["compression"] = "snappy"
+    else:  # per column: pyarrow leaves a column missing from the dict uncompressed
+        out["compression"] = {p: "snappy" for f in schema for p in _leaf_paths(f.name, f.type)}
+        out["compression"].update({c: "none" for c in ints})
+    return out
 
 
 write_parquet_part = Dispatch("write_parquet_part", """Write a frame as one parquet file; returns its row count.
@@ -201,8 +249,8 @@ def _write_parquet_part_arrow(table: pa.Table, path: str, row_group_size: Option
     import pyarrow.parquet as pq
 
     table = table.replace_schema_metadata(None)
-    pq.write_table(table, path, row_group_size=row_group_size or default_row_group, compression=compression,
-                   **parquet_encodings(table.schema, int_encoding))
+    pq.write_table(table, path, row_group_size=row_group_size or default_row_group,
+                   **parquet_encodings(table.schema, int_encoding, compression))
     return table.num_rows
 
 

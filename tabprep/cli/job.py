@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
+from ..backend.parquet import COMPRESSIONS
 from . import progress as P
 from .runtime import (JobFailed, UsageProblem, check_columns, check_output, dask_cluster, input_rows, make_dataset,
                       setup_logging)
@@ -196,7 +197,7 @@ def writer_kwargs(to: str, output_files: Optional[int], split_per_worker: Option
     if to == "parquet" and batch_size is not None:
         raise UsageProblem("--batch-size applies to --to tfrecord (prebatched records); parquet has no batches")
     if compression is not None:
-        allowed = ("snappy", "zstd", "gzip", "lz4", "brotli", "none") if to == "parquet" else ("gzip", "zlib", "none")
+        allowed = COMPRESSIONS if to == "parquet" else ("gzip", "zlib", "none")
         if compression.lower() not in allowed:
             raise UsageProblem(f"--compression {compression!r} is not available for {to}; use one of {', '.join(allowed)}")
         if compression.lower() == "none":

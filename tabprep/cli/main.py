@@ -100,7 +100,8 @@ def write_options(f: Any) -> Any:
                           "all output files (each output file must fit in memory). Default: keep row order."),
         click.option("--seed", type=int, default=None, help="Shuffle seed (default: random)."),
         click.option("--compression", default=None, metavar="CODEC",
-                     help="parquet: snappy (default), zstd, gzip, lz4, brotli, none; tfrecord: gzip, zlib, none "
+                     help="parquet: auto (default: snappy, except on the delta-packed int columns, which "
+                          "it cannot shrink), snappy, zstd, gzip, lz4, brotli, none; tfrecord: gzip, zlib, none "
                           "(default)."),
         click.option("--overwrite", is_flag=True, help="Replace an existing output folder (once the new one is complete)."),
     ]

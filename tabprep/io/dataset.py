@@ -318,7 +318,7 @@ class Dataset:
     def to_parquet(self, path: Optional[str] = None, output_files: Optional[int] = None,
                    out_files_per_proc: Optional[int] = None, shuffle: Optional[str] = None,
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
-                   row_group_size: Optional[int] = None, compression: str = "snappy", progress: Any = None,
+                   row_group_size: Optional[int] = None, compression: str = "auto", progress: Any = None,
                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
                    storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta") -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
@@ -326,9 +326,12 @@ class Dataset:
         ``int_encoding``: ``"delta"`` (default) writes integer columns DELTA_BINARY_PACKED (faster to
         write and to read than dictionary encoding, as small on id columns; readers need it: pyarrow,
         cuDF, Polars, DuckDB, Spark >= 3.3), ``"dictionary"`` pyarrow's default encodings (the CPU
-        writer; cuDF keeps its own). ``output_path=`` is NVTabular's name for ``path`` (accepted so
-        ported scripts run). ``storage_options``: of the output's file system when ``path`` is a URL
-        (``s3://``...; not taken from the input's)."""
+        writer; cuDF keeps its own). ``compression``: ``"auto"`` (default) leaves the delta-packed
+        int columns uncompressed (snappy finds nothing in them) and snappy-compresses the others;
+        ``"snappy"``, ``"zstd"``, ``"gzip"``, ``"lz4"``, ``"brotli"`` or ``"none"`` apply to every
+        column (cuDF's writer takes ``"auto"`` as snappy). ``output_path=`` is NVTabular's name for
+        ``path`` (accepted so ported scripts run). ``storage_options``: of the output's file system
+        when ``path`` is a URL (``s3://``...; not taken from the input's)."""
         path = _output_path(path, output_path)
         return write_dataset(self, path, fmt="parquet", output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,

@@ -190,9 +190,9 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
     if fmt == "parquet":
         rows = 0
         with fs.output(path) as target:
-            writer = pq.ParquetWriter(target, arrow_schema, compression=options.get("compression") or "snappy",
-                                      **backend.parquet_encodings(arrow_schema,
-                                                                  options.get("int_encoding") or "delta"))
+            writer = pq.ParquetWriter(target, arrow_schema,
+                                      **backend.parquet_encodings(arrow_schema, options.get("int_encoding") or "delta",
+                                                                  options.get("compression") or "auto"))
             try:
                 for t in chunks:
                     writer.write_table(t.cast(arrow_schema), row_group_size=options.get("row_group_size") or None)
@@ -245,8 +245,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             tabprep wrote (``_SUCCESS`` and ``_metadata.json``) or an empty one is replaced;
             any other folder is refused with ``FileExistsError``.
         seed: shuffle seed (default: random).
-        format_options: parquet: ``row_group_size``, ``compression``, ``int_encoding`` (``"delta"``, the
-            default, or ``"dictionary"``: see :func:`tabprep.backend.parquet_encodings`); tfrecord: ``batch_size``,
+        format_options: parquet: ``row_group_size``, ``compression`` (``"auto"``, the default:
+            snappy except on delta-packed int columns, or one codec for all, ``"none"`` included),
+            ``int_encoding`` (``"delta"``, the default, or ``"dictionary"``; both: see
+            :func:`tabprep.backend.parquet_encodings`); tfrecord: ``batch_size``,
             ``compression`` (None/"GZIP"), ``drop_last``.
         progress: optional ``(stage, done, total)`` callback.
         transaction: a :class:`tabprep.io.commit.Transaction` to stage the folder in (committed
@@ -267,7 +269,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             raise ValueError(f"{name} must be >= 1, got {val}")
     options = dict(format_options or {})
     int_encoding = options.get("int_encoding") or "delta"
-    backend.parquet_encodings(pa.schema([]), int_encoding)  # a bad value fails here, before any task runs
+    if fmt == "parquet":  # a bad value fails here, before any task runs
+        backend.parquet_encodings(pa.schema([]), int_encoding, options.get("compression") or "auto")
     start = time.perf_counter()
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 31))
@@ -291,7 +294,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         fs.makedirs(parts_dir)
         part_paths = [fs.join(parts_dir, f"part-{i:05d}.parquet") for i in range(nparts)]
         row_group_size = options.get("row_group_size") if direct else None
-        compression = options.get("compression") or "snappy" if direct else "snappy"
+        # the parts of a re-cut output are read once, then deleted: the default codecs, whatever the files get
+        compression = (options.get("compression") or "auto") if direct else "auto"
         remote_root = str(tmp) if fs.remote else None
         # each partition is read, transformed and written by one task (Dataset._table_tasks), so it
         # never moves between workers; CPU parquet data comes as Arrow tables (no pandas round trip)
