@@ -65,6 +65,37 @@ def test_int_counts(backend, i):
     assert B.to_numpy(counts).tolist() == ref.tolist()
 
 
+I64 = np.iinfo(np.int64)
+
+
+@pytest.mark.parametrize("lo,span", [(0, 5), (-1000, 2_000), (7, 300_000), (-(1 << 31), (1 << 32) - 1),
+                                     (0, 1 << 32), (I64.min, 10), (I64.max - 10, 10), (I64.min, None)])
+@pytest.mark.parametrize("null_every", [0, 3])
+def test_int_counts_every_value_span(backend, lo, span, null_every):
+    # the CPU counts pick a dense bincount, a 32-bit sort or a 64-bit sort by the values' span:
+    # each must give the counts a Counter gives, up to the int64 extremes
+    from collections import Counter
+
+    rng = np.random.default_rng(abs(lo) % 1000 + (span or 0) % 1000 + null_every)
+    n = 5_000
+    if span is None:  # the whole int64 range
+        vals = rng.integers(I64.min, I64.max, n, dtype=np.int64, endpoint=True)
+        vals[:3] = [I64.min, I64.max, 0]
+    else:
+        vals = lo + rng.integers(0, span, n, dtype=np.int64, endpoint=True)
+        vals[:2] = [lo, lo + span]
+        vals[2:1000] = vals[2:1000] % 7 + lo  # repeats
+    s = pd.Series(pd.array(vals, dtype="Int64"))
+    if null_every:
+        s[::null_every] = None
+    ref = Counter(int(v) for v in s.dropna())
+    keys, counts, nulls = B.int_counts(_on(s, backend))
+    assert nulls == int(s.isna().sum())
+    assert B.to_numpy(keys).dtype == np.int64 and B.to_numpy(counts).dtype == np.int64
+    assert B.to_numpy(keys).tolist() == sorted(ref)
+    assert B.to_numpy(counts).tolist() == [ref[k] for k in sorted(ref)]
+
+
 def _arr(values, backend):
     arr = np.asarray(values, dtype=np.int64)
     if backend == "gpu":

@@ -90,23 +90,45 @@ its distinct non-null values widened to int64, sorted ascending (numpy or cupy a
 count of each, and the number of nulls.""")
 
 
+#: a span of values (max - min) up to this many times their number is counted with a bincount
+_DENSE_SPAN = 2
+
+
 @int_counts.register(object)
 def _int_counts(series: Any) -> Tuple[Any, Any, int]:
     values, mask = int_data(series)
     nulls = int(mask.sum()) if mask is not None else 0
-    if nulls:
-        v = values[~mask]  # a fresh array: sorted in place below
-    else:
-        v = values.copy()  # int_data may hand out a view of the column
+    v = values[~mask] if nulls else values  # nulls: a fresh array, sorted in place below
     if len(v) == 0:
-        return v, np.zeros(0, dtype=np.int64), nulls
-    # np.unique(return_counts=True) without its extra copy and passes: sort, mark run starts, count
+        return v.copy(), np.zeros(0, dtype=np.int64), nulls
+    lo, hi = int(v.min()), int(v.max())
+    span = hi - lo  # Python ints: no int64 overflow
+    # the per-partition counts of the fit, ~2 ms of sort per 250k values: dense ids (a span within
+    # 2x their number) skip the sort (bincount, 0.6-1.0 ms); a span below 2**32 sorts 32-bit
+    # offsets (x86-simd-sort: 1.4 against 2.2 ms with the conversion, Criteo-like hashed ids)
+    if span <= _DENSE_SPAN * len(v):
+        counts = np.bincount(v - lo if lo else v, minlength=span + 1)
+        keys = np.flatnonzero(counts)
+        return keys + lo, counts[keys].astype("int64", copy=False), nulls
+    if span < (1 << 32):
+        u = (v - lo).astype(np.uint32)  # wraps to the offset for every value (two's complement)
+        u.sort()
+        keys, counts = _runs(u)
+        return keys.astype(np.int64) + lo, counts, nulls
+    if not nulls:
+        v = v.copy()  # int_data may hand out a view of the column
     v.sort()
+    return _runs(v) + (nulls,)
+
+
+def _runs(v: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Distinct values of a sorted non-empty array and the length of each run (int64):
+    np.unique(return_counts=True) without its extra copy and passes."""
     starts = np.empty(len(v), dtype=bool)
     starts[0] = True
     np.not_equal(v[1:], v[:-1], out=starts[1:])
     idx = np.flatnonzero(starts)
-    return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False), nulls
+    return v[idx], np.diff(idx, append=len(v)).astype("int64", copy=False)
 
 
 _merge_counts = Dispatch("merge_counts", """See :func:`merge_counts`; dispatched on the first keys array.""")
