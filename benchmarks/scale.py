@@ -170,23 +170,27 @@ def run_job(args: argparse.Namespace) -> None:
     client = cluster = None
     t0 = time.perf_counter()
     if args.n_workers:
+        import dask
         from distributed import Client
 
-        if cpu:
-            from distributed import LocalCluster
+        # the clusters `tabprep ... --workers N` starts: the same arguments and dask settings
+        from tabprep.cli.runtime import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs, cuda_cluster_kwargs
 
-            cores = os.cpu_count() or 1
-            cluster = LocalCluster(n_workers=args.n_workers, threads_per_worker=max(1, cores // args.n_workers),
-                                   processes=True, dashboard_address=None)
-        else:
-            from dask_cuda import LocalCUDACluster
+        with dask.config.set(LOCAL_CLUSTER_CONFIG):
+            if cpu:
+                from distributed import LocalCluster
 
-            from tabprep.cli.runtime import cuda_cluster_kwargs
+                kw = cpu_cluster_kwargs(args.n_workers)
+                if args.threads_per_worker:
+                    kw["threads_per_worker"] = args.threads_per_worker
+                cluster = LocalCluster(**kw)
+            else:
+                from dask_cuda import LocalCUDACluster
 
-            kw = cuda_cluster_kwargs(args.n_workers, None, args.rmm_pool_size, None, args.protocol)
-            if args.threads_per_worker:
-                kw["threads_per_worker"] = args.threads_per_worker
-            cluster = LocalCUDACluster(**kw)
+                kw = cuda_cluster_kwargs(args.n_workers, None, args.rmm_pool_size, None, args.protocol)
+                if args.threads_per_worker:
+                    kw["threads_per_worker"] = args.threads_per_worker
+                cluster = LocalCUDACluster(**kw)
         client = Client(cluster)
         client.wait_for_workers(args.n_workers)
     elif not cpu:
@@ -339,7 +343,7 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true", help="cuDF; workers are a LocalCUDACluster")
     ap.add_argument("--part-size", default=None, help="Dataset part_size (default: tabprep's)")
     ap.add_argument("--rmm-pool-size", default="0.5", help="GPU workers' RMM pool (as tabprep's --rmm-pool-size)")
-    ap.add_argument("--threads-per-worker", type=int, default=0, help="GPU workers' threads (default: tabprep's)")
+    ap.add_argument("--threads-per-worker", type=int, default=0, help="threads per worker (default: tabprep's)")
     ap.add_argument("--protocol", default=None, choices=["tcp", "ucx"], help="GPU workers' transport")
     ap.add_argument("--no-inprocess", action="store_true", help="skip the in-process run")
     ap.add_argument("--no-floor", action="store_true", help="skip the storage floors")

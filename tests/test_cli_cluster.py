@@ -183,3 +183,36 @@ def test_existing_cluster_rmm_pool_via_client_run(fake_gpus):
     with runtime.dask_cluster(None, None, None, False, True):
         pass
     assert pools[-1] is None  # in-process default: RMM's pool size
+
+
+def _worker_settings(dask_worker=None):
+    import dask
+
+    w = dask_worker  # client.run hands the worker to a function that names this argument
+    return {"profile": dask.config.get("distributed.worker.profile.enabled"),
+            "profile_callbacks": sorted(k for k in w.periodic_callbacks if "profile" in k),
+            "disk": dask.config.get("distributed.admin.system-monitor.disk"),
+            "tick": dask.config.get("distributed.admin.tick.interval"),
+            "memory_monitor": dask.config.get("distributed.worker.memory.monitor-interval")}
+
+
+def test_local_cpu_cluster_runs_without_dashboard_feeds():
+    # --workers starts its cluster without a dashboard: the workers' statistical profiler (a stack
+    # walk every 10 ms), the disk counters and the 20 ms tick feed nothing but cost CPU next to the
+    # tasks; the memory monitor (the nanny's memory limit) stays as dask sets it
+    import dask
+
+    before = {k: dask.config.get(k) for k in ("distributed.worker.profile.enabled",
+                                              "distributed.admin.system-monitor.disk",
+                                              "distributed.admin.tick.interval")}
+    with runtime.dask_cluster(None, 2, None, True, True) as client:
+        got = client.run(_worker_settings)
+        assert len(got) == 2
+        for s in got.values():
+            assert s["profile"] is False and s["profile_callbacks"] == [], s
+            assert s["disk"] is False and s["tick"] == "100ms", s
+            assert s["memory_monitor"] == dask.config.get("distributed.worker.memory.monitor-interval"), s
+        assert client.submit(lambda: 42).result() == 42
+    # the user's own configuration is as it was (the settings are the local cluster's alone)
+    assert {k: dask.config.get(k) for k in before} == before
+

@@ -384,6 +384,30 @@ def cuda_cluster_kwargs(n: int, memory_limit: Optional[str], rmm_pool_size: Opti
     return kwargs
 
 
+#: dask settings of the clusters ``--workers`` starts (without a dashboard, so nothing reads what
+#: these feed): no statistical profiler on the workers (a stack walk of every thread each 10 ms),
+#: no disk counters in the system monitors, a 100 ms event-loop tick instead of 20 ms. The nannies'
+#: memory monitor (the workers' memory limit) keeps dask's interval. Measured on the 10M-row Criteo
+#: job on 2 cores (LocalCluster of 2 processes; .dev A/B, interleaved runs): with dask's defaults
+#: the workers and the client process took 28-33 CPU s against 21-27 with these settings.
+LOCAL_CLUSTER_CONFIG: Dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.disk": False,
+    "distributed.admin.tick.interval": "100ms",
+}
+
+
+def cpu_cluster_kwargs(workers: Any, memory_limit: Optional[str] = None,
+                       protocol: Optional[str] = None) -> Dict[str, Any]:
+    """``LocalCluster`` arguments for ``--workers N`` on the CPU: N processes sharing the cores
+    (``"auto"``: one single-threaded process per core), no dashboard."""
+    cores = os.cpu_count() or 1
+    n = cores if workers == "auto" else int(workers)
+    return {"n_workers": n, "threads_per_worker": max(1, cores // n), "processes": True,
+            "memory_limit": memory_limit or "auto", "dashboard_address": None, "silence_logs": logging.ERROR,
+            **({"protocol": protocol} if protocol else {})}
+
+
 def _connect(kwargs: Dict[str, Any], where: str) -> Any:
     from distributed import Client
 
@@ -444,7 +468,22 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
                 client.run(worker_rmm_pool, pool)
             yield client
         return
+    import dask
     from distributed import Client
+
+    # the settings reach the worker processes through their nannies, which copy the configuration
+    # when they are made; the user's own configuration is left as it was
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        cluster = _local_cluster(on_gpu, workers, memory_limit, rmm_pool_size, device_memory_limit, protocol)
+    with cluster, Client(cluster) as client:
+        log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
+        yield client
+
+
+def _local_cluster(on_gpu: bool, workers: Any, memory_limit: Optional[str], rmm_pool_size: Optional[str],
+                   device_memory_limit: Optional[str], protocol: Optional[str]) -> Any:
+    """The ``LocalCUDACluster`` (``on_gpu``) or ``LocalCluster`` of processes of ``--workers``."""
+    from .. import backend
 
     if on_gpu:
         try:
@@ -456,17 +495,8 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         if n > n_gpus:
             raise UsageProblem(f"--workers {n} on the GPU needs {n} GPUs (one worker per GPU); this machine has "
                                f"{n_gpus}")
-        cluster = LocalCUDACluster(**cuda_cluster_kwargs(n, memory_limit, rmm_pool_size, device_memory_limit,
-                                                         protocol))
-    else:
-        from distributed import LocalCluster
+        return LocalCUDACluster(**cuda_cluster_kwargs(n, memory_limit, rmm_pool_size, device_memory_limit, protocol))
+    from distributed import LocalCluster
 
-        cores = os.cpu_count() or 1
-        n = cores if workers == "auto" else int(workers)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=max(1, cores // n), processes=True,
-                               memory_limit=memory_limit or "auto", dashboard_address=None,
-                               silence_logs=logging.ERROR, **({"protocol": protocol} if protocol else {}))
-    with cluster, Client(cluster) as client:
-        log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
-        yield client
+    return LocalCluster(**cpu_cluster_kwargs(workers, memory_limit, protocol))
 
