@@ -260,3 +260,49 @@ def test_lookup_structure_built_once_when_threads_start_together(monkeypatch, ba
         got = to_pandas(wf.transform(make_dataset(df, backend, nparts=4, empties=False)).compute())
     assert len(builds) == 2  # one per vocabulary (a, b), not one per thread
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+def test_lookup_structures_of_different_columns_build_at_once():
+    """Threads needing different vocabularies build them side by side (a lock per vocabulary):
+    one process-wide lock made each column's build wait for every other column's (on the CPU the
+    hash tables of 1M values take ~60 ms each)."""
+    import threading
+    import time
+
+    from tabprep.stats import vocab as V
+
+    df = pd.DataFrame({"a": np.arange(40) % 7, "b": np.arange(40) % 5})
+    cat = ops.Categorify()
+    tp.Workflow(["a", "b"] >> cat).fit(make_dataset(df, "cpu", nparts=2, empties=False))
+    real = V.vocab_index
+    active, peak, guard = [0], [0], threading.Lock()
+
+    def slow_build(values, like):
+        with guard:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.3)
+        with guard:
+            active[0] -= 1
+        return real(values, like)
+
+    cat._index_cache = {}
+    barrier = threading.Barrier(4)
+    got = {}
+
+    def run(i, key):
+        barrier.wait()
+        got[i] = cat._index(key, df[key])
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(V, "vocab_index", slow_build)
+    try:
+        threads = [threading.Thread(target=run, args=(i, key)) for i, key in enumerate(["a", "b", "a", "b"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        mp.undo()
+    assert peak[0] == 2  # a and b at once; each built once (the same object for its two threads)
+    assert got[0] is got[2] and got[1] is got[3] and got[0] is not got[1]
