@@ -126,13 +126,18 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
     import tabprep as tp
     from tabprep import ops
 
-    client = None
+    client = cluster = None
     if scheduler.startswith("distributed"):
-        # a local dask.distributed cluster: one single-threaded worker process per core
+        # a local dask.distributed cluster as `tabprep ... --workers N` starts it (its arguments and
+        # dask settings): one single-threaded worker process per core by default
         from distributed import Client, LocalCluster
 
-        n = int(scheduler.split(":")[1]) if ":" in scheduler else os.cpu_count()
-        client = Client(LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None))
+        from tabprep.cli.runtime import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs
+
+        n = int(scheduler.split(":")[1]) if ":" in scheduler else "auto"
+        with dask.config.set(LOCAL_CLUSTER_CONFIG):
+            cluster = LocalCluster(**cpu_cluster_kwargs(n))
+        client = Client(cluster)
     elif scheduler != "threads":
         dask.config.set(scheduler=scheduler)
     if not cpu:
@@ -151,6 +156,7 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
     t2 = time.perf_counter()
     if client is not None:
         client.close()
+        cluster.close()
     return {"total_s": t2 - t_start, "fit_s": t1 - t0, "transform_write_s": t2 - t1, "rows": meta["rows"],
             "npartitions": ds.npartitions,
             "cardinality_C3": wf.output_schema["C3"].cardinality}
