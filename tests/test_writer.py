@@ -18,7 +18,7 @@ import tabprep as tp
 from tabprep import backend, ops
 from tabprep.io import writer as writer_mod
 
-from conftest import make_dataset, random_frame, to_pandas
+from conftest import GPU_SKIP, make_dataset, random_frame, to_pandas
 
 HYP = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -374,3 +374,17 @@ def test_cudf_writer_codec(codec, expect):
 def test_cudf_writer_codec_refuses_unknown():
     with pytest.raises(ValueError, match="compression must be one of"):
         backend.parquet.cudf_compression("snapy")
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+@pytest.mark.parametrize("codec,expect", [("auto", "SNAPPY"), ("none", "UNCOMPRESSED"), ("zstd", "ZSTD")])
+def test_cudf_writer_codecs_reach_the_files(tmp_path, codec, expect):
+    # cuDF's writer keeps its own encodings: "auto" is plain snappy there
+    df = random_frame(seed=16, n=300)
+    make_dataset(df, "gpu", nparts=2).to_parquet(str(tmp_path / "out"), compression=codec)
+    assert set().union(*_codecs(tmp_path / "out").values()) == {expect}
+    back = read_back(tmp_path / "out")
+    for c in df.columns:
+        assert back[c].astype(object).where(back[c].notna(), None).tolist() == \
+            df[c].astype(object).where(df[c].notna(), None).tolist(), c
