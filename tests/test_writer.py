@@ -388,3 +388,30 @@ def test_cudf_writer_codecs_reach_the_files(tmp_path, codec, expect):
     for c in df.columns:
         assert back[c].astype(object).where(back[c].notna(), None).tolist() == \
             df[c].astype(object).where(df[c].notna(), None).tolist(), c
+
+
+def test_op_timer_gets_every_partitions_read_and_write(tmp_path):
+    # the (io) rows of --profile: one read per partition in the fit and in the transform, one write
+    # per partition, each with that partition's row count
+    df = pd.DataFrame({"a": np.arange(1000) % 13, "x": np.linspace(-1, 1, 1000)})
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(4):
+        df.iloc[i * 250:(i + 1) * 250].to_parquet(src / f"p{i}.parquet", row_group_size=125)
+    calls = []
+    wf = tp.Workflow((["a"] >> ops.Categorify()) + (["x"] >> ops.Normalize()))
+    wf.op_timer = lambda nid, label, kind, seconds, rows: calls.append((nid, label, kind, rows, seconds))
+    ds = tp.Dataset(str(src), part_size="1KB")
+    n = ds.npartitions
+    assert n >= 4
+    wf.fit(ds)
+    fit_reads = [c for c in calls if c[0] == "(io)"]
+    assert [c[1:3] for c in fit_reads] == [("read parquet", "read")] * n and sum(c[3] for c in fit_reads) == 1000
+    calls.clear()
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    io_rows = [c for c in calls if c[0] == "(io)"]
+    reads = sorted(c[3] for c in io_rows if c[1:3] == ("read parquet", "read"))
+    writes = sorted(c[3] for c in io_rows if c[1:3] == ("write", "write"))
+    assert len(io_rows) == 2 * n and reads == writes and sum(writes) == 1000
+    assert all(c[4] >= 0 for c in io_rows)
+    assert read_back(tmp_path / "out")["a"].notna().all()

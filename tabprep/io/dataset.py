@@ -405,27 +405,26 @@ def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, 
     del part
     if finish is None:
         return out
-    timer = getattr(handle, "op_timer", None)
-    clock = getattr(handle, "op_clock", time.perf_counter)
-    t0 = clock() if timer is not None else 0.0
-    rows = len(out)
-    res = finish(out, index)
-    if timer is not None:
-        timer("(io)", "write", "write", clock() - t0, rows)
-    return res
+    return _io_timed(handle, "write", "write", lambda: finish(out, index), len(out))
 
 
 def timed_read(read: Callable[[], Any], handle: Any) -> Any:
     """``read()`` (a reader of :meth:`Dataset._piece_readers`), its seconds recorded as the ``(io)``
     read row of ``handle``'s ``op_timer`` when ``handle`` is a workflow that has one."""
+    return _io_timed(handle, "read parquet", "read", read, len)
+
+
+def _io_timed(handle: Any, label: str, kind: str, call: Callable[[], Any], rows: Any) -> Any:
+    """``call()``, its seconds recorded as an ``(io)`` row of ``handle``'s ``op_timer`` when
+    ``handle`` is a workflow that has one; ``rows``: the row count, or a function of the result."""
     timer = getattr(handle, "op_timer", None)
     if timer is None:
-        return read()
+        return call()
     clock = getattr(handle, "op_clock", time.perf_counter)
     t0 = clock()
-    part = read()
-    timer("(io)", "read parquet", "read", clock() - t0, len(part))
-    return part
+    res = call()
+    timer("(io)", label, kind, clock() - t0, rows(res) if callable(rows) else rows)
+    return res
 
 
 def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:
