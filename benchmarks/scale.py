@@ -29,6 +29,11 @@ and is then timed. Columns of the table:
   each worker run's task stream as JSON, and the progress line names the tasks that waited
   for transfers.
 
+``--rounds K`` runs the whole list of configurations K times, one after the other (in-process, 1
+worker, 2 workers, in-process, ...), each in a fresh process: on a shared machine whose speed drifts,
+interleaved runs compare configurations fairly. The table shows each configuration's median round;
+``runs`` lists every timed run.
+
 Every run's output is read back as frames and hashed (row hashes of all part files in order):
 the runs must all give the same hash, else the script fails.
 """
@@ -350,6 +355,9 @@ def main() -> None:
     ap.add_argument("--no-warmup", action="store_true", help="time the first run (no warm-up run)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="timed runs per configuration (after the warm-up); the table shows the median run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="runs of the whole list of configurations, interleaved, each in a fresh process "
+                         "(the table shows the median round)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
     ap.add_argument("--generate-only", action="store_true", help="generate (and cache) the data, run nothing")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
@@ -381,23 +389,32 @@ def main() -> None:
                                                                                  for n in workers]
     results: Dict[str, Dict[str, Any]] = {}
     floors: Dict[int, float] = {}
+    rounds: Dict[str, List[Dict[str, Any]]] = {label: [] for label, _ in runs}
     try:
-        for label, n in runs:
-            results[label] = spawn("job", n, data, os.path.join(out_dir, f"run{n}"), args)
-            shutil.rmtree(os.path.join(out_dir, f"run{n}"), ignore_errors=True)
-            r = results[label]
-            print(f"  {label}: {r['wall_s']:.2f}s (runs {r['walls']}; fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
-                  f"{r['partitions']} partitions) phases " +
-                  ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
-                  (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
-                  file=sys.stderr, flush=True)
-            if not args.no_floor and max(n, 1) not in floors:
-                floors[max(n, 1)] = storage_floor(max(n, 1), data, os.path.join(out_dir, f"floor{n}"), args)
+        for k in range(max(1, args.rounds)):
+            for label, n in runs:
+                r = spawn("job", n, data, os.path.join(out_dir, f"run{n}"), args)
+                shutil.rmtree(os.path.join(out_dir, f"run{n}"), ignore_errors=True)
+                rounds[label].append(r)
+                print(f"  {label}{f' (round {k + 1})' if args.rounds > 1 else ''}: {r['wall_s']:.2f}s (runs {r['walls']}; "
+                      f"fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
+                      f"{r['partitions']} partitions) phases " +
+                      ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
+                      (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
+                      file=sys.stderr, flush=True)
+                if not args.no_floor and max(n, 1) not in floors:
+                    floors[max(n, 1)] = storage_floor(max(n, 1), data, os.path.join(out_dir, f"floor{n}"), args)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
+    for label, rs in rounds.items():
+        # the median round, with every round's timed runs listed
+        r = dict(sorted(rs, key=lambda x: x["wall_s"])[len(rs) // 2])
+        r["walls"] = [w for x in rs for w in x["walls"]]
+        r["output"]["hash_all"] = sorted({x["output"]["hash"] for x in rs})
+        results[label] = r
     print_table(rows, files, args, results, floors, runs)
-    hashes = {label: r["output"]["hash"] for label, r in results.items()}
-    if len(set(hashes.values())) != 1:
+    hashes = {label: r["output"]["hash_all"] for label, r in results.items()}
+    if len({h for hs in hashes.values() for h in hs}) != 1:
         raise SystemExit(f"outputs differ between runs: {hashes}")
     first = next(iter(results.values()))["output"]
     print(f"check: all {len(results)} outputs identical ({first['rows']:,} rows, {first['files']} files, "
@@ -410,7 +427,8 @@ def print_table(rows: int, files: int, args: argparse.Namespace, results: Dict[s
         f"CPU (LocalCluster of processes, {os.cpu_count()} cores)"
     parts = next(iter(results.values()))["partitions"]
     print(f"\n{rows:,} Criteo rows, {files} files, {parts} partitions; {dev}; cluster started before timing, "
-          f"{'no warm-up' if args.no_warmup else 'after a warm-up run'}; median of {args.repeat} timed run(s) per configuration")
+          f"{'no warm-up' if args.no_warmup else 'after a warm-up run'}; median of {args.repeat} timed run(s) per configuration"
+          + (f", median of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
     one = results.get("1 worker", {}).get("wall_s")
     inproc = results.get("in-process", {}).get("wall_s")
     head = (f"{'run':>12} {'wall s':>7} {'fit':>6} {'xf+wr':>6} {'rows/s':>11} {'x 1 wkr':>7} {'x in-proc':>9} "
@@ -427,6 +445,7 @@ def print_table(rows: int, files: int, args: argparse.Namespace, results: Dict[s
               f"{r['cluster_start_s']:>7.2f} | " + " ".join(f"{ph.get(p, 0.0):>12.2f}" for p in PHASES))
     print("x 1 wkr / x in-proc: speed-up (1-worker or in-process wall / this wall); x floor: wall / the storage "
           "floor at the same process count; phases: task-seconds summed over workers")
+    print("timed runs (s): " + "; ".join(f"{label} {results[label]['walls']}" for label, _ in runs))
 
 
 if __name__ == "__main__":
