@@ -181,21 +181,18 @@ def run_job(args: argparse.Namespace) -> None:
         # the clusters `tabprep ... --workers N` starts: the same arguments and dask settings
         from tabprep.cli.runtime import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs, cuda_cluster_kwargs
 
+        if cpu:
+            from distributed import LocalCluster as cluster_class
+
+            kw = cpu_cluster_kwargs(args.n_workers)
+        else:
+            from dask_cuda import LocalCUDACluster as cluster_class
+
+            kw = cuda_cluster_kwargs(args.n_workers, None, args.rmm_pool_size, None, args.protocol)
+        if args.threads_per_worker:
+            kw["threads_per_worker"] = args.threads_per_worker
         with dask.config.set(LOCAL_CLUSTER_CONFIG):
-            if cpu:
-                from distributed import LocalCluster
-
-                kw = cpu_cluster_kwargs(args.n_workers)
-                if args.threads_per_worker:
-                    kw["threads_per_worker"] = args.threads_per_worker
-                cluster = LocalCluster(**kw)
-            else:
-                from dask_cuda import LocalCUDACluster
-
-                kw = cuda_cluster_kwargs(args.n_workers, None, args.rmm_pool_size, None, args.protocol)
-                if args.threads_per_worker:
-                    kw["threads_per_worker"] = args.threads_per_worker
-                cluster = LocalCUDACluster(**kw)
+            cluster = cluster_class(**kw)
         client = Client(cluster)
         client.wait_for_workers(args.n_workers)
     elif not cpu:
@@ -391,12 +388,12 @@ def main() -> None:
     floors: Dict[int, float] = {}
     rounds: Dict[str, List[Dict[str, Any]]] = {label: [] for label, _ in runs}
     try:
-        for k in range(max(1, args.rounds)):
+        for rnd in range(max(1, args.rounds)):
             for label, n in runs:
                 r = spawn("job", n, data, os.path.join(out_dir, f"run{n}"), args)
                 shutil.rmtree(os.path.join(out_dir, f"run{n}"), ignore_errors=True)
                 rounds[label].append(r)
-                print(f"  {label}{f' (round {k + 1})' if args.rounds > 1 else ''}: {r['wall_s']:.2f}s (runs {r['walls']}; "
+                print(f"  {label}{f' (round {rnd + 1})' if args.rounds > 1 else ''}: {r['wall_s']:.2f}s (runs {r['walls']}; "
                       f"fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
                       f"{r['partitions']} partitions) phases " +
                       ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
