@@ -21,6 +21,7 @@ import pandas as pd
 from . import backend
 from .io.dataset import Dataset
 from .ops.base import Operator, StatOperator, registered_ops
+from .workflow.fusion import _declares_host_partial
 from .workflow.workflow import Workflow
 
 __all__ = ["check_op", "default_frame"]
@@ -63,6 +64,8 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     2. ``refit idempotent``: learned attributes (names ending in ``_``) and the output after two
        fits equal those after one;
     3. ``input not mutated``: ``fit_partial`` / ``transform`` leave the frame they get unchanged;
+       ``host partial parity``: a stat op with ``fit_partial_columns`` (the CPU fit of parquet
+       data on host columns) learns what ``fit_partial`` learns from the same values;
     4. ``non-finite and null inputs``: NaN/inf values, an all-null selection and an empty frame
        transform (an all-null fit may instead raise a clear ``ValueError`` / ``TypeError``);
     5. ``empty partitions``: fitting with an empty partition between two halves gives the same
@@ -117,6 +120,27 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
                                  f"was given (work on a copy or build new columns): {exc}") from None
     if not _frames_equal(data, pristine):
         raise AssertionError(f"check 'input not mutated' failed for {name}: fit/transform modified the user's frame")
+
+    # 3b. host partial parity: the Arrow-native fit (CPU parquet) calls fit_partial_columns on host
+    # columns; it must learn what fit_partial learns on the same values (nulls, NaN and inf included)
+    if isinstance(op, StatOperator) and _declares_host_partial(type(op)):
+        frame = data[node.input_columns].copy(deep=True)
+        for c in node.input_columns:
+            if frame[c].dtype.kind == "f" and len(frame) >= 3:
+                frame.loc[frame.index[:3], c] = [np.nan, np.inf, -np.inf]
+        host = {c: backend.host_column(frame[c]) for c in node.input_columns}
+        partial = None if any(h is None for h in host.values()) else \
+            _fresh(op).fit_partial_columns(node.input_columns, host)
+        if partial is not None:
+            by_host, by_frame = _fresh(op), _fresh(op)
+            by_host.fit_finalize(node.input_columns, by_host.fit_combine([partial]))
+            by_frame.fit_finalize(node.input_columns, by_frame.fit_combine([by_frame.fit_partial(node.input_columns, frame)]))
+            for key, value in _learned(by_frame).items():
+                if not _same(value, _learned(by_host).get(key)):
+                    raise AssertionError(f"check 'host partial parity' failed for {name}: learned {key!r} differs "
+                                         f"between fit_partial_columns (host columns) and fit_partial (pandas) on "
+                                         f"the same values; return None from fit_partial_columns where it cannot "
+                                         f"reproduce fit_partial")
 
     # 4. non-finite and null inputs, empty frame
     flat = [c for c in node.input_columns]

@@ -91,3 +91,32 @@ def test_params_changed_by_fit_are_caught():
 def test_refit_not_idempotent_is_caught():
     with pytest.raises(AssertionError, match=r"(?i)refit|idempot|second fit"):
         check_op(NotIdempotent(), allow_unregistered=True)
+
+
+class WrongHostPartial(ops.Normalize):
+    """A host partial (the Arrow-native fit's) that forgets the nulls' exclusion: it differs from fit_partial."""
+
+    def fit_partial_columns(self, columns, cols):
+        from tabprep.stats.moments import MinMax, Moments
+
+        out = {}
+        for c in columns:
+            x = np.nan_to_num(cols[c].values.astype("float64"), nan=0.0, posinf=0.0, neginf=0.0)
+            out[c] = (Moments(len(x), float(x.mean()), float(((x - x.mean()) ** 2).sum())),
+                      MinMax(float(x.min()), float(x.max())))
+        return out
+
+
+def test_host_partial_differing_from_fit_partial_is_caught():
+    with pytest.raises(AssertionError, match=r"check 'host partial parity' failed for WrongHostPartial"):
+        check_op(WrongHostPartial(), allow_unregistered=True)
+
+
+@pytest.mark.parametrize("columns", [["i", "n"], [["i", "n"]]])
+def test_host_partial_parity_runs_for_categorify_on_ints(columns, monkeypatch):
+    seen = []
+    real = ops.Categorify.fit_partial_columns
+    monkeypatch.setattr(ops.Categorify, "fit_partial_columns",
+                        lambda self, cols, host: seen.append(real(self, cols, host)) or seen[-1])
+    check_op(ops.Categorify(), columns=columns)
+    assert seen and all(p is not None for p in seen)

@@ -213,3 +213,164 @@ def test_host_column_from_arrow_offsets_and_chunks():
     col = host_column_from_arrow(pa.array([True, None, False]))
     assert col.values.dtype == bool and col.mask.tolist() == [False, True, False]
     assert host_column_from_arrow(pa.array(["a"])) is None
+
+
+# -- the Arrow-native fit ----------------------------------------------------------------------------
+def _plain(partial):
+    """A partial as plain Python values (Counts: keys, counts, nulls; Moments/MinMax: their fields)."""
+    if isinstance(partial, dict):
+        return {k: _plain(v) for k, v in partial.items()}
+    if isinstance(partial, (tuple, list)):
+        return [_plain(v) for v in partial]
+    if hasattr(partial, "keys") and hasattr(partial, "nulls"):
+        keys = None if partial.keys is None else np.asarray(partial.keys).tolist()
+        counts = partial.counts.to_dict() if keys is None else np.asarray(partial.counts).tolist()
+        return ("counts", keys, counts, partial.nulls)
+    if hasattr(partial, "__dataclass_fields__"):
+        return (type(partial).__name__,) + tuple(getattr(partial, f) for f in partial.__dataclass_fields__)
+    return partial
+
+
+def _pandas_partials(wf, table, nullable):
+    from tabprep.workflow.tasks import _fit_partition
+
+    ids = [wf.node_id(n) for n in wf._stat_levels()[0]]
+    return ids, _fit_partition(wf, ids, nullable_frame(table, nullable))
+
+
+def _nullable(table):
+    return {c: str(table[c].type).replace("uint", "UInt").replace("int", "Int")
+            for c in table.column_names if pa.types.is_integer(table[c].type) and table[c].null_count}
+
+
+@HYP
+@given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
+       nulls=st.booleans(), joint=st.booleans())
+def test_fit_table_partials_equal_pandas_partials(types, seed, nulls, joint):
+    """The fit's Arrow path (``fusion.fit_table``) gives the partials the pandas path gives, bit for
+    bit: Categorify counts (one vocabulary per column, or a joint one), Normalize moments and extrema
+    after FillMissing >> Clip >> LogOp, on every numeric Arrow type with nulls, NaN and +-inf."""
+    r = np.random.default_rng(seed)
+    n = 90
+    cols = {}
+    for i, typ in enumerate(types):
+        if pa.types.is_boolean(typ):
+            v = r.random(n) < 0.5
+        elif pa.types.is_floating(typ):
+            v = r.choice([0.0, -0.0, 1e-5, -2.0, 3.5, np.inf, -np.inf, np.nan, 1e5], n)
+        else:
+            v = r.integers(0, 120, n) - (0 if pa.types.is_unsigned_integer(typ) else 20)
+        cols[f"c{i}"] = pa.array(v, type=typ, mask=(r.random(n) < 0.15) if nulls else None)
+    table = pa.table(cols)
+    ints = [c for c, t in zip(cols, types) if not pa.types.is_floating(t)]
+    floats = [c for c in cols if c not in ints]
+    node = None
+    if ints:
+        # joint: one vocabulary shared by every int column (a nested list is a group)
+        node = ([ints] if joint and len(ints) > 1 else ints) >> ops.Categorify()
+    if floats:
+        f = floats >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+        node = f if node is None else node + f
+    wf = tp.Workflow(node)
+    wf._bind(tp.Dataset(nullable_frame(table, _nullable(table))).schema, {})
+    ids, ref = _pandas_partials(wf, table, _nullable(table))
+    got = fusion.fit_table(wf, ids, table)
+    assert got is not None
+    assert _plain(got) == _plain(ref)
+
+
+def test_fit_table_second_level_after_a_fitted_op():
+    """Normalize of Categorify's ids: the second fit pass runs Categorify's kernel, then the partial."""
+    table = pa.table({"a": pa.array([5, 5, None, 7, 9, 5, 7], type=pa.int32()),
+                      "b": pa.array([1.5, None, np.inf, 2.0, -1.0, 0.0, 3.0])})
+    wf = tp.Workflow((["a"] >> ops.Categorify() >> ops.Normalize()) + (["b"] >> ops.Normalize()))
+    frame = nullable_frame(table, {"a": "Int32"})
+    wf.fit(frame)  # the pandas path: statistics of both levels
+    level2 = wf._stat_levels()[1]
+    ids = [wf.node_id(n) for n in level2]
+    from tabprep.workflow.tasks import _fit_partition
+    ref = _fit_partition(wf, ids, frame)
+    got = fusion.fit_table(wf, ids, table)
+    assert got is not None and _plain(got) == _plain(ref)
+    # and against numpy: ids of a are null 1, 5 (3 times) -> 3, 7 -> 4, 9 -> 5
+    (moments, minmax), = [v for k, v in got.items() if k == ids[0]][0].values()
+    ids_a = np.array([3, 3, 1, 4, 5, 3, 4], dtype=np.float64)
+    assert moments.count == 7 and moments.mean == pytest.approx(ids_a.mean())
+    assert moments.m2 == pytest.approx(((ids_a - ids_a.mean()) ** 2).sum())
+    assert (minmax.min, minmax.max) == (1.0, 5.0)
+
+
+def test_fit_table_declines_what_it_cannot_reproduce():
+    table = pa.table({"f": pa.array([1.5, 2.5, None]), "s": pa.array(["x", None, "y"]),
+                      "i": pa.array([1, 2, 3])})
+    for node in (["f"] >> ops.Categorify(),  # float vocabularies: pandas' value_counts semantics
+                 ["s"] >> ops.Categorify(),  # strings
+                 ["i"] >> ops.FillMedian()):  # a stat op without a host partial
+        wf = tp.Workflow(node)
+        wf._bind(tp.Dataset(table.to_pandas()).schema, {})
+        ids = [wf.node_id(n) for n in wf._stat_levels()[0]]
+        assert fusion.fit_table(wf, ids, table) is None, node
+    assert fusion.fit_table(tp.Workflow(["i"] >> ops.Categorify()), [], table.slice(0, 0)) is None
+
+
+def test_subclass_overriding_fit_partial_gets_no_stale_host_partial():
+    class Capped(ops.Normalize):
+        def fit_partial(self, columns, df):
+            return super().fit_partial(columns, df.clip(upper=1.0))
+
+    table = pa.table({"x": pa.array([0.5, 3.0, 7.0])})
+    wf = tp.Workflow(["x"] >> Capped())
+    wf._bind(tp.Dataset(table.to_pandas()).schema, {})
+    ids = [wf.node_id(n) for n in wf._stat_levels()[0]]
+    assert fusion.fit_table(wf, ids, table) is None
+    wf.fit(tp.Dataset(table.to_pandas()))
+    assert wf.output_node.op.stats_["x"]["mean"] == pytest.approx((0.5 + 1 + 1) / 3)
+
+
+def test_parquet_fit_runs_on_arrow_and_matches_references(tmp_path, monkeypatch):
+    """A parquet Dataset's fit runs on the Arrow tables (fit_table), with nulls, NaN, inf, int32 ids and
+    a file without rows, and learns what plain pandas/numpy compute and what the pandas path learns."""
+    import pyarrow.parquet as pq
+
+    r = np.random.default_rng(3)
+    n = 600
+    ids = pa.array(r.integers(0, 40, n).astype("int32"), mask=r.random(n) < 0.1)
+    x = r.choice([0.5, 2.0, -3.0, np.nan, np.inf, 10.0], n)
+    full = pa.table({"ids": ids, "x": pa.array(x, mask=r.random(n) < 0.05), "label": pa.array(r.integers(0, 2, n))})
+    (tmp_path / "data").mkdir()
+    for i, (a, b) in enumerate([(0, 250), (250, 250), (250, 600)]):  # the second file has no rows
+        pq.write_table(full.slice(a, b - a), tmp_path / "data" / f"part-{i}.parquet", row_group_size=100)
+    from tabprep.workflow import tasks
+
+    calls = []
+    real = fusion.fit_table
+    monkeypatch.setattr(tasks, "fit_table", lambda *a: calls.append((a[2].num_rows, real(*a))) or calls[-1][1])
+
+    def workflow():
+        return tp.Workflow((["ids"] >> ops.Categorify())
+                           + (["x"] >> ops.FillMissing(fill_val=1.0) >> ops.Clip(min_value=0) >> ops.LogOp()
+                              >> ops.Normalize()) + ["label"])
+
+    wf = workflow().fit(tp.Dataset(str(tmp_path / "data"), part_size=100 * 40))
+    # every partition with rows was fitted on Arrow (a table without rows goes the pandas way)
+    assert sum(rows for rows, _ in calls) == n and all(c is not None for rows, c in calls if rows), calls
+    # references: plain pandas / numpy
+    ref_ids = full["ids"].to_pandas().dropna().astype("int64").value_counts()
+    ref_vocab = sorted(ref_ids.index, key=lambda v: (-ref_ids[v], v))
+    cat, norm = [n.op for n in wf.stat_nodes]
+    assert list(cat.stats_["ids"]["values"]) == ref_vocab
+    assert cat.stats_["ids"]["nulls"] == int(full["ids"].null_count)
+    xs = np.log1p(np.clip(np.where(np.isnan(full["x"].to_pandas()), 1.0, full["x"].to_pandas()), 0, None))
+    xs = xs.astype(np.float32).astype(np.float64)
+    xs = xs[np.isfinite(xs)]
+    assert norm.stats_["x"]["mean"] == pytest.approx(xs.mean(), rel=1e-12)
+    assert norm.stats_["x"]["std"] == pytest.approx(xs.std(), rel=1e-9)
+    # the pandas path on the same rows learns the same statistics
+    calls.clear()
+    ref = workflow().fit(tp.Dataset(full.to_pandas(types_mapper={pa.int32(): pd.Int32Dtype()}.get)))
+    assert not calls
+    rcat, rnorm = [n.op for n in ref.stat_nodes]
+    assert list(rcat.stats_["ids"]["values"]) == list(cat.stats_["ids"]["values"])
+    assert list(rcat.stats_["ids"]["freqs"]) == list(cat.stats_["ids"]["freqs"])
+    assert rnorm.stats_["x"]["count"] == norm.stats_["x"]["count"] == xs.size
+    assert rnorm.stats_["x"]["mean"] == pytest.approx(norm.stats_["x"]["mean"], rel=1e-13)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrays import LOG_SMALL, _fits, array_clip_bounds, int_log1p32, quiet
+from .arrays import LOG_SMALL, _fits, array_clip_bounds, float_values, int_data, int_log1p32, quiet
 from .dispatch import Dispatch
 
 
@@ -46,6 +46,11 @@ class HostColumn:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The values' numpy dtype (so that ``is_int_like`` and friends read a HostColumn as a column)."""
+        return self.values.dtype
 
     def __repr__(self) -> str:
         nulls = 0 if self.mask is None else int(self.mask.sum())
@@ -76,6 +81,23 @@ def _host_column_pandas(series: pd.Series) -> Optional[HostColumn]:
         mask = arr._mask  # the masked array's own buffers (pandas >= 1.0 layout), as int_data reads them
         return HostColumn(arr._data, mask if mask.any() else None, nullable=True)
     return None
+
+
+# the value readers of the statistics (``int_counts``, ``finite_values``) on host columns, as they read
+# the pandas columns the host columns stand for: the Arrow-native fit (``fusion.fit_table``)
+@int_data.register(HostColumn)
+def _int_data_host(col: HostColumn):
+    v = col.values
+    mask = col.mask
+    return (v if v.dtype == np.int64 else v.astype(np.int64)), (mask if mask is not None and mask.any() else None)
+
+
+@float_values.register(HostColumn)
+def _float_values_host(col: HostColumn, dtype: str = "float64") -> np.ndarray:
+    x = np.array(col.values, dtype=dtype, copy=True)
+    if col.mask is not None:
+        x[col.mask] = np.nan
+    return x
 
 
 def host_series(col: HostColumn, like: pd.Series, name: Any) -> pd.Series:

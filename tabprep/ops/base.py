@@ -221,6 +221,19 @@ class StatOperator(Operator):
         """Partial statistics of one partition (pandas or cuDF frame, possibly empty)."""
         raise NotImplementedError
 
+    def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Optional[Any]:
+        """:meth:`fit_partial` of a partition given as host columns, or None (the default: the
+        workflow converts the partition to pandas and calls :meth:`fit_partial`).
+
+        ``cols`` maps each of ``columns`` to a :class:`tabprep.backend.columns.HostColumn` (numpy
+        values + null mask; NaN is the null of floats), read from the partition's Arrow table or
+        computed by the host kernels of the ops before this one (the CPU fit of parquet data, see
+        :func:`tabprep.workflow.fusion.fit_table`). Return exactly what :meth:`fit_partial` returns
+        for the pandas frame of those columns, or None for an input it does not reproduce (e.g. a
+        dtype). A subclass that overrides ``fit_partial`` but not this method gets no host partial.
+        """
+        return None
+
     def fit_combine(self, partials: List[Any]) -> Any:
         """Merge partial statistics (associative, so it can run as a tree)."""
         raise NotImplementedError

@@ -128,6 +128,16 @@ class Categorify(StatOperator):
         return {key: V.partial_counts(self._key_series(cols, df), on_host=self.on_host)
                 for key, cols in self._vocab_keys(columns).items()}
 
+    def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Optional[Dict[str, V.Counts]]:
+        """:meth:`fit_partial` on host columns: int and bool columns (one vocabulary each, or joint
+        groups); None for float columns (their counts follow pandas' value_counts) and combos."""
+        keys = self._vocab_keys(columns)
+        if self.encode_type == "combo" and any(len(g) > 1 for g in keys.values()):
+            return None
+        if any(cols[c].values.dtype.kind not in "iub" for c in columns):
+            return None
+        return {key: V.partial_counts([cols[c] for c in group], on_host=self.on_host) for key, group in keys.items()}
+
     def fit_combine(self, partials: List[Dict[str, V.Counts]]) -> Dict[str, V.Counts]:
         return {k: V.combine_counts([p[k] for p in partials]) for k in partials[0]}
 

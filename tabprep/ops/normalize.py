@@ -38,6 +38,10 @@ class Normalize(StatOperator):
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Moments, MinMax]]:
         return {c: partial_moments_minmax(df[c]) for c in columns}
 
+    def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Dict[str, Tuple[Moments, MinMax]]:
+        """:meth:`fit_partial` on host columns (the same float64 values: nulls and NaN, +-inf left out)."""
+        return {c: partial_moments_minmax(cols[c]) for c in columns}
+
     def fit_combine(self, partials: List[Dict[str, Tuple[Moments, MinMax]]]) -> Dict[str, Tuple[Moments, MinMax]]:
         return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]))
                 for c in partials[0]}

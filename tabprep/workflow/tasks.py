@@ -2,21 +2,25 @@
 dask.distributed: the graph names them by import path)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+import pyarrow as pa
 
 from .. import backend
 from .._util import is_frame
-from ..io.dataset import timed_read
+from ..io.dataset import nullable_frame, timed_read
 from ..ops.base import _OUT_OF_FOLD
-from .fusion import transform_table
+from .fusion import fit_table, transform_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from .workflow import Workflow
 
 
-def _fit_partition(wf: "Workflow", ids: List[str], df: Any) -> Dict[str, Any]:
+def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """The partials of the stat ops ``ids`` on one partition: ``df``, or a no-argument reader of it
-    (``Dataset._piece_readers``: the read then runs in this task, on this worker)."""
+    (``Dataset._piece_readers``: the read then runs in this task, on this worker). A partition read
+    as an Arrow table (CPU parquet) is fitted on host columns when :func:`fusion.fit_table` can, else
+    converted to the pandas frame ``to_ddf`` gives (``nullable``: its nullable int dtypes)."""
     backend.tune_malloc_in_worker()  # dask's nanny leaves glibc mmapping every array > 128 KiB
     if callable(df) and not is_frame(df):
         df = timed_read(df, wf)
@@ -25,6 +29,11 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any) -> Dict[str, Any]:
     needed = [p for t in targets for p in t.parents]
     token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
     try:
+        if isinstance(df, pa.Table):
+            out = fit_table(wf, ids, df)
+            if out is not None:
+                return out
+            df = nullable_frame(df, nullable or {})
         cache = wf._execute(df, needed)
     finally:
         _OUT_OF_FOLD.reset(token)
@@ -50,8 +59,6 @@ def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nu
     """:func:`_transform_partition` of a partition read as an Arrow table (``Dataset._table_tasks``):
     an Arrow table when :func:`~tabprep.workflow.fusion.transform_table` computes it, else the pandas
     frame of the pandas path (the writer takes either)."""
-    from ..io.dataset import nullable_frame
-
     backend.tune_malloc_in_worker()
     if not cast and not is_frame(part):
         token = _OUT_OF_FOLD.set(bool(out_of_fold))  # as transform_frame sets it for the ops

@@ -317,11 +317,14 @@ class Workflow:
         # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
         columns = self._raw_columns_for(self.stat_nodes)
         ddf = ds.to_ddf(columns=columns)
-        readers = ds._piece_readers(columns)
+        # parquet on the CPU: partitions read as Arrow tables, fitted on host columns where the ops
+        # allow (fusion.fit_table), else converted to the frames to_ddf gives (nullable int dtypes)
+        readers = ds._piece_readers(columns, arrow=True)
+        nullable = ds._nullable_dtypes(columns)
         for i, level in enumerate(self._stat_levels()):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
                 self._bind(ds.schema, ds.describe())
-            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}", readers=readers)
+            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}", readers=readers, nullable=nullable)
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
         backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
@@ -330,7 +333,7 @@ class Workflow:
         return self
 
     def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str,
-                   readers: Optional[List[Any]] = None) -> None:
+                   readers: Optional[List[Any]] = None, nullable: Optional[Dict[str, str]] = None) -> None:
         ids = [self.node_id(n) for n in level]
         # parquet: each task reads its partition itself, so the read and the partial are one task on
         # one worker (no partition ever moves); other data: the dask frame's partitions
@@ -339,7 +342,7 @@ class Workflow:
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
         partial_fn = dask.delayed(_fit_partition, pure=True)
-        partials = [partial_fn(wf, ids, p) for p in parts]
+        partials = [partial_fn(wf, ids, p, nullable) for p in parts]
         combine_fn = dask.delayed(_combine_partials, pure=True)
         while len(partials) > 1:
             partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY])
