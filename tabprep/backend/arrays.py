@@ -300,19 +300,25 @@ def int_log1p32(values: np.ndarray) -> np.ndarray:
 LOG_SMALL = 1e-4
 
 
-def fast_log1p(x: Any) -> Any:
+def fast_log1p(x: Any, out: Any = None) -> Any:
     """``log1p`` of a float64 array (numpy or cupy), about 2x faster than ``log1p`` itself on the CPU.
 
     ``log(1 + x)`` is vectorized (SIMD) where ``log1p`` is not; the rounding of ``1 + x`` costs
     at most ~1e-12 relative error for ``|x| >= 1e-4``, far below float32 precision, and the few
     smaller values are recomputed with ``log1p``. The float32 results equal ``log1p``'s.
+    ``out``: a float64 array of ``x``'s shape to write into (``x`` itself computes in place).
     """
     xp = array_module(x)
     with quiet():
-        out = xp.log(x + 1.0)
         small = xp.abs(x) < LOG_SMALL
-        if bool(small.any()):
-            out[small] = xp.log1p(x[small])
+        tiny = x[small] if bool(small.any()) else None  # read before an in-place add overwrites x
+        if out is None:
+            out = x + 1.0
+        else:
+            xp.add(x, 1.0, out=out)
+        xp.log(out, out=out)
+        if tiny is not None:
+            out[small] = xp.log1p(tiny)
     return out
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrays import LOG_SMALL, _fits, array_clip_bounds, float_values, int_data, int_log1p32, quiet
+from .arrays import LOG_SMALL, _fits, array_clip_bounds, fast_log1p, float_values, int_data, int_log1p32
 from .dispatch import Dispatch
 
 
@@ -212,14 +212,7 @@ def log1p_host(col: HostColumn) -> Optional[HostColumn]:
     if kind != "f":
         return None
     x = v if (v.dtype == np.float64 and col.owned) else v.astype(np.float64)
-    with quiet():
-        small = np.flatnonzero(np.abs(x) < LOG_SMALL)
-        tiny = x[small]
-        np.add(x, 1.0, out=x)
-        np.log(x, out=x)
-        if small.size:
-            x[small] = np.log1p(tiny)
-    return HostColumn(x.astype(np.float32), None, True)
+    return HostColumn(fast_log1p(x, out=x).astype(np.float32), None, True)
 
 
 def normalize_host(col: HostColumn, mean: float, std: float) -> Optional[HostColumn]:
