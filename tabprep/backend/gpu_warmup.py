@@ -105,16 +105,10 @@ def _k_scatter() -> None:
     out[_a([2, 0, 1], np.int64)] = _a([5, 6, 7], np.int64)
 
 
-def _k_copyto(dtype: Any) -> None:
+def _k_copyto(dtype: Any, fill: Any = 0) -> None:
     import cupy
 
-    cupy.copyto(_a([1, 2], dtype), 0, where=_a([True, False], bool))
-
-
-def _k_copyto_nan() -> None:
-    import cupy
-
-    cupy.copyto(_a([1.0, 2.0], np.float32), np.nan, where=_a([True, False], bool))
+    cupy.copyto(_a([1, 2], dtype), fill, where=_a([True, False], bool))
 
 
 def _k_add_less() -> None:
@@ -151,7 +145,7 @@ def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
         (_k_take, ()), (_k_searchsorted, ()), (_k_equal_where, ()), (_k_scatter, ()), (_k_minimum, ()),
         (_k_copyto, (np.int64,)), (_k_add_less, ()), (_k_argsort, ()),
         (_log1p, ("int64",)), (_normalize, ()), (_k_astype, (np.float32, np.float64)),
-        (_log1p, ("float64",)), (_k_copyto_nan, ()), (_k_copyto, (np.uint32,)),
+        (_log1p, ("float64",)), (_k_copyto, (np.float32, np.nan)), (_k_copyto, (np.uint32,)),
         (_k_astype, (np.int32, np.int64)), (_k_astype, (np.int64, np.float64)),
         (_k_astype, (np.float64, np.float64)),
         (_log1p, ("int32",)), (_log1p, ("float32",)),
