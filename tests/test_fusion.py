@@ -159,13 +159,10 @@ def test_subclass_overriding_transform_gets_no_stale_kernel():
 ARROW_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.float32(), pa.float64(), pa.bool_()]
 
 
-@HYP
-@given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
-       nulls=st.booleans())
-def test_table_path_equals_pandas_path(types, seed, nulls):
-    """Even and bool columns >> Categorify, the others >> FillMissing >> Clip(0) >> LogOp >> Normalize."""
+def random_table(types: list, seed: int, nulls: bool, n: int) -> pa.Table:
+    """Columns c0, c1, ... of ``types``: bools, floats with -0.0, tiny values, NaN and +-inf, ints
+    with negatives (unsigned: not); 15% nulls when ``nulls``."""
     r = np.random.default_rng(seed)
-    n = 80
     cols = {}
     for i, typ in enumerate(types):
         if pa.types.is_boolean(typ):
@@ -174,9 +171,17 @@ def test_table_path_equals_pandas_path(types, seed, nulls):
             v = r.choice([0.0, -0.0, 1e-5, -2.0, 3.5, np.inf, -np.inf, np.nan, 1e5], n)
         else:
             v = r.integers(0, 120, n) - (0 if pa.types.is_unsigned_integer(typ) else 20)
-        mask = (r.random(n) < 0.15) if nulls else None
-        cols[f"c{i}"] = pa.array(v, type=typ, mask=mask)
-    table = pa.table(cols)
+        cols[f"c{i}"] = pa.array(v, type=typ, mask=(r.random(n) < 0.15) if nulls else None)
+    return pa.table(cols)
+
+
+@HYP
+@given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
+       nulls=st.booleans())
+def test_table_path_equals_pandas_path(types, seed, nulls):
+    """Even and bool columns >> Categorify, the others >> FillMissing >> Clip(0) >> LogOp >> Normalize."""
+    table = random_table(types, seed, nulls, n=80)
+    cols = dict(zip(table.column_names, table.columns))
     cats = [c for i, (c, t) in enumerate(zip(cols, types)) if i % 2 == 0 or pa.types.is_boolean(t)]
     conts = [c for c in cols if c not in cats]
     node = cats >> ops.Categorify()
@@ -250,18 +255,8 @@ def test_fit_table_partials_equal_pandas_partials(types, seed, nulls, joint):
     """The fit's Arrow path (``fusion.fit_table``) gives the partials the pandas path gives, bit for
     bit: Categorify counts (one vocabulary per column, or a joint one), Normalize moments and extrema
     after FillMissing >> Clip >> LogOp, on every numeric Arrow type with nulls, NaN and +-inf."""
-    r = np.random.default_rng(seed)
-    n = 90
-    cols = {}
-    for i, typ in enumerate(types):
-        if pa.types.is_boolean(typ):
-            v = r.random(n) < 0.5
-        elif pa.types.is_floating(typ):
-            v = r.choice([0.0, -0.0, 1e-5, -2.0, 3.5, np.inf, -np.inf, np.nan, 1e5], n)
-        else:
-            v = r.integers(0, 120, n) - (0 if pa.types.is_unsigned_integer(typ) else 20)
-        cols[f"c{i}"] = pa.array(v, type=typ, mask=(r.random(n) < 0.15) if nulls else None)
-    table = pa.table(cols)
+    table = random_table(types, seed, nulls, n=90)
+    cols = dict(zip(table.column_names, table.columns))
     ints = [c for c, t in zip(cols, types) if not pa.types.is_floating(t)]
     floats = [c for c in cols if c not in ints]
     node = None

@@ -204,3 +204,15 @@ def iter_nodes(output: Node) -> List[Node]:
 
     visit(output)
     return order
+
+
+def upstream_ids(targets: Iterable[Node]) -> set:
+    """``id()`` of ``targets`` and of every node they depend on (what a run up to them computes)."""
+    needed: set = set()
+    stack = list(targets)
+    while stack:
+        n = stack.pop()
+        if id(n) not in needed:
+            needed.add(id(n))
+            stack.extend(n.parents)
+    return needed

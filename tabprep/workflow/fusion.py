@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import backend
 from ..ops.base import Operator
-from ..ops.node import Node
+from ..ops.node import Node, upstream_ids
 
 
 @functools.lru_cache(maxsize=None)
@@ -248,13 +248,7 @@ def _host_outputs(wf: Any, table: Any, wanted: List[Node], times: List[Any]) -> 
 
     if table.num_rows == 0:
         return None
-    needed: set = set()
-    stack = list(wanted)
-    while stack:
-        n = stack.pop()
-        if id(n) not in needed:
-            needed.add(id(n))
-            stack.extend(n.parents)
+    needed = upstream_ids(wanted)
     nodes = [n for n in wf.nodes if id(n) in needed]
     chains = plan_chains(nodes, needed, {id(n) for n in wanted})
     inner = {id(m) for chain in chains.values() for m in chain[1:]}  # computed with their chain's head

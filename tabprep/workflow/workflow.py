@@ -15,7 +15,7 @@ from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .fusion import plan_chains, run_chain_node
-from .node import Node, as_node, iter_nodes
+from .node import Node, as_node, iter_nodes, upstream_ids
 from .tasks import _combine_partials, _fit_partition, _transform_part, _transform_partition
 
 log = logging.getLogger(__name__)
@@ -202,13 +202,7 @@ class Workflow:
         recursive closure is a reference cycle, which kept every intermediate frame of a
         partition alive until the cyclic garbage collector happened to run.
         """
-        needed: set = set()
-        stack = list(targets)
-        while stack:
-            n = stack.pop()
-            if id(n) not in needed:
-                needed.add(id(n))
-                stack.extend(n.parents)
+        needed = upstream_ids(targets)
         # runs of ops with host kernels go column by column through numpy (pandas only; see fusion.py)
         chains = plan_chains(self.nodes, needed, {id(t) for t in targets}) \
             if backend.host_columns_supported(df) else {}
