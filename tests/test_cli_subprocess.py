@@ -166,3 +166,12 @@ def test_existing_scheduler_same_output_and_profile(work, tmp_path):
     for f in files:
         assert (tmp_path / "cluster" / f).read_bytes() == (tmp_path / "default" / f).read_bytes()
     assert tp.Workflow.load(str(tmp_path / "wf2")).to_spec() == tp.Workflow.load(str(tmp_path / "wf")).to_spec()
+
+
+def test_cli_start_does_not_import_dask_dataframe():
+    """``import tabprep`` (every CLI command, ``tabprep serve``, a dask worker's first task) leaves
+    dask.dataframe to the first dataset read: it pulls in dask.array and scipy (~0.4-0.8 s)."""
+    code = ("import sys, tabprep, tabprep.cli, tabprep.serving; "
+            "print(sorted(m for m in ('dask.dataframe', 'dask.array', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
