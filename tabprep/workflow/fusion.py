@@ -26,19 +26,30 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from .. import backend
-from ..ops.base import Operator
+from ..ops.base import Operator, StatOperator
 from ..ops.node import Node, upstream_ids
 
 
 @functools.lru_cache(maxsize=None)
-def _declares_kernels(cls: type) -> bool:
-    """True when ``cls`` has a ``column_kernel`` from a class at least as derived as its ``transform``'s
-    (a subclass overriding ``transform`` alone must not inherit a stale kernel)."""
+def _declares(cls: type, fast: str, reference: str, base: type) -> bool:
+    """True when ``cls`` has a ``fast`` method (a host kernel or partial) of its own, not ``base``'s
+    default, from a class at least as derived as its ``reference`` method's (a subclass overriding
+    ``reference`` alone must not inherit a stale ``fast`` one)."""
     def owner(name: str) -> type:
         return next(c for c in cls.__mro__ if name in c.__dict__)
 
-    kernel_owner = owner("column_kernel")
-    return kernel_owner is not Operator and issubclass(kernel_owner, owner("transform"))
+    fast_owner = owner(fast)
+    return fast_owner is not base and issubclass(fast_owner, owner(reference))
+
+
+def _declares_kernels(cls: type) -> bool:
+    """``column_kernel`` of ``cls`` computes what its ``transform`` does (see :func:`_declares`)."""
+    return _declares(cls, "column_kernel", "transform", Operator)
+
+
+def _declares_host_partial(cls: type) -> bool:
+    """``fit_partial_columns`` of ``cls`` computes what its ``fit_partial`` does (see :func:`_declares`)."""
+    return _declares(cls, "fit_partial_columns", "fit_partial", StatOperator)
 
 
 def fusable(n: Node) -> bool:
@@ -224,19 +235,6 @@ def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
     for nid, n, sec in fitted:
         wf.op_timer(nid, n.op.label, "fit", sec, table.num_rows)
     return out
-
-
-@functools.lru_cache(maxsize=None)
-def _declares_host_partial(cls: type) -> bool:
-    """True when ``cls`` has a ``fit_partial_columns`` from a class at least as derived as its
-    ``fit_partial``'s (a subclass overriding ``fit_partial`` alone must not inherit a stale one)."""
-    from ..ops.base import StatOperator
-
-    def owner(name: str) -> type:
-        return next(c for c in cls.__mro__ if name in c.__dict__)
-
-    host_owner = owner("fit_partial_columns")
-    return host_owner is not StatOperator and issubclass(host_owner, owner("fit_partial"))
 
 
 def _host_outputs(wf: Any, table: Any, wanted: List[Node], times: List[Any]) -> Optional[Dict[int, Dict[str, Any]]]:
