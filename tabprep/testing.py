@@ -124,10 +124,7 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     # 3b. host partial parity: the Arrow-native fit (CPU parquet) calls fit_partial_columns on host
     # columns; it must learn what fit_partial learns on the same values (nulls, NaN and inf included)
     if isinstance(op, StatOperator) and _declares_host_partial(type(op)):
-        frame = data[node.input_columns].copy(deep=True)
-        for c in node.input_columns:
-            if frame[c].dtype.kind == "f" and len(frame) >= 3:
-                frame.loc[frame.index[:3], c] = [np.nan, np.inf, -np.inf]
+        frame = _with_nonfinite(data[node.input_columns], node.input_columns)
         host = {c: backend.host_column(frame[c]) for c in node.input_columns}
         partial = None if any(h is None for h in host.values()) else \
             _fresh(op).fit_partial_columns(node.input_columns, host)
@@ -144,10 +141,7 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
 
     # 4. non-finite and null inputs, empty frame
     flat = [c for c in node.input_columns]
-    nonfinite = data.copy(deep=True)
-    for c in flat:
-        if nonfinite[c].dtype.kind == "f" and len(nonfinite) >= 3:
-            nonfinite.loc[nonfinite.index[:3], c] = [np.nan, np.inf, -np.inf]
+    nonfinite = _with_nonfinite(data, flat)
     _transform(wf1, nonfinite, name, "transform of NaN/inf values", rows=not fitted.changes_rows)
     empty = _transform(wf1, data.iloc[:0], name, "transform of an empty frame")
     if list(empty.columns) != wf1.output_columns or len(empty):
@@ -305,6 +299,15 @@ def _assert_same(expected: pd.DataFrame, got: pd.DataFrame, message: str, approx
                                       atol=1e-9 if approx else 0)
     except AssertionError as exc:
         raise AssertionError(f"{message}: {exc}") from None
+
+
+def _with_nonfinite(data: pd.DataFrame, cols: List[str]) -> pd.DataFrame:
+    """A copy of ``data`` whose float ``cols`` start with NaN, +inf and -inf (frames of 3+ rows)."""
+    out = data.copy(deep=True)
+    for c in cols:
+        if out[c].dtype.kind == "f" and len(out) >= 3:
+            out.loc[out.index[:3], c] = [np.nan, np.inf, -np.inf]
+    return out
 
 
 def _all_null(data: pd.DataFrame, cols: List[str]) -> pd.DataFrame:
