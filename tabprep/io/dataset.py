@@ -259,13 +259,21 @@ class Dataset:
         return ddf[list(columns)] if columns is not None else ddf
 
     def _parquet_meta(self, columns: List[str]) -> Tuple[Any, Dict[str, str]]:
-        """dask's ``meta`` frame of ``columns`` and the nullable int dtypes every partition is cast to."""
-        footers = self.file_metadata
-        arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
-        if self._nulls is None:
-            self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
-        meta = _meta_from_schema(arrow_schema, columns, self.cpu, self._nulls)
-        return meta, backend.nullable_int_dtypes(meta)
+        """dask's ``meta`` frame of ``columns`` and the nullable int dtypes every partition is cast to.
+
+        Built once per column list (25-45 ms for the 40 Criteo columns; a fit or a transform asks
+        three times: ``to_ddf``, ``_piece_readers``, ``_nullable_dtypes``); callers get copies."""
+        memo = self.__dict__.setdefault("_meta_memo", {})
+        key = (tuple(columns), self.cpu)
+        if key not in memo:
+            footers = self.file_metadata
+            arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
+            if self._nulls is None:
+                self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+            meta = _meta_from_schema(arrow_schema, columns, self.cpu, self._nulls)
+            memo[key] = (meta, backend.nullable_int_dtypes(meta))
+        meta, nullable = memo[key]
+        return meta.copy(), dict(nullable)
 
     def _table_tasks(self, finish: Optional[Callable[[Any, int], Any]] = None) -> Optional[List[Any]]:
         """For a transform of parquet data (see :meth:`_from_ddf`): one ``dask.delayed`` per partition
