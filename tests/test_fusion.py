@@ -21,6 +21,7 @@ from tabprep import backend, ops
 from tabprep.backend.columns import host_column_from_arrow
 from tabprep.io.dataset import nullable_frame
 from tabprep.workflow import fusion
+from tabprep.workflow.tasks import _fit_partition
 
 HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                       HealthCheck.function_scoped_fixture])
@@ -175,6 +176,12 @@ def random_table(types: list, seed: int, nulls: bool, n: int) -> pa.Table:
     return pa.table(cols)
 
 
+def nullable_dtypes(table: pa.Table) -> dict:
+    """The nullable pandas dtypes ``Dataset.to_ddf`` gives the int columns of ``table`` that hold nulls."""
+    return {c: str(table[c].type).replace("uint", "UInt").replace("int", "Int")
+            for c in table.column_names if pa.types.is_integer(table[c].type) and table[c].null_count}
+
+
 @HYP
 @given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
        nulls=st.booleans())
@@ -189,8 +196,7 @@ def test_table_path_equals_pandas_path(types, seed, nulls):
         node = node + (conts >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
     wf = tp.Workflow(node)
     # the pandas partition Dataset.to_ddf makes of it: ints with nulls as nullable ints
-    frame = nullable_frame(table, {c: str(t).replace("uint", "UInt").replace("int", "Int")
-                                   for c, t in zip(cols, types) if pa.types.is_integer(t) and table[c].null_count})
+    frame = nullable_frame(table, nullable_dtypes(table))
     wf.fit(frame)
     ref = backend.frame_to_arrow(wf.transform_frame(frame)).replace_schema_metadata(None)
     got = fusion.transform_table(wf, table)
@@ -236,18 +242,6 @@ def _plain(partial):
     return partial
 
 
-def _pandas_partials(wf, table, nullable):
-    from tabprep.workflow.tasks import _fit_partition
-
-    ids = [wf.node_id(n) for n in wf._stat_levels()[0]]
-    return ids, _fit_partition(wf, ids, nullable_frame(table, nullable))
-
-
-def _nullable(table):
-    return {c: str(table[c].type).replace("uint", "UInt").replace("int", "Int")
-            for c in table.column_names if pa.types.is_integer(table[c].type) and table[c].null_count}
-
-
 @HYP
 @given(types=st.lists(st.sampled_from(ARROW_TYPES), min_size=2, max_size=5), seed=st.integers(0, 1000),
        nulls=st.booleans(), joint=st.booleans())
@@ -267,8 +261,10 @@ def test_fit_table_partials_equal_pandas_partials(types, seed, nulls, joint):
         f = floats >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
         node = f if node is None else node + f
     wf = tp.Workflow(node)
-    wf._bind(tp.Dataset(nullable_frame(table, _nullable(table))).schema, {})
-    ids, ref = _pandas_partials(wf, table, _nullable(table))
+    frame = nullable_frame(table, nullable_dtypes(table))
+    wf._bind(tp.Dataset(frame).schema, {})
+    ids = [wf.node_id(n) for n in wf._stat_levels()[0]]
+    ref = _fit_partition(wf, ids, frame)
     got = fusion.fit_table(wf, ids, table)
     assert got is not None
     assert _plain(got) == _plain(ref)
@@ -283,7 +279,6 @@ def test_fit_table_second_level_after_a_fitted_op():
     wf.fit(frame)  # the pandas path: statistics of both levels
     level2 = wf._stat_levels()[1]
     ids = [wf.node_id(n) for n in level2]
-    from tabprep.workflow.tasks import _fit_partition
     ref = _fit_partition(wf, ids, frame)
     got = fusion.fit_table(wf, ids, table)
     assert got is not None and _plain(got) == _plain(ref)
