@@ -81,8 +81,8 @@ def test_cluster_fit_transform_equals_threads_and_pandas(cluster, data, tmp_path
                 wf.transform(ds).to_parquet(str(tmp_path / "cluster"))
         keys = [str(t["key"]) for t in ts.data]
         workers = {t["worker"] for t in ts.data}
-        # the fit's partials and their combine ran on the workers (both of them)
-        assert any("_fit_partition" in k for k in keys) and any("_combine_partials" in k for k in keys), keys[:20]
+        # the fit's partials and their merge + finalize ran on the workers (both of them)
+        assert any("_fit_partition" in k for k in keys) and any("_finalize_stats" in k for k in keys), keys[:20]
         assert workers <= set(client.scheduler_info()["workers"]) and len(workers) == 2
         # nothing left behind on the workers (the scattered workflow was released)
         # (releasing a future reaches the workers asynchronously: wait for it, bounded)
@@ -161,9 +161,81 @@ def test_partition_read_transform_write_is_one_task(cluster, data, tmp_path):
         with distributed.get_task_stream(client) as ts:
             wf.transform(ds).to_parquet(str(tmp_path / "cluster"))
     fit_tasks = [str(t["key"]) for t in fit_ts.data]
-    # n partials (each with its partition's read inside) + the combine tree, nothing else
+    # n partials (each with its partition's read inside) + the reduction (combine tree, the split of
+    # the last partials per group of ops, merge + finalize per group), nothing else
     assert sum("_fit_partition" in k for k in fit_tasks) == n
-    assert all("_fit_partition" in k or "_combine_partials" in k for k in fit_tasks), fit_tasks
+    reduction = ("_combine_partials", "_split_partials", "getitem", "_finalize_stats")
+    assert all("_fit_partition" in k or k.startswith(reduction) or k.strip("('").startswith(reduction)
+               for k in fit_tasks), fit_tasks
     write_tasks = [str(t["key"]) for t in ts.data]
     assert len(write_tasks) == n and all("_run_part" in k for k in write_tasks), write_tasks
     pd.testing.assert_frame_equal(read_output(tmp_path / "cluster"), read_output(tmp_path / "threads"))
+
+
+def test_statistics_are_merged_and_finalized_on_the_workers(cluster, data, monkeypatch):
+    """The last reduction step (merge an op's partials, turn them into its statistics) runs on the
+    workers, one task per group of ops, so the ops finalize in parallel and the client receives
+    finished statistics (host arrays; on the GPU the client never touches device data). The client
+    process merges and finalizes nothing, and the ops the user holds carry the statistics, equal
+    to a threaded fit's."""
+    root, _ = data
+    ref = make_workflow().fit(tp.Dataset(str(root), part_size="256kB"))
+    ref_cat, ref_norm = [n.op for n in ref.stat_nodes]
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"{type(self).__name__} merged or finalized in the client process")
+
+    # patched in this process only: the workers are other processes with the real methods
+    for cls in (ops.Categorify, ops.Normalize):
+        monkeypatch.setattr(cls, "fit_finalize", refuse)
+        monkeypatch.setattr(cls, "fit_combine", refuse)
+    threshold = {"cat": 1}
+    cat, norm = ops.Categorify(freq_threshold=threshold), ops.Normalize()
+    wf = tp.Workflow((["cat"] >> cat) + (["x"] >> ops.FillMissing(fill_val=0.0)
+                                         >> ops.Clip(min_value=-1.0, max_value=50.0) >> norm) + ["label"])
+    with distributed.Client(cluster) as client, distributed.get_task_stream(client) as ts:
+        wf.fit(tp.Dataset(str(root), part_size="256kB"))
+    keys = [str(t["key"]) for t in ts.data]
+    assert any("_finalize_stats" in k for k in keys), keys
+    # the user's own op objects are fitted (the workflow adopted the workers' state into them)
+    assert [n.op for n in wf.stat_nodes] == [cat, norm]
+    assert cat.fitted and norm.fitted and cat._index_cache == {}
+    assert cat.freq_threshold is threshold  # parameters stay the objects the user passed
+    v, rv = cat.stats_["cat"], ref_cat.stats_["cat"]
+    assert isinstance(v["values"], np.ndarray) and isinstance(v["freqs"], np.ndarray)
+    assert v["values"].flags.writeable and v["freqs"].flags.writeable  # as a pickled array would be
+    np.testing.assert_array_equal(v["values"], rv["values"])
+    np.testing.assert_array_equal(v["freqs"], rv["freqs"])
+    assert v["nulls"] == rv["nulls"]
+    assert norm.stats_ == ref_norm.stats_
+
+
+def test_packed_state_round_trips_arrays_of_every_layout():
+    """The fitted state a worker packs for the client (pickle header + out-of-band array buffers)
+    unpacks to equal, writable arrays of every layout, next to plain values."""
+    from tabprep.workflow.tasks import pack_state, unpack_state
+
+    class State:
+        pass
+
+    s = State()
+    s.c = np.arange(10, dtype=np.int64)
+    s.f = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    s.strided = np.arange(20)[::3]
+    s.objects = np.array(["a", None, "c"], dtype=object)
+    s.empty = np.array([], dtype="uint8")
+    s.nested = {"k": {"values": np.array([3, 1, 2]), "nulls": 4}, "label": "x"}
+    frames = pack_state(vars(s))
+    assert all(isinstance(f, np.ndarray) and f.dtype == np.uint8 for f in frames)
+    frames = [f.copy() for f in frames]
+    for f in frames:
+        f.flags.writeable = False  # as a received, read-only frame may be
+    got = unpack_state(frames)
+    assert sorted(got) == sorted(vars(s))
+    for name in ("c", "f", "strided", "objects", "empty"):
+        np.testing.assert_array_equal(got[name], getattr(s, name))
+        assert got[name].dtype == getattr(s, name).dtype
+        assert got[name].flags.writeable
+    assert got["f"].flags.f_contiguous
+    np.testing.assert_array_equal(got["nested"]["k"]["values"], [3, 1, 2])
+    assert got["nested"]["k"]["nulls"] == 4 and got["nested"]["label"] == "x"

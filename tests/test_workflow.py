@@ -195,3 +195,40 @@ def test_output_schema_tags_and_input_columns():
     assert sch["label"].tags == () and sch["label"].dtype == "int64"
     assert set(wf.input_columns) == {"s", "f64", "u32", "label"}
     assert tp.get_embedding_sizes(wf).keys() == {"s", "u32"}
+
+
+class _Stamp(tp.ops.StatOperator):
+    """A stat op whose finalize sets its statistics and two more attributes, one private."""
+
+    def fit_partial(self, columns, df):
+        return {c: int(df[c].notna().sum()) for c in columns}
+
+    def fit_combine(self, partials):
+        return {c: sum(p[c] for p in partials) for c in partials[0]}
+
+    def fit_finalize(self, columns, combined):
+        self.stats_ = dict(combined)
+        self.total_ = sum(combined.values())
+        self._cache = {"built": False}
+        if hasattr(self, "stale_"):
+            del self.stale_
+
+    def transform(self, columns, df):
+        return df[columns]
+
+
+def test_fit_state_lands_on_the_users_op_objects():
+    """The ops a user holds are the ones fitted: every attribute their finalize sets (learned state
+    and private caches) is on them after ``fit``, whichever process finalized; a re-fit on other
+    data replaces it; the parameters stay the objects the user passed."""
+    params = {"keep": [1, 2]}
+    op = _Stamp()
+    op.params_seen = params
+    op.stale_ = "from an earlier fit"
+    wf = tp.Workflow(["a", "b"] >> op)
+    wf.fit(tp.Dataset(pd.DataFrame({"a": [1.0, None, 3.0], "b": [1, 2, 3]}), npartitions=2))
+    assert wf.stat_nodes[0].op is op
+    assert op.stats_ == {"a": 2, "b": 3} and op.total_ == 5 and op._cache == {"built": False}
+    assert op.params_seen is params and not hasattr(op, "stale_")  # what finalize deletes is gone
+    wf.fit(tp.Dataset(pd.DataFrame({"a": [None, None], "b": [4, 5]})))
+    assert op.stats_ == {"a": 0, "b": 2} and op.total_ == 2

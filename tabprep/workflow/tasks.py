@@ -2,8 +2,11 @@
 dask.distributed: the graph names them by import path)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+import copy
+import pickle
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from .. import backend
@@ -76,3 +79,50 @@ def _combine_partials(wf: "Workflow", ids: List[str], partials: List[Dict[str, A
         return partials[0]
     by_id = {wf.node_id(n): n for n in wf.nodes}
     return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
+
+
+def _split_partials(partial: Dict[str, Any], groups: List[List[str]]) -> Tuple[Dict[str, Any], ...]:
+    """One partial (all ops of a level) cut into the ops of each final task, so that a final task
+    fetches from other workers only its own ops' partials."""
+    return tuple({nid: partial[nid] for nid in g} for g in groups)
+
+
+def _finalize_stats(wf: "Workflow", ids: List[str], partials: List[Dict[str, Any]], pack: bool = False) -> Dict[str, Any]:
+    """The last reduction step of the stat ops ``ids``, where their partials are (a worker with a
+    distributed client): merge each op's partials, then finalize a copy of the op. Returns
+    ``{node id: (set, removed)}``: the attributes ``fit_finalize`` set (new or rebound) and the
+    names it deleted; with ``pack``, ``set`` is :func:`pack_state`'s arrays (for a client to
+    receive). The workflow applies them to its own op, so the op keeps its identity and its
+    parameters stay the objects the user passed.
+
+    A shallow copy: the attributes ``fit_finalize`` sets are the copy's own, and the workflow the
+    task received (shared by the worker's tasks, or the caller's own object with a local
+    scheduler) is left as it was."""
+    by_id = {wf.node_id(n): n for n in wf.nodes}
+    out = {}
+    for nid in ids:
+        n = by_id[nid]
+        parts = [p[nid] for p in partials]
+        combined = parts[0] if len(parts) == 1 else n.op.fit_combine(parts)
+        op = copy.copy(n.op)
+        op.fit_finalize(n.input_columns, combined)
+        before, after = vars(n.op), vars(op)
+        state = {k: v for k, v in after.items() if k not in before or before[k] is not v}
+        out[nid] = (pack_state(state) if pack else state, [k for k in before if k not in after])
+    return out
+
+
+def pack_state(state: Dict[str, Any]) -> List[np.ndarray]:
+    """An attribute dict as byte arrays: a pickle (protocol 5) header, then the out-of-band
+    buffers of its arrays. dask.distributed sends a list of numpy arrays zero-copy, but pickles an
+    op object whole: measured on the 10M-row Criteo vocabularies (56 MB, LocalCluster of 1
+    worker), the client received the op in 0.27-0.40 s and these arrays, unpacked, in 0.08-0.11 s
+    (on an H100 worker, 200M rows: 1.1 s from the last task to the client having the op)."""
+    buffers: List[Any] = []
+    header = pickle.dumps(state, protocol=5, buffer_callback=buffers.append)
+    return [np.frombuffer(header, np.uint8)] + [np.frombuffer(b.raw(), np.uint8) for b in buffers]
+
+
+def unpack_state(frames: List[np.ndarray]) -> Dict[str, Any]:
+    """The dict :func:`pack_state` packed (its arrays writable, as a pickle gives them)."""
+    return pickle.loads(frames[0].tobytes(), buffers=[f if f.flags.writeable else f.copy() for f in frames[1:]])

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import dask
+from dask.delayed import Delayed
 
 from .. import backend
 from .._util import did_you_mean, is_frame
@@ -16,7 +17,8 @@ from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
-from .tasks import _combine_partials, _fit_partition, _transform_part, _transform_partition
+from .tasks import (_combine_partials, _finalize_stats, _fit_partition, _split_partials, _transform_part,
+                    _transform_partition, unpack_state)
 
 log = logging.getLogger(__name__)
 
@@ -310,15 +312,21 @@ class Workflow:
             n.op.clear()
         # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
         columns = self._raw_columns_for(self.stat_nodes)
-        ddf = ds.to_ddf(columns=columns)
-        # parquet on the CPU: partitions read as Arrow tables, fitted on host columns where the ops
-        # allow (fusion.fit_table), else converted to the frames to_ddf gives (nullable int dtypes)
-        readers = ds._piece_readers(columns, arrow=True)
+        # parquet: each task reads its partition itself, so the read and the partial are one task on
+        # one worker (no partition ever moves); on the CPU as Arrow tables, fitted on host columns
+        # where the ops allow (fusion.fit_table), else converted to the frames to_ddf gives (nullable
+        # int dtypes). Other data: the dask frame's partitions.
+        parts = ds._piece_readers(columns, arrow=True)
+        if parts is None:
+            ddf = ds.to_ddf(columns=columns)
+            parts, meta = ddf.to_delayed(), ddf._meta
+        else:  # no dask frame to build (on a GPU client 0.2-0.5 s of every fit)
+            meta = ds._parquet_meta(columns)[0]
         nullable = ds._nullable_dtypes(columns)
         for i, level in enumerate(self._stat_levels()):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
                 self._bind(ds.schema, ds.describe())
-            self._fit_level(ddf, level, progress, stage=f"fit pass {i + 1}", readers=readers, nullable=nullable)
+            self._fit_level(parts, meta, level, progress, stage=f"fit pass {i + 1}", nullable=nullable)
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
         backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
@@ -326,35 +334,53 @@ class Workflow:
         log.info("fitted %d stat ops in %.2fs", len(self.stat_nodes), self.fit_time_)
         return self
 
-    def _fit_level(self, ddf: Any, level: List[Node], progress, stage: str,
-                   readers: Optional[List[Any]] = None, nullable: Optional[Dict[str, str]] = None) -> None:
+    def _fit_level(self, parts: List[Any], meta: Any, level: List[Node], progress, stage: str,
+                   nullable: Optional[Dict[str, str]] = None) -> None:
+        """One fit pass over ``parts`` (partition readers or delayed partitions; ``meta``: their
+        empty frame, for the scheduler options of its backend) for the stat ops of ``level``."""
         ids = [self.node_id(n) for n in level]
-        # parquet: each task reads its partition itself, so the read and the partial are one task on
-        # one worker (no partition ever moves); other data: the dask frame's partitions
-        parts = readers if readers is not None else ddf.to_delayed()
+        if not parts:
+            raise ValueError("the dataset has no partitions to fit on")
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
         partial_fn = dask.delayed(_fit_partition, pure=True)
         partials = [partial_fn(wf, ids, p, nullable) for p in parts]
         combine_fn = dask.delayed(_combine_partials, pure=True)
-        while len(partials) > 1:
+        while len(partials) > SPLIT_EVERY:
             partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY])
                         for i in range(0, len(partials), SPLIT_EVERY)]
-        if not partials:
-            raise ValueError("the dataset has no partitions to fit on")
+        # the last step runs as one task per group of ops, where the partials are: merge, then
+        # finalize (the vocabulary's sort etc.), in parallel over the workers' threads; the client
+        # receives finished statistics (host arrays, packed: see tasks.pack_state), never the merged
+        # counts (device arrays on GPU workers). Measured on an H100, 200M Criteo rows, 1 worker:
+        # from the last task's end to the end of the fit 1.25-1.58 s before (the client received
+        # the merged counts, then finalized for 0.15-0.2 s), 0.29-0.32 s now
+        groups = [ids[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(ids)))]
+        if len(groups) > 1:  # each final task fetches only its own ops' partials
+            split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
+            pieces = [split_fn(p, groups) for p in partials]
+            per_group = [[pc[g] for pc in pieces] for g in range(len(groups))]
+        else:
+            pieces, per_group = [], [partials] * len(groups)
+        final_fn = dask.delayed(_finalize_stats, pure=True)
+        pack = not isinstance(wf, Delayed)  # a distributed future: the state travels to this process
+        finals = [final_fn(wf, g, per_group[k], pack) for k, g in enumerate(groups)]
         if progress is not None:
             progress(stage, 0, len(parts))
-        # the partial -> combine tree runs where the partitions are (the workers, with a
-        # distributed client): only the final combined statistics come back here
-        (combined,) = dask.compute(partials[0], **backend.compute_options_for(ddf._meta))
-        del partials, wf  # a scattered workflow is released on the workers with its last future
+        fitted = dask.compute(*finals, **backend.compute_options_for(meta))
+        del partials, pieces, per_group, finals, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
         by_id = {self.node_id(n): n for n in level}
-        for nid, value in combined.items():
-            n = by_id[nid]
-            n.op.fit_finalize(n.input_columns, value)
+        for group in fitted:
+            for nid, (state, removed) in group.items():
+                # the user's op object stays the one in the graph: it takes what the fitted copy's
+                # finalize set (learned state, caches); its parameters stay the user's objects
+                attrs = vars(by_id[nid].op)
+                attrs.update(unpack_state(state) if pack else state)
+                for name in removed:
+                    attrs.pop(name, None)
 
     def _graph_handle(self) -> Any:
         """What the tasks of a fit pass or a transform take as the workflow.
