@@ -152,8 +152,9 @@ def test_local_cuda_cluster_options(fake_gpus):
     with runtime.dask_cluster(None, "auto", None, False, True):
         pass
     assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1" and made[-1]["rmm_pool_size"] == 0.5
-    # a few threads per GPU worker (dask-cuda's default is one: reads, kernels and writes in series)
-    assert made[-1]["threads_per_worker"] == 4
+    # two threads per GPU worker (dask-cuda's default is one: reads, kernels and writes in series;
+    # four contended for the device: 20.8-22.1 s against 18.7-19.4 s with two, see runtime)
+    assert made[-1]["threads_per_worker"] == 2
     assert "device_memory_limit" not in made[-1] and "protocol" not in made[-1]
     with runtime.dask_cluster(None, 1, None, False, True, rmm_pool_size="none", device_memory_limit="none"):
         pass

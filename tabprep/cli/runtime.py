@@ -363,10 +363,13 @@ def worker_rmm_pool(size: Any) -> bool:
 
 
 #: threads of each GPU worker. dask-cuda's default is one, which serialises a worker's reads, kernels
-#: and writes; with a few threads one partition's parquet read/write (GIL released) overlaps another's
-#: kernels. Measured on 2 H200s, 200M Criteo rows (benchmarks/scale.py --gpu --workers 1,2, issue 16):
-#: 1 thread: 18.43 s on 1 worker, 14.35 s on 2; 4 threads: 16.70 s and 13.97 s.
-GPU_WORKER_THREADS = 4
+#: and writes; with two, one partition's parquet read/write (GIL released) overlaps another's
+#: kernels; more only contend for the device and the GIL (as GPU_THREADS in-process). Measured with
+#: benchmarks/scale.py --gpu --rows 200000000 --workers 1 --threads-per-worker N (issue 16):
+#: 2 H200s, older code: 1 thread 18.43 s on 1 worker, 14.35 s on 2; 4 threads 16.70 s and 13.97 s.
+#: One H100, 2026-11-23, alternating order: 2 threads 18.72 and 19.36 s, 4 threads 22.11 and
+#: 20.78 s (task-seconds of the fit partials 9.1-9.4 against 24.0-24.5); identical outputs.
+GPU_WORKER_THREADS = 2
 
 
 def cuda_cluster_kwargs(n: int, memory_limit: Optional[str], rmm_pool_size: Optional[str],
