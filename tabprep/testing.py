@@ -62,7 +62,9 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
 
     1. ``params unchanged by fit``: ``get_params()`` / ``to_config()`` equal before and after fit;
     2. ``refit idempotent``: learned attributes (names ending in ``_``) and the output after two
-       fits equal those after one;
+       fits equal those after one; ``finalize on a copy``: ``fit_finalize`` assigns attributes and
+       changes no object the op held before (``Workflow.fit`` runs it on a shallow copy of the op,
+       on a worker, and keeps what it assigned);
     3. ``input not mutated``: ``fit_partial`` / ``transform`` leave the frame they get unchanged;
        ``host partial parity``: a stat op with ``fit_partial_columns`` (the CPU fit of parquet
        data on host columns) learns what ``fit_partial`` learns from the same values;
@@ -106,6 +108,20 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     # 3. input not mutated (op level: the workflow hands ops copies, so call the op directly)
     node = next(n for n in wf1.nodes if n.kind == "op" and n.op is fitted)
     cols = node.input_columns + [d for d in fitted.dependencies() if d not in node.input_columns]
+
+    # 2b. finalize on a copy: Workflow.fit runs fit_finalize on a shallow copy of the op (on a
+    # worker) and copies back the attributes it set, so it must not mutate what the op held
+    if isinstance(op, StatOperator):
+        held = _fresh(op)
+        partial = held.fit_partial(node.input_columns, data[cols])
+        before = _pickled_attrs(held)
+        copy.copy(held).fit_finalize(node.input_columns, held.fit_combine([partial]))
+        changed = sorted(k for k, v in _pickled_attrs(held).items() if before.get(k, v) != v)
+        if changed:
+            raise AssertionError(f"check 'finalize on a copy' failed for {name}: fit_finalize changed objects the "
+                                 f"op held before it ran ({', '.join(changed)}); Workflow.fit finalizes a copy of "
+                                 f"the op and keeps only attributes it assigns: assign new objects "
+                                 f"(self.{changed[0]} = ...) instead of mutating the old ones")
     for what, call in (("fit_partial", lambda f: _fresh(op).fit_partial(node.input_columns, f)),
                        ("transform", lambda f: fitted.transform(node.input_columns, f))):
         if what == "fit_partial" and not isinstance(op, StatOperator):
@@ -251,6 +267,17 @@ def _config(op: Operator) -> Any:
         return copy.deepcopy(op.to_config())
     except Exception:  # noqa: BLE001 - ops whose params are not JSON: get_params is compared instead
         return None
+
+
+def _pickled_attrs(op: Operator) -> dict:
+    """Each attribute's pickle (attributes that do not pickle are left out)."""
+    out = {}
+    for key, value in vars(op).items():
+        try:
+            out[key] = pickle.dumps(value)
+        except Exception:  # noqa: BLE001 - the 'pickling' check reports those
+            pass
+    return out
 
 
 def _learned(op: Operator) -> dict:

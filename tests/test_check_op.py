@@ -120,3 +120,34 @@ def test_host_partial_parity_runs_for_categorify_on_ints(columns, monkeypatch):
                         lambda self, cols, host: seen.append(real(self, cols, host)) or seen[-1])
     check_op(ops.Categorify(), columns=columns)
     assert seen and all(p is not None for p in seen)
+
+
+class MutatesHeldState(StatOperator):
+    """Fills, in fit_finalize, a dict the op made in clear(): Workflow.fit finalizes a shallow copy
+    of the op and copies back what the copy set, so the fill would change the op the copy came
+    from (a shared worker copy) and, on a distributed client, never reach the user's op."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.stats_ = None
+        self._seen: Dict[str, int] = {}
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        return {c: int(df[c].notna().sum()) for c in columns}
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {c: sum(p[c] for p in partials) for c in partials[0]}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        self._seen.update(combined)
+        self.stats_ = dict(self._seen)
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return df[columns]
+
+
+def test_catches_finalize_that_mutates_held_state():
+    with pytest.raises(AssertionError, match="finalize on a copy.*MutatesHeldState.*_seen"):
+        check_op(MutatesHeldState(), allow_unregistered=True)

@@ -239,7 +239,13 @@ class StatOperator(Operator):
         raise NotImplementedError
 
     def fit_finalize(self, columns: List[str], combined: Any) -> None:
-        """Turn merged statistics into learned attributes (names ending in ``_``)."""
+        """Turn merged statistics into learned attributes (names ending in ``_``).
+
+        :meth:`Workflow.fit` calls it on a shallow copy of the op, where the partials are (a dask
+        worker with a distributed client, a thread otherwise), and then sets on the op itself the
+        attributes this method set, rebound or deleted. So assign attributes (``self.stats_ =
+        ...``) rather than mutating objects the op already held, and keep what it sets picklable;
+        side effects outside the op (files, globals) happen in the worker."""
         raise NotImplementedError
 
     @property

@@ -8,7 +8,6 @@ from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import dask
-from dask.delayed import Delayed
 
 from .. import backend
 from .._util import did_you_mean, is_frame
@@ -17,14 +16,10 @@ from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
-from .tasks import (_combine_partials, _finalize_stats, _fit_partition, _split_partials, _transform_part,
-                    _transform_partition, unpack_state)
+from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
+from .tasks import _transform_part, _transform_partition
 
 log = logging.getLogger(__name__)
-
-#: how many partials one combine task merges (the fan-in of the reduction tree)
-SPLIT_EVERY = 8
-
 
 class Workflow:
     """A graph of column ops, fitted on a dataset and applied to others.
@@ -297,8 +292,11 @@ class Workflow:
         One streaming pass over the data per dependency level (ops whose statistics depend on
         other fitted ops' output, such as Normalize after FillMissing, wait for the next pass);
         each pass computes, for all stat ops of its level, a partial per partition, merges
-        them in a tree (fan-in :data:`SPLIT_EVERY`) and finalizes. Memory is bounded by the
-        partition size and the size of the statistics, not by the dataset.
+        them in a tree (fan-in :data:`SPLIT_EVERY`) and finalizes, the last merge and the
+        finalize where the partials are (on the workers with a dask.distributed client, one task
+        per group of ops; see :mod:`tabprep.workflow.reduction`). The ops in the graph (the
+        objects the user holds) receive the statistics. Memory is bounded by the partition size
+        and the size of the statistics, not by the dataset.
 
         Args:
             dataset: a :class:`tabprep.Dataset`, or anything ``Dataset()`` accepts
@@ -344,43 +342,14 @@ class Workflow:
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
-        partial_fn = dask.delayed(_fit_partition, pure=True)
-        partials = [partial_fn(wf, ids, p, nullable) for p in parts]
-        combine_fn = dask.delayed(_combine_partials, pure=True)
-        while len(partials) > SPLIT_EVERY:
-            partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY])
-                        for i in range(0, len(partials), SPLIT_EVERY)]
-        # the last step runs as one task per group of ops, where the partials are: merge, then
-        # finalize (the vocabulary's sort etc.), in parallel over the workers' threads; the client
-        # receives finished statistics (host arrays, packed: see tasks.pack_state), never the merged
-        # counts (device arrays on GPU workers). Measured on an H100, 200M Criteo rows, 1 worker:
-        # from the last task's end to the end of the fit 1.25-1.58 s before (the client received
-        # the merged counts, then finalized for 0.15-0.2 s), 0.29-0.32 s now
-        groups = [ids[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(ids)))]
-        if len(groups) > 1:  # each final task fetches only its own ops' partials
-            split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
-            pieces = [split_fn(p, groups) for p in partials]
-            per_group = [[pc[g] for pc in pieces] for g in range(len(groups))]
-        else:
-            pieces, per_group = [], [partials] * len(groups)
-        final_fn = dask.delayed(_finalize_stats, pure=True)
-        pack = not isinstance(wf, Delayed)  # a distributed future: the state travels to this process
-        finals = [final_fn(wf, g, per_group[k], pack) for k, g in enumerate(groups)]
+        finals, packed = fit_graph(wf, ids, parts, nullable)
         if progress is not None:
             progress(stage, 0, len(parts))
         fitted = dask.compute(*finals, **backend.compute_options_for(meta))
-        del partials, pieces, per_group, finals, wf  # a scattered workflow is released on the workers with its last future
+        del finals, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
-        by_id = {self.node_id(n): n for n in level}
-        for group in fitted:
-            for nid, (state, removed) in group.items():
-                # the user's op object stays the one in the graph: it takes what the fitted copy's
-                # finalize set (learned state, caches); its parameters stay the user's objects
-                attrs = vars(by_id[nid].op)
-                attrs.update(unpack_state(state) if pack else state)
-                for name in removed:
-                    attrs.pop(name, None)
+        adopt_fitted({self.node_id(n): n.op for n in level}, fitted, packed)
 
     def _graph_handle(self) -> Any:
         """What the tasks of a fit pass or a transform take as the workflow.
