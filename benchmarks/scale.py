@@ -27,7 +27,9 @@ and is then timed. Columns of the table:
   inside the tasks), ``write`` (writing the transformed partitions), ``transfer`` (moving data
   between workers, from the distributed task stream; 0 in-process). ``--timeline DIR`` keeps
   each worker run's task stream as JSON, and the progress line names the tasks that waited
-  for transfers.
+  for transfers. The progress line's ``fit tail`` is the time from the fit's last task to the
+  end of ``fit`` (the client receiving and applying the statistics): it does not shrink with
+  more workers.
 
 ``--rounds K`` runs the whole list of configurations K times, one after the other (in-process, 1
 worker, 2 workers, in-process, ...), each in a fresh process: on a shared machine whose speed drifts,
@@ -67,6 +69,13 @@ class TaskTimes:
         self.transfer = 0.0
         self.transfer_by: Dict[str, float] = {}  # transfer seconds by the key name of the task that waited
         self.timeline: List[Dict[str, Any]] = []
+        self.last_stop = self.ended = 0.0  # time.time() of the last task's end and of the block's end
+
+    @property
+    def tail(self) -> float:
+        """Seconds from the last task's end to the end of the block (for the fit: the client
+        receiving and applying the statistics, nothing of which runs in parallel)."""
+        return max(0.0, self.ended - self.last_stop) if self.last_stop else 0.0
 
     def __enter__(self) -> "TaskTimes":
         if self.client is not None:
@@ -88,12 +97,14 @@ class TaskTimes:
 
                 name = key_split(key)
                 seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - starts.pop(key, time.perf_counter())
+                self.last_stop = max(self.last_stop, time.time())
 
             self._cb = Callback(pretask=pretask, posttask=posttask)
             self._cb.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.ended = time.time()
         if self.client is None:
             self._cb.__exit__(*exc)
             return
@@ -106,6 +117,7 @@ class TaskTimes:
                 if ss["action"] == "compute":
                     name = key_split(t["key"])
                     self.seconds[name] = self.seconds.get(name, 0.0) + dt
+                    self.last_stop = max(self.last_stop, ss["stop"])
                 elif ss["action"] == "transfer":
                     self.transfer += dt
                     name = key_split(t["key"])
@@ -227,6 +239,7 @@ def run_job(args: argparse.Namespace) -> None:
                                "partitions": ds.npartitions}
         if measure:
             res["phases"] = phases(fit_tasks, write_tasks, fit_ops, P.gather_times(client))
+            res["fit_tail_s"] = fit_tasks.tail
             res["transfer_by"] = {f"{step}:{k}": round(v, 2) for step, tt in (("fit", fit_tasks), ("write", write_tasks))
                                   for k, v in tt.transfer_by.items()}
             if args.timeline:
@@ -396,7 +409,7 @@ def main() -> None:
                 rounds[label].append(r)
                 print(f"  {label}{f' (round {rnd + 1})' if args.rounds > 1 else ''}: {r['wall_s']:.2f}s (runs {r['walls']}; "
                       f"fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
-                      f"{r['partitions']} partitions) phases " +
+                      f"{r['partitions']} partitions; fit tail {r.get('fit_tail_s', 0.0):.2f}) phases " +
                       ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
                       (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
                       file=sys.stderr, flush=True)
