@@ -22,6 +22,7 @@ from . import backend
 from .io.dataset import Dataset
 from .ops.base import Operator, StatOperator, registered_ops
 from .workflow.fusion import _declares_host_partial
+from .workflow.tasks import merge_keyed
 from .workflow.workflow import Workflow
 
 __all__ = ["check_op", "default_frame"]
@@ -64,7 +65,8 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     2. ``refit idempotent``: learned attributes (names ending in ``_``) and the output after two
        fits equal those after one; ``finalize on a copy``: ``fit_finalize`` assigns attributes and
        changes no object the op held before (``Workflow.fit`` runs it on a shallow copy of the op,
-       on a worker, and keeps what it assigned);
+       on a worker, and keeps what it assigned); ``keyed statistics``: an op declaring
+       ``keyed_statistics`` finalizes key subsets to the same ``stats_`` as all keys at once;
     3. ``input not mutated``: ``fit_partial`` / ``transform`` leave the frame they get unchanged;
        ``host partial parity``: a stat op with ``fit_partial_columns`` (the CPU fit of parquet
        data on host columns) learns what ``fit_partial`` learns from the same values;
@@ -122,6 +124,24 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
                                  f"op held before it ran ({', '.join(changed)}); Workflow.fit finalizes a copy of "
                                  f"the op and keeps only attributes it assigns: assign new objects "
                                  f"(self.{changed[0]} = ...) instead of mutating the old ones")
+
+    # 2c. keyed statistics: an op that declares them is merged and finalized per key subset in
+    # parallel tasks, and the stats_ dicts joined; that must equal finalizing all keys at once
+    if isinstance(op, StatOperator) and op.keyed_statistics:
+        held = _fresh(op)
+        partial = held.fit_partial(node.input_columns, data[cols])
+        whole = copy.copy(held)
+        whole.fit_finalize(node.input_columns, held.fit_combine([partial]))
+        shards = []
+        for j in range(2):
+            sub = copy.copy(held)
+            sub.fit_finalize(node.input_columns, held.fit_combine([{k: partial[k] for k in list(partial)[j::2]}]))
+            shards.append((j, 2, sub.stats_))
+        joined = merge_keyed(shards)
+        if list(joined) != list(whole.stats_ or {}) or not _same(joined, whole.stats_):
+            raise AssertionError(f"check 'keyed statistics' failed for {name}: finalizing its keys in two halves and "
+                                 f"joining the stats_ dicts differs from finalizing all keys at once; set "
+                                 f"keyed_statistics = False unless each key's statistics depend on that key alone")
     for what, call in (("fit_partial", lambda f: _fresh(op).fit_partial(node.input_columns, f)),
                        ("transform", lambda f: fitted.transform(node.input_columns, f))):
         if what == "fit_partial" and not isinstance(op, StatOperator):

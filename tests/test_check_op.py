@@ -151,3 +151,28 @@ class MutatesHeldState(StatOperator):
 def test_catches_finalize_that_mutates_held_state():
     with pytest.raises(AssertionError, match="finalize on a copy.*MutatesHeldState.*_seen"):
         check_op(MutatesHeldState(), allow_unregistered=True)
+
+
+class KeyedButCoupled(StatOperator):
+    """Declares keyed statistics but scales each column's statistic by the total over all columns,
+    so finalizing a subset of the keys gives other values."""
+
+    keyed_statistics = True
+
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
+        return {c: int(df[c].notna().sum()) for c in columns}
+
+    def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
+        return {c: sum(p[c] for p in partials) for c in partials[0]}
+
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        total = sum(combined.values()) or 1
+        self.stats_ = {c: n / total for c, n in combined.items()}
+
+    def transform(self, columns: List[str], df: Any) -> Any:
+        return df[columns]
+
+
+def test_catches_keyed_statistics_that_depend_on_other_keys():
+    with pytest.raises(AssertionError, match="keyed statistics.*KeyedButCoupled"):
+        check_op(KeyedButCoupled(), allow_unregistered=True)

@@ -239,3 +239,30 @@ def test_packed_state_round_trips_arrays_of_every_layout():
     assert got["f"].flags.f_contiguous
     np.testing.assert_array_equal(got["nested"]["k"]["values"], [3, 1, 2])
     assert got["nested"]["k"]["nulls"] == 4 and got["nested"]["label"] == "x"
+
+
+def test_one_op_over_many_columns_finalizes_its_keys_in_parallel(cluster, tmp_path):
+    """A Categorify over 12 columns merges and finalizes its vocabularies in several tasks (split
+    by key, as dask's split_out), and the client reassembles them in column order: vocabularies
+    equal to plain pandas value counts (descending count, ties by ascending value) and to a
+    threaded fit's."""
+    rng = np.random.default_rng(3)
+    cols = [f"c{i:02d}" for i in range(12)]
+    for f in range(3):
+        pd.DataFrame({c: rng.integers(0, 40 + 7 * i, 4000) for i, c in enumerate(cols)}).to_parquet(
+            tmp_path / f"p{f}.parquet", index=False)
+    frame = pd.concat([pd.read_parquet(tmp_path / f"p{f}.parquet") for f in range(3)], ignore_index=True)
+    threaded = ops.Categorify()
+    tp.Workflow(cols >> threaded).fit(tp.Dataset(str(tmp_path), part_size="32kB"))
+    cat = ops.Categorify()
+    with distributed.Client(cluster) as client, distributed.get_task_stream(client) as ts:
+        tp.Workflow(cols >> cat).fit(tp.Dataset(str(tmp_path), part_size="32kB"))
+    finals = [t for t in ts.data if "_finalize_stats" in str(t["key"])]
+    assert len(finals) > 1, [str(t["key"]) for t in ts.data]
+    assert list(cat.stats_) == cols == list(threaded.stats_)
+    for c in cols:
+        counts = frame[c].value_counts()
+        ref = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        np.testing.assert_array_equal(cat.stats_[c]["values"], [v for v, _ in ref])
+        np.testing.assert_array_equal(cat.stats_[c]["freqs"], [n for _, n in ref])
+        np.testing.assert_array_equal(threaded.stats_[c]["values"], cat.stats_[c]["values"])

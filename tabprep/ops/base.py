@@ -217,6 +217,14 @@ class StatOperator(Operator):
     #: None until :meth:`fit_finalize` or :meth:`load_state`, and again after :meth:`clear`
     stats_: Any = None
 
+    #: True when the statistics are independent per key (a column, or a column group): partials
+    #: and merged partials are dicts by key, :meth:`fit_combine` merges any subset of the keys key
+    #: by key, and :meth:`fit_finalize` of a subset sets ``stats_`` to that subset's dict (by key)
+    #: and nothing that depends on the other keys. ``Workflow.fit`` then merges and finalizes an
+    #: op's keys in parallel tasks (as dask's ``split_out``) and joins the ``stats_`` dicts in key
+    #: order. ``check_op`` checks the claim ("keyed statistics").
+    keyed_statistics: bool = False
+
     def fit_partial(self, columns: List[str], df: Any) -> Any:
         """Partial statistics of one partition (pandas or cuDF frame, possibly empty)."""
         raise NotImplementedError

@@ -58,6 +58,8 @@ class Categorify(StatOperator):
         >>> shared = [["user_a", "user_b"]] >> Categorify()   # one vocabulary for both
     """
 
+    keyed_statistics = True  # one vocabulary per column or column group: finalized in parallel per key
+
     output_tags = (Tags.CATEGORICAL,)
     supports_lists = True
     #: combined-key format of this op's vocabularies (see :data:`COMBO_KEY_FORMAT`); set by fit / load

@@ -26,6 +26,8 @@ class Normalize(StatOperator):
         >>> conts = ["I1", "I2"] >> FillMissing() >> LogOp() >> Normalize()
     """
 
+    keyed_statistics = True  # moments per column: merged and finalized in parallel per column
+
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
 

@@ -81,35 +81,56 @@ def _combine_partials(wf: "Workflow", ids: List[str], partials: List[Dict[str, A
     return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
 
 
-def _split_partials(partial: Dict[str, Any], groups: List[List[str]]) -> Tuple[Dict[str, Any], ...]:
-    """One partial (all ops of a level) cut into the ops of each final task, so that a final task
-    fetches from other workers only its own ops' partials."""
-    return tuple({nid: partial[nid] for nid in g} for g in groups)
+#: one work item of a fit pass's last step: ``(node id, shard, shards)``. An op with keyed
+#: statistics (``StatOperator.keyed_statistics``) is split into ``shards`` items, shard ``j`` holding
+#: keys ``j, j + shards, ...`` of its partial; other ops are one item ``(node id, 0, 1)``.
+Unit = Tuple[str, int, int]
 
 
-def _finalize_stats(wf: "Workflow", ids: List[str], partials: List[Dict[str, Any]], pack: bool = False) -> Dict[str, Any]:
-    """The last reduction step of the stat ops ``ids``, where their partials are (a worker with a
-    distributed client): merge each op's partials, then finalize a copy of the op. Returns
-    ``{node id: (set, removed)}``: the attributes ``fit_finalize`` set (new or rebound) and the
-    names it deleted; with ``pack``, ``set`` is :func:`pack_state`'s arrays (for a client to
-    receive). The workflow applies them to its own op, so the op keeps its identity and its
-    parameters stay the objects the user passed.
+def _split_partials(partial: Dict[str, Any], groups: List[List[Unit]]) -> Tuple[Dict[Unit, Any], ...]:
+    """One partial (all ops of a level) cut into the work items of each final task, so that a
+    final task fetches from other workers only its own items' partials."""
+    out = []
+    for g in groups:
+        piece = {}
+        for nid, shard, shards in g:
+            value = partial[nid]
+            piece[(nid, shard, shards)] = value if shards == 1 else {k: value[k] for k in list(value)[shard::shards]}
+        out.append(piece)
+    return tuple(out)
+
+
+def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit, Any]], pack: bool = False) -> Dict[Unit, Any]:
+    """The last reduction step of the work items ``units``, where their partials are (a worker
+    with a distributed client): merge each item's partials, then finalize a copy of its op.
+    Returns ``{unit: (set, removed)}``: the attributes ``fit_finalize`` set (new or rebound) and
+    the names it deleted; with ``pack``, ``set`` is :func:`pack_state`'s arrays (for a client to
+    receive). The workflow applies them to its own op (see ``reduction.adopt_fitted``), so the op
+    keeps its identity and its parameters stay the objects the user passed.
 
     A shallow copy: the attributes ``fit_finalize`` sets are the copy's own, and the workflow the
     task received (shared by the worker's tasks, or the caller's own object with a local
     scheduler) is left as it was."""
     by_id = {wf.node_id(n): n for n in wf.nodes}
     out = {}
-    for nid in ids:
-        n = by_id[nid]
-        parts = [p[nid] for p in partials]
+    for unit in units:
+        n = by_id[unit[0]]
+        parts = [p[unit] for p in partials]
         combined = parts[0] if len(parts) == 1 else n.op.fit_combine(parts)
         op = copy.copy(n.op)
         op.fit_finalize(n.input_columns, combined)
         before, after = vars(n.op), vars(op)
         state = {k: v for k, v in after.items() if k not in before or before[k] is not v}
-        out[nid] = (pack_state(state) if pack else state, [k for k in before if k not in after])
+        out[unit] = (pack_state(state) if pack else state, [k for k in before if k not in after])
     return out
+
+
+def merge_keyed(pieces: List[Tuple[int, int, Dict[str, Any]]]) -> Dict[str, Any]:
+    """The statistics dict of a keyed op from its shards' dicts ``(shard, shards, stats)``, in the
+    key order of the unsplit partial (shard ``j``'s ``i``-th key was key ``i * shards + j``)."""
+    ranked = [(i * shards + shard, key, value) for shard, shards, stats in pieces
+              for i, (key, value) in enumerate((stats or {}).items())]
+    return {key: value for _, key, value in sorted(ranked, key=lambda r: r[0])}
 
 
 def pack_state(state: Dict[str, Any]) -> List[np.ndarray]:

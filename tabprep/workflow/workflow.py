@@ -342,7 +342,7 @@ class Workflow:
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
-        finals, packed = fit_graph(wf, ids, parts, nullable)
+        finals, packed = fit_graph(wf, dict(zip(ids, level)), parts, nullable)
         if progress is not None:
             progress(stage, 0, len(parts))
         fitted = dask.compute(*finals, **backend.compute_options_for(meta))
