@@ -22,6 +22,7 @@ from . import backend
 from .io.dataset import Dataset
 from .ops.base import Operator, StatOperator, registered_ops
 from .workflow.fusion import _declares_host_partial
+from .workflow.reduction import splits_by_key
 from .workflow.tasks import merge_keyed
 from .workflow.workflow import Workflow
 
@@ -127,7 +128,7 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
 
     # 2c. keyed statistics: an op that declares them is merged and finalized per key subset in
     # parallel tasks, and the stats_ dicts joined; that must equal finalizing all keys at once
-    if isinstance(op, StatOperator) and op.keyed_statistics:
+    if isinstance(op, StatOperator) and splits_by_key(op):
         held = _fresh(op)
         partial = held.fit_partial(node.input_columns, data[cols])
         whole = copy.copy(held)

@@ -232,3 +232,23 @@ def test_fit_state_lands_on_the_users_op_objects():
     assert op.params_seen is params and not hasattr(op, "stale_")  # what finalize deletes is gone
     wf.fit(tp.Dataset(pd.DataFrame({"a": [None, None], "b": [4, 5]})))
     assert op.stats_ == {"a": 0, "b": 2} and op.total_ == 2
+
+
+class _KeysSeen(tp.ops.Categorify):
+    """A user's subclass whose finalize looks at all keys at once (and declares nothing new)."""
+
+    def fit_finalize(self, columns, combined):
+        super().fit_finalize(columns, combined)
+        self.keys_seen_ = sorted(combined)
+
+
+def test_subclass_overriding_finalize_is_not_split_by_key():
+    """Categorify declares keyed statistics (its keys are merged and finalized in parallel tasks);
+    a subclass that overrides fit_finalize without declaring them again must see every key in one
+    finalize, as it did before the split existed."""
+    cols = [f"c{i}" for i in range(12)]
+    frame = pd.DataFrame({c: np.arange(30) % (i + 2) for i, c in enumerate(cols)})
+    op = _KeysSeen()
+    tp.Workflow(cols >> op).fit(tp.Dataset(frame, npartitions=3))
+    assert op.keys_seen_ == sorted(cols)
+    assert list(op.stats_) == cols

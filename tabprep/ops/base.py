@@ -222,7 +222,8 @@ class StatOperator(Operator):
     #: by key, and :meth:`fit_finalize` of a subset sets ``stats_`` to that subset's dict (by key)
     #: and nothing that depends on the other keys. ``Workflow.fit`` then merges and finalizes an
     #: op's keys in parallel tasks (as dask's ``split_out``) and joins the ``stats_`` dicts in key
-    #: order. ``check_op`` checks the claim ("keyed statistics").
+    #: order. ``check_op`` checks the claim ("keyed statistics"). A subclass that overrides
+    #: ``fit_partial``, ``fit_combine`` or ``fit_finalize`` must declare it again to keep it.
     keyed_statistics: bool = False
 
     def fit_partial(self, columns: List[str], df: Any) -> Any:

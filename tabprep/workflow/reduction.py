@@ -9,11 +9,22 @@ from typing import Any, Dict, List, Optional, Tuple
 import dask
 from dask.delayed import Delayed
 
+from ..ops.base import StatOperator
+from .fusion import _declares
 from .tasks import _combine_partials, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
 
 #: how many partials one combine task merges (the fan-in of the reduction tree), and at most how
 #: many final tasks (groups of ops) the last step runs
 SPLIT_EVERY = 8
+
+
+def splits_by_key(op: Any) -> bool:
+    """``op``'s ``keyed_statistics`` claim, honoured only when a class at least as derived as the
+    ones defining its ``fit_partial``, ``fit_combine`` and ``fit_finalize`` makes it: a user's
+    subclass overriding one of them (say, a finalize that looks at all keys at once) must not
+    inherit a stale claim and be finalized in pieces."""
+    return bool(getattr(op, "keyed_statistics", False)) and all(
+        _declares(type(op), "keyed_statistics", m, StatOperator) for m in ("fit_partial", "fit_combine", "fit_finalize"))
 
 
 def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Optional[Dict[str, str]]) -> Tuple[List[Any], bool]:
@@ -40,7 +51,7 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
         partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
     units = []
     for nid, n in nodes.items():
-        shards = min(SPLIT_EVERY, len(n.input_columns)) if getattr(n.op, "keyed_statistics", False) else 1
+        shards = min(SPLIT_EVERY, len(n.input_columns)) if splits_by_key(n.op) else 1
         units += [(nid, j, max(1, shards)) for j in range(max(1, shards))]
     groups = [units[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(units)))]
     # each final task fetches only its own items' partials
