@@ -108,7 +108,6 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     _assert_same(out1, _transform(wf2, data, name, "transform after a second fit"),
                  f"check 'refit idempotent' failed for {name}: the output after a second fit differs")
 
-    # 3. input not mutated (op level: the workflow hands ops copies, so call the op directly)
     node = next(n for n in wf1.nodes if n.kind == "op" and n.op is fitted)
     cols = node.input_columns + [d for d in fitted.dependencies() if d not in node.input_columns]
 
@@ -118,7 +117,8 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
         held = _fresh(op)
         partial = held.fit_partial(node.input_columns, data[cols])
         before = _pickled_attrs(held)
-        copy.copy(held).fit_finalize(node.input_columns, held.fit_combine([partial]))
+        whole = copy.copy(held)
+        whole.fit_finalize(node.input_columns, held.fit_combine([partial]))
         changed = sorted(k for k, v in _pickled_attrs(held).items() if before.get(k, v) != v)
         if changed:
             raise AssertionError(f"check 'finalize on a copy' failed for {name}: fit_finalize changed objects the "
@@ -126,23 +126,22 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
                                  f"the op and keeps only attributes it assigns: assign new objects "
                                  f"(self.{changed[0]} = ...) instead of mutating the old ones")
 
-    # 2c. keyed statistics: an op that declares them is merged and finalized per key subset in
-    # parallel tasks, and the stats_ dicts joined; that must equal finalizing all keys at once
-    if isinstance(op, StatOperator) and splits_by_key(op):
-        held = _fresh(op)
-        partial = held.fit_partial(node.input_columns, data[cols])
-        whole = copy.copy(held)
-        whole.fit_finalize(node.input_columns, held.fit_combine([partial]))
-        shards = []
-        for j in range(2):
-            sub = copy.copy(held)
-            sub.fit_finalize(node.input_columns, held.fit_combine([{k: partial[k] for k in list(partial)[j::2]}]))
-            shards.append((j, 2, sub.stats_))
-        joined = merge_keyed(shards)
-        if list(joined) != list(whole.stats_ or {}) or not _same(joined, whole.stats_):
-            raise AssertionError(f"check 'keyed statistics' failed for {name}: finalizing its keys in two halves and "
-                                 f"joining the stats_ dicts differs from finalizing all keys at once; set "
-                                 f"keyed_statistics = False unless each key's statistics depend on that key alone")
+        # 2c. keyed statistics: an op that declares them is merged and finalized per key subset in
+        # parallel tasks, and the stats_ dicts joined; that must equal finalizing all keys at once
+        # (``held`` is as it was: 2b passed)
+        if splits_by_key(op):
+            shards = []
+            for j in range(2):
+                sub = copy.copy(held)
+                sub.fit_finalize(node.input_columns, held.fit_combine([{k: partial[k] for k in list(partial)[j::2]}]))
+                shards.append((j, 2, sub.stats_))
+            joined = merge_keyed(shards)
+            if list(joined) != list(whole.stats_ or {}) or not _same(joined, whole.stats_):
+                raise AssertionError(f"check 'keyed statistics' failed for {name}: finalizing its keys in two halves "
+                                     f"and joining the stats_ dicts differs from finalizing all keys at once; set "
+                                     f"keyed_statistics = False unless each key's statistics depend on that key alone")
+
+    # 3. input not mutated (op level: the workflow hands ops copies, so call the op directly)
     for what, call in (("fit_partial", lambda f: _fresh(op).fit_partial(node.input_columns, f)),
                        ("transform", lambda f: fitted.transform(node.input_columns, f))):
         if what == "fit_partial" and not isinstance(op, StatOperator):
