@@ -51,8 +51,8 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
         partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
     units = []
     for nid, n in nodes.items():
-        shards = min(SPLIT_EVERY, len(n.input_columns)) if splits_by_key(n.op) else 1
-        units += [(nid, j, max(1, shards)) for j in range(max(1, shards))]
+        shards = max(1, min(SPLIT_EVERY, len(n.input_columns))) if splits_by_key(n.op) else 1
+        units += [(nid, j, shards) for j in range(shards)]
     groups = [units[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(units)))]
     # each final task fetches only its own items' partials
     split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
