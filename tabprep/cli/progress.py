@@ -215,7 +215,7 @@ def gather_times(client: Any = None) -> List[Tuple[str, str, str, int, float, in
 def profile_table(stage: str, times: List[Tuple[str, str, str, int, float, int]], wf: Any,
                   wall: Optional[float] = None) -> List[Dict[str, Any]]:
     """Rows of the per-op summary (JSON-able), slowest first."""
-    nodes = {wf.node_id(n): n for n in wf.nodes}
+    nodes = wf.nodes_by_id()
     total = sum(t[4] for t in times) or 1e-12
     out = []
     for nid, label, kind, calls, secs, rows in sorted(times, key=lambda t: -t[4]):

@@ -210,7 +210,7 @@ def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
     the fit's pandas conversion (~0.1 s per 10M Criteo rows) and the pandas glue of the chain and of
     the partials (~1 s) are gone from the CPU fit. ``op_timer`` rows are those of the pandas path.
     """
-    by_id = {wf.node_id(n): n for n in wf.nodes}
+    by_id = wf.nodes_by_id()
     targets = [by_id[i] for i in ids]
     if not targets or any(n.op.dependencies() or not _declares_host_partial(type(n.op)) for n in targets):
         return None

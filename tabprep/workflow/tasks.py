@@ -27,7 +27,7 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
     backend.tune_malloc_in_worker()  # dask's nanny leaves glibc mmapping every array > 128 KiB
     if callable(df) and not is_frame(df):
         df = timed_read(df, wf)
-    by_id = {wf.node_id(n): n for n in wf.nodes}
+    by_id = wf.nodes_by_id()
     targets = [by_id[i] for i in ids]
     needed = [p for t in targets for p in t.parents]
     token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
@@ -77,7 +77,7 @@ def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nu
 def _combine_partials(wf: "Workflow", ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
     if len(partials) == 1:
         return partials[0]
-    by_id = {wf.node_id(n): n for n in wf.nodes}
+    by_id = wf.nodes_by_id()
     return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
 
 
@@ -111,7 +111,7 @@ def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit,
     A shallow copy: the attributes ``fit_finalize`` sets are the copy's own, and the workflow the
     task received (shared by the worker's tasks, or the caller's own object with a local
     scheduler) is left as it was."""
-    by_id = {wf.node_id(n): n for n in wf.nodes}
+    by_id = wf.nodes_by_id()
     out = {}
     for unit in units:
         n = by_id[unit[0]]

@@ -63,6 +63,10 @@ class Workflow:
     def node_id(self, node: Node) -> str:
         return self._ids[id(node)]
 
+    def nodes_by_id(self) -> Dict[str, Node]:
+        """``{node_id(n): n}`` for every node (the inverse of :meth:`node_id`)."""
+        return {self._ids[id(n)]: n for n in self.nodes}
+
     @property
     def ops(self) -> List[Operator]:
         return [n.op for n in self.nodes if n.kind == "op"]
