@@ -29,6 +29,20 @@ import pytest
 import tabprep as tp
 from tabprep.backend import has_cudf
 
+@pytest.fixture(autouse=True)
+def _restore_tabprep_logger():
+    """An in-process CLI run sets the ``tabprep`` logger's level (``--quiet``: ERROR) for its
+    process; restored after each test, so a later test's ``caplog`` still sees the library's
+    warnings whatever ran before it."""
+    import logging
+
+    logger = logging.getLogger("tabprep")
+    level, handlers = logger.level, list(logger.handlers)
+    yield
+    logger.setLevel(level)
+    logger.handlers[:] = handlers
+
+
 # ---------------------------------------------------------------------------
 # backends
 # ---------------------------------------------------------------------------
