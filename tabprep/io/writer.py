@@ -281,8 +281,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         fs = stage.fs
         so = fs.storage_options  # travel in the task graph; None: local, or the environment's credentials
         schema = ds.schema
-        ddf = ds.to_ddf()
-        nparts = ddf.npartitions
+        nparts = ds.npartitions
         if out_files_per_proc is not None:
             output_files = int(out_files_per_proc) * _n_procs()
         ext = ".parquet" if fmt == "parquet" else ".tfrecord" + (".gz" if (options.get("compression") or "").upper() == "GZIP" else "")
@@ -304,8 +303,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         tasks = ds._table_tasks(finish) if hasattr(ds, "_table_tasks") else None
         if tasks is None:  # other sources (csv, in-memory frames): the partitions of the dask frame
             write_fn = dask.delayed(finish, pure=False)
-            tasks = [write_fn(part, i) for i, part in enumerate(ddf.to_delayed())]
-        dask_options = backend.compute_options_for(ddf._meta)
+            tasks = [write_fn(part, i) for i, part in enumerate(ds.to_ddf().to_delayed())]
+        dask_options = backend.compute_options(not ds.cpu)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written
         part_rows = [r["rows"] for r in results]

@@ -452,14 +452,18 @@ class Workflow:
         else:
             self._check_contract(ds.schema, ds.describe(), cast)
         self._require_fitted()
-        ddf = ds.to_ddf(columns=self.input_columns)
-        meta = self.transform_frame(ddf._meta, cast=cast)
+        columns = self.input_columns
+        meta = self.transform_frame(ds.meta_frame(columns), cast=cast)
         # the workflow (vocabularies included) is one graph key, not a copy inside every task;
         # with a distributed client it is scattered once to every worker (see _graph_handle),
         # and each worker keeps its lookup tables
         wf = self._graph_handle()
-        out = ddf.map_partitions(_transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
-                                 enforce_metadata=False, transform_divisions=False, align_dataframes=False)
+
+        def frame() -> Any:  # the dask frame, built only when asked for (Dataset._from_ddf)
+            return ds.to_ddf(columns=columns).map_partitions(
+                _transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
+                enforce_metadata=False, transform_divisions=False, align_dataframes=False)
+
         # the writer may compute the same partitions from Arrow tables (see fusion.transform_table)
         # and each partition is read, transformed and written by one task (Dataset._table_tasks)
         if ds.cpu:
@@ -467,7 +471,7 @@ class Workflow:
                       (bool(out_of_fold), bool(cast), ds._nullable_dtypes(self.input_columns)))
         else:
             tables = (ds, self.input_columns, _transform_partition, wf, (bool(out_of_fold), bool(cast)))
-        return Dataset._from_ddf(out, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}",
+        return Dataset._from_ddf(frame, schema=self.output_schema, cpu=ds.cpu, source=f"transform of {ds.describe()}",
                                  tables=tables)
 
     def fit_transform(self, dataset: Any, out_of_fold: bool = True) -> Any:
