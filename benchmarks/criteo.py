@@ -365,6 +365,27 @@ def spawn(phase: str, data: str, out: str, args: argparse.Namespace) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
+def _print_row(rows: int, job: str, r: dict, ours: dict, gpu: bool, tag: str = "") -> None:
+    """One job's line: seconds, rows/s, peak RSS, seconds against tabprep's ``ours``, CPU seconds."""
+    note = ""
+    if job == "tabprep":
+        note = f"fit {r['fit_s']:.1f}s + transform/write {r['transform_write_s']:.1f}s, {r['npartitions']} partitions"
+    label = tag + LABELS[job] + ("-gpu" if job == "tabprep" and gpu else "")
+    print(f"{rows:>12,} {label:>44} {r['total_s']:>8.2f} {rows / r['total_s']:>12,.0f} "
+          f"{r['peak_rss_gib']:>9.2f} {r['total_s'] / ours['total_s']:>9.2f} {r['cpu_s']:>7.1f}  {note}", flush=True)
+
+
+def _median_run(results: list) -> dict:
+    """A job's median over rounds: each number separately (seconds, CPU, peak, phases)."""
+    import statistics
+
+    out = dict(results[0])
+    for key, val in results[0].items():
+        if isinstance(val, float):
+            out[key] = statistics.median(r[key] for r in results)
+    return out
+
+
 def _read_output(folder: str) -> "pd.DataFrame":  # noqa: F821
     """All ``*.parquet`` files of an output folder, in name order, as one pandas frame."""
     import pyarrow as pa
@@ -426,6 +447,9 @@ def main() -> None:
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
     ap.add_argument("--warmup", action="store_true",
                     help="run every job once on the data first (page cache, kernel/JIT caches); time the second run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every job this many times, interleaved (round k starts k jobs further down the "
+                         "list); prints each round, then each job's median and the ratios of the medians")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"))
     ap.add_argument("--phase", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -449,7 +473,7 @@ def main() -> None:
     print("seconds = the job after imports (read, fit, transform, write); peak = the job process's peak RSS "
           "(with its children); x tabprep = that job's seconds / tabprep's (above 1: tabprep is faster); "
           "CPU s = the job process's user+system seconds, all threads (steadier than seconds on a busy machine)")
-    print(f"{'rows':>12} {'job':>32} {'seconds':>8} {'rows/s':>12} {'peak GiB':>9} {'x tabprep':>9} {'CPU s':>7}  notes")
+    print(f"{'rows':>12} {'job':>44} {'seconds':>8} {'rows/s':>12} {'peak GiB':>9} {'x tabprep':>9} {'CPU s':>7}  notes")
     for rows in rows_list:
         files = args.files or max(2, rows // 1_000_000)
         data = ensure_data(rows, args.data_root, files, args.gen_procs)
@@ -459,29 +483,38 @@ def main() -> None:
                 for job in jobs:
                     spawn(job, data, os.path.join(out_dir, "warm-" + job), args)
                     shutil.rmtree(os.path.join(out_dir, "warm-" + job), ignore_errors=True)
-            res = {}
-            for job in jobs:
-                res[job] = spawn(job, data, os.path.join(out_dir, job), args)
-                r, ours = res[job], res["tabprep"]
-                note = ""
-                if job == "tabprep":
-                    note = (f"fit {r['fit_s']:.1f}s + transform/write {r['transform_write_s']:.1f}s, "
-                            f"{r['npartitions']} partitions")
-                label = LABELS[job] + ("-gpu" if job == "tabprep" and args.gpu else "")
-                print(f"{rows:>12,} {label:>32} {r['total_s']:>8.2f} {rows / r['total_s']:>12,.0f} "
-                      f"{r['peak_rss_gib']:>9.2f} {r['total_s'] / ours['total_s']:>9.2f} {r['cpu_s']:>7.1f}  {note}",
-                      flush=True)
-                if not args.check:
-                    shutil.rmtree(os.path.join(out_dir, job), ignore_errors=True)
-            t = res["tabprep"]["total_s"]
+            rounds = max(1, args.rounds)
+            runs = {job: [] for job in jobs}
+            for k in range(rounds):
+                # a busy machine's speed drifts over minutes: round k starts k jobs further down, so no
+                # job always runs right after the same one
+                for job in jobs[k % len(jobs):] + jobs[:k % len(jobs)]:
+                    runs[job].append(spawn(job, data, os.path.join(out_dir, job), args))
+                    if not (args.check and k == rounds - 1):
+                        shutil.rmtree(os.path.join(out_dir, job), ignore_errors=True)
+                tag = f"round {k + 1}: " if rounds > 1 else ""
+                for job in jobs:
+                    _print_row(rows, job, runs[job][k], runs["tabprep"][k], args.gpu, tag)
             goals = {"pandas": ("tabprep vs idiomatic pandas", "goal >= 3x"),
                      "polars": ("tabprep vs Polars", "goal >= 2x"),
                      "floor": ("tabprep vs I/O floor", "goal ~1x: the sequential read+write time"),
                      "pandas-concat": ("tabprep vs pandas, concat (old)", ""),
                      "cudf-io": ("tabprep vs cuDF read+write", "goal: time ratio < 2x")}
-            for job in jobs[1:]:
-                name, goal = goals[job]
-                print(f"{'':>12} {name:>32}: {res[job]['total_s'] / t:.2f}x throughput   ({goal})")
+            if rounds == 1:
+                t = runs["tabprep"][0]["total_s"]
+                for job in jobs[1:]:
+                    name, goal = goals[job]
+                    print(f"{'':>12} {name:>32}: {runs[job][0]['total_s'] / t:.2f}x throughput   ({goal})")
+            else:
+                med = {job: _median_run(runs[job]) for job in jobs}
+                for job in jobs:
+                    _print_row(rows, job, med[job], med["tabprep"], args.gpu, f"median of {rounds}: ")
+                t = med["tabprep"]["total_s"]
+                for job in jobs[1:]:
+                    name, goal = goals[job]
+                    per = [a["total_s"] / b["total_s"] for a, b in zip(runs[job], runs["tabprep"])]
+                    print(f"{'':>12} {name:>32}: {med[job]['total_s'] / t:.2f}x throughput, medians   "
+                          f"(per round {min(per):.2f}-{max(per):.2f}x; {goal})")
             if args.check:
                 check_outputs(out_dir, jobs)
         finally:
