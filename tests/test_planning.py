@@ -70,3 +70,39 @@ def test_shard_rows_equal_counts_and_cover(drop_last):
                 assert set(rows) == set(range(n)) and len(rows) - n <= size - 1
     with pytest.raises(ValueError, match="global_rank"):
         shard_rows(10, 2, 2, False)
+
+
+def test_file_row_group_memory_per_column_kind(tmp_path):
+    """Per file, classified once: fixed-width columns count (bytes + a null byte) per row, the
+    others (strings, lists, bools, dictionaries) their uncompressed parquet size, at least 8
+    bytes per row; row groups of different sizes each get their own figure."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tabprep.io.planning import file_row_group_memory, row_group_memory
+
+    n = 1000
+    rng = np.random.default_rng(3)
+    words = np.array(["a" * k for k in range(1, 60)])
+    table = pa.table({
+        "i64": pa.array(rng.integers(0, 9, n), pa.int64()),
+        "f32": pa.array(rng.normal(size=n).astype(np.float32)),
+        "i8": pa.array(rng.integers(0, 9, n).astype(np.int8)),
+        "flag": pa.array(rng.integers(0, 2, n).astype(bool)),
+        "s": pa.array(words[rng.integers(0, len(words), n)]),
+        "tags": pa.array([[1, 2][: k % 3] for k in range(n)], pa.list_(pa.int64())),
+        "d": pa.array(words[rng.integers(0, 3, n)]).dictionary_encode(),
+    })
+    path = tmp_path / "f.parquet"
+    pq.write_table(table, path, row_group_size=300)  # groups of 300, 300, 300, 100 rows
+    md = pq.read_metadata(path)
+    schema = pq.read_schema(path)
+    rows, sizes = file_row_group_memory(schema, md)
+    assert rows == [300, 300, 300, 100]
+    for i, (r, size) in enumerate(zip(rows, sizes)):
+        rg = md.row_group(i)
+        by_path = {rg.column(j).path_in_schema: rg.column(j).total_uncompressed_size for j in range(rg.num_columns)}
+        var = sum(max(by_path[p], r * 8) for p in by_path if p.split(".")[0] in ("flag", "s", "tags", "d"))
+        assert size == r * (9 + 5 + 2) + var
+        assert size == row_group_memory(schema, rg)

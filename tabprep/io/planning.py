@@ -151,12 +151,24 @@ def _plan_file_pieces(files: List[str], part_size: int,
         if md.num_row_groups == 0:
             pieces.append((Piece(f, (), 0), 0, arrow_schema))
             continue
-        groups = [md.row_group(i) for i in range(md.num_row_groups)]
-        sizes = [row_group_memory(arrow_schema, rg) for rg in groups]
+        rows, sizes = file_row_group_memory(arrow_schema, md)
         for a, b in group_runs(sizes, part_size):
-            pieces.append((Piece(f, tuple(range(a, b)), sum(rg.num_rows for rg in groups[a:b])),
-                           sum(sizes[a:b]), arrow_schema))
+            pieces.append((Piece(f, tuple(range(a, b)), sum(rows[a:b])), sum(sizes[a:b]), arrow_schema))
     return pieces
+
+
+def _fixed_bytes(arrow_schema: pa.Schema, path_in_schema: str) -> Optional[int]:
+    """Decoded bytes per row of a parquet leaf column whose Arrow type has a fixed width of at least
+    a byte (the value plus a null-mask byte); None for the others (strings, lists, bools, dictionaries)."""
+    name = path_in_schema.split(".")[0]
+    typ = arrow_schema.field(name).type if name in arrow_schema.names else None
+    if typ is None or pa.types.is_nested(typ) or pa.types.is_dictionary(typ):
+        return None
+    try:
+        width = typ.bit_width
+    except ValueError:  # variable-width (strings, binary): no bit_width
+        return None
+    return width // 8 + 1 if width >= 8 else None
 
 
 def row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
@@ -164,19 +176,27 @@ def row_group_memory(arrow_schema: pa.Schema, rg: Any) -> int:
     total = 0
     for j in range(rg.num_columns):
         col = rg.column(j)
-        name = col.path_in_schema.split(".")[0]
-        typ = arrow_schema.field(name).type if name in arrow_schema.names else None
-        width = None
-        if typ is not None and not pa.types.is_nested(typ):
-            try:
-                width = typ.bit_width
-            except ValueError:  # variable-width (strings, binary): no bit_width
-                width = None
-        if width and width >= 8 and not pa.types.is_dictionary(typ):
-            total += rg.num_rows * (width // 8 + 1)
-        else:
-            total += max(col.total_uncompressed_size, rg.num_rows * 8)
+        width = _fixed_bytes(arrow_schema, col.path_in_schema)
+        total += rg.num_rows * width if width else max(col.total_uncompressed_size, rg.num_rows * 8)
     return total
+
+
+def file_row_group_memory(arrow_schema: pa.Schema, md: Any) -> Tuple[List[int], List[int]]:
+    """Rows and :func:`row_group_memory` of every row group of the footer ``md``. The columns are
+    classified once per file, not once per row group: only variable-width columns need a row
+    group's own sizes (a 200M-row Criteo file set of 3,000 row groups x 40 columns took 0.4 s of
+    planning per fit column by column)."""
+    leaves = [md.schema.column(j).path for j in range(md.num_columns)]
+    widths = [_fixed_bytes(arrow_schema, p) for p in leaves]
+    fixed = sum(w for w in widths if w)
+    var = [j for j, w in enumerate(widths) if not w]
+    rows, sizes = [], []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        n = rg.num_rows
+        rows.append(n)
+        sizes.append(n * fixed + sum(max(rg.column(j).total_uncompressed_size, n * 8) for j in var))
+    return rows, sizes
 
 
 # -- footers and their checks -----------------------------------------------------------------
