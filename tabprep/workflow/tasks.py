@@ -147,3 +147,10 @@ def pack_state(state: Dict[str, Any]) -> List[np.ndarray]:
 def unpack_state(frames: List[np.ndarray]) -> Dict[str, Any]:
     """The dict :func:`pack_state` packed (its arrays writable, as a pickle gives them)."""
     return pickle.loads(frames[0].tobytes(), buffers=[f if f.flags.writeable else f.copy() for f in frames[1:]])
+
+
+def _transform_frame(ds: Any, columns: List[str], wf: Any, out_of_fold: bool, cast: bool, meta: Any) -> Any:
+    """The dask frame of a lazy transform (see :meth:`Workflow.transform`)."""
+    return ds.to_ddf(columns=columns).map_partitions(_transform_partition, wf, out_of_fold, cast, meta=meta,
+                                                     enforce_metadata=False, transform_divisions=False,
+                                                     align_dataframes=False)

@@ -1,6 +1,7 @@
 """The Workflow: fit statistics with dask in one pass per dependency level, transform lazily."""
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import defaultdict
@@ -17,7 +18,7 @@ from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from .tasks import _transform_part, _transform_partition
+from .tasks import _transform_frame, _transform_part, _transform_partition
 
 log = logging.getLogger(__name__)
 
@@ -458,12 +459,8 @@ class Workflow:
         # with a distributed client it is scattered once to every worker (see _graph_handle),
         # and each worker keeps its lookup tables
         wf = self._graph_handle()
-
-        def frame() -> Any:  # the dask frame, built only when asked for (Dataset._from_ddf)
-            return ds.to_ddf(columns=columns).map_partitions(
-                _transform_partition, wf, bool(out_of_fold), bool(cast), meta=meta,
-                enforce_metadata=False, transform_divisions=False, align_dataframes=False)
-
+        frame = functools.partial(  # the dask frame, built only when asked (Dataset._from_ddf); pickles
+            _transform_frame, ds, columns, wf, bool(out_of_fold), bool(cast), meta)
         # the writer may compute the same partitions from Arrow tables (see fusion.transform_table)
         # and each partition is read, transformed and written by one task (Dataset._table_tasks)
         if ds.cpu:
