@@ -125,11 +125,11 @@ class Dataset:
 
     # -- construction used by Workflow.transform -----------------------------------------
     @classmethod
-    def _from_ddf(cls, ddf: Any, schema: Schema, cpu: bool, source: str,
+    def _from_ddf(cls, make_ddf: Callable[[], Any], schema: Schema, cpu: bool, source: str,
                   tables: Optional[Tuple[Any, ...]] = None) -> "Dataset":
-        """A dataset of the dask frame ``ddf``, or of the frame a no-argument callable ``ddf``
-        builds at the first :meth:`to_ddf` (so that a transform written from its ``tables`` never
-        imports dask.dataframe, ~0.5 s). ``tables``: ``(source dataset, columns, fn, handle, args)``,
+        """A dataset of the dask frame the no-argument callable ``make_ddf`` builds at the first
+        :meth:`to_ddf` (so that a transform written from its ``tables`` never imports
+        dask.dataframe, ~0.5 s). ``tables``: ``(source dataset, columns, fn, handle, args)``,
         how to compute the same partitions in one task each from the source's parquet pieces instead
         (see :meth:`_table_tasks`): ``fn(part, handle, *args)`` for each partition of the source's
         ``columns``, read as an Arrow table on the CPU and as a cuDF frame on the GPU; ``handle`` may
@@ -141,9 +141,8 @@ class Dataset:
         ds.npartitions_hint = None
         ds.read_kwargs = {}
         ds.storage_options = None
-        lazy = callable(ddf) and not _is_dask_frame(ddf)
-        ds._ddf = None if lazy else ddf
-        ds._ddf_factory = ddf if lazy else None
+        ds._ddf = None
+        ds._ddf_factory = make_ddf
         ds._pieces = None
         ds._schema = schema
         ds.files = []
