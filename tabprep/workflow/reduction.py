@@ -62,10 +62,10 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     return [final_fn(wf, g, [pc[k] for pc in pieces], pack) for k, g in enumerate(groups)], pack
 
 
-def adopt_fitted(ops_by_id: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bool) -> None:
-    """Apply the final tasks' results to the workflow's ops: each op stays the object the user
-    holds and takes what its fitted copy's ``fit_finalize`` set (learned state, caches) or
-    deleted; its parameters stay the user's objects. The shards of a keyed op give one ``stats_``,
+def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bool) -> None:
+    """Apply the final tasks' results to the ops of ``nodes`` (by node id, as given to
+    :func:`fit_graph`): each op stays the object the user holds and takes what its fitted copy's
+    ``fit_finalize`` set (learned state, caches) or deleted; its parameters stay the user's objects. The shards of a keyed op give one ``stats_``,
     in the key order of the unsplit fit; its other attributes come from shard 0."""
     by_node: Dict[str, List[Tuple[int, int, Dict[str, Any], List[str]]]] = {}
     for group in fitted:
@@ -76,7 +76,7 @@ def adopt_fitted(ops_by_id: Dict[str, Any], fitted: List[Dict[Any, Any]], packed
         state, removed = dict(pieces[0][2]), pieces[0][3]
         if len(pieces) > 1:
             state["stats_"] = merge_keyed([(shard, shards, st.get("stats_")) for shard, shards, st, _ in pieces])
-        attrs = vars(ops_by_id[nid])
+        attrs = vars(nodes[nid].op)
         attrs.update(state)
         for name in removed:
             attrs.pop(name, None)

@@ -324,7 +324,7 @@ class Workflow:
             ddf = ds.to_ddf(columns=columns)
             parts, meta = ddf.to_delayed(), ddf._meta
         else:  # no dask frame to build (on a GPU client 0.2-0.5 s of every fit)
-            meta = ds._parquet_meta(columns)[0]
+            meta = ds.meta_frame(columns)
         nullable = ds._nullable_dtypes(columns)
         for i, level in enumerate(self._stat_levels()):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
@@ -341,20 +341,20 @@ class Workflow:
                    nullable: Optional[Dict[str, str]] = None) -> None:
         """One fit pass over ``parts`` (partition readers or delayed partitions; ``meta``: their
         empty frame, for the scheduler options of its backend) for the stat ops of ``level``."""
-        ids = [self.node_id(n) for n in level]
+        nodes = {self.node_id(n): n for n in level}
         if not parts:
             raise ValueError("the dataset has no partitions to fit on")
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
         wf = self._graph_handle()
-        finals, packed = fit_graph(wf, dict(zip(ids, level)), parts, nullable)
+        finals, packed = fit_graph(wf, nodes, parts, nullable)
         if progress is not None:
             progress(stage, 0, len(parts))
         fitted = dask.compute(*finals, **backend.compute_options_for(meta))
         del finals, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
-        adopt_fitted({self.node_id(n): n.op for n in level}, fitted, packed)
+        adopt_fitted(nodes, fitted, packed)
 
     def _graph_handle(self) -> Any:
         """What the tasks of a fit pass or a transform take as the workflow.
