@@ -23,7 +23,7 @@ from .io.dataset import Dataset
 from .ops.base import Operator, StatOperator, registered_ops
 from .workflow.fusion import _declares_host_partial
 from .workflow.reduction import splits_by_key
-from .workflow.tasks import merge_keyed
+from .workflow.tasks import key_shard, merge_keyed
 from .workflow.workflow import Workflow
 
 __all__ = ["check_op", "default_frame"]
@@ -133,7 +133,7 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
             shards = []
             for j in range(2):
                 sub = copy.copy(held)
-                sub.fit_finalize(node.input_columns, held.fit_combine([{k: partial[k] for k in list(partial)[j::2]}]))
+                sub.fit_finalize(node.input_columns, held.fit_combine([key_shard(partial, j, 2)]))
                 shards.append((j, 2, sub.stats_))
             joined = merge_keyed(shards)
             if list(joined) != list(whole.stats_ or {}) or not _same(joined, whole.stats_):

@@ -87,6 +87,12 @@ def _combine_partials(wf: "Workflow", ids: List[str], partials: List[Dict[str, A
 Unit = Tuple[str, int, int]
 
 
+def key_shard(stats: Dict[Any, Any], shard: int, shards: int) -> Dict[Any, Any]:
+    """Shard ``shard`` of ``shards`` of a keyed op's dict (a partial, by key): its keys ``shard,
+    shard + shards, ...`` in order (:func:`merge_keyed` puts the shards back in that order)."""
+    return {k: stats[k] for k in list(stats)[shard::shards]}
+
+
 def _split_partials(partial: Dict[str, Any], groups: List[List[Unit]]) -> Tuple[Dict[Unit, Any], ...]:
     """One partial (all ops of a level) cut into the work items of each final task, so that a
     final task fetches from other workers only its own items' partials."""
@@ -95,7 +101,7 @@ def _split_partials(partial: Dict[str, Any], groups: List[List[Unit]]) -> Tuple[
         piece = {}
         for nid, shard, shards in g:
             value = partial[nid]
-            piece[(nid, shard, shards)] = value if shards == 1 else {k: value[k] for k in list(value)[shard::shards]}
+            piece[(nid, shard, shards)] = value if shards == 1 else key_shard(value, shard, shards)
         out.append(piece)
     return tuple(out)
 
