@@ -6,6 +6,7 @@ inputs, outputs, errors and the dask cluster), :mod:`.inspect_cmd` and :mod:`.de
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -321,15 +322,19 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, storage
     WF_DIR may also be a transformed output folder (with _schema.json): its schema, embedding sizes
     and row counts are shown.
     """
-    from ..io.fs import get_fs
+    from ..io.fs import get_fs, remote_errors
     from .inspect_cmd import describe_output, describe_workflow, echo_description
 
     setup_logging(verbose, quiet)
     fs, p = get_fs(path, storage_options)
-    if fs.exists(fs.join(p, "workflow.json")) or not fs.exists(fs.join(p, "_schema.json")):
+    # a remote store's refusal (wrong credentials: a bare "Forbidden") names the URL and what to check
+    with remote_errors(p, "read") if fs.remote else contextlib.nullcontext():
+        is_output = not fs.exists(fs.join(p, "workflow.json")) and fs.exists(fs.join(p, "_schema.json"))
+    if not is_output:
         info = describe_workflow(load_workflow(path, allow_pickle, trusted, storage_options), path, storage_options)
     else:
-        info = describe_output(path, storage_options)
+        with remote_errors(p, "read") if fs.remote else contextlib.nullcontext():
+            info = describe_output(path, storage_options)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))
     elif not quiet:
