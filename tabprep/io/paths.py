@@ -113,9 +113,13 @@ def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]
 
     if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
         return folder, ""
+    parent = fs.dirname(fs.norm(folder))
+    name = fs.basename(fs.norm(folder))
+    # a folder at a URL is written in place (objectstore): until the write's side files, a worker
+    # folder holds data files only, and the root only the incomplete marker, which speaks for it
+    if name.startswith("worker_") and fs.remote and has(parent, INCOMPLETE_MARKER):
+        return parent, name + "/"
     if has(folder, SCHEMA_FILE):
-        parent = fs.dirname(fs.norm(folder))
-        name = fs.basename(fs.norm(folder))
         if name.startswith("worker_") and (has(parent, METADATA_FILE) or has(parent, SCHEMA_FILE)):
             return parent, name + "/"
         return folder, ""
