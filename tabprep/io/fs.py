@@ -179,8 +179,12 @@ class RemoteFS:
         return bool(self._fresh().isfile(self.strip(path)))
 
     def find(self, path: Any) -> List[str]:
-        """Every file under the folder ``path`` (recursively), as URLs, sorted."""
-        return sorted(self.url(p) for p in self._fresh().find(self.strip(path)))
+        """Every file under the folder ``path`` (recursively), as URLs, sorted.
+
+        Keys ending in ``/`` are left out: they are the empty "folders" the S3 console (and other
+        tools) create, zero-byte placeholders, not files; a prefix holding only one is empty, as
+        an empty local folder is, and writers leave it in place."""
+        return sorted(self.url(p) for p in self._fresh().find(self.strip(path)) if not p.endswith("/"))
 
     def glob(self, pattern: str) -> List[str]:
         found = self._fresh().glob(self.strip(pattern), detail=True)
