@@ -207,15 +207,21 @@ def downloaded(path: str, kind: FolderKind, storage_options: StorageOptions = No
                redo: str = "Write it again.") -> Iterator[str]:
     """A complete tabprep folder at a URL, copied into a local temporary folder for the block.
 
-    Raises ``FileNotFoundError`` when nothing is there, ``ValueError`` (:func:`half_written`)
-    without ``_SUCCESS`` or with the marker.
+    Raises ``FileNotFoundError`` when nothing is there, when ``path`` is a file, or when the
+    folder is no tabprep folder of ``kind`` at all (none of its markers, nor ``_SUCCESS``, nor
+    tabprep's incomplete marker: a data folder given by mistake); ``ValueError``
+    (:func:`half_written`) for a tabprep folder without ``_SUCCESS`` or with the marker.
     """
     fs, url = get_fs(path, storage_options)
     with remote_errors(url, "read"):
         files = fs.find(url)
     if not files:
         raise FileNotFoundError(f"nothing at {url!r}: no {kind.what} there")
+    if files == [url]:  # find() of a key lists the key itself
+        raise FileNotFoundError(f"{url!r} is a file, not a {kind.what}")
     names = _top_names(fs, url, files)
+    if not names & {INCOMPLETE_MARKER, SUCCESS_FILE, *kind.markers}:
+        raise FileNotFoundError(f"{url!r} holds no {' or '.join(kind.markers)}: it is no tabprep {kind.what}")
     if INCOMPLETE_MARKER in names or SUCCESS_FILE not in names:
         raise ValueError(half_written(url, kind, INCOMPLETE_MARKER in names, redo))
     local = tempfile.mkdtemp(prefix="tabprep-fetch-")
