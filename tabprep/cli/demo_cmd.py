@@ -32,6 +32,13 @@ DEMO_MARKER = ".tabprep-demo"
 def run_demo(rows: int, workdir: Optional[str], files: Optional[int], opts: Dict[str, Any]) -> None:
     """The body of ``tabprep demo`` (its options and help live in :mod:`tabprep.cli.main`)."""
     if workdir is not None:
+        from ..io.fs import is_remote, local_path
+
+        if is_remote(workdir):
+            raise UsageProblem(f"--workdir {workdir!r}: the demo keeps its files in a local folder; to run the same job "
+                               f"on object storage, give the URLs to the commands it prints: tabprep generate criteo "
+                               f"--rows N --out {workdir.rstrip('/')}/raw, then tabprep fit / transform")
+        workdir = local_path(workdir)  # file:// is the local folder
         wd = Path(workdir)
         if wd.exists() and any(wd.iterdir()) and not (wd / DEMO_MARKER).exists():
             raise UsageProblem(f"--workdir {workdir!r} exists and holds other files; give a new or empty folder "
