@@ -104,7 +104,9 @@ def write_options(f: Any) -> Any:
                      help="parquet: auto (default: snappy, except on the delta-packed int columns, which "
                           "it cannot shrink), snappy, zstd, gzip, lz4, brotli, none; tfrecord: gzip, zlib, none "
                           "(default)."),
-        click.option("--overwrite", is_flag=True, help="Replace an existing output folder (once the new one is complete)."),
+        click.option("--overwrite", is_flag=True,
+                     help="Replace an existing output folder (once the new one is complete; at an s3:// (gs://...) "
+                          "URL, where nothing can be renamed, the old one is deleted when the write starts)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
