@@ -34,10 +34,12 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=REPO + (os.pathsep + path if path else ""), PYTHONWARNINGS="ignore")
 
 
-@pytest.fixture()
-def dask_processes(tmp_path):
+@pytest.fixture(scope="module")
+def dask_processes(tmp_path_factory):
     """`dask scheduler --scheduler-file F` and two `dask worker --scheduler-file F`, as separate
-    processes on 127.0.0.1; yields F; stops them all (terminate, then kill) at the end."""
+    processes on 127.0.0.1 (working directory: F's folder, importable by the workers); yields F;
+    stops them all (terminate, then kill) at the end of the module."""
+    tmp_path = tmp_path_factory.mktemp("operator")
     sfile = tmp_path / "scheduler.json"
     dask_cmd = [sys.executable, "-m", "dask"]
     procs = []
@@ -217,3 +219,152 @@ def test_local_cpu_cluster_runs_without_dashboard_feeds():
     # the user's own configuration is as it was (the settings are the local cluster's alone)
     assert {k: dask.config.get(k) for k in before} == before
 
+
+
+# -- what an operator gets wrong: clear errors, bounded waits, nothing written ---------------------
+def _fit_args(tmp_path):
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    if not (tmp_path / "data").exists():
+        write_data(tmp_path / "data", files=2, rows=200)
+    return ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"), "--out", str(tmp_path / "wf")]
+
+
+def _one_error_line(r):
+    """The one ``error: ...`` line of a failed command (and nothing of dask's own making)."""
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "Traceback" not in r.stderr and "AssertionError" not in r.stderr, r.stderr
+    return lines[0]
+
+
+def test_scheduler_file_that_is_not_one(tmp_path):
+    # a truncated / foreign / empty file: dask's Client raised a bare AssertionError (exit 1)
+    runner = CliRunner()
+    base = _fit_args(tmp_path)
+    for i, text in enumerate(["not json", "{}", '{"address": 5}', ""]):
+        f = tmp_path / f"sched{i}.json"
+        f.write_text(text)
+        r = runner.invoke(cli, base + ["--scheduler-file", str(f)])
+        line = _one_error_line(r)
+        assert r.exit_code == 2 and str(f) in line and "scheduler file" in line, (text, line)
+        assert "dask scheduler --scheduler-file" in line  # how to make a good one
+        r = runner.invoke(cli, base + ["--scheduler", str(f)])  # --scheduler takes the file too
+        assert r.exit_code == 2 and str(f) in _one_error_line(r)
+    # a folder is not "a file that does not exist"
+    r = runner.invoke(cli, base + ["--scheduler-file", str(tmp_path)])
+    line = _one_error_line(r)
+    assert r.exit_code == 2 and "is a folder" in line and "does not exist" not in line
+    assert not (tmp_path / "wf").exists()
+
+
+def test_scheduler_address_typos_are_usage_errors(tmp_path):
+    runner = CliRunner()
+    base = _fit_args(tmp_path)
+    for bad in ("garbage", str(tmp_path / "missing.json"), "tcp://", "tcp://host:port"):
+        r = runner.invoke(cli, base + ["--scheduler", bad])
+        line = _one_error_line(r)
+        assert r.exit_code == 2 and f"--scheduler {bad!r}" in line and "tcp://" in line, line
+    assert not (tmp_path / "wf").exists()
+
+
+@pytest.fixture()
+def not_a_scheduler():
+    """Two TCP servers on 127.0.0.1 that are not dask schedulers: one accepts and never answers
+    (an HTTP server waiting for a request line), one answers like an HTTP server (a dashboard's
+    port 8787) and hangs up. Yields their addresses."""
+    import socket
+    import threading
+
+    stop = threading.Event()
+    servers, held = [], []
+
+    def serve(sock, answer):
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            if answer:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+            else:
+                held.append(conn)
+
+    for answer in (False, True):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        servers.append(sock)
+        threading.Thread(target=serve, args=(sock, answer), daemon=True).start()
+    yield [f"tcp://127.0.0.1:{s.getsockname()[1]}" for s in servers]
+    stop.set()
+    for s in servers + held:
+        s.close()
+
+
+def test_address_of_something_else_fails_within_the_timeout(not_a_scheduler, tmp_path, monkeypatch):
+    # dask's Client bounds the TCP connect only: a server that never answers hung the job forever,
+    # an HTTP answer read as a frame length asked for 3 EiB ("MemoryError")
+    monkeypatch.setattr(runtime, "CONNECT_TIMEOUT_S", 3)
+    runner = CliRunner()
+    base = _fit_args(tmp_path)
+    for address in not_a_scheduler:
+        start = time.monotonic()
+        r = runner.invoke(cli, base + ["--scheduler", address])
+        line = _one_error_line(r)
+        assert time.monotonic() - start < 20, line
+        assert r.exit_code == 1 and address in line and "not answer as a dask scheduler" in line, line
+        assert "EiB" not in line and "8786" in line  # the scheduler's usual port, as a hint
+    assert not (tmp_path / "wf").exists()
+
+
+def test_scheduler_without_workers_waits_then_fails(tmp_path, monkeypatch):
+    # a scheduler whose workers are not (yet) there: a bounded, announced wait
+    # (TABPREP_WAIT_FOR_WORKERS seconds), then a clear error; a worker that joins in time runs the job
+    monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "2")
+    runner = CliRunner()
+    base = _fit_args(tmp_path)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster:
+        start = time.monotonic()
+        r = runner.invoke(cli, base + ["--scheduler", cluster.scheduler_address])
+        assert time.monotonic() - start < 15
+        assert r.exit_code == 1, r.output
+        assert "waiting up to 2 s for a worker" in r.stderr
+        line = r.stderr.strip().splitlines()[-1]
+        assert line.startswith("error: ") and "has no workers" in line and "dask worker" in line, r.stderr
+        assert "No valid workers" not in r.stderr and not (tmp_path / "wf").exists()
+        monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "60")
+        import threading
+
+        threading.Timer(1.0, cluster.scale, args=(1,)).start()
+        r = runner.invoke(cli, base + ["--scheduler", cluster.scheduler_address, "-q"])
+        assert r.exit_code == 0, r.output
+        assert (tmp_path / "wf" / "workflow.json").exists()
+    r = runner.invoke(cli, base + ["--scheduler", "tcp://127.0.0.1:1"], env={"TABPREP_WAIT_FOR_WORKERS": "-3"})
+    assert r.exit_code == 2 and "TABPREP_WAIT_FOR_WORKERS" in _one_error_line(r)
+
+
+def test_memory_limit_is_checked_before_anything_starts(tmp_path):
+    runner = CliRunner()
+    base = _fit_args(tmp_path)
+    for bad in ("garbage", "-1GB", "-1", "2.5", "4"):  # a bare number > 1 was bytes: a 4-byte worker
+        r = runner.invoke(cli, base + ["--workers", "1", "--memory-limit", bad])
+        line = _one_error_line(r)
+        assert r.exit_code == 2 and f"--memory-limit {bad!r}" in line and "4GB" in line, line
+    assert not (tmp_path / "wf").exists()
+    assert runtime.cpu_cluster_kwargs(1, "0.5")["memory_limit"] == "0.5"  # dask's forms pass through
+
+
+@pytest.mark.parametrize("opt, bad", [("--rmm-pool-size", "-1"), ("--rmm-pool-size", "-5GB"),
+                                      ("--rmm-pool-size", "1.5"), ("--rmm-pool-size", "2"),
+                                      ("--device-memory-limit", "inf"), ("--device-memory-limit", "3"),
+                                      ("--device-memory-limit", "nan")])
+def test_gpu_memory_sizes_refuse_negative_and_unitless(fake_gpus, tmp_path, opt, bad):
+    # a bare number is a fraction of the device (0..1); "2" was a 2-byte pool, "-1" a negative one
+    made, pools = fake_gpus
+    r = CliRunner().invoke(cli, _fit_args(tmp_path) + ["--workers", "1", opt, bad])
+    line = _one_error_line(r)
+    assert r.exit_code == 2 and f"{opt} {bad!r}" in line and "40GB" in line and "0.8" in line, line
+    assert made == [] and pools == [] and not (tmp_path / "wf").exists()

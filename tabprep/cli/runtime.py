@@ -344,12 +344,43 @@ def _size_or_fraction(value: str, option: str) -> Any:
         number = float(text)
     except ValueError:
         number = None
-    if number is not None and 0 <= number <= 1:
-        return number
+    if number is not None:  # a bare number: "2" or "1.5" meant as bytes would be a pool of 2 bytes
+        if 0 <= number <= 1:
+            return number
+        raise UsageProblem(f"{option} {value!r}: a number without a unit is a fraction of the device's memory "
+                           f"(0 to 1, e.g. 0.8); give a size with its unit, e.g. 40GB")
     try:
-        return parse_size(text)
+        size = parse_size(text)
+    except (ValueError, OverflowError):
+        size = None
+    if size is None or size < 0:
+        raise UsageProblem(f"{option} {value!r} is not a size like 40GB or a fraction like 0.8")
+    return size
+
+
+def check_memory_limit(value: Optional[str]) -> None:
+    """``--memory-limit`` as dask reads it ('auto', a fraction 0..1 of the machine's memory, 0: no
+    limit, or a size with a unit): anything else is a usage error before a worker starts (dask
+    itself took "4" as 4 bytes and "-1" as minus the machine's memory)."""
+    from dask.utils import parse_bytes
+
+    if value is None or str(value).strip().lower() == "auto":
+        return
+    text = str(value).strip()
+    try:
+        number = float(text)
     except ValueError:
-        raise UsageProblem(f"{option} {value!r} is not a size like 40GB or a fraction like 0.8") from None
+        number = None
+    if number is not None:
+        ok = 0 <= number <= 1
+    else:
+        try:
+            ok = parse_bytes(text) >= 0
+        except (ValueError, TypeError, OverflowError):
+            ok = False
+    if not ok:
+        raise UsageProblem(f"--memory-limit {value!r} is not a memory size like 4GB, a fraction of this machine's "
+                           f"memory like 0.5 (a number without a unit), 'auto' or 0 (no limit)")
 
 
 def worker_rmm_pool(size: Any) -> bool:
@@ -411,13 +442,117 @@ def cpu_cluster_kwargs(workers: Any, memory_limit: Optional[str] = None,
             **({"protocol": protocol} if protocol else {})}
 
 
-def _connect(kwargs: Dict[str, Any], where: str) -> Any:
-    from distributed import Client
+#: seconds to reach an existing cluster's scheduler and hear it answer
+CONNECT_TIMEOUT_S = 20.0
+#: seconds a job waits for the first worker of an existing cluster that has none yet (workers of a
+#: batch system may join after the job starts); the environment's TABPREP_WAIT_FOR_WORKERS overrides
+WAIT_FOR_WORKERS_S = 60.0
+
+
+def _read_scheduler_file(path: str, option: str) -> str:
+    """The address in the scheduler file ``path`` (what ``dask scheduler --scheduler-file`` writes)."""
+    import json
+
+    how = f"start the scheduler with `dask scheduler --scheduler-file {path}`" + (
+        "; or give the scheduler's address, e.g. tcp://10.0.0.5:8786" if option == "--scheduler" else "")
+    if os.path.isdir(path):
+        raise UsageProblem(f"{option} {path!r} is a folder, not a scheduler file ({how})")
+    if not os.path.isfile(path):
+        raise UsageProblem(f"{option} {path!r} does not exist ({how})")
+    try:
+        with open(path) as fh:
+            address = json.load(fh).get("address")
+    except (OSError, ValueError, AttributeError):
+        address = None
+    if not isinstance(address, str) or not address:
+        raise UsageProblem(f"{option} {path!r} is not a dask scheduler file (JSON with the scheduler's \"address\"); "
+                           f"{how}, which writes it")
+    return address
+
+
+def _check_address(address: str, option: str) -> None:
+    """A usage error for what cannot be a scheduler address (``garbage``, ``tcp://host:port``)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
-        return Client(timeout="20s", **kwargs)
+        scheme, loc = parse_address(address)
+        if scheme != "inproc":
+            parse_host_port(loc)
+    except (ValueError, TypeError):
+        raise UsageProblem(f"{option} {address!r} is neither a scheduler address like tcp://10.0.0.5:8786 nor an "
+                           f"existing scheduler file") from None
+
+
+def _probe(address: str, where: str, timeout: float) -> None:
+    """Ask ``address`` who it is, all within ``timeout`` seconds. dask's Client bounds only the TCP
+    connect: a server that accepts and never answers as a scheduler (an HTTP server waiting for its
+    request line) hung it forever, and an HTTP reply read as a frame length asked for 3 EiB."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask() -> Any:
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "n_workers": 0, "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    hint = "is it the scheduler's address (port 8786 unless it was started with another)?"
+    try:
+        reply = asyncio.run(asyncio.wait_for(ask(), timeout))
+    except (asyncio.TimeoutError, TimeoutError):
+        raise JobFailed(f"the server {where} did not answer as a dask scheduler within {timeout:g} s: {hint}") from None
+    except OSError as exc:  # refused, unreachable, unknown host
+        raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a server that is not a scheduler says back
+        # (a MemoryError: an HTTP answer read as the length of a dask message)
+        detail = "" if isinstance(exc, MemoryError) else f" ({one_line(exc)})"
+        raise JobFailed(f"the server {where} did not answer as a dask scheduler{detail}: {hint}") from None
+    kind = reply.get("type") if isinstance(reply, dict) else None
+    if kind != "Scheduler":
+        raise JobFailed(f"the server {where} did not answer as a dask scheduler (it is {kind or 'something else'}): "
+                        f"{hint}")
+
+
+def _wait_seconds() -> float:
+    text = os.environ.get("TABPREP_WAIT_FOR_WORKERS", "").strip()
+    if not text:
+        return WAIT_FOR_WORKERS_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise UsageProblem(f"TABPREP_WAIT_FOR_WORKERS={text!r} is not a number of seconds >= 0")
+    return seconds
+
+
+def _connect(address: str, where: str, start_worker: str, quiet: bool) -> Any:
+    """A client of the scheduler at ``address``, which has at least one worker (waited for up to
+    TABPREP_WAIT_FOR_WORKERS seconds, announced on stderr)."""
+    from distributed import Client
+
+    wait = _wait_seconds()
+    if not address.startswith("inproc://"):  # in-process clusters cannot be misaddressed
+        _probe(address, where, CONNECT_TIMEOUT_S)
+    try:
+        client = Client(address=address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError) as exc:
         raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
+    if not client.scheduler_info()["workers"]:
+        if not quiet:
+            click.echo(f"the dask scheduler {where} has no workers yet: waiting up to {wait:g} s for a worker "
+                       f"(TABPREP_WAIT_FOR_WORKERS=SECONDS to change)", err=True)
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except (TimeoutError, OSError):
+            client.close()
+            raise JobFailed(f"the dask scheduler {where} has no workers (waited {wait:g} s for one); start them with "
+                            f"`dask worker {start_worker}` (`dask cuda worker ...` on GPU nodes), or wait longer "
+                            f"with TABPREP_WAIT_FOR_WORKERS=SECONDS") from None
+    return client
 
 
 @contextlib.contextmanager
@@ -433,6 +568,7 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
     if sum(bool(x) for x in (scheduler, scheduler_file, workers)) > 1:
         raise UsageProblem("give one of --scheduler / --scheduler-file (an existing cluster) or --workers "
                            "(a local one), not both")
+    check_memory_limit(memory_limit)
     if memory_limit and not workers:
         raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
                            "add --workers N (an existing --scheduler cluster has its own limits)")
@@ -454,17 +590,15 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         yield None
         return
     if scheduler or scheduler_file:
-        if scheduler_file:
-            if not os.path.isfile(scheduler_file):
-                raise UsageProblem(f"--scheduler-file {scheduler_file!r} does not exist (start the scheduler with "
-                                   f"`dask scheduler --scheduler-file {scheduler_file}`)")
-            kwargs: Dict[str, Any] = {"scheduler_file": scheduler_file}
-            where = f"of {scheduler_file!r}"
+        option, given = ("--scheduler-file", scheduler_file) if scheduler_file else ("--scheduler", scheduler)
+        assert given is not None
+        if scheduler_file or os.path.exists(given) or given.endswith(".json"):
+            address = _read_scheduler_file(given, option)
+            where, start_worker = f"at {address!r} (of {given!r})", f"--scheduler-file {given}"
         else:
-            assert scheduler is not None
-            kwargs = {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
-            where = f"at {scheduler!r}"
-        client = _connect(kwargs, where)
+            _check_address(given, option)
+            address, where, start_worker = given, f"at {given!r}", given
+        client = _connect(address, where, start_worker, quiet)
         with client:
             pool = _size_or_fraction(rmm_pool_size, "--rmm-pool-size") if rmm_pool_size else None
             if pool is not None:
