@@ -368,3 +368,55 @@ def test_gpu_memory_sizes_refuse_negative_and_unitless(fake_gpus, tmp_path, opt,
     line = _one_error_line(r)
     assert r.exit_code == 2 and f"{opt} {bad!r}" in line and "40GB" in line and "0.8" in line, line
     assert made == [] and pools == [] and not (tmp_path / "wf").exists()
+
+
+def _bad_int_data(folder):
+    """I1 (fitted as int) as floats in every file; part2's hold a 2.5 (no int can hold it)."""
+    write_data(folder, files=3, rows=200)
+    for name in ("part0", "part1", "part2"):
+        d = pd.read_parquet(folder / f"{name}.parquet")
+        d["I1"] = d["I1"].astype("float64")
+        if name == "part2":
+            d.loc[7, "I1"] = 2.5
+        d.to_parquet(folder / f"{name}.parquet")
+
+
+def test_worker_error_is_one_line_naming_column_and_file(dask_processes, tmp_path):
+    # a value no int holds, met by a task on a worker of an operator's cluster, reaches the user as
+    # the in-process job's one line: the column, the file; no dask traceback, no output
+    runner = CliRunner()
+    r = runner.invoke(cli, _fit_args(tmp_path) + ["-q"])
+    assert r.exit_code == 0, r.output
+    _bad_int_data(tmp_path / "bad")
+    lines = []
+    for extra in ([], ["--scheduler-file", str(dask_processes)]):
+        r = runner.invoke(cli, ["transform", str(tmp_path / "wf"), str(tmp_path / "bad"), "--out",
+                                str(tmp_path / "out"), "--cast", "-q"] + extra)
+        line = _one_error_line(r)
+        assert r.exit_code == 1 and "'I1'" in line and "2.5" in line, line
+        assert str(tmp_path / "bad" / "part2.parquet") in line, line
+        assert not (tmp_path / "out").exists()
+        lines.append(line)
+    assert lines[0] == lines[1]
+
+
+def test_op_error_names_op_column_and_file(tmp_path, monkeypatch):
+    # an op (here a user function) failing on one partition of the fit: the one line says which op,
+    # which columns and which file, not only the function's own text
+    (tmp_path / "boom_fns.py").write_text(
+        "def boom(col):\n"
+        "    if (col == 424242).any():\n"
+        "        raise ValueError('value out of range')\n"
+        "    return col\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_data(tmp_path / "data", files=3, rows=200)
+    d = pd.read_parquet(tmp_path / "data" / "part1.parquet")
+    d.loc[3, "I2"] = 424242
+    d.to_parquet(tmp_path / "data" / "part1.parquet")
+    (tmp_path / "spec.yaml").write_text("features:\n  - columns: [I2]\n"
+                                        "    ops: [FillMissing, {LambdaOp: {f: {import: 'boom_fns:boom'}}}, Normalize]\n")
+    r = CliRunner().invoke(cli, ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"), "--out",
+                                 str(tmp_path / "wf"), "-q"])
+    line = _one_error_line(r)
+    assert r.exit_code == 1 and "value out of range" in line and "LambdaOp(boom)" in line and "'I2'" in line, line
+    assert str(tmp_path / "data" / "part1.parquet") in line, line

@@ -177,6 +177,8 @@ _PLAIN = (ValueError, KeyError, TypeError, RuntimeError, OSError, UsageProblem, 
 
 
 def one_line(exc: BaseException) -> str:
+    """``exc`` as one line, with the notes tabprep added on the way up (which op, which columns,
+    which file: ``add_note``, also on exceptions raised on a dask worker) in parentheses."""
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     else:
@@ -184,6 +186,9 @@ def one_line(exc: BaseException) -> str:
     text = " ".join(text.split())
     if not isinstance(exc, _PLAIN):
         text = f"{type(exc).__name__}: {text}"
+    notes = [" ".join(str(n).split()) for n in getattr(exc, "__notes__", None) or []]
+    if notes:
+        text += f" ({'; '.join(n for n in notes if n)})"
     return text
 
 

@@ -431,11 +431,33 @@ def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, 
     ``finish(that, index)`` when given. Read and write seconds go to the workflow's ``op_timer``
     (as ``(io)`` read / write) when ``handle`` is a workflow that has one."""
     part = timed_read(read, handle)
-    out = fn(part, handle, *args)
+    try:
+        out = fn(part, handle, *args)
+    except Exception as exc:
+        note_source(exc, read)  # raised on a worker, it names the file there as here
+        raise
     del part
     if finish is None:
         return out
     return _io_timed(handle, "write", "write", lambda: finish(out, index), len(out))
+
+
+def note_source(exc: BaseException, read: Any) -> None:
+    """Add to ``exc`` (a failure computing the partition ``read`` reads, a reader of
+    :meth:`Dataset._piece_readers`) the note that names its file and row groups; the CLI prints the
+    notes in its one-line error. Nothing for other readers."""
+    piece = read.args[0] if isinstance(read, functools.partial) and read.args else None
+    if not isinstance(piece, Piece):
+        return
+    where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+    note = f"in the parquet file {where}, row groups {list(piece.row_groups)}"
+    try:
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:  # pragma: no cover - Python 3.10
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions that refuse attributes
+        pass
 
 
 def timed_read(read: Callable[[], Any], handle: Any) -> Any:
