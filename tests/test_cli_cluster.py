@@ -420,3 +420,59 @@ def test_op_error_names_op_column_and_file(tmp_path, monkeypatch):
     line = _one_error_line(r)
     assert r.exit_code == 1 and "value out of range" in line and "LambdaOp(boom)" in line and "'I2'" in line, line
     assert str(tmp_path / "data" / "part1.parquet") in line, line
+
+
+def test_worker_killed_mid_job_output_complete_and_identical(dask_processes, tmp_path, monkeypatch):
+    """SIGKILL of a `dask worker` process (its nanny starts a new one) while the job runs: the job
+    succeeds; its files are those of the in-process job, byte for byte; the output folder is never
+    seen half-written (it appears whole, _SUCCESS included)."""
+    import signal
+
+    home = dask_processes.parent  # the workers' working directory: they import the module from there
+    pids = tmp_path / "pids.txt"
+    (home / "slow_fns.py").write_text(
+        "import os, time\n"
+        "def slow(col):\n"
+        f"    with open({str(pids)!r}, 'a') as fh:\n"
+        "        fh.write(f'{os.getpid()}\\n')\n"
+        "    time.sleep(0.15)\n"
+        "    return col\n")
+    monkeypatch.syspath_prepend(str(home))
+    write_data(tmp_path / "data", files=8, rows=250)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC + "  - columns: [I3]\n    ops: [FillMissing, {LambdaOp: {f: {import: 'slow_fns:slow'}}}, "
+                           "Normalize]\n")
+    r = CliRunner().invoke(cli, ["fit-transform", str(spec), str(tmp_path / "data"), "--out", str(tmp_path / "local"),
+                                 "-q"])
+    assert r.exit_code == 0, r.output
+    pids.unlink()
+    from test_cli_subprocess import tabprep_cmd
+
+    out = tmp_path / "cluster"
+    proc = subprocess.Popen(tabprep_cmd() + ["fit-transform", str(spec), str(tmp_path / "data"), "--out", str(out),
+                                             "--scheduler-file", str(dask_processes), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=str(home))
+    killed, seen = None, set()
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        calls = [int(x) for x in pids.read_text().split()] if pids.exists() else []
+        workers = [p for p in calls if p != proc.pid]
+        if killed is None and len(workers) >= 6:  # mid-job: fit partials done or under way, transform to come
+            killed, at = workers[-1], len(calls)
+            os.kill(killed, signal.SIGKILL)
+        if out.exists():
+            seen.add(tuple(sorted(p.name for p in out.iterdir())))
+        time.sleep(0.05)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert killed is not None and proc.returncode == 0, (killed, proc.returncode, stderr)
+    after = [int(x) for x in pids.read_text().split()][at:]
+    assert after and killed not in after  # the job went on after the kill, without that process
+    final = tuple(sorted(p.name for p in out.iterdir()))
+    assert "_SUCCESS" in final and seen <= {final}, seen  # never seen without _SUCCESS or with parts missing
+    local = sorted(p.name for p in (tmp_path / "local").glob("*.parquet"))
+    assert local and local == sorted(p.name for p in out.glob("*.parquet"))
+    for name in local:
+        assert (out / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+    assert len(tp.Dataset(str(out)).compute()) == 2000
+    with distributed.Client(scheduler_file=str(dask_processes), timeout="30s") as client:
+        client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
