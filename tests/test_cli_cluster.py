@@ -325,7 +325,8 @@ def test_scheduler_without_workers_waits_then_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "2")
     runner = CliRunner()
     base = _fit_args(tmp_path)
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None,
+    # worker processes (a worker thread in this process would tune this process's allocator)
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=logging.ERROR) as cluster:
         start = time.monotonic()
         r = runner.invoke(cli, base + ["--scheduler", cluster.scheduler_address])
