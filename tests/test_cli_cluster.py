@@ -477,3 +477,20 @@ def test_worker_killed_mid_job_output_complete_and_identical(dask_processes, tmp
     assert len(tp.Dataset(str(out)).compute()) == 2000
     with distributed.Client(scheduler_file=str(dask_processes), timeout="30s") as client:
         client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one
+
+
+def test_a_bare_byte_count_is_bytes_as_dask_reads_it(fake_gpus):
+    # dask and dask-cuda read a whole number > 1 as bytes: a script passing 42949672960 keeps
+    # working; only tiny counts ("2": a 2-byte pool) are refused as a missing unit
+    made, _ = fake_gpus
+    with runtime.dask_cluster(None, 1, "8589934592", False, True, rmm_pool_size="42949672960",
+                              device_memory_limit="12884901888"):
+        pass
+    assert made[-1]["rmm_pool_size"] == 40 * 1024 ** 3
+    assert made[-1]["device_memory_limit"] == 12 * 1024 ** 3
+    assert made[-1]["memory_limit"] == "8589934592"
+    for opt, bad in (("--rmm-pool-size", "1048575"), ("--device-memory-limit", "2e9")):
+        with pytest.raises(runtime.UsageProblem, match=f"{opt} '{bad}'"):
+            runtime._size_or_fraction(bad, opt)
+    with pytest.raises(runtime.UsageProblem, match="--memory-limit '1000'"):
+        runtime.check_memory_limit("1000")

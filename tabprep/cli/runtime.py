@@ -340,7 +340,8 @@ DEFAULT_RMM_POOL = "0.5"
 
 
 def _size_or_fraction(value: str, option: str) -> Any:
-    """``"0.8"`` -> 0.8 (a fraction of the device), ``"40GB"`` -> bytes; ``"none"`` -> None."""
+    """``"0.8"`` -> 0.8 (a fraction of the device), ``"40GB"`` or ``"42949672960"`` (from 1 MiB) ->
+    bytes; ``"none"`` -> None."""
     from ..io.dataset import parse_size
 
     text = str(value).strip()
@@ -350,11 +351,14 @@ def _size_or_fraction(value: str, option: str) -> Any:
         number = float(text)
     except ValueError:
         number = None
-    if number is not None:  # a bare number: "2" or "1.5" meant as bytes would be a pool of 2 bytes
+    if number is not None:
         if 0 <= number <= 1:
             return number
+        if _byte_count(text):
+            return int(text)
         raise UsageProblem(f"{option} {value!r}: a number without a unit is a fraction of the device's memory "
-                           f"(0 to 1, e.g. 0.8); give a size with its unit, e.g. 40GB")
+                           f"(0 to 1, e.g. 0.8) or a byte count of at least 1 MiB; give a size with its unit, "
+                           f"e.g. 40GB")
     try:
         size = parse_size(text)
     except (ValueError, OverflowError):
@@ -364,10 +368,18 @@ def _size_or_fraction(value: str, option: str) -> Any:
     return size
 
 
+def _byte_count(text: str) -> bool:
+    """Whether a bare number is a byte count, as dask and dask-cuda read a whole number > 1: only
+    from 1 MiB, so that "2" (a 2-byte pool) or "4" (a 4-byte worker) is refused as a missing unit
+    while a script's 42949672960 keeps working."""
+    return text.isdigit() and int(text) >= 2 ** 20
+
+
 def check_memory_limit(value: Optional[str]) -> None:
     """``--memory-limit`` as dask reads it ('auto', a fraction 0..1 of the machine's memory, 0: no
     limit, or a size with a unit): anything else is a usage error before a worker starts (dask
-    itself took "4" as 4 bytes and "-1" as minus the machine's memory)."""
+    itself took "4" as 4 bytes and "-1" as minus the machine's memory; a whole number from 1 MiB
+    is bytes, as dask reads it)."""
     from dask.utils import parse_bytes
 
     if value is None or str(value).strip().lower() == "auto":
@@ -378,7 +390,7 @@ def check_memory_limit(value: Optional[str]) -> None:
     except ValueError:
         number = None
     if number is not None:
-        ok = 0 <= number <= 1
+        ok = 0 <= number <= 1 or _byte_count(text)
     else:
         try:
             ok = parse_bytes(text) >= 0
@@ -386,7 +398,8 @@ def check_memory_limit(value: Optional[str]) -> None:
             ok = False
     if not ok:
         raise UsageProblem(f"--memory-limit {value!r} is not a memory size like 4GB, a fraction of this machine's "
-                           f"memory like 0.5 (a number without a unit), 'auto' or 0 (no limit)")
+                           f"memory like 0.5 (a number without a unit), a byte count of at least 1 MiB, 'auto' or 0 "
+                           f"(no limit)")
 
 
 def worker_rmm_pool(size: Any) -> bool:
