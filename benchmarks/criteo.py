@@ -132,7 +132,7 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
         # dask settings): one single-threaded worker process per core by default
         from distributed import Client, LocalCluster
 
-        from tabprep.cli.runtime import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs
+        from tabprep.cli.cluster import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs
 
         n = int(scheduler.split(":")[1]) if ":" in scheduler else "auto"
         with dask.config.set(LOCAL_CLUSTER_CONFIG):

@@ -192,7 +192,7 @@ def run_job(args: argparse.Namespace) -> None:
         from distributed import Client
 
         # the clusters `tabprep ... --workers N` starts: the same arguments and dask settings
-        from tabprep.cli.runtime import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs, cuda_cluster_kwargs
+        from tabprep.cli.cluster import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs, cuda_cluster_kwargs
 
         if cpu:
             from distributed import LocalCluster as cluster_class

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import tabprep as tp
 from tabprep import backend
+from tabprep.cli import cluster as cli_cluster
 from tabprep.cli import runtime
 from tabprep.cli.main import cli
 
@@ -143,7 +144,7 @@ def fake_gpus(monkeypatch):
 
 def test_local_cuda_cluster_options(fake_gpus):
     made, pools = fake_gpus
-    with runtime.dask_cluster(None, 2, "8GB", False, True, rmm_pool_size="40GB", device_memory_limit="0.7",
+    with cli_cluster.dask_cluster(None, 2, "8GB", False, True, rmm_pool_size="40GB", device_memory_limit="0.7",
                               protocol="ucx") as client:
         assert client is not None and client.submit(lambda: 42).result() == 42
     assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1"
@@ -151,21 +152,21 @@ def test_local_cuda_cluster_options(fake_gpus):
     assert made[-1]["device_memory_limit"] == 0.7
     assert made[-1]["protocol"] == "ucx" and made[-1]["memory_limit"] == "8GB"
     # defaults: half of each device pooled, dask-cuda's spilling threshold and transport
-    with runtime.dask_cluster(None, "auto", None, False, True):
+    with cli_cluster.dask_cluster(None, "auto", None, False, True):
         pass
     assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1" and made[-1]["rmm_pool_size"] == 0.5
     # two threads per GPU worker (dask-cuda's default is one: reads, kernels and writes in series;
     # four contended for the device: 20.8-22.1 s against 18.7-19.4 s with two, see runtime)
     assert made[-1]["threads_per_worker"] == 2
     assert "device_memory_limit" not in made[-1] and "protocol" not in made[-1]
-    with runtime.dask_cluster(None, 1, None, False, True, rmm_pool_size="none", device_memory_limit="none"):
+    with cli_cluster.dask_cluster(None, 1, None, False, True, rmm_pool_size="none", device_memory_limit="none"):
         pass
     assert made[-1]["rmm_pool_size"] is None and made[-1]["device_memory_limit"] == 0
     with pytest.raises(runtime.UsageProblem, match="needs 3 GPUs"):
-        with runtime.dask_cluster(None, 3, None, False, True):
+        with cli_cluster.dask_cluster(None, 3, None, False, True):
             pass
     with pytest.raises(runtime.UsageProblem, match="--rmm-pool-size 'lots'"):
-        with runtime.dask_cluster(None, 1, None, False, True, rmm_pool_size="lots"):
+        with cli_cluster.dask_cluster(None, 1, None, False, True, rmm_pool_size="lots"):
             pass
     assert pools == []  # LocalCUDACluster makes its workers' pools itself
 
@@ -174,16 +175,16 @@ def test_existing_cluster_rmm_pool_via_client_run(fake_gpus):
     _, pools = fake_gpus
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
                                   silence_logs=logging.ERROR) as cluster:
-        with runtime.dask_cluster(cluster.scheduler_address, None, None, False, True, rmm_pool_size="0.25"):
+        with cli_cluster.dask_cluster(cluster.scheduler_address, None, None, False, True, rmm_pool_size="0.25"):
             pass
         assert pools == [4 * 1024 ** 3] * 2  # a quarter of 16 GiB on each of the 2 workers
-        with runtime.dask_cluster(cluster.scheduler_address, None, None, False, True):
+        with cli_cluster.dask_cluster(cluster.scheduler_address, None, None, False, True):
             pass
         assert len(pools) == 2  # not asked: the workers keep their own allocator
-    with runtime.dask_cluster(None, None, None, False, True, rmm_pool_size="2GB"):
+    with cli_cluster.dask_cluster(None, None, None, False, True, rmm_pool_size="2GB"):
         pass
     assert pools[-1] == 2 * 1024 ** 3  # in-process GPU job
-    with runtime.dask_cluster(None, None, None, False, True):
+    with cli_cluster.dask_cluster(None, None, None, False, True):
         pass
     assert pools[-1] is None  # in-process default: RMM's pool size
 
@@ -208,7 +209,7 @@ def test_local_cpu_cluster_runs_without_dashboard_feeds():
     before = {k: dask.config.get(k) for k in ("distributed.worker.profile.enabled",
                                               "distributed.admin.system-monitor.disk",
                                               "distributed.admin.tick.interval")}
-    with runtime.dask_cluster(None, 2, None, True, True) as client:
+    with cli_cluster.dask_cluster(None, 2, None, True, True) as client:
         got = client.run(_worker_settings)
         assert len(got) == 2
         for s in got.values():
@@ -306,7 +307,7 @@ def not_a_scheduler():
 def test_address_of_something_else_fails_within_the_timeout(not_a_scheduler, tmp_path, monkeypatch):
     # dask's Client bounds the TCP connect only: a server that never answers hung the job forever,
     # an HTTP answer read as a frame length asked for 3 EiB ("MemoryError")
-    monkeypatch.setattr(runtime, "CONNECT_TIMEOUT_S", 3)
+    monkeypatch.setattr(cli_cluster, "CONNECT_TIMEOUT_S", 3)
     runner = CliRunner()
     base = _fit_args(tmp_path)
     for address in not_a_scheduler:
@@ -355,7 +356,7 @@ def test_memory_limit_is_checked_before_anything_starts(tmp_path):
         line = _one_error_line(r)
         assert r.exit_code == 2 and f"--memory-limit {bad!r}" in line and "4GB" in line, line
     assert not (tmp_path / "wf").exists()
-    assert runtime.cpu_cluster_kwargs(1, "0.5")["memory_limit"] == "0.5"  # dask's forms pass through
+    assert cli_cluster.cpu_cluster_kwargs(1, "0.5")["memory_limit"] == "0.5"  # dask's forms pass through
 
 
 @pytest.mark.parametrize("opt, bad", [("--rmm-pool-size", "-1"), ("--rmm-pool-size", "-5GB"),
@@ -483,7 +484,7 @@ def test_a_bare_byte_count_is_bytes_as_dask_reads_it(fake_gpus):
     # dask and dask-cuda read a whole number > 1 as bytes: a script passing 42949672960 keeps
     # working; only tiny counts ("2": a 2-byte pool) are refused as a missing unit
     made, _ = fake_gpus
-    with runtime.dask_cluster(None, 1, "8589934592", False, True, rmm_pool_size="42949672960",
+    with cli_cluster.dask_cluster(None, 1, "8589934592", False, True, rmm_pool_size="42949672960",
                               device_memory_limit="12884901888"):
         pass
     assert made[-1]["rmm_pool_size"] == 40 * 1024 ** 3
@@ -491,6 +492,6 @@ def test_a_bare_byte_count_is_bytes_as_dask_reads_it(fake_gpus):
     assert made[-1]["memory_limit"] == "8589934592"
     for opt, bad in (("--rmm-pool-size", "1048575"), ("--device-memory-limit", "2e9")):
         with pytest.raises(runtime.UsageProblem, match=f"{opt} '{bad}'"):
-            runtime._size_or_fraction(bad, opt)
+            cli_cluster._size_or_fraction(bad, opt)
     with pytest.raises(runtime.UsageProblem, match="--memory-limit '1000'"):
-        runtime.check_memory_limit("1000")
+        cli_cluster.check_memory_limit("1000")

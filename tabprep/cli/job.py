@@ -12,8 +12,8 @@ import click
 
 from ..backend.parquet import COMPRESSIONS
 from . import progress as P
-from .runtime import (JobFailed, UsageProblem, check_columns, check_output, dask_cluster, input_rows, make_dataset,
-                      setup_logging)
+from .cluster import dask_cluster
+from .runtime import JobFailed, UsageProblem, check_columns, check_output, input_rows, make_dataset, setup_logging
 
 
 def load_spec(spec: str) -> Any:

@@ -2,7 +2,7 @@
 
 This module wires the commands: their arguments, options and help. The work is done in
 :mod:`.job` (the job runner and the helpers the commands share), :mod:`.runtime` (option groups,
-inputs, outputs, errors and the dask cluster), :mod:`.inspect_cmd` and :mod:`.demo_cmd`.
+inputs, outputs and errors), :mod:`.cluster` (the dask cluster), :mod:`.inspect_cmd` and :mod:`.demo_cmd`.
 """
 from __future__ import annotations
 
