@@ -3,8 +3,14 @@ and an empty file, the workflow they run, and its reference computed with plain 
 documented op semantics. Nothing here calls tabprep to compute an expected value."""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import socket
+import urllib.request
+import uuid
+from typing import Dict, Iterator
+from urllib.parse import quote, unquote
 
 import numpy as np
 import pandas as pd
@@ -87,3 +93,74 @@ def dead_endpoint() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+# -- credential checking on the test server ---------------------------------------------------------
+def _reset_auth(endpoint: str, value: str) -> str:
+    req = urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=value.encode(), method="POST",
+                                 headers={"Content-Type": "text/plain"})  # not a form: moto reads the body
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())["PREVIOUS_INITIAL_NO_AUTH_ACTION_COUNT"]
+
+
+@contextlib.contextmanager
+def credentials_checked(endpoint: str) -> Iterator[None]:
+    """The test server checks credentials from now on (moto's IAM: the fixture's fake key is
+    unknown, so every request signed with it is refused with 403), until the block ends."""
+    previous = _reset_auth(endpoint, "0")
+    try:
+        yield
+    finally:
+        _reset_auth(endpoint, previous)
+
+
+def iam_credentials(endpoint: str) -> Dict[str, str]:
+    """A new IAM user of the test server allowed ``s3:*``: ``{"key", "secret"}`` of its access key
+    (call it while credentials are not checked yet)."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="setup",
+                       aws_secret_access_key="setup")
+    user = f"tabprep-{uuid.uuid4().hex[:8]}"
+    iam.create_user(UserName=user)
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+
+
+def _canonical(path: str) -> str:
+    """``path?query`` percent-encoded as the client signed it (SigV4: RFC 3986 unreserved kept)."""
+    base, sep, query = path.partition("?")
+    base = quote(unquote(base), safe="/~")
+    if sep:
+        pairs = [p.partition("=") for p in query.split("&")]
+        query = "&".join(quote(unquote(k), safe="-_.~") + eq + quote(unquote(v), safe="-_.~") for k, eq, v in pairs)
+        return base + "?" + query
+    return base
+
+
+@contextlib.contextmanager
+def only_storage_options_credentials(s3, monkeypatch) -> Iterator[Dict[str, str]]:
+    """Yields storage_options holding the only valid credentials and endpoint: the server checks
+    credentials (signatures included), the environment's key is unknown to it and the
+    environment's endpoint is dead. Put test data on the server before entering.
+
+    The in-process server is patched for one moto bug (getmoto/moto#5948): it checks the signature
+    of a request whose URL it has percent-decoded (``prefix=d/`` instead of ``prefix=d%2F``), so
+    any listing signed correctly is refused; the patch re-encodes the URL as the client signed it."""
+    from moto.iam import access_control
+
+    creds = iam_credentials(s3.endpoint)
+    init = access_control.S3IAMRequest.__init__
+
+    def patched(self, *args, path, **kwargs):
+        init(self, *args, path=_canonical(path), **kwargs)
+
+    monkeypatch.setattr(access_control.S3IAMRequest, "__init__", patched)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead_endpoint())
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    so = {"key": creds["key"], "secret": creds["secret"], "endpoint_url": s3.endpoint,
+          "config_kwargs": {"retries": {"max_attempts": 1}}}
+    with credentials_checked(s3.endpoint):
+        yield so

@@ -209,3 +209,26 @@ print(json.dumps({{"imported": imported, "counts": counts, "rows": meta["rows"]}
     assert n_ds > 2 and n_ds == n_ds_ddf and n_out == n_out_ddf == n_ds
     got = pd.read_parquet(tmp_path / "out")
     assert len(got) == 2000 and list(got.columns) == ["c", "x", "y"]
+
+
+def test_stdout_closed_by_the_reader_exits_quietly(tmp_path):
+    """``tabprep inspect WF | head -1``: once the reader is gone, the command stops quietly as
+    common CLIs do (exit 0 or 141 = 128 + SIGPIPE; no ``error: [Errno 32] Broken pipe``, no traceback)."""
+    import fcntl
+
+    cols = [f"column_{i:04d}" for i in range(3000)]  # an inspect listing of ~200 kB, far beyond a pipe's buffer
+    frame = pd.DataFrame({c: [1, 2, 3] for c in cols})
+    tp.Workflow(cols).fit(tp.Dataset(frame, cpu=True)).save(str(tmp_path / "wf"))
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    for args in (["inspect", tmp_path / "wf"], ["inspect", tmp_path / "wf", "--json"]):
+        proc = subprocess.Popen(tabprep_cmd() + [str(a) for a in args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        if hasattr(fcntl, "F_SETPIPE_SZ"):  # the smallest pipe buffer: the writer blocks early (Linux)
+            fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        rc = proc.wait(timeout=120)
+        assert first.strip(), args
+        assert rc in (0, 141), (args, rc, err)
+        assert "error" not in err.lower() and "Traceback" not in err and "Broken pipe" not in err, (args, err)

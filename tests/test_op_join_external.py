@@ -124,3 +124,60 @@ def test_save_load_embeds_the_side_table(tmp_path):
         loaded = tp.Workflow.load(str(out_dir))
         assert loaded.output_schema == wf.output_schema
         pd.testing.assert_frame_equal(to_pandas(loaded.transform(make_dataset(data, nparts=3))), before)
+
+
+# -- side tables at fsspec URLs, storage_options ------------------------------------------------------------
+def _put_side(s3, key: str, side: pd.DataFrame) -> None:
+    with s3.fs.open(f"{s3.bucket}/{key}", "wb") as fh:  # the test's own client
+        side.to_parquet(fh, index=False)
+
+
+def test_s3_side_table_with_storage_options(s3, monkeypatch, tmp_path):
+    """An s3:// side table read with the credentials and endpoint given only in storage_options
+    (the server checks them; the environment's are unknown / dead); the saved workflow holds
+    none of them, and a loaded one joins the same from its embedded copy."""
+    from s3_helpers import only_storage_options_credentials
+
+    data, side = _data(11), _side()
+    _put_side(s3, "side/a.parquet", side.iloc[:7])
+    _put_side(s3, "side/b.parquet", side.iloc[7:])  # a folder of two files
+    ref = reference(data, side, "k", "left", ["k", "idx"], ["price", "name"])
+    with only_storage_options_credentials(s3, monkeypatch) as so:
+        with pytest.raises(OSError, match="credentials"):  # they really are only in storage_options
+            tp.Workflow(["k", "idx"] >> ops.JoinExternal(s3.url("side"), on="k")).transform(
+                make_dataset(data, nparts=2)).compute()
+        op = ops.JoinExternal(s3.url("side"), on="k", columns_ext=["price", "name"], storage_options=so)
+        assert op.storage_options is so  # stored verbatim
+        wf = tp.Workflow(["k", "idx"] >> op)
+        check(to_pandas(wf.transform(make_dataset(data, nparts=3))), ref)
+        for secret in (so["key"], so["secret"]):
+            assert secret not in repr(op) and secret not in repr(wf)
+        wf.save(str(tmp_path / "wf"))
+    text = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "wf").rglob("*") if p.is_file())
+    for secret in (so["key"], so["secret"], s3.endpoint):
+        assert secret not in text, "a storage option was written into the saved workflow"
+    loaded = tp.Workflow.load(str(tmp_path / "wf"))
+    check(to_pandas(loaded.transform(make_dataset(data, nparts=2))), ref)
+
+
+def test_file_and_memory_url_side_tables(tmp_path):
+    """Other fsspec URLs than s3:// go through fsspec as well: file:// is the local file,
+    memory:// (which pyarrow does not know) is read like any other store."""
+    import fsspec
+
+    data, side = _data(13), _side()
+    folder = tmp_path / "side é"
+    folder.mkdir()
+    side.to_parquet(folder / "t.parquet", index=False)
+    mem = fsspec.filesystem("memory")
+    with mem.open("/tabprep-join-test/side/t.parquet", "wb") as fh:
+        side.to_parquet(fh, index=False)
+    try:
+        for src in ("file://" + str(folder / "t.parquet"), "file://" + str(folder),
+                    "memory://tabprep-join-test/side"):
+            for how in ("left", "inner"):
+                wf = tp.Workflow(["k", "idx"] >> ops.JoinExternal(src, on="k", how=how, columns_ext=["qty", "flag"]))
+                check(to_pandas(wf.transform(make_dataset(data, nparts=2))),
+                      reference(data, side, "k", how, ["k", "idx"], ["qty", "flag"]))
+    finally:
+        mem.rm("/tabprep-join-test", recursive=True)

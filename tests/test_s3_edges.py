@@ -8,10 +8,7 @@ test's own s3fs client; nothing here asks tabprep what the answer should be.
 """
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import urllib.request
 
 import numpy as np
 import pandas as pd
@@ -19,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import tabprep as tp
-from s3_helpers import N, assert_matches, make_workflow, put_raw, raw_frame, read_output, reference
+from s3_helpers import (N, assert_matches, credentials_checked, make_workflow, put_raw, raw_frame, read_output,
+                        reference)
 from tabprep.backend import to_numpy
 from tabprep.cli.main import cli
 from tabprep.loader import DataLoader
@@ -113,23 +111,6 @@ def test_an_empty_console_folder_is_an_empty_folder(s3):
 
 
 # -- wrong credentials --------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def credentials_checked(endpoint: str):
-    """The test server checks credentials from now on (moto's IAM: the fixture's fake key is
-    unknown, so every request is refused with 403), until the block ends."""
-    def post(value: str) -> str:
-        req = urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=value.encode(), method="POST",
-                                     headers={"Content-Type": "text/plain"})  # not a form: moto reads the body
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return json.loads(resp.read())["PREVIOUS_INITIAL_NO_AUTH_ACTION_COUNT"]
-
-    previous = post("0")
-    try:
-        yield
-    finally:
-        post(previous)
-
-
 def test_wrong_credentials_fail_every_command_clearly(s3, tmp_path, monkeypatch):
     """Every command, given a URL the credentials cannot read or write: a one-line error naming the
     URL and what to check, at once (no retry loop, no traceback)."""

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 from .. import backend
-from .core import DataLoader, RaggedBatch
+from .core import DataLoader, RaggedBatch, reader_options
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,8 @@ class FrameworkLoader(LoaderViews):
 
     Subclasses implement :meth:`_array` (one numpy / cupy array to a framework array).
     Arguments are NVTabular's ``TorchAsyncItr`` ones (``cats`` / ``conts`` / ``labels``), plus
-    tabprep's (``buffer_size``, ``seed``, ``prefetch``, ``threads``, ``sparse_format``...); see
+    tabprep's (``buffer_size``, ``seed``, ``prefetch``, ``threads``, ``sparse_format``,
+    ``storage_options``...); see
     :class:`tabprep.loader.DataLoader` for chunking, shuffling and sharding.
     """
 
@@ -177,7 +178,7 @@ class FrameworkLoader(LoaderViews):
                  sparse_as_dense: bool = False, sparse_format: str = "offsets", buffer_size: float = 0.1,
                  engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None, schema: Any = None,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
-                 workflow: Any = None) -> None:
+                 workflow: Any = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
         if sparse_format not in SPARSE_FORMATS:
             raise ValueError(f"sparse_format must be one of {SPARSE_FORMATS}, got {sparse_format!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
@@ -188,7 +189,9 @@ class FrameworkLoader(LoaderViews):
         self.sparse_as_dense = bool(sparse_as_dense)
         self._dense_names_arg = list(sparse_names) if sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
-        self._data, self._engine, self._reader_kwargs, self._schema = dataset, engine, reader_kwargs, schema
+        self.storage_options = storage_options
+        self._data, self._engine, self._schema = dataset, engine, schema
+        self._reader_kwargs = reader_options(dataset, reader_kwargs, storage_options)
         # with sparse_names, only those list columns are made dense (NVTabular's per-column rule):
         # the core pads every list column, so it pads nothing here and the adapter pads per batch
         core_dense = self.sparse_as_dense and sparse_names is None
@@ -197,7 +200,8 @@ class FrameworkLoader(LoaderViews):
                                  device=device, parts_per_chunk=parts_per_chunk, reader_kwargs=reader_kwargs,
                                  global_size=global_size, global_rank=global_rank, drop_last=drop_last,
                                  sparse_max=sparse_max if core_dense else None, sparse_as_dense=core_dense,
-                                 schema=schema, seed=seed, prefetch=prefetch, threads=threads)
+                                 schema=schema, seed=seed, prefetch=prefetch, threads=threads,
+                                 storage_options=storage_options)
         self._dense_max: Optional[Dict[str, int]] = None
         if workflow is not None:
             self.map(workflow)

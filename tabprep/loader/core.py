@@ -70,7 +70,7 @@ from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
 from .sources import (FRAME_UNIT_ROWS, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
-                      _ParquetSource, _Piece, _Source, _Unit)
+                      _ParquetSource, _Piece, _Source, _Unit, reader_options)
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,12 @@ class DataLoader:
             (raw + transformed frame + arrays).
         device: ``None`` (GPU when cuDF is usable), ``"cpu"``, or a GPU index.
         parts_per_chunk: pieces read, concatenated and shuffled together per chunk.
-        reader_kwargs: passed to :class:`tabprep.Dataset` (e.g. csv options, or ``storage_options`` of URLs).
+        reader_kwargs: passed to :class:`tabprep.Dataset` (e.g. csv options).
+        storage_options: options of the file system of URL inputs (``s3://``, ``gs://``...), as in
+            pandas and dask (``key``/``secret``, ``endpoint_url``...; default: the environment's
+            credentials). Stored verbatim and passed to the :class:`tabprep.Dataset` the loader
+            builds; ``reader_kwargs={"storage_options": ...}`` works too, and giving different
+            values both ways is a ``ValueError``. A :class:`tabprep.Dataset` input reads with its own.
         global_size / global_rank: number of ranks (e.g. Horovod's ``hvd.size()``) and this
             rank; every rank gets the same number of batches (see the module docstring for the
             trimming / wrapping rules). Default: 1 / 0.
@@ -141,7 +146,8 @@ class DataLoader:
                  global_rank: Optional[int] = None, drop_last: bool = False,
                  sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
                  sparse_as_dense: bool = False, schema: Optional[Schema] = None, seed: Optional[int] = None,
-                 prefetch: int = 1, threads: Optional[int] = None) -> None:
+                 prefetch: int = 1, threads: Optional[int] = None,
+                 storage_options: Optional[Dict[str, Any]] = None) -> None:
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if int(parts_per_chunk) < 1:
@@ -173,6 +179,8 @@ class DataLoader:
         else:
             cpu = False
             self.device = int(device)
+        self.storage_options = storage_options
+        reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
         self._source = _make_source(paths_or_dataset, cpu, engine, reader_kwargs, schema)
         self.cpu = self._source.cpu
         self._device = backend.compute_device(self.cpu, self.device)

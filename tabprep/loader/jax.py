@@ -55,7 +55,8 @@ class JaxLoader(FrameworkLoader):
     Arguments are those of :class:`tabprep.loader.torch.TorchAsyncItr` (``cats``, ``conts``,
     ``labels``, ``batch_size``, ``shuffle``, ``seed``, ``parts_per_chunk``, ``global_size``,
     ``global_rank``, ``drop_last``, ``sparse_names``, ``sparse_max``, ``sparse_as_dense``,
-    ``sparse_format``, ``buffer_size``, ``device``, ...), plus ``devices`` (see the module doc).
+    ``sparse_format``, ``buffer_size``, ``device``, ``storage_options``...), plus ``devices`` (see
+    the module doc).
     """
 
     def __init__(self, dataset: Any, batch_size: int = 1, cats: Optional[Sequence[str]] = None,

@@ -161,6 +161,29 @@ class _DaskSource(_Source):
         return 8.0 * max(len(meta.columns), 1)
 
 
+def reader_options(data: Any, reader_kwargs: Optional[Dict[str, Any]],
+                   storage_options: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The loader's ``reader_kwargs`` with its ``storage_options=`` keyword merged in.
+
+    ``storage_options`` may be given either way (pandas' / dask's keyword, or inside
+    ``reader_kwargs`` as before); both ways with different values is a ``ValueError``, as is a
+    :class:`tabprep.Dataset` input whose own options differ (a Dataset reads with its own)."""
+    from ..io.dataset import Dataset
+
+    kwargs = dict(reader_kwargs or {})
+    if storage_options is not None:
+        given = kwargs.get("storage_options")
+        if given is not None and dict(given) != dict(storage_options):
+            raise ValueError("storage_options were given twice with different values: as storage_options= and in "
+                             "reader_kwargs['storage_options']; pass them once (storage_options=)")
+        kwargs["storage_options"] = storage_options
+    so = kwargs.get("storage_options")
+    if isinstance(data, Dataset) and so is not None and dict(so) != dict(data.storage_options or {}):
+        raise ValueError("the loader's storage_options differ from those of the Dataset it was given, which reads "
+                         "its files with its own: pass them to tp.Dataset(..., storage_options=) only")
+    return kwargs or None
+
+
 def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_kwargs: Optional[Dict[str, Any]],
                  schema: Optional[Schema]) -> _Source:
     from ..io.dataset import Dataset

@@ -49,7 +49,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
-from .core import DataLoader, RaggedBatch
+from .core import DataLoader, RaggedBatch, reader_options
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +242,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             ``"flat"`` (default): two entries ``<name>__values`` / ``<name>__nnzs``;
             ``"tuple"``: one entry ``<name>: (values, nnzs)``, as NVTabular's loader emits them.
             ``nnzs`` are int32 (as NVTabular's) with shape ``(batch, 1)``.
+        storage_options: options of the file system of URL inputs (``s3://``...), as in pandas
+            and dask (default: the environment's credentials); or ``reader_kwargs={"storage_options": ...}``.
         sparse_names / sparse_max / sparse_as_dense: with ``sparse_names``, only those list
             columns are padded to ``(batch, sparse_max)`` (NVTabular's per-column rule); without
             it, every list column is.
@@ -266,7 +268,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                  sparse_names: Optional[Sequence[str]] = None, sparse_max: Optional[Dict[str, int]] = None,
                  sparse_as_dense: bool = False, schema: Any = None, ragged: bool = False,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
-                 sparse_format: str = "flat", **pydataset_kwargs: Any) -> None:
+                 sparse_format: str = "flat", storage_options: Optional[Dict[str, Any]] = None,
+                 **pydataset_kwargs: Any) -> None:
         unknown = sorted(set(pydataset_kwargs) - _PYDATASET_KWARGS)
         if unknown:
             hint = (" NVTabular's KerasSequenceLoader has no output_path either: write transformed data with "
@@ -286,7 +289,9 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         if sparse_format not in ("flat", "tuple"):
             raise ValueError(f"sparse_format must be 'flat' or 'tuple', got {sparse_format!r}")
         self.sparse_format = sparse_format
-        self._data, self._engine, self._reader_kwargs, self._schema = paths_or_dataset, engine, reader_kwargs, schema
+        self.storage_options = storage_options
+        self._data, self._engine, self._schema = paths_or_dataset, engine, schema
+        self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
         self._dense_names = list(sparse_names) if sparse_as_dense and sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self._dense_max: Optional[Dict[str, int]] = None
@@ -306,7 +311,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                                  reader_kwargs=reader_kwargs, global_size=global_size, global_rank=global_rank,
                                  drop_last=drop_last, sparse_max=sparse_max if core_dense else None,
                                  sparse_as_dense=core_dense, schema=schema, seed=seed, prefetch=prefetch,
-                                 threads=threads)
+                                 threads=threads, storage_options=storage_options)
         self._check_flat_names()
 
     # -- configuration ---------------------------------------------------------------------
