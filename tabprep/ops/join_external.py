@@ -1,6 +1,7 @@
-"""JoinExternal: add columns of a side table (a frame or a parquet file) to each row."""
+"""JoinExternal: add columns of a side table (a frame, or parquet at a path or fsspec URL) to each row."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -9,6 +10,8 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import is_frame
+from ..io import fs as fsmod
+from ..io.paths import expand_paths
 from ..schema import Schema
 from .base import Operator
 
@@ -24,7 +27,9 @@ class JoinExternal(Operator):
 
     Args:
         df_or_path: the side table: a pandas or cuDF DataFrame, or a parquet file / folder /
-            glob. It is read once per process and backend, and must fit in (device) memory.
+            glob, local or at an fsspec URL (``s3://``, ``gs://``, ``file://``...; read through
+            fsspec like a :class:`tabprep.Dataset`'s files, a half-written tabprep folder is
+            refused). It is read once per process and backend, and must fit in (device) memory.
         on: key column name(s), present in both tables. Key columns that are not selected
             are read from the raw input (and not output).
         columns_ext: side-table columns to add (default: all its non-key columns). They
@@ -34,13 +39,19 @@ class JoinExternal(Operator):
             match (and rows with a null key) are dropped. An inner join changes the number of
             rows, so, like :class:`Filter`, apply it last, to the merged columns
             (``(cats + conts) >> JoinExternal(..., how="inner")``), not inside one branch of ``+``.
+        storage_options: options of the file system of a URL ``df_or_path`` (``key``/``secret``,
+            ``endpoint_url``...), as in pandas and dask (default None: the environment's
+            credentials); ignored for frames and local paths. Stored verbatim; never saved.
 
     Keys: null keys never match; the side table must hold each key at most once (a duplicate
     raises ``ValueError`` naming some of the duplicates), so a join never adds rows.
 
     Saving: ``Workflow.save`` writes the side table (its key and ``columns_ext`` columns) as
     parquet next to the workflow, so a loaded workflow joins exactly the same data even if
-    the original file changes or is gone.
+    the original file changes or is gone. Its path is saved, its ``storage_options`` are not
+    (they hold credentials; pandas and dask never write them either): a loaded op has none and
+    needs none, and ``repr`` shows only their names. A spec (``to_spec``) names the path only, so
+    ``fit`` from a spec reads an ``s3://`` side table with the environment's credentials.
 
     Example:
         >>> items = pd.DataFrame({"item_id": [1, 2], "price": [9.5, 3.0]})
@@ -48,7 +59,7 @@ class JoinExternal(Operator):
     """
 
     def __init__(self, df_or_path: Any, on: Union[str, Sequence[str]], columns_ext: Optional[Sequence[str]] = None,
-                 how: str = "left") -> None:
+                 how: str = "left", storage_options: Optional[Dict[str, Any]] = None) -> None:
         if how not in ("left", "inner"):
             raise ValueError(f"JoinExternal how must be 'left' or 'inner', got {how!r}")
         if not on:
@@ -60,6 +71,7 @@ class JoinExternal(Operator):
         self.on = on
         self.columns_ext = columns_ext
         self.how = how
+        self.storage_options = storage_options
         #: an inner join drops rows (Workflow treats it like Filter)
         self.changes_rows = how == "inner"
         self._host: Any = None  # the validated side table on the host (pandas)
@@ -79,13 +91,22 @@ class JoinExternal(Operator):
                 # cells holding Python lists / numpy arrays become one Arrow list column (multi-hot)
                 frame = backend.lists_to_arrow(backend.to_host(src))
             else:
-                from ..io.dataset import expand_paths
-
-                files = expand_paths(str(src))
-                tables = [pq.read_table(f) for f in files]
-                frame = backend.arrow_to_frame(pa.concat_tables(tables, promote_options="default"), cpu=True)
+                frame = backend.arrow_to_frame(self._read_side(str(src)), cpu=True)
             self._host = self._validate(frame)
         return self._host
+
+    def _read_side(self, src: str) -> pa.Table:
+        """The parquet side table at ``src`` through tabprep's file systems (fsspec for URLs)."""
+        so = self.storage_options
+        with fsmod.remote_errors(src, "read the JoinExternal side table") if fsmod.is_remote(src) \
+                else contextlib.nullcontext():
+            tables = []
+            for f in expand_paths(src, so):
+                path, filesystem = fsmod.arrow_path(f, so)
+                tables.append(pq.read_table(path, filesystem=filesystem))
+        if not tables:
+            raise FileNotFoundError(f"JoinExternal: no parquet file at {src!r}")
+        return pa.concat_tables(tables, promote_options="default")
 
     def _validate(self, frame: Any) -> Any:
         keys = self.keys
@@ -170,11 +191,19 @@ class JoinExternal(Operator):
 
     # -- persistence ----------------------------------------------------------------------------
     def to_config(self) -> Dict[str, Any]:
+        # storage_options are left out on purpose: workflow.json must not hold credentials (the
+        # saved state embeds the side table, so a loaded op reads nothing remote)
         src = self.df_or_path
         return {"df_or_path": str(src) if isinstance(src, (str, Path)) else None, "on": self.on,
                 "columns_ext": None if self.columns_ext is None else
                 (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
                 "how": self.how}
+
+    def __repr__(self) -> str:
+        params = {k: repr(v) for k, v in self.get_params().items()}
+        if self.storage_options:  # they hold credentials: show their names only
+            params["storage_options"] = "{" + ", ".join(f"{k!r}: ..." for k in sorted(self.storage_options)) + "}"
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in params.items())})"
 
     def to_spec_config(self) -> Dict[str, Any]:
         if not isinstance(self.df_or_path, (str, Path)):
