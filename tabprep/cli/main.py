@@ -77,7 +77,8 @@ def cli() -> None:
 
     \b
     Exit codes: 0 ok; 1 the job failed (e.g. a column missing from the data); 2 usage error
-    (bad options, missing input files, invalid spec, output exists without --overwrite).
+    (bad options, missing input files, invalid spec, output exists without --overwrite);
+    141 the reader of the output went away (`tabprep inspect WF | head -1`), quietly.
     """
 
 

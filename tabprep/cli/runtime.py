@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import select
 import sys
 import traceback
 from pathlib import Path
@@ -25,6 +26,9 @@ log = logging.getLogger("tabprep.cli")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+#: the reader of stdout went away (``tabprep inspect WF | head -1``): 128 + SIGPIPE, the status a
+#: shell reports for the GNU tools, which SIGPIPE kills in the same place
+EXIT_PIPE = 141
 
 
 class UsageProblem(Exception):
@@ -159,6 +163,9 @@ def handle_errors(fn: Callable) -> Callable:
             click.echo("error: interrupted", err=True)
             raise click.exceptions.Exit(130)
         except Exception as exc:  # noqa: BLE001 - the CLI's job is to turn any failure into one line
+            if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
+                quiet_stdout()
+                raise click.exceptions.Exit(EXIT_PIPE)
             from ..workflow.spec import SpecError
             from .progress import end_open_bar
 
@@ -172,6 +179,31 @@ def handle_errors(fn: Callable) -> Callable:
             raise click.exceptions.Exit(EXIT_USAGE if usage else EXIT_FAILED)
 
     return wrapper
+
+
+def stdout_reader_gone() -> bool:
+    """True when stdout is a pipe whose reading end is closed (``| head`` has exited): a
+    ``BrokenPipeError`` of a socket (dask's) or of a child's pipe is a real failure instead."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's buffer)
+        return False
+    if not hasattr(select, "poll"):  # Windows: cannot ask; stdout is by far the likeliest pipe
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that what is still buffered for the gone reader
+    is dropped at exit instead of raising again (Python's documented recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 _PLAIN = (ValueError, KeyError, TypeError, RuntimeError, OSError, UsageProblem, JobFailed)
