@@ -1,11 +1,10 @@
-"""``storage_options=`` where pandas / dask users expect it (issue #16): the loaders and
-JoinExternal's side table, with the only valid credentials and endpoint in ``storage_options``
-(the test server checks signatures; the environment's key is unknown to it and its endpoint is
-dead). Side tables at other fsspec URLs (``file://``, ``memory://``) read through fsspec too, and
-a saved workflow never holds the options' secrets.
+"""``storage_options=`` on the loaders, as pandas / dask users expect it (issue #16), with the only
+valid credentials and endpoint in ``storage_options`` (the test server checks signatures; the
+environment's key is unknown to it and its endpoint is dead). JoinExternal's side table at a URL
+is tested the same way in tests/test_op_join_external.py.
 
 Same local S3 server (the ``s3`` fixture of conftest.py). Expected values are plain pandas computed
-here (a merge, a concatenation); nothing here asks tabprep what the answer should be.
+here; nothing here asks tabprep what the answer should be.
 """
 from __future__ import annotations
 
