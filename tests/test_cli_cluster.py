@@ -337,6 +337,12 @@ def test_scheduler_without_workers_waits_then_fails(tmp_path, monkeypatch):
         line = r.stderr.strip().splitlines()[-1]
         assert line.startswith("error: ") and "has no workers" in line and "dask worker" in line, r.stderr
         assert "No valid workers" not in r.stderr and not (tmp_path / "wf").exists()
+        # 0: no wait at all (dask's wait_for_workers(timeout=0) waited forever)
+        monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "0")
+        start = time.monotonic()
+        r = runner.invoke(cli, base + ["--scheduler", cluster.scheduler_address])
+        assert time.monotonic() - start < 15 and r.exit_code == 1, r.output
+        assert "has no workers (waited 0 s" in _one_error_line(r) and not (tmp_path / "wf").exists()
         monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "60")
         import threading
 
@@ -495,3 +501,238 @@ def test_a_bare_byte_count_is_bytes_as_dask_reads_it(fake_gpus):
             cli_cluster._size_or_fraction(bad, opt)
     with pytest.raises(runtime.UsageProblem, match="--memory-limit '1000'"):
         cli_cluster.check_memory_limit("1000")
+
+
+# -- every worker of an existing cluster gone mid-job: a bounded wait, then a clear error -----------
+@pytest.fixture()
+def lone_worker_cluster(tmp_path):
+    """A `dask scheduler --scheduler-file F` process of its own (these tests kill all its workers) and
+    one `dask worker --no-nanny` process (nothing restarts it), working directory F's folder, where
+    ``lone_fns.slow`` records the pid that runs it and sleeps 0.3 s. Yields ``(F, start_worker)``;
+    stops every process at the end."""
+    home = tmp_path / "operator"
+    home.mkdir()
+    sfile = home / "scheduler.json"
+    sys.modules.pop("lone_fns", None)  # an earlier test's module (another folder, another pid file)
+    (home / "lone_fns.py").write_text(
+        "import os, time\n"
+        "def slow(col):\n"
+        f"    with open({str(home / 'pids.txt')!r}, 'a') as fh:\n"
+        "        fh.write(f'{os.getpid()}\\n')\n"
+        "    time.sleep(0.3)\n"
+        "    return col\n"
+        "def slow_square(x):\n"
+        "    return slow(x) ** 2\n")
+    procs, logs = [], []
+
+    def start(args):
+        log = open(home / f"proc{len(procs)}.log", "w")
+        logs.append(log)
+        procs.append(subprocess.Popen([sys.executable, "-m", "dask"] + args, stdout=log, stderr=subprocess.STDOUT,
+                                      env=_env(), cwd=str(home)))
+        return procs[-1]
+
+    def start_worker():
+        return start(["worker", "--scheduler-file", str(sfile), "--host", "127.0.0.1", "--nthreads", "1",
+                      "--memory-limit", "1GB", "--no-dashboard", "--no-nanny"])
+
+    try:
+        start(["scheduler", "--scheduler-file", str(sfile), "--host", "127.0.0.1", "--port", "0", "--no-dashboard"])
+        deadline = time.monotonic() + 60
+        while not sfile.exists():
+            assert procs[0].poll() is None, (home / "proc0.log").read_text()
+            assert time.monotonic() < deadline, "the scheduler wrote no scheduler file within 60 s"
+            time.sleep(0.1)
+        start_worker()
+        with distributed.Client(scheduler_file=str(sfile), timeout="30s") as client:
+            client.wait_for_workers(1, timeout=60)
+        yield sfile, start_worker
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=20)
+        for log in logs:
+            log.close()
+        sys.modules.pop("lone_fns", None)
+
+
+def _slow_job(tmp_path, sfile, wait_s):
+    """The in-process output of a fit-transform with the slow op (``tmp_path/local``), and the same
+    job started as a process on the cluster of ``sfile`` (TABPREP_WAIT_FOR_WORKERS=``wait_s``);
+    returns once a worker ran the slow op twice: ``(process, pid of that worker, output folder)``."""
+    home = sfile.parent
+    write_data(tmp_path / "data", files=8, rows=250)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC + "  - columns: [I3]\n    ops: [FillMissing, {LambdaOp: {f: {import: 'lone_fns:slow'}}}, "
+                           "Normalize]\n")
+    pids = home / "pids.txt"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(home))
+        r = CliRunner().invoke(cli, ["fit-transform", str(spec), str(tmp_path / "data"), "--out",
+                                     str(tmp_path / "local"), "-q"])
+    assert r.exit_code == 0, r.output
+    pids.unlink(missing_ok=True)
+    from test_cli_subprocess import tabprep_cmd
+
+    out = tmp_path / "cluster"
+    proc = subprocess.Popen(tabprep_cmd() + ["fit-transform", str(spec), str(tmp_path / "data"), "--out", str(out),
+                                             "--scheduler-file", str(sfile), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(_env(), TABPREP_WAIT_FOR_WORKERS=str(wait_s)), cwd=str(home))
+    deadline = time.monotonic() + 60
+    while True:
+        workers = [int(x) for x in pids.read_text().split() if int(x) != proc.pid] if pids.exists() else []
+        if len(workers) >= 2:
+            return proc, workers[-1], out
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(("no worker ran the slow op", proc.communicate(timeout=30)))
+        time.sleep(0.05)
+
+
+def _finish(proc, timeout):
+    """``(returncode, stderr)`` of ``proc`` within ``timeout`` seconds (killed, and the test failed,
+    after that: a job that hangs fails instead of hanging CI)."""
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+        raise AssertionError(f"the job did not end within {timeout} s: {stderr}") from None
+    return proc.returncode, stderr
+
+
+def test_all_workers_gone_mid_fit_transform_is_one_line(lone_worker_cluster, tmp_path):
+    # the only worker of an operator's cluster killed mid-job (no nanny restarts it): the workflow
+    # the job scattered to every worker is gone with it, which dask cannot recompute; the job fails
+    # at once with one line naming the scheduler and what to do (it said "FutureCancelledError:
+    # _finalize_stats-... cancelled for reason: already forgotten"), exit code 1, nothing committed
+    import json
+    import signal
+
+    sfile, _ = lone_worker_cluster
+    address = json.loads(sfile.read_text())["address"]
+    proc, worker, out = _slow_job(tmp_path, sfile, 3)
+    os.kill(worker, signal.SIGKILL)
+    killed_at = time.monotonic()
+    code, stderr = _finish(proc, 60)
+    assert time.monotonic() - killed_at < 30, stderr
+    line = _one_error_line(types.SimpleNamespace(stderr=stderr))
+    assert code == 1, stderr
+    assert address in line and "lost all its workers" in line and "run the job again" in line, line
+    assert f"dask worker --scheduler-file {sfile}" in line and "Future" not in line, line
+    assert not (out / "_SUCCESS").exists()
+
+
+def _kill_mid_compute(sfile, start_worker=None, after_s=1.5):
+    """A thread that SIGKILLs the worker once it has run ``lone_fns`` twice, then (``start_worker``
+    given) starts a new worker ``after_s`` seconds later. Returns the thread (started)."""
+    import signal
+    import threading
+
+    pids = sfile.parent / "pids.txt"
+
+    def run():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            calls = [int(x) for x in pids.read_text().split()] if pids.exists() else []
+            if len(calls) >= 2:
+                os.kill(calls[-1], signal.SIGKILL)
+                if start_worker is not None:
+                    time.sleep(after_s)
+                    start_worker()
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _within(seconds, fn):
+    """``fn()``'s result (or its exception, raised here), run in a thread given ``seconds``: a
+    compute that hangs fails the test instead of hanging CI (the thread is left behind; the
+    fixture's scheduler is killed at the end of the test, which ends its client)."""
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the compute did not end within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _scheduler_tasks(sfile):
+    with distributed.Client(scheduler_file=str(sfile), timeout="30s") as client:
+        return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+
+def test_no_workers_for_the_wait_fails_the_compute(lone_worker_cluster, monkeypatch):
+    # a compute whose tasks hold no scattered data (as `tabprep convert`'s, and any between the
+    # fit passes), its only worker killed and none back: dask's scheduler keeps the tasks waiting
+    # for a worker forever (no-workers-timeout is unset by default) and the job hung; it now waits
+    # TABPREP_WAIT_FOR_WORKERS seconds, as for a first worker, then fails with one line, and the
+    # operator's scheduler is left without the job's tasks
+    import json
+
+    import dask
+
+    sfile, _ = lone_worker_cluster
+    address = json.loads(sfile.read_text())["address"]
+    monkeypatch.syspath_prepend(str(sfile.parent))
+    monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "3")
+    import lone_fns
+
+    killer = _kill_mid_compute(sfile)
+    start = time.monotonic()
+
+    def job():
+        with cli_cluster.dask_cluster(None, None, None, True, True, scheduler_file=str(sfile)):
+            return dask.compute(*[dask.delayed(lone_fns.slow_square)(i) for i in range(20)])
+
+    with pytest.raises(runtime.JobFailed) as err:
+        _within(60, job)
+    killer.join(timeout=5)
+    assert 3 <= time.monotonic() - start < 30
+    msg = str(err.value)
+    assert address in msg and "no workers for 3 s" in msg and "TABPREP_WAIT_FOR_WORKERS" in msg, msg
+    assert f"dask worker --scheduler-file {sfile}" in msg, msg
+    deadline = time.monotonic() + 10
+    while _scheduler_tasks(sfile) and time.monotonic() < deadline:  # the cancel reaches the scheduler
+        time.sleep(0.2)
+    assert _scheduler_tasks(sfile) == 0
+
+
+def test_workers_back_within_the_wait_finish_the_compute(lone_worker_cluster, monkeypatch):
+    # the only worker killed mid-compute, a new one started 1.5 s later (within the wait): the
+    # compute goes on on it (dask recomputes what the dead worker held) and returns every result
+    import dask
+
+    sfile, start_worker = lone_worker_cluster
+    monkeypatch.syspath_prepend(str(sfile.parent))
+    monkeypatch.setenv("TABPREP_WAIT_FOR_WORKERS", "30")
+    import lone_fns
+
+    killer = _kill_mid_compute(sfile, start_worker)
+
+    def job():
+        with cli_cluster.dask_cluster(None, None, None, True, True, scheduler_file=str(sfile)):
+            return dask.compute(*[dask.delayed(lone_fns.slow_square)(i) for i in range(20)])
+
+    got = _within(90, job)
+    killer.join(timeout=5)
+    assert not killer.is_alive()
+    calls = (sfile.parent / "pids.txt").read_text().split()
+    assert len(set(calls)) == 2  # both workers ran tasks: the killed one and its successor
+    assert list(got) == [i * i for i in range(20)]

@@ -6,7 +6,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
+import time
 from typing import Any, Dict, Iterator, Optional
+
+from concurrent.futures import CancelledError
 
 import click
 
@@ -237,10 +241,12 @@ def _connect(address: str, where: str, start_worker: str, quiet: bool) -> Any:
     except (OSError, TimeoutError) as exc:
         raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
     if not client.scheduler_info()["workers"]:
-        if not quiet:
+        if not quiet and wait > 0:
             click.echo(f"the dask scheduler {where} has no workers yet: waiting up to {wait:g} s for a worker "
                        f"(TABPREP_WAIT_FOR_WORKERS=SECONDS to change)", err=True)
         try:
+            if wait <= 0:  # dask reads timeout=0 as no timeout: it waited forever
+                raise TimeoutError
             client.wait_for_workers(1, timeout=wait)
         except (TimeoutError, OSError):
             client.close()
@@ -248,6 +254,96 @@ def _connect(address: str, where: str, start_worker: str, quiet: bool) -> Any:
                             f"`dask worker {start_worker}` (`dask cuda worker ...` on GPU nodes), or wait longer "
                             f"with TABPREP_WAIT_FOR_WORKERS=SECONDS") from None
     return client
+
+
+class _WorkerWatch:
+    """Fails the job of an existing cluster that has had no worker for ``wait`` seconds.
+
+    dask's scheduler keeps the tasks of a cluster whose workers all left (``dask worker
+    --no-nanny`` killed, nodes lost) waiting for a worker, forever unless the operator set
+    ``distributed.scheduler.no-workers-timeout`` (the scheduler's configuration, which a client
+    cannot set): the job hung. A thread asks the scheduler for its number of workers every
+    ``wait / 10`` s (0.1 to 1 s; the cluster-wide count only, not each worker's identity); once the
+    cluster has had none for ``wait`` seconds, :attr:`failed` holds the job's error and every future
+    of the client is cancelled, then again at each poll (the futures of a compute started after),
+    so the main thread's blocking compute raises. Workers that come back within ``wait`` s reset the
+    clock. A worker lost without closing its connection (a node's network gone) counts from when
+    the scheduler removes it (``distributed.scheduler.worker-ttl``, 5 min by default).
+    """
+
+    def __init__(self, client: Any, wait: float, where: str, start_worker: str) -> None:
+        self.client = client
+        self.wait = wait
+        self.message = (f"the dask scheduler {where} has had no workers for {wait:g} s (all left during the job); "
+                        f"start workers with `dask worker {start_worker}` (`dask cuda worker ...` on GPU nodes), or "
+                        f"wait longer with TABPREP_WAIT_FOR_WORKERS=SECONDS")
+        #: the job's error once the cluster has had no worker for ``wait`` seconds
+        self.failed: Optional[str] = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tabprep-worker-watch", daemon=True)
+
+    def __enter__(self) -> "_WorkerWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=CONNECT_TIMEOUT_S)
+
+    def _n_workers(self) -> Optional[int]:
+        try:
+            info = self.client.sync(self.client.scheduler.identity, n_workers=0, callback_timeout=CONNECT_TIMEOUT_S)
+            return int(info["n_workers"])
+        except Exception:  # noqa: BLE001 - scheduler unreachable: the client's own reconnection decides
+            log.debug("could not ask the scheduler for its workers", exc_info=True)
+            return None
+
+    def _cancel_all(self) -> None:
+        from distributed import Future
+
+        client = self.client
+
+        async def cancel() -> None:  # on the client's event loop, which owns client.futures
+            futures = [Future(key, client) for key in list(client.futures)]
+            if futures:
+                await client.cancel(futures, asynchronous=True, reason="no-workers", msg=self.failed)
+
+        try:
+            client.sync(cancel, callback_timeout=CONNECT_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - a client closing meanwhile: the job ends anyway
+            log.debug("could not cancel the job's futures", exc_info=True)
+
+    def _run(self) -> None:
+        none_since: Optional[float] = None
+        while not self._stop.wait(min(1.0, max(0.1, self.wait / 10))):
+            n = self._n_workers()
+            if n is None:
+                continue
+            if n > 0:
+                none_since = None
+                continue
+            now = time.monotonic()
+            if none_since is None:
+                none_since = now
+                log.warning("the dask cluster has no workers left: waiting up to %g s for one "
+                            "(TABPREP_WAIT_FOR_WORKERS=SECONDS to change)", self.wait)
+            if now - none_since >= self.wait:
+                self.failed = self.message
+                self._cancel_all()
+
+
+def _lost_data(exc: BaseException, where: str, start_worker: str) -> Optional[str]:
+    """The error of a job whose futures dask cancelled as "already forgotten": data the job had
+    sent to the workers (the workflow, scattered to every worker) left with the last of them,
+    and dask recomputes results, not data sent by a client."""
+    if not isinstance(exc, CancelledError):
+        return None
+    groups = getattr(exc, "error_groups", None) or [exc]
+    if not any(getattr(g, "reason", None) == "already forgotten" for g in groups):
+        return None
+    return (f"the dask scheduler {where} lost all its workers during the job, and with them the workflow the job "
+            f"had sent to every worker, which dask cannot recompute; run the job again once the cluster has workers "
+            f"(`dask worker {start_worker}`)")
 
 
 @contextlib.contextmanager
@@ -294,11 +390,17 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
             _check_address(given, option)
             address, where, start_worker = given, f"at {given!r}", given
         client = _connect(address, where, start_worker, quiet)
-        with client:
+        with client, _WorkerWatch(client, _wait_seconds(), where, start_worker) as watch:
             pool = _size_or_fraction(rmm_pool_size, "--rmm-pool-size") if rmm_pool_size else None
             if pool is not None:
                 client.run(worker_rmm_pool, pool)
-            yield client
+            try:
+                yield client
+            except Exception as exc:  # the watch's cancel, or data lost with the workers: one line saying so
+                why = watch.failed or _lost_data(exc, where, start_worker)
+                if why is None:
+                    raise
+                raise JobFailed(why) from None
         return
     import dask
     from distributed import Client

@@ -76,8 +76,8 @@ def job_options(f: Callable) -> Callable:
                           "partitions use less memory per task."),
         click.option("--scheduler", metavar="ADDRESS", envvar="TABPREP_SCHEDULER", default=None,
                      help="Run on an existing dask.distributed cluster, e.g. tcp://10.0.0.5:8786 (ucx://... "
-                          "for UCX) or a scheduler-file path; a cluster without workers is waited for up to "
-                          "60 s (TABPREP_WAIT_FOR_WORKERS=SECONDS) [env TABPREP_SCHEDULER]."),
+                          "for UCX) or a scheduler-file path; a cluster without workers (before or during the job) "
+                          "is waited for up to 60 s (TABPREP_WAIT_FOR_WORKERS=SECONDS) [env TABPREP_SCHEDULER]."),
         click.option("--scheduler-file", metavar="PATH", envvar="TABPREP_SCHEDULER_FILE", default=None,
                      help="Run on the existing cluster whose scheduler wrote PATH (`dask scheduler "
                           "--scheduler-file PATH`; a shared file system for several nodes) "
