@@ -736,3 +736,22 @@ def test_workers_back_within_the_wait_finish_the_compute(lone_worker_cluster, mo
     calls = (sfile.parent / "pids.txt").read_text().split()
     assert len(set(calls)) == 2  # both workers ran tasks: the killed one and its successor
     assert list(got) == [i * i for i in range(20)]
+
+
+def test_local_cluster_leaves_the_dashboard_port_alone(recwarn):
+    # --workers starts no dashboard, yet dask's scheduler still bound its HTTP server to 8787, and
+    # warned "Port 8787 is already in use" (even with -q) whenever another cluster or job held it
+    import socket
+
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))
+        holder.listen(1)
+    except OSError:
+        pass  # already held by something else: the case under test all the same
+    try:
+        with cli_cluster.dask_cluster(None, 1, None, True, True) as client:
+            assert client.submit(lambda: 7).result() == 7
+    finally:
+        holder.close()
+    assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]

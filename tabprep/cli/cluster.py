@@ -102,12 +102,19 @@ def worker_rmm_pool(size: Any) -> bool:
 GPU_WORKER_THREADS = 2
 
 
+#: the scheduler of a ``--workers`` cluster: no dashboard (``dashboard_address=None``), yet dask still
+#: binds the scheduler's HTTP server (health and metrics routes) to 8787 by default, and warned
+#: "Port 8787 is already in use" (past ``-q``) when another cluster or job held it: any free port
+NO_DASHBOARD_PORT: Dict[str, Any] = {"dashboard_address": ":0"}
+
+
 def cuda_cluster_kwargs(n: int, memory_limit: Optional[str], rmm_pool_size: Optional[str],
                         device_memory_limit: Optional[str], protocol: Optional[str]) -> Dict[str, Any]:
     """``LocalCUDACluster`` arguments for ``--workers N`` on the GPU: one worker per GPU 0..N-1."""
     pool = _size_or_fraction(rmm_pool_size if rmm_pool_size is not None else DEFAULT_RMM_POOL, "--rmm-pool-size")
     kwargs: Dict[str, Any] = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(n)),
                               "memory_limit": memory_limit or "auto", "dashboard_address": None,
+                              "scheduler_kwargs": dict(NO_DASHBOARD_PORT),
                               "silence_logs": logging.ERROR, "rmm_pool_size": pool,
                               "threads_per_worker": GPU_WORKER_THREADS}
     if device_memory_limit is not None:
@@ -138,6 +145,7 @@ def cpu_cluster_kwargs(workers: Any, memory_limit: Optional[str] = None,
     n = cores if workers == "auto" else int(workers)
     return {"n_workers": n, "threads_per_worker": max(1, cores // n), "processes": True,
             "memory_limit": memory_limit or "auto", "dashboard_address": None, "silence_logs": logging.ERROR,
+            "scheduler_kwargs": dict(NO_DASHBOARD_PORT),
             **({"protocol": protocol} if protocol else {})}
 
 
