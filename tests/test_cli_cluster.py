@@ -139,6 +139,7 @@ def fake_gpus(monkeypatch):
     monkeypatch.setattr(backend, "compute_device",
                         lambda cpu, index=0: types.SimpleNamespace(total_memory=lambda: 16 * 1024 ** 3))
     monkeypatch.setattr(backend, "use_rmm_pool", lambda size=None: pools.append(size) or True)
+    monkeypatch.setattr(cli_cluster, "_ucx_available", lambda: True)  # the fake cluster starts no UCX
     return made, pools
 
 
@@ -755,3 +756,13 @@ def test_local_cluster_leaves_the_dashboard_port_alone(recwarn):
     finally:
         holder.close()
     assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]
+
+
+def test_protocol_ucx_without_its_package_is_a_usage_error(monkeypatch, tmp_path):
+    # was dask's FutureWarning about the package, then "Cluster failed to start: Scheduler failed
+    # to start" (exit 1) after the cluster had begun starting
+    monkeypatch.setattr(cli_cluster, "_ucx_available", lambda: False)
+    r = CliRunner().invoke(cli, _fit_args(tmp_path) + ["--workers", "1", "--protocol", "ucx"])
+    line = _one_error_line(r)
+    assert r.exit_code == 2 and "--protocol ucx" in line and "distributed-ucxx" in line and "tcp" in line, line
+    assert not (tmp_path / "wf").exists()

@@ -354,6 +354,13 @@ def _lost_data(exc: BaseException, where: str, start_worker: str) -> Optional[st
             f"(`dask worker {start_worker}`)")
 
 
+def _ucx_available() -> bool:
+    """Whether dask's UCX transport (the ``distributed_ucxx`` package) is installed; looked up, not imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("distributed_ucxx") is not None
+
+
 @contextlib.contextmanager
 def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[str], cpu: Optional[bool],
                  quiet: bool, scheduler_file: Optional[str] = None, rmm_pool_size: Optional[str] = None,
@@ -371,6 +378,9 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
     if memory_limit and not workers:
         raise UsageProblem("--memory-limit sets the memory of the workers started by --workers; "
                            "add --workers N (an existing --scheduler cluster has its own limits)")
+    if protocol == "ucx" and workers and not _ucx_available():
+        raise UsageProblem("--protocol ucx needs dask's UCX transport, which is not installed: pip install "
+                           "distributed-ucxx-cu12 (or -cu13 for CUDA 13); or leave --protocol out (tcp)")
     if (device_memory_limit or protocol) and not workers:
         raise UsageProblem(f"{'--device-memory-limit' if device_memory_limit else '--protocol'} applies to the "
                            f"workers started by --workers; an existing cluster sets it when its workers start "
