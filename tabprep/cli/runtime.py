@@ -98,7 +98,8 @@ def job_options(f: Callable) -> Callable:
                           "memory, e.g. 60GB or 0.8 (default: dask-cuda's, 0.8 of the device; 0: no spilling)."),
         click.option("--protocol", type=click.Choice(["tcp", "ucx"]), default=None,
                      help="--workers: transport between the workers, tcp (default) or ucx (NVLink / InfiniBand "
-                          "between GPUs; needs distributed-ucxx-cu12 or -cu13). An existing cluster's transport is its address's scheme."),
+                          "between GPUs; needs distributed-ucxx-cu12 or -cu13). An existing cluster's transport "
+                          "is its address's scheme."),
         click.option("--profile", is_flag=True, help="Print a per-op time summary at the end."),
     ]
     for opt in reversed(opts):
