@@ -22,6 +22,7 @@ from tabprep.cli import cluster as cli_cluster
 from tabprep.cli import runtime
 from tabprep.cli.main import cli
 
+from conftest import GPU_SKIP
 from test_cli import SPEC, write_data
 from test_cli_subprocess import sh
 
@@ -766,3 +767,25 @@ def test_protocol_ucx_without_its_package_is_a_usage_error(monkeypatch, tmp_path
     line = _one_error_line(r)
     assert r.exit_code == 2 and "--protocol ucx" in line and "distributed-ucxx" in line and "tcp" in line, line
     assert not (tmp_path / "wf").exists()
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_real_local_cuda_cluster_takes_the_cli_arguments(recwarn):
+    # the fake LocalCUDACluster above checks what tabprep passes; this one, that dask-cuda accepts
+    # it (its RMM pool, the scheduler's HTTP server off 8787) and runs a task on the GPU worker
+    import socket
+
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))
+        holder.listen(1)
+    except OSError:
+        pass  # already held by something else: the case under test all the same
+    try:
+        with cli_cluster.dask_cluster(None, 1, None, False, True) as client:
+            assert len(client.scheduler_info()["workers"]) == 1
+            assert client.submit(lambda: __import__("cupy").arange(5).sum().item()).result() == 10
+    finally:
+        holder.close()
+    assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]
