@@ -4,6 +4,7 @@ command line with a scheduler file, and the GPU worker options (--rmm-pool-size,
 cluster (checked with a fake LocalCUDACluster: no GPU here)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -740,9 +741,9 @@ def test_workers_back_within_the_wait_finish_the_compute(lone_worker_cluster, mo
     assert list(got) == [i * i for i in range(20)]
 
 
-def test_local_cluster_leaves_the_dashboard_port_alone(recwarn):
-    # --workers starts no dashboard, yet dask's scheduler still bound its HTTP server to 8787, and
-    # warned "Port 8787 is already in use" (even with -q) whenever another cluster or job held it
+@contextlib.contextmanager
+def _port_8787_held():
+    """dask's default dashboard/HTTP port held by another program for the block (or already held)."""
     import socket
 
     holder = socket.socket()
@@ -752,10 +753,17 @@ def test_local_cluster_leaves_the_dashboard_port_alone(recwarn):
     except OSError:
         pass  # already held by something else: the case under test all the same
     try:
-        with cli_cluster.dask_cluster(None, 1, None, True, True) as client:
-            assert client.submit(lambda: 7).result() == 7
+        yield
     finally:
         holder.close()
+
+
+def test_local_cluster_leaves_the_dashboard_port_alone(recwarn):
+    # --workers starts no dashboard, yet dask's scheduler still bound its HTTP server to 8787, and
+    # warned "Port 8787 is already in use" (even with -q) whenever another cluster or job held it
+    with _port_8787_held():
+        with cli_cluster.dask_cluster(None, 1, None, True, True) as client:
+            assert client.submit(lambda: 7).result() == 7
     assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]
 
 
@@ -774,18 +782,8 @@ def test_protocol_ucx_without_its_package_is_a_usage_error(monkeypatch, tmp_path
 def test_real_local_cuda_cluster_takes_the_cli_arguments(recwarn):
     # the fake LocalCUDACluster above checks what tabprep passes; this one, that dask-cuda accepts
     # it (its RMM pool, the scheduler's HTTP server off 8787) and runs a task on the GPU worker
-    import socket
-
-    holder = socket.socket()
-    try:
-        holder.bind(("0.0.0.0", 8787))
-        holder.listen(1)
-    except OSError:
-        pass  # already held by something else: the case under test all the same
-    try:
+    with _port_8787_held():
         with cli_cluster.dask_cluster(None, 1, None, False, True) as client:
             assert len(client.scheduler_info()["workers"]) == 1
             assert client.submit(lambda: __import__("cupy").arange(5).sum().item()).result() == 10
-    finally:
-        holder.close()
     assert not [w for w in recwarn if "8787" in str(w.message)], [str(w.message) for w in recwarn]
