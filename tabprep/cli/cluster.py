@@ -236,12 +236,11 @@ def _wait_seconds() -> float:
     return seconds
 
 
-def _connect(address: str, where: str, start_worker: str, quiet: bool) -> Any:
+def _connect(address: str, where: str, start_worker: str, quiet: bool, wait: float) -> Any:
     """A client of the scheduler at ``address``, which has at least one worker (waited for up to
-    TABPREP_WAIT_FOR_WORKERS seconds, announced on stderr)."""
+    ``wait`` seconds, TABPREP_WAIT_FOR_WORKERS, announced on stderr)."""
     from distributed import Client
 
-    wait = _wait_seconds()
     if not address.startswith("inproc://"):  # in-process clusters cannot be misaddressed
         _probe(address, where, CONNECT_TIMEOUT_S)
     try:
@@ -407,8 +406,9 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
         else:
             _check_address(given, option)
             address, where, start_worker = given, f"at {given!r}", given
-        client = _connect(address, where, start_worker, quiet)
-        with client, _WorkerWatch(client, _wait_seconds(), where, start_worker) as watch:
+        wait = _wait_seconds()
+        client = _connect(address, where, start_worker, quiet, wait)
+        with client, _WorkerWatch(client, wait, where, start_worker) as watch:
             pool = _size_or_fraction(rmm_pool_size, "--rmm-pool-size") if rmm_pool_size else None
             if pool is not None:
                 client.run(worker_rmm_pool, pool)
