@@ -21,12 +21,13 @@ remote storage is read only with ``_SUCCESS`` (its commit, :mod:`tabprep.io.obje
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -431,21 +432,27 @@ def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, 
     ``finish(that, index)`` when given. Read and write seconds go to the workflow's ``op_timer``
     (as ``(io)`` read / write) when ``handle`` is a workflow that has one."""
     part = timed_read(read, handle)
-    try:
+    with source_noted(read):  # raised on a worker, it names the file there as here
         out = fn(part, handle, *args)
-    except Exception as exc:
-        note_source(exc, read)  # raised on a worker, it names the file there as here
-        raise
     del part
     if finish is None:
         return out
     return _io_timed(handle, "write", "write", lambda: finish(out, index), len(out))
 
 
-def note_source(exc: BaseException, read: Any) -> None:
-    """Add to ``exc`` (a failure computing the partition ``read`` reads, a reader of
-    :meth:`Dataset._piece_readers`) the note that names its file and row groups; the CLI prints the
-    notes in its one-line error. Nothing for other readers."""
+@contextlib.contextmanager
+def source_noted(read: Any) -> Iterator[None]:
+    """A failure in the block (computing the partition ``read`` reads, a reader of
+    :meth:`Dataset._piece_readers`) gets the note that names its file and row groups; the CLI
+    prints the notes in its one-line error. Nothing for other readers."""
+    try:
+        yield
+    except Exception as exc:
+        _note_source(exc, read)
+        raise
+
+
+def _note_source(exc: BaseException, read: Any) -> None:
     piece = read.args[0] if isinstance(read, functools.partial) and read.args else None
     if not isinstance(piece, Piece):
         return

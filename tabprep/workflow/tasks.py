@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from .. import backend
 from .._util import is_frame
-from ..io.dataset import note_source, nullable_frame, timed_read
+from ..io.dataset import nullable_frame, source_noted, timed_read
 from ..ops.base import _OUT_OF_FOLD
 from .fusion import fit_table, transform_table
 
@@ -26,12 +26,8 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
     converted to the pandas frame ``to_ddf`` gives (``nullable``: its nullable int dtypes)."""
     backend.tune_malloc_in_worker()  # dask's nanny leaves glibc mmapping every array > 128 KiB
     if callable(df) and not is_frame(df):
-        read = df
-        try:
-            return _fit_frame(wf, ids, timed_read(read, wf), nullable)
-        except Exception as exc:
-            note_source(exc, read)  # which file the failing rows are in
-            raise
+        with source_noted(df):  # which file the failing rows are in
+            return _fit_frame(wf, ids, timed_read(df, wf), nullable)
     return _fit_frame(wf, ids, df, nullable)
 
 
