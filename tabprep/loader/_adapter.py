@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 from .. import backend
-from .core import DataLoader, RaggedBatch, reader_options
+from .core import DataLoader, RaggedBatch
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,6 @@ class FrameworkLoader(LoaderViews):
         self._sparse_max_arg = dict(sparse_max or {})
         self.storage_options = storage_options
         self._data, self._engine, self._schema = dataset, engine, schema
-        self._reader_kwargs = reader_options(dataset, reader_kwargs, storage_options)
         # with sparse_names, only those list columns are made dense (NVTabular's per-column rule):
         # the core pads every list column, so it pads nothing here and the adapter pads per batch
         core_dense = self.sparse_as_dense and sparse_names is None
@@ -211,7 +210,7 @@ class FrameworkLoader(LoaderViews):
         """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit)
         to every chunk online. Returns ``self``."""
         attach_workflow(self.loader, workflow,
-                        lambda: raw_schema(self._data, self._engine, self._reader_kwargs, self._schema))
+                        lambda: raw_schema(self._data, self._engine, self.loader._reader_kwargs, self._schema))
         self._dense_max = None
         return self
 

@@ -180,8 +180,9 @@ class DataLoader:
             cpu = False
             self.device = int(device)
         self.storage_options = storage_options
-        reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
-        self._source = _make_source(paths_or_dataset, cpu, engine, reader_kwargs, schema)
+        #: reader_kwargs with storage_options merged in (the framework loaders read their raw schema with them)
+        self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
+        self._source = _make_source(paths_or_dataset, cpu, engine, self._reader_kwargs, schema)
         self.cpu = self._source.cpu
         self._device = backend.compute_device(self.cpu, self.device)
         if threads is None:

@@ -49,7 +49,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
-from .core import DataLoader, RaggedBatch, reader_options
+from .core import DataLoader, RaggedBatch
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +291,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self.sparse_format = sparse_format
         self.storage_options = storage_options
         self._data, self._engine, self._schema = paths_or_dataset, engine, schema
-        self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
         self._dense_names = list(sparse_names) if sparse_as_dense and sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self._dense_max: Optional[Dict[str, int]] = None
@@ -319,7 +318,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit) to
         every chunk; returns ``self``."""
         attach_workflow(self.loader, workflow,
-                        lambda: raw_schema(self._data, self._engine, self._reader_kwargs, self._schema))
+                        lambda: raw_schema(self._data, self._engine, self.loader._reader_kwargs, self._schema))
         self._dense_max = None
         self._count = 0
         self._template = None
