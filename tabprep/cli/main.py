@@ -6,7 +6,6 @@ inputs, outputs and errors), :mod:`.cluster` (the dask cluster), :mod:`.inspect_
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -331,12 +330,12 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, storage
     setup_logging(verbose, quiet)
     fs, p = get_fs(path, storage_options)
     # a remote store's refusal (wrong credentials: a bare "Forbidden") names the URL and what to check
-    with remote_errors(p, "read") if fs.remote else contextlib.nullcontext():
+    with remote_errors(p, "read"):
         is_output = not fs.exists(fs.join(p, "workflow.json")) and fs.exists(fs.join(p, "_schema.json"))
     if not is_output:
         info = describe_workflow(load_workflow(path, allow_pickle, trusted, storage_options), path, storage_options)
     else:
-        with remote_errors(p, "read") if fs.remote else contextlib.nullcontext():
+        with remote_errors(p, "read"):
             info = describe_output(path, storage_options)
     if as_json:
         click.echo(json.dumps(info, indent=2, default=str))

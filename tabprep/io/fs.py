@@ -321,7 +321,11 @@ CREDENTIALS_HINT = ("Check the URL, its credentials and endpoint: storage_option
 def remote_errors(url: Any, action: str) -> Iterator[None]:
     """Turn a remote file system's own errors (botocore's, aiohttp's...) into ``OSError`` naming
     ``url`` and what to check; tabprep's ``ValueError`` / ``FileNotFoundError`` / ``FileExistsError``
-    pass through unchanged."""
+    pass through unchanged, as does every error of a local path (``url`` not remote: the advice on
+    credentials and endpoints is not for it)."""
+    if not is_remote(url):
+        yield
+        return
     try:
         yield
     except (ValueError, FileNotFoundError, FileExistsError, TypeError, ImportError):

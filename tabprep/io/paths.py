@@ -3,7 +3,6 @@ verifying a tabprep output folder (its commit markers and the listing in ``_meta
 before reading it."""
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -55,10 +54,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> Tuple
     files: List[str] = []
     for item in items:
         fs, item = fsmod.get_fs(os.fspath(item), storage_options)
-        if fs.remote:
-            with fsmod.remote_errors(item, "read"):
-                files += _expand_item(fs, item)
-        else:
+        with fsmod.remote_errors(item, "read"):
             files += _expand_item(fs, item)
     expected: Dict[str, int] = {}
     folders = {}
@@ -66,7 +62,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> Tuple
         fs = fsmod.fs_of(f, storage_options)
         folders[fs.dirname(fs.norm(f))] = fs
     for folder in sorted(folders):
-        with fsmod.remote_errors(folder, "read") if folders[folder].remote else contextlib.nullcontext():
+        with fsmod.remote_errors(folder, "read"):
             expected.update(_output_rows(folder, folders[folder]))
     return files, expected
 

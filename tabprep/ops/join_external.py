@@ -1,7 +1,6 @@
 """JoinExternal: add columns of a side table (a frame, or parquet at a path or fsspec URL) to each row."""
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -98,8 +97,7 @@ class JoinExternal(Operator):
     def _read_side(self, src: str) -> pa.Table:
         """The parquet side table at ``src`` through tabprep's file systems (fsspec for URLs)."""
         so = self.storage_options
-        with fsmod.remote_errors(src, "read the JoinExternal side table") if fsmod.is_remote(src) \
-                else contextlib.nullcontext():
+        with fsmod.remote_errors(src, "read the JoinExternal side table"):
             tables = []
             for f in expand_paths(src, so):
                 path, filesystem = fsmod.arrow_path(f, so)
