@@ -130,3 +130,52 @@ def test_property_minmax_matches_numpy(train, data, nparts):
     _, self_out = fit_apply(ops.NormalizeMinMax(), tr, tr, nparts=nparts)
     v = self_out["x"].dropna().to_numpy("float64")
     assert np.all((v >= 0) & (v <= 1))
+
+
+@HYP
+@given(chunks=st.lists(st.lists(finite, min_size=0, max_size=12), min_size=1, max_size=10), seed=st.integers(0, 10_000))
+def test_merged_moments_do_not_depend_on_grouping(chunks, seed):
+    """The fit merges partial moments in a tree whose shape follows the cluster (each worker first
+    merges the partitions it fitted), so a grouping that depends on the number of workers must not
+    change the statistics: any order and any tree of merges gives the same mean and M2, bit for
+    bit, and they equal the exactly rounded values of Chan's formula (computed here with
+    fractions from the partials' own numbers)."""
+    from fractions import Fraction
+
+    from tabprep.stats.moments import combine_moments, partial_moments
+
+    parts = [partial_moments(pd.Series(c, dtype="float64")) for c in chunks]
+    flat = combine_moments(parts)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(parts))
+    shuffled = [parts[i] for i in order]
+    cut = sorted(rng.choice(np.arange(1, len(parts)), size=min(2, len(parts) - 1), replace=False)) if len(parts) > 1 else []
+    groups = np.split(np.arange(len(parts)), cut)
+    tree = combine_moments([combine_moments([shuffled[i] for i in g]) for g in groups])
+    assert (tree.count, tree.mean, tree.m2) == (flat.count, flat.mean, flat.m2)
+    n = sum(p.count for p in parts)
+    assert flat.count == n
+    if n:
+        s1 = sum(Fraction(p.count) * Fraction(p.mean) for p in parts)
+        s2 = sum(Fraction(p.m2) + p.count * Fraction(p.mean) ** 2 for p in parts)
+        assert flat.mean == float(s1 / n)
+        assert flat.m2 == float(s2 - s1 * s1 / n)
+
+
+@pytest.mark.parametrize("values", [[1e200, -1e200, 3e200], [1.7e308, 1.7e308, -1.7e308], [1e-320, 3e-320]])
+def test_merged_moments_of_extreme_values_match_numpy(values):
+    """Values near the float64 limits (squares beyond float64, subnormals) merge without an error:
+    mean as numpy's where it is finite, M2 inf where numpy's is."""
+    from tabprep.stats.moments import combine_moments, partial_moments
+
+    parts = [partial_moments(pd.Series([v], dtype="float64")) for v in values]
+    got = combine_moments(parts[:1] + [combine_moments(parts[1:])])
+    x = np.array(values)
+    with np.errstate(over="ignore"):
+        ref_m2 = float(((x - x.mean()) ** 2).sum()) if np.isfinite(x.mean()) else np.inf
+    assert got.count == len(values)
+    if np.isfinite(x.mean()):
+        assert got.mean == pytest.approx(x.mean(), rel=1e-12, abs=1e-330)
+    assert np.isinf(got.m2) == np.isinf(ref_m2)
+    if np.isfinite(ref_m2):
+        assert got.m2 == pytest.approx(ref_m2, rel=1e-12, abs=1e-330)

@@ -6,8 +6,9 @@ on the host so pandas and cuDF partials merge identically.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, List, Optional
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -26,11 +27,16 @@ def _finite_values(series: Any) -> Any:
 
 @dataclass
 class Moments:
-    """count, mean and sum of squared deviations (M2) of the non-null values."""
+    """count, mean and sum of squared deviations (M2) of the non-null values.
+
+    ``exact``: for moments merged by :func:`combine_moments`, the exact sums they were rounded
+    from (``sum(n_i * mean_i)`` and ``sum(m2_i + n_i * mean_i**2)`` over the partials, as
+    fractions), so that a further merge rounds once more, never twice; None for a partial."""
 
     count: int
     mean: float
     m2: float
+    exact: Optional[Tuple[Fraction, Fraction]] = field(default=None, repr=False, compare=False)
 
     @property
     def std(self) -> float:
@@ -55,19 +61,45 @@ def _leaves(series: Any) -> Any:
 
 
 def combine_moments(parts: List[Moments]) -> Moments:
-    """Chan et al.'s parallel update: exact and numerically stable for any split."""
+    """Chan et al.'s parallel merge, computed exactly and rounded once.
+
+    The merged mean is ``sum(n_i * mean_i) / n`` and M2 is ``sum(m2_i + n_i * mean_i**2) - n *
+    mean**2``, both evaluated in rational arithmetic on the partials' float64 numbers (a float is
+    a fraction with a power-of-two denominator) and rounded to float64 at the end: the result does
+    not depend on the order or grouping of the merges (the fit's tree follows the cluster: each
+    worker first merges the partitions it fitted), and it is the correctly rounded value of the
+    formula, with no cancellation for values with a large offset. A few microseconds per merge
+    of a column's moments."""
+    live = [p for p in parts if p.count]
+    if not all(math.isfinite(p.mean) and math.isfinite(p.m2) for p in live):
+        return _chan(live)  # values near the float64 limit: a partial's M2 overflowed already
+    count, s1, s2 = 0, Fraction(0), Fraction(0)
+    for p in live:
+        count += p.count
+        if p.exact is not None:
+            s1, s2 = s1 + p.exact[0], s2 + p.exact[1]
+        else:
+            mean = Fraction(p.mean)
+            s1, s2 = s1 + p.count * mean, s2 + Fraction(p.m2) + p.count * mean * mean
+    if count == 0:
+        return Moments(0, 0.0, 0.0)
+    m2 = max(s2 - s1 * s1 / count, Fraction(0))
+    try:
+        return Moments(count, float(s1 / count), float(m2), exact=(s1, s2))
+    except OverflowError:  # M2 beyond float64 (values of magnitude ~1e154 and more): inf, as Chan's floats give
+        return Moments(count, float(s1 / count), math.inf)
+
+
+def _chan(parts: List[Moments]) -> Moments:
+    """Chan et al.'s merge in float64 (for partials whose numbers are not all finite)."""
     out = Moments(0, 0.0, 0.0)
     for p in parts:
-        if p.count == 0:
-            continue
         if out.count == 0:
             out = Moments(p.count, p.mean, p.m2)
             continue
         n = out.count + p.count
         delta = p.mean - out.mean
-        mean = out.mean + delta * p.count / n
-        m2 = out.m2 + p.m2 + delta * delta * out.count * p.count / n
-        out = Moments(n, mean, m2)
+        out = Moments(n, out.mean + delta * p.count / n, out.m2 + p.m2 + delta * delta * out.count * p.count / n)
     return out
 
 
