@@ -266,3 +266,40 @@ def test_one_op_over_many_columns_finalizes_its_keys_in_parallel(cluster, tmp_pa
         np.testing.assert_array_equal(cat.stats_[c]["values"], [v for v, _ in ref])
         np.testing.assert_array_equal(cat.stats_[c]["freqs"], [n for _, n in ref])
         np.testing.assert_array_equal(threaded.stats_[c]["values"], cat.stats_[c]["values"])
+
+
+def test_partials_combine_on_the_worker_that_computed_them(cluster, tmp_path):
+    """Each worker merges the partials it computed (the issue's "partials stay on the workers and
+    combine there"); only the merged statistics, cut into the final groups, cross to the other
+    worker. Before, a combine task of 8 partials ran on one worker and fetched the other worker's
+    partials one after the other (on 2 GPU workers, 1.2-1.7 s of a 2.6-2.9 s fit waited on such
+    transfers). Vocabularies equal plain pandas value counts."""
+    rng = np.random.default_rng(11)
+    frames = []
+    for f in range(16):  # 8 partials per worker: more than each keeps unmerged
+        df = pd.DataFrame({"a": rng.integers(0, 3000, 2000), "b": rng.integers(0, 50, 2000),
+                           "x": rng.normal(0, 1, 2000)})
+        df.to_parquet(tmp_path / f"p{f:02d}.parquet", index=False)
+        frames.append(df)
+    frame = pd.concat(frames, ignore_index=True)
+    cat = ops.Categorify()
+    wf = tp.Workflow((["a", "b"] >> cat) + (["x"] >> ops.Normalize()))
+    with distributed.Client(cluster) as client, distributed.get_task_stream(client) as ts:
+        ds = tp.Dataset(str(tmp_path))
+        assert ds.npartitions == 16
+        wf.fit(ds)
+    tasks = {str(t["key"]): t for t in ts.data}
+    partial_worker = {k: t["worker"] for k, t in tasks.items() if "_fit_partition" in k}
+    assert len(partial_worker) == 16 and len(set(partial_worker.values())) == 2
+    combines = [t for k, t in tasks.items() if "_combine_partials" in k]
+    assert combines, list(tasks)
+    for t in combines:
+        moved = [s for s in t.get("startstops", ()) if s["action"] == "transfer"]
+        assert not moved, f"{t['key']} on {t['worker']} fetched partials from another worker: {moved}"
+    for c in ("a", "b"):
+        counts = frame[c].value_counts()
+        ref = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        np.testing.assert_array_equal(cat.stats_[c]["values"], [v for v, _ in ref])
+        np.testing.assert_array_equal(cat.stats_[c]["freqs"], [n for _, n in ref])
+    norm = wf.stat_nodes[1].op
+    assert norm.stats_["x"]["mean"] == pytest.approx(frame["x"].mean(), rel=1e-12)

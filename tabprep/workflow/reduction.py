@@ -4,6 +4,7 @@ tasks return into the workflow's own ops. Follows dask's reductions: partial -> 
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
@@ -44,11 +45,10 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     with the finalize on the worker but the fitted op objects sent back whole; 0.29-0.32 s with
     their state packed."""
     ids = list(nodes)
+    workers = worker_addresses(wf)
+    width = max(1, len(workers))
     partial_fn = dask.delayed(_fit_partition, pure=True)
-    partials = [partial_fn(wf, ids, p, nullable) for p in parts]
     combine_fn = dask.delayed(_combine_partials, pure=True)
-    while len(partials) > SPLIT_EVERY:
-        partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
     units = []
     for nid, n in nodes.items():
         shards = max(1, min(SPLIT_EVERY, len(n.input_columns))) if splits_by_key(n.op) else 1
@@ -56,10 +56,43 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     groups = [units[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(units)))]
     # each final task fetches only its own items' partials
     split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
-    pieces = [split_fn(p, groups) for p in partials]
+    # partition i is fitted on worker i % width, and each worker merges its own partials (a tree
+    # of fan-in SPLIT_EVERY) down to its share of the final tasks' inputs, so no partial crosses
+    # to another worker before it is merged
+    keep = max(1, SPLIT_EVERY // width)
+    pieces = []
+    for w in range(width):
+        with _placed(workers, w):
+            partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
+            while len(partials) > keep:
+                partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
+            pieces += [split_fn(p, groups) for p in partials]
     pack = not isinstance(wf, Delayed)
     final_fn = dask.delayed(_finalize_stats, pure=True)
-    return [final_fn(wf, g, [pc[k] for pc in pieces], pack) for k, g in enumerate(groups)], pack
+    finals = []
+    for k, g in enumerate(groups):
+        with _placed(workers, k):
+            finals.append(final_fn(wf, g, [pc[k] for pc in pieces], pack))
+    return finals, pack
+
+
+def worker_addresses(wf: Any) -> List[str]:
+    """The addresses of the dask.distributed workers the fit pass will run on (sorted; those of
+    the client of ``wf``, a scattered future), none with a local scheduler."""
+    client = getattr(wf, "client", None)
+    if isinstance(wf, Delayed) or client is None:
+        return []
+    return sorted(client.nthreads())
+
+
+def _placed(workers: List[str], i: int) -> Any:
+    """The tasks made in this context prefer worker ``i`` (modulo their number): a loose restriction
+    (``allow_other_workers``), so the scheduler runs them elsewhere if that worker is gone (a worker
+    lost mid-fit, a cluster whose workers were replaced) rather than wait for it. Nothing with
+    fewer than two workers."""
+    if len(workers) < 2:
+        return contextlib.nullcontext()
+    return dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
 
 
 def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bool) -> None:
