@@ -1,6 +1,7 @@
-"""The task graph of one fit pass: a partial per partition, a combine tree, then the last step
-(merge + finalize) on the workers, one task per group of ops; and the adoption of what those
-tasks return into the workflow's own ops. Follows dask's reductions: partial -> combine -> finalize.
+"""The task graph of one fit pass: a partial per partition, cut into the final tasks' groups of
+ops, a combine tree per group on each worker, then the last step (merge + finalize) on the
+workers, one task per group; and the adoption of what those tasks return into the workflow's own
+ops. Follows dask's reductions: partial -> combine -> finalize, with ``split_out``.
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from dask.delayed import Delayed
 
 from ..ops.base import StatOperator
 from .fusion import _declares
-from .tasks import _combine_partials, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
+from .tasks import _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
 
-#: how many partials one combine task merges (the fan-in of the reduction tree), and at most how
+#: how many pieces one combine task merges (the fan-in of the reduction tree), and at most how
 #: many final tasks (groups of ops) the last step runs
 SPLIT_EVERY = 8
 
@@ -33,6 +34,14 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     (partition readers or delayed partitions), and whether their results are packed (``wf``, the
     workflow's graph handle, is a distributed future: the results travel to the client).
 
+    With a dask.distributed client, partition ``i`` is fitted on worker ``i % W`` (a loose
+    restriction: see :func:`_placed`), and each worker merges the pieces it computed before any
+    cross to another worker: the final task of a group receives at most ``max(1, SPLIT_EVERY //
+    W)`` merged pieces per worker. Before, a combine task of 8 partials ran on one worker and
+    fetched the other worker's partials one after the other. The merged statistics must not
+    depend on how the partials were grouped (integer counts, extrema, exact moments); float sums
+    (TargetEncoding of a float target, JoinGroupby) may differ in the last bits with ``W``.
+
     The last step runs as work items, where the partials are: merge, then finalize (the
     vocabulary's sort etc.), in parallel over the workers' threads, at most :data:`SPLIT_EVERY`
     tasks. An op with keyed statistics (``keyed_statistics``: Categorify, Normalize) is split by
@@ -47,32 +56,34 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     ids = list(nodes)
     workers = worker_addresses(wf)
     width = max(1, len(workers))
-    partial_fn = dask.delayed(_fit_partition, pure=True)
-    combine_fn = dask.delayed(_combine_partials, pure=True)
     units = []
     for nid, n in nodes.items():
         shards = max(1, min(SPLIT_EVERY, len(n.input_columns))) if splits_by_key(n.op) else 1
         units += [(nid, j, shards) for j in range(shards)]
     groups = [units[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(units)))]
-    # each final task fetches only its own items' partials
+    partial_fn = dask.delayed(_fit_partition, pure=True)
     split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
-    # partition i is fitted on worker i % width, and each worker merges its own partials (a tree
-    # of fan-in SPLIT_EVERY) down to its share of the final tasks' inputs, so no partial crosses
-    # to another worker before it is merged
+    merge_fn = dask.delayed(_combine_pieces, pure=True)
+    # Partition i is fitted on worker i % width; each partial is cut into the final tasks' groups
+    # where it was computed, and each worker merges its own pieces of a group (a tree of fan-in
+    # SPLIT_EVERY, one tree per group, so a worker's threads merge groups in parallel) down to
+    # its share of that group's final task. No partial crosses to another worker unmerged.
     keep = max(1, SPLIT_EVERY // width)
-    pieces = []
+    inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
     for w in range(width):
         with _placed(workers, w):
-            partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
-            while len(partials) > keep:
-                partials = [combine_fn(wf, ids, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
-            pieces += [split_fn(p, groups) for p in partials]
+            split = [split_fn(partial_fn(wf, ids, p, nullable), groups) for p in parts[w::width]]
+            for k, g in enumerate(groups):
+                level = [pieces[k] for pieces in split]
+                while len(level) > keep:
+                    level = [merge_fn(wf, g, level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
+                inputs[k] += level
     pack = not isinstance(wf, Delayed)
     final_fn = dask.delayed(_finalize_stats, pure=True)
     finals = []
     for k, g in enumerate(groups):
         with _placed(workers, k):
-            finals.append(final_fn(wf, g, [pc[k] for pc in pieces], pack))
+            finals.append(final_fn(wf, g, inputs[k], pack))
     return finals, pack
 
 

@@ -80,13 +80,6 @@ def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nu
     return wf.transform_frame(nullable_frame(part, nullable), out_of_fold=out_of_fold, cast=cast)
 
 
-def _combine_partials(wf: "Workflow", ids: List[str], partials: List[Dict[str, Any]]) -> Dict[str, Any]:
-    if len(partials) == 1:
-        return partials[0]
-    by_id = wf.nodes_by_id()
-    return {nid: by_id[nid].op.fit_combine([p[nid] for p in partials]) for nid in ids}
-
-
 #: one work item of a fit pass's last step: ``(node id, shard, shards)``. An op with keyed
 #: statistics (``StatOperator.keyed_statistics``) is split into ``shards`` items, shard ``j`` holding
 #: keys ``j, j + shards, ...`` of its partial; other ops are one item ``(node id, 0, 1)``.
@@ -112,6 +105,15 @@ def _split_partials(partial: Dict[str, Any], groups: List[List[Unit]]) -> Tuple[
     return tuple(out)
 
 
+def _combine_pieces(wf: "Workflow", units: List[Unit], pieces: List[Dict[Unit, Any]]) -> Dict[Unit, Any]:
+    """The pieces (:func:`_split_partials`) of the work items ``units``, merged into one piece
+    (``fit_combine`` of each item's op)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    by_id = wf.nodes_by_id()
+    return {unit: by_id[unit[0]].op.fit_combine([p[unit] for p in pieces]) for unit in units}
+
+
 def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit, Any]], pack: bool = False) -> Dict[Unit, Any]:
     """The last reduction step of the work items ``units``, where their partials are (a worker
     with a distributed client): merge each item's partials, then finalize a copy of its op.
@@ -124,11 +126,11 @@ def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit,
     task received (shared by the worker's tasks, or the caller's own object with a local
     scheduler) is left as it was."""
     by_id = wf.nodes_by_id()
+    merged = _combine_pieces(wf, units, partials)
     out = {}
     for unit in units:
         n = by_id[unit[0]]
-        parts = [p[unit] for p in partials]
-        combined = parts[0] if len(parts) == 1 else n.op.fit_combine(parts)
+        combined = merged[unit]
         op = copy.copy(n.op)
         op.fit_finalize(n.input_columns, combined)
         before, after = vars(n.op), vars(op)
