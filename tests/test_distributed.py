@@ -164,7 +164,7 @@ def test_partition_read_transform_write_is_one_task(cluster, data, tmp_path):
     # n partials (each with its partition's read inside) + the reduction (combine tree, the split of
     # the last partials per group of ops, merge + finalize per group), nothing else
     assert sum("_fit_partition" in k for k in fit_tasks) == n
-    reduction = ("_combine_pieces", "_split_partials", "getitem", "_finalize_stats")
+    reduction = ("_combine_group", "_combine_pieces", "_split_partials", "getitem", "_finalize_stats")
     assert all("_fit_partition" in k or k.startswith(reduction) or k.strip("('").startswith(reduction)
                for k in fit_tasks), fit_tasks
     write_tasks = [str(t["key"]) for t in ts.data]
@@ -291,7 +291,7 @@ def test_partials_combine_on_the_worker_that_computed_them(cluster, tmp_path):
     tasks = {str(t["key"]): t for t in ts.data}
     partial_worker = {k: t["worker"] for k, t in tasks.items() if "_fit_partition" in k}
     assert len(partial_worker) == 16 and len(set(partial_worker.values())) == 2
-    combines = [t for k, t in tasks.items() if "_combine_pieces" in k]
+    combines = [t for k, t in tasks.items() if "_combine_" in k]
     assert combines, list(tasks)
     for t in combines:
         moved = [s for s in t.get("startstops", ()) if s["action"] == "transfer"]

@@ -13,7 +13,7 @@ from dask.delayed import Delayed
 
 from ..ops.base import StatOperator
 from .fusion import _declares
-from .tasks import _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
+from .tasks import _combine_group, _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
 
 #: how many pieces one combine task merges (the fan-in of the reduction tree), and at most how
 #: many final tasks (groups of ops) the last step runs
@@ -63,18 +63,24 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     groups = [units[i::SPLIT_EVERY] for i in range(min(SPLIT_EVERY, len(units)))]
     partial_fn = dask.delayed(_fit_partition, pure=True)
     split_fn = dask.delayed(_split_partials, pure=True, nout=len(groups))
+    group_fn = dask.delayed(_combine_group, pure=True)
     merge_fn = dask.delayed(_combine_pieces, pure=True)
-    # Partition i is fitted on worker i % width; each partial is cut into the final tasks' groups
-    # where it was computed, and each worker merges its own pieces of a group (a tree of fan-in
-    # SPLIT_EVERY, one tree per group, so a worker's threads merge groups in parallel) down to
-    # its share of that group's final task. No partial crosses to another worker unmerged.
+    # Partition i is fitted on worker i % width, and each worker merges its own partials, one
+    # tree per group (so a worker's threads merge groups in parallel), down to its share of that
+    # group's final task: no partial crosses to another worker unmerged. A worker with no more
+    # partials than that share cuts them into the groups (split) for the final tasks to fetch.
     keep = max(1, SPLIT_EVERY // width)
     inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
     for w in range(width):
         with _placed(workers, w):
-            split = [split_fn(partial_fn(wf, ids, p, nullable), groups) for p in parts[w::width]]
+            partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
+            if len(partials) <= keep:
+                split = [split_fn(p, groups) for p in partials]
+                for k in range(len(groups)):
+                    inputs[k] += [pieces[k] for pieces in split]
+                continue
             for k, g in enumerate(groups):
-                level = [pieces[k] for pieces in split]
+                level = [group_fn(wf, g, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
                 while len(level) > keep:
                     level = [merge_fn(wf, g, level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
                 inputs[k] += level

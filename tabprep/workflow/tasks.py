@@ -95,14 +95,21 @@ def key_shard(stats: Dict[Any, Any], shard: int, shards: int) -> Dict[Any, Any]:
 def _split_partials(partial: Dict[str, Any], groups: List[List[Unit]]) -> Tuple[Dict[Unit, Any], ...]:
     """One partial (all ops of a level) cut into the work items of each final task, so that a
     final task fetches from other workers only its own items' partials."""
-    out = []
-    for g in groups:
-        piece = {}
-        for nid, shard, shards in g:
-            value = partial[nid]
-            piece[(nid, shard, shards)] = value if shards == 1 else key_shard(value, shard, shards)
-        out.append(piece)
-    return tuple(out)
+    return tuple(_group_piece(partial, g) for g in groups)
+
+
+def _group_piece(partial: Dict[str, Any], units: List[Unit]) -> Dict[Unit, Any]:
+    """The work items ``units`` of one partial (all ops of a level)."""
+    return {(nid, shard, shards): partial[nid] if shards == 1 else key_shard(partial[nid], shard, shards)
+            for nid, shard, shards in units}
+
+
+def _combine_group(wf: "Workflow", units: List[Unit], partials: List[Dict[str, Any]]) -> Dict[Unit, Any]:
+    """The work items ``units`` of whole partials (computed on this worker), merged into one piece:
+    the first level of a group's tree, which reads its partials where they are instead of
+    waiting for a split of each (on a dask.distributed cluster, every split output is a task:
+    8 per partition)."""
+    return _combine_pieces(wf, units, [_group_piece(p, units) for p in partials])
 
 
 def _combine_pieces(wf: "Workflow", units: List[Unit], pieces: List[Dict[Unit, Any]]) -> Dict[Unit, Any]:
