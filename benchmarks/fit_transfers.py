@@ -1,0 +1,106 @@
+"""The fit's data movement between dask workers: fit wall and transfer seconds on a cluster (issue 16).
+
+    python benchmarks/fit_transfers.py --rows 10000000 --workers 2              # CPU LocalCluster
+    python benchmarks/fit_transfers.py --gpu --rows 100000000 --workers 2 --share-gpu   # 2 workers on GPU 0
+
+The canonical Criteo workflow (as ``criteo.py``) is fitted ``--fits`` times on a cluster of
+``--workers`` processes (the first fit is a warm-up); for each timed fit the script prints the
+wall, the seconds tasks spent waiting for data from other workers (``transfer`` in dask's task
+stream) and how many partitions each worker fitted. With ``--gpu`` the workers are a
+``LocalCUDACluster`` (one GPU each), or with ``--share-gpu`` plain dask workers that all use
+GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
+(the workers share the device).
+
+To compare two versions of tabprep, run the script once per checkout, alternating, with
+``PYTHONPATH`` pointing at the other checkout (the script imports ``tabprep`` from there):
+``PYTHONPATH=/path/to/old python benchmarks/fit_transfers.py ...``. It prints the location of the
+tabprep it ran.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from criteo import CATS, CONTS, ensure_data  # noqa: E402 - the same cached data as criteo.py
+
+
+def start_cluster(args: argparse.Namespace) -> Any:
+    import dask
+    from distributed import LocalCluster
+
+    from tabprep.cli.cluster import LOCAL_CLUSTER_CONFIG, cpu_cluster_kwargs, cuda_cluster_kwargs
+
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        if not args.gpu:
+            return LocalCluster(**cpu_cluster_kwargs(args.workers))
+        if args.share_gpu:  # dask-cuda places one worker per device; these all see GPU 0
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            return LocalCluster(n_workers=args.workers, threads_per_worker=args.threads, processes=True,
+                                dashboard_address=None)
+        from dask_cuda import LocalCUDACluster
+
+        return LocalCUDACluster(**cuda_cluster_kwargs(args.workers, None, None, None, None))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=float, default=10e6, help="rows of synthetic Criteo data (default 10M)")
+    ap.add_argument("--files", type=int, default=10, help="parquet files (default 10)")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--gpu", action="store_true", help="cuDF workers (LocalCUDACluster)")
+    ap.add_argument("--share-gpu", action="store_true", help="with --gpu: plain dask workers, all on GPU 0")
+    ap.add_argument("--threads", type=int, default=2, help="threads per worker with --share-gpu (default 2)")
+    ap.add_argument("--fits", type=int, default=3, help="fits, the first a warm-up (default 3)")
+    ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"),
+                    help="where the generated data is cached")
+    args = ap.parse_args()
+
+    import tabprep as tp
+    from distributed import Client, get_task_stream
+    from tabprep import ops
+
+    data = ensure_data(int(args.rows), args.data_root, args.files, args.gen_procs)
+    cluster = start_cluster(args)
+    client = Client(cluster)
+    client.wait_for_workers(args.workers)
+    print(f"tabprep from {os.path.dirname(tp.__file__)}; {int(args.rows):,} rows in {data}; "
+          f"{args.workers} workers ({'GPU 0 shared' if args.share_gpu else 'GPU' if args.gpu else 'CPU'})")
+    walls: List[float] = []
+    moved: List[float] = []
+    for i in range(args.fits):
+        ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=not args.gpu)
+        wf = tp.Workflow((CATS >> ops.Categorify())
+                         + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                         + ["label"])
+        with get_task_stream(client) as ts:
+            start = time.perf_counter()
+            wf.fit(ds)
+            wall = time.perf_counter() - start
+        transfer = sum(s["stop"] - s["start"] for t in ts.data for s in t.get("startstops", ())
+                       if s["action"] == "transfer")
+        per_worker: Dict[str, int] = {}
+        for t in ts.data:
+            if "fit_partition" in str(t["key"]):
+                per_worker[t["worker"]] = per_worker.get(t["worker"], 0) + 1
+        label = "warm-up" if i == 0 else f"fit {i}"
+        print(f"  {label}: {wall:.2f} s, transfer {transfer:.2f} task-s, partitions per worker "
+              f"{sorted(per_worker.values())} of {ds.npartitions}", flush=True)
+        if i:
+            walls.append(wall)
+            moved.append(transfer)
+    if walls:
+        print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
+    client.close()
+    cluster.close()
+
+
+if __name__ == "__main__":
+    main()
