@@ -421,3 +421,28 @@ def test_op_timer_gets_every_partitions_read_and_write(tmp_path):
     assert len(io_rows) == 2 * n and reads == writes and sum(writes) == 1000
     assert all(c[4] >= 0 for c in io_rows)
     assert read_back(tmp_path / "out")["a"].notna().all()
+
+
+def test_out_files_per_proc_counts_every_worker_of_a_big_cluster(tmp_path, monkeypatch):
+    """``out_files_per_proc`` writes N files per dask worker, for every worker: distributed
+    2025.4 to 2026.6 list only the first five workers in ``Client.scheduler_info()`` (``n_workers=5``
+    by default, dask/distributed#9045, undone in #9308), so a count taken from it wrote files for 5
+    of 8 GPU workers. Here ``scheduler_info`` truncates as those versions did, on a cluster of 7
+    workers: 7 x 2 files."""
+    distributed = pytest.importorskip("distributed")
+    real = distributed.Client.scheduler_info
+
+    def first_five(self, *args, **kwargs):  # distributed 2025.4-2026.6's default
+        info = real(self, *args, **kwargs)
+        return dict(info, workers=dict(list(info["workers"].items())[:5]))
+
+    monkeypatch.setattr(distributed.Client, "scheduler_info", first_five)
+    df = pd.DataFrame({"x": np.arange(100, dtype="int64")})
+    with distributed.LocalCluster(n_workers=7, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client:
+        assert len(client.scheduler_info()["workers"]) == 5  # the truncation is in effect
+        make_dataset(df, nparts=2).to_parquet(str(tmp_path / "out"), out_files_per_proc=2)
+    files = sorted(p.name for p in (tmp_path / "out").glob("*.parquet"))
+    assert len(files) == 14, files
+    back = pd.concat([pd.read_parquet(tmp_path / "out" / f) for f in files], ignore_index=True)
+    np.testing.assert_array_equal(back["x"].to_numpy(), df["x"].to_numpy())

@@ -247,7 +247,7 @@ def _connect(address: str, where: str, start_worker: str, quiet: bool, wait: flo
         client = Client(address=address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError) as exc:
         raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
-    if not client.scheduler_info()["workers"]:
+    if not client.nthreads():
         if not quiet and wait > 0:
             click.echo(f"the dask scheduler {where} has no workers yet: waiting up to {wait:g} s for a worker "
                        f"(TABPREP_WAIT_FOR_WORKERS=SECONDS to change)", err=True)
@@ -428,7 +428,7 @@ def dask_cluster(scheduler: Optional[str], workers: Any, memory_limit: Optional[
     with dask.config.set(LOCAL_CLUSTER_CONFIG):
         cluster = _local_cluster(on_gpu, workers, memory_limit, rmm_pool_size, device_memory_limit, protocol)
     with cluster, Client(cluster) as client:
-        log.info("started a local cluster of %d workers", len(client.scheduler_info()["workers"]))
+        log.info("started a local cluster of %d workers", len(client.nthreads()))
         yield client
 
 

@@ -106,7 +106,7 @@ class Job:
         self.client = self._cm.__enter__()
         if self.client is not None:
             self.say(f"dask cluster: {self.client.scheduler.address} "
-                     f"({len(self.client.scheduler_info()['workers'])} workers)", err=True)
+                     f"({len(self.client.nthreads())} workers)", err=True)
         return self
 
     def __exit__(self, *exc: Any) -> Any:

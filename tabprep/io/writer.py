@@ -73,7 +73,8 @@ def _n_procs() -> int:
     try:
         from distributed import default_client
 
-        return max(1, len(default_client().scheduler_info().get("workers", {})))
+        # nthreads(): every worker (scheduler_info() lists only 5 in distributed 2025.4-2026.6)
+        return max(1, len(default_client().nthreads()))
     except (ImportError, ValueError):
         return 1
 
