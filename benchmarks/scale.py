@@ -29,7 +29,9 @@ and is then timed. Columns of the table:
   each worker run's task stream as JSON, and the progress line names the tasks that waited
   for transfers. The progress line's ``fit tail`` is the time from the fit's last task to the
   end of ``fit`` (the client receiving and applying the statistics): it does not shrink with
-  more workers.
+  more workers. ``scatter`` is the time the client spent sending the workflow (statistics
+  included) to every worker, in the fit's passes and at the transform's start (0 in-process):
+  it grows with the number of workers.
 
 ``--rounds K`` runs the whole list of configurations K times, one after the other (in-process, 1
 worker, 2 workers, in-process, ...), each in a fresh process: on a shared machine whose speed drifts,
@@ -186,6 +188,17 @@ def run_job(args: argparse.Namespace) -> None:
 
     cpu = not args.gpu
     client = cluster = None
+    scattered = [0.0]  # seconds in Workflow._graph_handle (the workflow scattered to every worker)
+    handle = tp.Workflow._graph_handle
+
+    def timed_handle(self: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return handle(self)
+        finally:
+            scattered[0] += time.perf_counter() - start
+
+    tp.Workflow._graph_handle = timed_handle
     t0 = time.perf_counter()
     if args.n_workers:
         import dask
@@ -221,6 +234,7 @@ def run_job(args: argparse.Namespace) -> None:
             wf.op_timer = P.record
             P.gather_times(client)
         fit_tasks, write_tasks = TaskTimes(client if measure else None), TaskTimes(client if measure else None)
+        scattered[0] = 0.0
         start = time.perf_counter()
         if measure:
             with fit_tasks:
@@ -240,6 +254,7 @@ def run_job(args: argparse.Namespace) -> None:
         if measure:
             res["phases"] = phases(fit_tasks, write_tasks, fit_ops, P.gather_times(client))
             res["fit_tail_s"] = fit_tasks.tail
+            res["scatter_s"] = scattered[0]
             res["transfer_by"] = {f"{step}:{k}": round(v, 2) for step, tt in (("fit", fit_tasks), ("write", write_tasks))
                                   for k, v in tt.transfer_by.items()}
             if args.timeline:
@@ -409,7 +424,8 @@ def main() -> None:
                 rounds[label].append(r)
                 print(f"  {label}{f' (round {rnd + 1})' if args.rounds > 1 else ''}: {r['wall_s']:.2f}s (runs {r['walls']}; "
                       f"fit {r['fit_s']:.2f}, transform+write {r['transform_write_s']:.2f}, "
-                      f"{r['partitions']} partitions; fit tail {r.get('fit_tail_s', 0.0):.2f}) phases " +
+                      f"{r['partitions']} partitions; fit tail {r.get('fit_tail_s', 0.0):.2f}, "
+                      f"scatter {r.get('scatter_s', 0.0):.2f}) phases " +
                       ", ".join(f"{k} {v:.1f}" for k, v in r.get("phases", {}).items()) +
                       (f"; transfer by waiting task {r['transfer_by']}" if r.get("transfer_by") else ""),
                       file=sys.stderr, flush=True)
