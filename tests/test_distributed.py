@@ -326,3 +326,60 @@ def test_fit_of_a_dask_frame_moves_no_partition(cluster):
     ref = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     np.testing.assert_array_equal(cat.stats_["a"]["values"], [v for v, _ in ref])
     np.testing.assert_array_equal(cat.stats_["a"]["freqs"], [n for _, n in ref])
+
+
+def test_workers_receive_vocabularies_without_their_counts(cluster, data, tmp_path):
+    """The workflow scattered to the workers for a transform carries each vocabulary's values
+    (what the transform looks ids up in) but not its counts (only saving and ``inspect`` read
+    them, in the client): half the bytes of the Criteo vocabularies, sent once per worker. The
+    workflow the user holds keeps its counts and saves them; outputs equal the threaded run's."""
+    root, frame = data
+    ref = make_workflow()
+    ref.fit(tp.Dataset(str(root), part_size="256kB"))
+    ref.transform(tp.Dataset(str(root), part_size="256kB")).to_parquet(str(tmp_path / "threads"))
+    wf = make_workflow()
+    with distributed.Client(cluster) as client:
+        ds = tp.Dataset(str(root), part_size="256kB")
+        wf.fit(ds)
+        lazy = wf.transform(ds)  # holds the scattered workflow until computed
+
+        def held(dask_worker):
+            out = []
+            for value in list(dask_worker.data.values()):
+                if type(value).__name__ == "Workflow":
+                    cat = value.stat_nodes[0].op
+                    out.append((len(cat.stats_["cat"]["values"]), "freqs" if cat.stats_["cat"]["freqs"] is not None else None))
+            return out
+
+        on_workers = client.run(held)
+        lazy.to_parquet(str(tmp_path / "cluster"))
+    n_values = len(ref.stat_nodes[0].op.stats_["cat"]["values"])
+    assert len(on_workers) == 2 and all(got == [(n_values, None)] for got in on_workers.values()), on_workers
+    user_cat = wf.stat_nodes[0].op.stats_["cat"]
+    np.testing.assert_array_equal(user_cat["freqs"], ref.stat_nodes[0].op.stats_["cat"]["freqs"])
+    wf.save(str(tmp_path / "saved"))
+    back = tp.Workflow.load(str(tmp_path / "saved"))
+    np.testing.assert_array_equal(back.stat_nodes[0].op.stats_["cat"]["freqs"], user_cat["freqs"])
+    pd.testing.assert_frame_equal(read_output(tmp_path / "cluster"), read_output(tmp_path / "threads"))
+
+
+def test_the_workers_copy_shares_arrays_and_unchanged_ops():
+    """``for_workers`` (what is scattered) copies only the ops that leave state out for the workers
+    (Categorify: counts left out, int values the very same memory; object arrays are copied, as
+    pickle copies them); other ops, a LambdaOp's lambda
+    included, are the workflow's own objects; the user's ops keep all their state."""
+    from tabprep.workflow.tasks import for_workers
+
+    df = pd.DataFrame({"c": [7, 9, 7, 5], "x": [1.0, 2.0, np.nan, 4.0]})
+    lam = ops.LambdaOp(lambda s: s * 2)
+    wf = tp.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.FillMissing() >> lam >> ops.Normalize()))
+    wf.op_timer = lambda *a: None  # a local function on the workflow itself: cloudpickle's job
+    wf.fit(tp.Dataset(df))
+    copy = for_workers(wf)
+    cat, ccat = wf.stat_nodes[0].op, copy.stat_nodes[0].op
+    assert ccat is not cat and ccat.stats_["c"]["freqs"] is None
+    assert np.shares_memory(ccat.stats_["c"]["values"], cat.stats_["c"]["values"])
+    assert cat.stats_["c"]["freqs"].tolist() == [2, 1, 1]
+    assert copy.stat_nodes[1].op is wf.stat_nodes[1].op  # Normalize: by reference
+    assert [n.op for n in copy.nodes if isinstance(n.op, ops.LambdaOp)] == [lam]
+    pd.testing.assert_frame_equal(copy.transform_frame(df), wf.transform_frame(df))

@@ -209,6 +209,13 @@ class Operator:
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Operator":
         return cls(**config)
 
+    def state_for_workers(self, state: Dict[str, Any]) -> Dict[str, Any]:
+        """The attribute dict (``state``, as pickled) of the copy of this op that dask.distributed
+        workers receive to transform data and to fit later passes: leave out learned state that
+        neither reads (it is sent once per worker, every fit pass and transform). Return a new
+        dict; the op the user holds keeps everything. Default: all of it."""
+        return state
+
 
 class StatOperator(Operator):
     """An op that learns statistics in :meth:`Workflow.fit` before it can transform."""

@@ -18,7 +18,7 @@ from ..schema import Schema, check_input_dtypes, kind_mismatch_message
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from .tasks import _transform_frame, _transform_part, _transform_partition
+from .tasks import _transform_frame, _transform_part, _transform_partition, for_workers
 
 log = logging.getLogger(__name__)
 
@@ -374,7 +374,7 @@ class Workflow:
         client = _distributed_client()
         if client is None:
             return dask.delayed(self, pure=True)
-        return client.scatter(self, broadcast=True, hash=False)
+        return client.scatter(for_workers(self), broadcast=True, hash=False)
 
     def _require_fitted(self) -> None:
         missing = [n.op.label for n in self.stat_nodes if not n.op.fitted]
