@@ -23,7 +23,7 @@ from .io.dataset import Dataset
 from .ops.base import Operator, StatOperator, registered_ops
 from .workflow.fusion import _declares_host_partial
 from .workflow.reduction import splits_by_key
-from .workflow.tasks import key_shard, merge_keyed
+from .workflow.tasks import for_workers, key_shard, merge_keyed
 from .workflow.workflow import Workflow
 
 __all__ = ["check_op", "default_frame"]
@@ -76,7 +76,8 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
     5. ``empty partitions``: fitting with an empty partition between two halves gives the same
        output as fitting on the whole frame;
     6. ``save/load round trip`` and ``spec round trip`` (registered ops, unless skipped);
-    7. ``pickling``: a pickled fitted workflow transforms identically;
+    7. ``pickling``: a pickled fitted workflow transforms identically, and so does the copy
+       dask.distributed workers receive (what :meth:`Operator.state_for_workers` leaves in);
     8. ``backend parity`` when cuDF is installed: the GPU output equals the CPU one (ids exact,
        floats to float32 rounding).
     """
@@ -238,6 +239,11 @@ def check_op(op: Operator, data: Optional[pd.DataFrame] = None, columns: Optiona
                              f"(dask.distributed ships it to workers): {type(exc).__name__}: {exc}") from exc
     _assert_same(out1, _transform(clone, data, name, "transform after pickling"),
                  f"check 'pickling' failed for {name}: the unpickled workflow transforms differently")
+    # the copy dask.distributed workers receive (Operator.state_for_workers), pickled as it travels
+    shipped = pickle.loads(pickle.dumps(for_workers(wf1)))
+    _assert_same(out1, _transform(shipped, data, name, "transform of the workers' copy"),
+                 f"check 'pickling' failed for {name}: the copy dask workers receive (state_for_workers) "
+                 f"transforms differently")
 
     # 8. backend parity (GPU machines only)
     if backend.has_cudf():

@@ -176,3 +176,16 @@ class KeyedButCoupled(StatOperator):
 def test_catches_keyed_statistics_that_depend_on_other_keys():
     with pytest.raises(AssertionError, match="keyed statistics.*KeyedButCoupled"):
         check_op(KeyedButCoupled(), allow_unregistered=True)
+
+
+class DropsWhatTransformReads(ops.Normalize):
+    """Leaves its learned means out of the copy dask.distributed workers receive, though its
+    transform reads them."""
+
+    def state_for_workers(self, state):
+        return dict(state, stats_={c: dict(st, mean=0.0) for c, st in state["stats_"].items()})
+
+
+def test_state_left_out_for_the_workers_that_transform_reads_is_caught():
+    with pytest.raises(AssertionError, match=r"check 'pickling' failed for DropsWhatTransformReads.*workers"):
+        check_op(DropsWhatTransformReads(), allow_unregistered=True)
