@@ -137,8 +137,8 @@ def phases(fit_tasks: TaskTimes, write_tasks: TaskTimes, fit_ops: List[tuple], w
     fit_read = sum(t[4] for t in fit_ops if t[2] == "read")
     for name, s in fit_tasks.seconds.items():
         # (dask's key_split drops the leading underscore of the task functions' names)
-        key = {"fit_partition": "fit partials", "combine_pieces": "combine", "combine_group": "combine", "split_partials": "combine",
-               "getitem": "combine", "finalize_stats": "combine"}.get(name.strip("_"), "read")
+        key = {"fit_partition": "fit partials", "combine_group": "combine", "combine_pieces": "combine",
+               "split_partials": "combine", "getitem": "combine", "finalize_stats": "combine"}.get(name.strip("_"), "read")
         out[key] += s
     out["read"] += fit_read
     out["fit partials"] = max(0.0, out["fit partials"] - fit_read)

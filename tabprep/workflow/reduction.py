@@ -96,10 +96,10 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
 def worker_addresses(wf: Any) -> List[str]:
     """The addresses of the dask.distributed workers the fit pass will run on (sorted; those of
     the client of ``wf``, a scattered future), none with a local scheduler."""
-    client = getattr(wf, "client", None)
-    if isinstance(wf, Delayed) or client is None:
+    if isinstance(wf, Delayed):  # (a Delayed's getattr would make a delayed attribute, not None)
         return []
-    return sorted(client.nthreads())
+    client = getattr(wf, "client", None)
+    return sorted(client.nthreads()) if client is not None else []
 
 
 def _placed(workers: List[str], i: int) -> Any:
