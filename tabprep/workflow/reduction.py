@@ -9,7 +9,9 @@ import contextlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
+from dask.base import tokenize
 from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
 from ..ops.base import StatOperator
 from .fusion import _declares
@@ -73,23 +75,23 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
     for w in range(width):
         with _placed(workers, w):
-            partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
+            partials = [partial_fn(wf, ids, _pinned(p, workers, w), nullable) for p in parts[w::width]]
             if len(partials) <= keep:
                 split = [split_fn(p, groups) for p in partials]
                 for k in range(len(groups)):
                     inputs[k] += [pieces[k] for pieces in split]
                 continue
             for k, g in enumerate(groups):
-                level = [group_fn(wf, g, partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
+                level = [group_fn(wf, g, *partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
                 while len(level) > keep:
-                    level = [merge_fn(wf, g, level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
+                    level = [merge_fn(wf, g, *level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
                 inputs[k] += level
     pack = not isinstance(wf, Delayed)
     final_fn = dask.delayed(_finalize_stats, pure=True)
     finals = []
     for k, g in enumerate(groups):
         with _placed(workers, k):
-            finals.append(final_fn(wf, g, inputs[k], pack))
+            finals.append(final_fn(wf, g, pack, *inputs[k]))
     return finals, pack
 
 
@@ -110,6 +112,21 @@ def _placed(workers: List[str], i: int) -> Any:
     if len(workers) < 2:
         return contextlib.nullcontext()
     return dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
+
+
+def _pinned(part: Any, workers: List[str], i: int) -> Any:
+    """A delayed partition (of a dask frame: csv input, an in-memory frame) whose tasks prefer
+    worker ``i`` as its partial does (:func:`_placed`), so the partition is computed where it is
+    fitted instead of moving between workers. ``dask.annotate`` marks only the tasks made in its
+    context, not the partition's, which were made before (the fit's combine tasks used to take
+    their partials as a list, whose traversal by dask.delayed happened to re-make them there).
+    A partition reader (parquet) is returned as it is: it runs inside the partial's task."""
+    if len(workers) < 2 or not isinstance(part, Delayed):
+        return part
+    layer = MaterializedLayer(dict(part.__dask_graph__()),
+                              annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
+    name = f"tabprep-placed-{tokenize(part.key)}"
+    return Delayed(part.key, HighLevelGraph({name: layer}, {name: set()}), layer=name)
 
 
 def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bool) -> None:

@@ -106,24 +106,27 @@ def _group_piece(partial: Dict[str, Any], units: List[Unit]) -> Dict[Unit, Any]:
             for nid, shard, shards in units}
 
 
-def _combine_group(wf: "Workflow", units: List[Unit], partials: List[Dict[str, Any]]) -> Dict[Unit, Any]:
+def _combine_group(wf: "Workflow", units: List[Unit], *partials: Dict[str, Any]) -> Dict[Unit, Any]:
     """The work items ``units`` of whole partials (computed on this worker), merged into one piece:
     the first level of a group's tree, which reads its partials where they are instead of
     waiting for a split of each (on a dask.distributed cluster, every split output is a task:
     8 per partition)."""
-    return _combine_pieces(wf, units, [_group_piece(p, units) for p in partials])
+    return _combine_pieces(wf, units, *[_group_piece(p, units) for p in partials])
 
 
-def _combine_pieces(wf: "Workflow", units: List[Unit], pieces: List[Dict[Unit, Any]]) -> Dict[Unit, Any]:
+def _combine_pieces(wf: "Workflow", units: List[Unit], *pieces: Dict[Unit, Any]) -> Dict[Unit, Any]:
     """The pieces (:func:`_split_partials`) of the work items ``units``, merged into one piece
-    (``fit_combine`` of each item's op)."""
+    (``fit_combine`` of each item's op). The pieces (and the partials of :func:`_combine_group`
+    and :func:`_finalize_stats`) come as separate arguments, not a list: dask.delayed traverses
+    a list argument to find its dask objects, which cost 1.9 ms per combine task of 8 inputs
+    against 0.5 ms (``fit_graph`` built 40 partitions' tasks in 0.13-0.15 s in the client)."""
     if len(pieces) == 1:
         return pieces[0]
     by_id = wf.nodes_by_id()
     return {unit: by_id[unit[0]].op.fit_combine([p[unit] for p in pieces]) for unit in units}
 
 
-def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit, Any]], pack: bool = False) -> Dict[Unit, Any]:
+def _finalize_stats(wf: "Workflow", units: List[Unit], pack: bool, *partials: Dict[Unit, Any]) -> Dict[Unit, Any]:
     """The last reduction step of the work items ``units``, where their partials are (a worker
     with a distributed client): merge each item's partials, then finalize a copy of its op.
     Returns ``{unit: (set, removed)}``: the attributes ``fit_finalize`` set (new or rebound) and
@@ -135,7 +138,7 @@ def _finalize_stats(wf: "Workflow", units: List[Unit], partials: List[Dict[Unit,
     task received (shared by the worker's tasks, or the caller's own object with a local
     scheduler) is left as it was."""
     by_id = wf.nodes_by_id()
-    merged = _combine_pieces(wf, units, partials)
+    merged = _combine_pieces(wf, units, *partials)
     out = {}
     for unit in units:
         n = by_id[unit[0]]
