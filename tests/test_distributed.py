@@ -328,6 +328,32 @@ def test_fit_of_a_dask_frame_moves_no_partition(cluster):
     np.testing.assert_array_equal(cat.stats_["a"]["freqs"], [n for _, n in ref])
 
 
+def test_fit_of_a_dask_frame_whose_partitions_share_tasks(cluster):
+    """Partitions made from shared tasks (a repartitioned frame, an empty partition): each is
+    pinned to its partial's worker with the tasks it depends on, which other partitions need too;
+    the statistics equal plain pandas' over the whole frame, and the transform keeps every row."""
+    import dask.dataframe as dd
+
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame({"a": rng.integers(0, 300, 30_000), "x": rng.normal(5, 2, 30_000)})
+    frame.loc[rng.random(30_000) < 0.1, "x"] = np.nan
+    ddf = dd.from_pandas(frame, npartitions=7).repartition(npartitions=4)
+    ddf = dd.concat([ddf, dd.from_pandas(frame.iloc[:0], npartitions=1)])
+    cat, norm = ops.Categorify(), ops.Normalize()
+    wf = tp.Workflow((["a"] >> cat) + (["x"] >> norm))
+    with distributed.Client(cluster):
+        wf.fit(tp.Dataset(ddf))
+        out = wf.transform(tp.Dataset(ddf)).to_ddf().compute()
+    counts = frame["a"].value_counts()
+    ref = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    np.testing.assert_array_equal(cat.stats_["a"]["values"], [v for v, _ in ref])
+    np.testing.assert_array_equal(cat.stats_["a"]["freqs"], [n for _, n in ref])
+    x = frame["x"].dropna().to_numpy()
+    assert norm.stats_["x"]["mean"] == pytest.approx(x.mean(), rel=1e-12)
+    assert norm.stats_["x"]["std"] == pytest.approx(x.std(), rel=1e-12)
+    assert len(out) == len(frame)
+
+
 def test_workers_receive_vocabularies_without_their_counts(cluster, data, tmp_path):
     """The workflow scattered to the workers for a transform carries each vocabulary's values
     (what the transform looks ids up in) but not its counts (only saving and ``inspect`` read
