@@ -354,6 +354,30 @@ def test_fit_of_a_dask_frame_whose_partitions_share_tasks(cluster):
     assert len(out) == len(frame)
 
 
+def test_each_pinned_partition_holds_its_own_tasks_for_its_worker():
+    """``reduction._pinned``: a dask frame's delayed partitions all share the graph of every
+    partition; each pinned partition must keep only the tasks it depends on, restricted (loosely)
+    to worker i % W. Restricting the whole shared graph per partition sent every partition to the
+    last partition's worker."""
+    import dask.dataframe as dd
+
+    from tabprep.workflow.reduction import _pinned
+
+    frame = pd.DataFrame({"a": np.arange(600) % 7})
+    parts = dd.from_pandas(frame, npartitions=6).to_delayed()
+    assert len(dict(parts[0].__dask_graph__())) == 6  # the shared graph this is about
+    workers = ["tcp://w0", "tcp://w1", "tcp://w2"]
+    pinned = _pinned(parts, workers)
+    for i, (p, q) in enumerate(zip(parts, pinned)):
+        assert q.key == p.key
+        (layer,) = q.__dask_graph__().layers.values()
+        assert set(layer) == {p.key}, (i, list(layer))
+        assert layer.annotations == {"workers": [workers[i % 3]], "allow_other_workers": True}
+        pd.testing.assert_frame_equal(q.compute(), p.compute())
+    readers = [lambda: frame] * 2  # parquet partition readers run inside the partial: untouched
+    assert _pinned(readers, workers) is readers and _pinned(parts, workers[:1]) is parts
+
+
 def test_workers_receive_vocabularies_without_their_counts(cluster, data, tmp_path):
     """The workflow scattered to the workers for a transform carries each vocabulary's values
     (what the transform looks ids up in) but not its counts (only saving and ``inspect`` read

@@ -72,10 +72,11 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     # group's final task: no partial crosses to another worker unmerged. A worker with no more
     # partials than that share cuts them into the groups (split) for the final tasks to fetch.
     keep = max(1, SPLIT_EVERY // width)
+    parts = _pinned(parts, workers)  # partition i with its partial, on worker i % width
     inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
     for w in range(width):
         with _placed(workers, w):
-            partials = [partial_fn(wf, ids, _pinned(p, workers, w), nullable) for p in parts[w::width]]
+            partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
             if len(partials) <= keep:
                 split = [split_fn(p, groups) for p in partials]
                 for k in range(len(groups)):
@@ -114,19 +115,43 @@ def _placed(workers: List[str], i: int) -> Any:
     return dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
 
 
-def _pinned(part: Any, workers: List[str], i: int) -> Any:
-    """A delayed partition (of a dask frame: csv input, an in-memory frame) whose tasks prefer
-    worker ``i`` as its partial does (:func:`_placed`), so the partition is computed where it is
-    fitted instead of moving between workers. ``dask.annotate`` marks only the tasks made in its
-    context, not the partition's, which were made before (the fit's combine tasks used to take
-    their partials as a list, whose traversal by dask.delayed happened to re-make them there).
-    A partition reader (parquet) is returned as it is: it runs inside the partial's task."""
-    if len(workers) < 2 or not isinstance(part, Delayed):
-        return part
-    layer = MaterializedLayer(dict(part.__dask_graph__()),
-                              annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
-    name = f"tabprep-placed-{tokenize(part.key)}"
-    return Delayed(part.key, HighLevelGraph({name: layer}, {name: set()}), layer=name)
+def _pinned(parts: List[Any], workers: List[str]) -> List[Any]:
+    """``parts`` with each delayed partition (of a dask frame: csv input, an in-memory frame)
+    restricted, loosely, to worker ``i % W`` with the tasks it depends on, as its partial is
+    (:func:`_placed`): the partition is computed where it is fitted instead of moving between
+    workers. ``dask.annotate`` marks only the tasks made in its context, not the partitions', which
+    were made before (the fit's combine tasks used to take their partials as a list, whose
+    traversal by dask.delayed happened to re-make them there). A dask frame's delayed partitions
+    share one graph of all partitions: it is read once and each partition keeps only its own
+    tasks (shared upstream tasks, e.g. of a repartition, land in several partitions' layers and
+    take one of their workers). Partition readers (parquet) are returned as they are: they run
+    inside the partial's task."""
+    if len(workers) < 2 or not any(isinstance(p, Delayed) for p in parts):
+        return parts
+    from dask.core import get_deps
+
+    graphs: Dict[int, Tuple[Any, Dict[Any, Any], Dict[Any, Any]]] = {}  # id(graph) -> (graph, tasks, dependencies)
+    out = []
+    for i, part in enumerate(parts):
+        if not isinstance(part, Delayed):
+            out.append(part)
+            continue
+        graph = part.__dask_graph__()
+        if id(graph) not in graphs:
+            tasks = dict(graph)
+            graphs[id(graph)] = (graph, tasks, get_deps(tasks)[0])  # the graph kept: its id stays its own
+        _, tasks, deps = graphs[id(graph)]
+        own, todo = set(), [part.key]
+        while todo:
+            key = todo.pop()
+            if key not in own:
+                own.add(key)
+                todo.extend(deps.get(key, ()))
+        layer = MaterializedLayer({k: tasks[k] for k in own},
+                                  annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
+        name = f"tabprep-placed-{tokenize(part.key)}"
+        out.append(Delayed(part.key, HighLevelGraph({name: layer}, {name: set()}), layer=name))
+    return out
 
 
 def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bool) -> None:
