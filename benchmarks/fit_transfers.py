@@ -2,11 +2,13 @@
 
     python benchmarks/fit_transfers.py --rows 10000000 --workers 2              # CPU LocalCluster
     python benchmarks/fit_transfers.py --gpu --rows 100000000 --workers 2 --share-gpu   # 2 workers on GPU 0
+    python benchmarks/fit_transfers.py --gpu --rows 100000000 --workers 1              # 1 LocalCUDACluster worker
 
 The canonical Criteo workflow (as ``criteo.py``) is fitted ``--fits`` times on a cluster of
 ``--workers`` processes (the first fit is a warm-up); for each timed fit the script prints the
 wall, the seconds tasks spent waiting for data from other workers (``transfer`` in dask's task
-stream) and how many partitions each worker fitted. With ``--gpu`` the workers are a
+stream), how many partitions each worker fitted, and the fit's phases (to the first task, the
+partials, the combine and finalize after them, the tail back to the client). With ``--gpu`` the workers are a
 ``LocalCUDACluster`` (one GPU each), or with ``--share-gpu`` plain dask workers that all use
 GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
 (the workers share the device).
@@ -81,7 +83,7 @@ def main() -> None:
                          + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
                          + ["label"])
         with get_task_stream(client) as ts:
-            start = time.perf_counter()
+            start, t0 = time.perf_counter(), time.time()  # the task stream's times are time.time()
             wf.fit(ds)
             wall = time.perf_counter() - start
         transfer = sum(s["stop"] - s["start"] for t in ts.data for s in t.get("startstops", ())
@@ -92,7 +94,7 @@ def main() -> None:
                 per_worker[t["worker"]] = per_worker.get(t["worker"], 0) + 1
         label = "warm-up" if i == 0 else f"fit {i}"
         print(f"  {label}: {wall:.2f} s, transfer {transfer:.2f} task-s, partitions per worker "
-              f"{sorted(per_worker.values())} of {ds.npartitions}", flush=True)
+              f"{sorted(per_worker.values())} of {ds.npartitions}; {_phases(ts.data, t0, wall)}", flush=True)
         if i:
             walls.append(wall)
             moved.append(transfer)
@@ -100,6 +102,23 @@ def main() -> None:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
     client.close()
     cluster.close()
+
+
+def _phases(stream: List[Dict[str, Any]], t0: float, wall: float) -> str:
+    """Where a fit's wall time went, from the task stream: seconds from ``fit()`` to the first task
+    (planning, graph, scatter), to the last partial's end, from there to the last task (the
+    combine and finalize left after the partials) and from the last task to the end of ``fit``
+    (the statistics reaching the client). With fits of two data sizes, the part that does not grow
+    with the data is what adding workers cannot shrink."""
+    compute = [(str(t["key"]), s) for t in stream for s in t.get("startstops", ()) if s["action"] == "compute"]
+    if not compute:
+        return "no task stream"
+    first = min(s["start"] for _, s in compute) - t0
+    last = max(s["stop"] for _, s in compute) - t0
+    partials = [s["stop"] for k, s in compute if "fit_partition" in k]
+    last_partial = (max(partials) - t0) if partials else first
+    return (f"to the first task {first:.2f} s, partials done at {last_partial:.2f} s, then {last - last_partial:.2f} s "
+            f"of combine/finalize, tail {wall - last:.2f} s")
 
 
 if __name__ == "__main__":
