@@ -128,9 +128,9 @@ def _pinned(parts: List[Any], workers: List[str]) -> List[Any]:
     inside the partial's task."""
     if len(workers) < 2 or not any(isinstance(p, Delayed) for p in parts):
         return parts
-    from dask.core import get_deps
+    from dask.optimization import cull
 
-    graphs: Dict[int, Tuple[Any, Dict[Any, Any], Dict[Any, Any]]] = {}  # id(graph) -> (graph, tasks, dependencies)
+    graphs: Dict[int, Tuple[Any, Dict[Any, Any]]] = {}  # id(graph) -> (graph, its tasks)
     out = []
     for i, part in enumerate(parts):
         if not isinstance(part, Delayed):
@@ -138,17 +138,9 @@ def _pinned(parts: List[Any], workers: List[str]) -> List[Any]:
             continue
         graph = part.__dask_graph__()
         if id(graph) not in graphs:
-            tasks = dict(graph)
-            graphs[id(graph)] = (graph, tasks, get_deps(tasks)[0])  # the graph kept: its id stays its own
-        _, tasks, deps = graphs[id(graph)]
-        own, todo = set(), [part.key]
-        while todo:
-            key = todo.pop()
-            if key not in own:
-                own.add(key)
-                todo.extend(deps.get(key, ()))
-        layer = MaterializedLayer({k: tasks[k] for k in own},
-                                  annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
+            graphs[id(graph)] = (graph, dict(graph))  # the graph kept: its id stays its own
+        own, _ = cull(graphs[id(graph)][1], [part.key])  # the partition's task and what it depends on
+        layer = MaterializedLayer(own, annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
         name = f"tabprep-placed-{tokenize(part.key)}"
         out.append(Delayed(part.key, HighLevelGraph({name: layer}, {name: set()}), layer=name))
     return out
