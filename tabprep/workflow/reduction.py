@@ -112,7 +112,12 @@ def _placed(workers: List[str], i: int) -> Any:
     fewer than two workers."""
     if len(workers) < 2:
         return contextlib.nullcontext()
-    return dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
+    return dask.annotate(**_restriction(workers, i))
+
+
+def _restriction(workers: List[str], i: int) -> Dict[str, Any]:
+    """The annotations of a task that prefers worker ``i`` (modulo their number), loosely."""
+    return {"workers": [workers[i % len(workers)]], "allow_other_workers": True}
 
 
 def _pinned(parts: List[Any], workers: List[str]) -> List[Any]:
@@ -140,7 +145,7 @@ def _pinned(parts: List[Any], workers: List[str]) -> List[Any]:
         if id(graph) not in graphs:
             graphs[id(graph)] = (graph, dict(graph))  # the graph kept: its id stays its own
         own, _ = cull(graphs[id(graph)][1], [part.key])  # the partition's task and what it depends on
-        layer = MaterializedLayer(own, annotations={"workers": [workers[i % len(workers)]], "allow_other_workers": True})
+        layer = MaterializedLayer(own, annotations=_restriction(workers, i))
         name = f"tabprep-placed-{tokenize(part.key)}"
         out.append(Delayed(part.key, HighLevelGraph({name: layer}, {name: set()}), layer=name))
     return out
