@@ -80,6 +80,10 @@ class JaxLoader(FrameworkLoader):
             self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
             self.devices = devs
 
+    #: XLA takes only dense row-major buffers through DLPack, and a block's batch slice is strided:
+    #: one hand-off per column (each a contiguous row of its block)
+    _block_handoff = False
+
     def _array(self, arr: Any) -> jax.Array:
         out = _to_jax(arr)
         if self.sharding is not None:

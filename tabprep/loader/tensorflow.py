@@ -396,8 +396,16 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         return self._dense_max
 
     def _convert(self, batch: Dict[str, Any]) -> Any:
-        # on the GPU the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
-        self.loader._device.synchronize()
+        with self.loader._device.context():
+            out = self._convert_on_device(batch)
+            # TF's DLPack capsules carry no stream: wait where this thread queued device work (a
+            # batch joined from two chunks, list columns' counts and padding) before TF reads it;
+            # slices of a chunk were complete when the chunk was handed over
+            if getattr(batch, "joined", True) or self.loader.sparse_names:
+                self.loader._device.synchronize()
+            return out
+
+    def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         dense = self._dense_columns()
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
