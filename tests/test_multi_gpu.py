@@ -3,9 +3,10 @@ that lives on another device than the current one through peer access, and says 
 PerformanceWarning ("Peer access has been activated automatically"). Here that warning is an
 error, in the three places where tabprep computes on a GPU:
 
-* a transform in this process, of data on GPU 1 after the workflow already ran on GPU 0;
-* dask-cuda workers (one GPU each) fitting and transforming;
-* the loaders (core, PyTorch) on GPU 1, consumed from a thread whose current device is GPU 0.
+* a process working on GPU 1 (its current device set first, as a data-parallel rank does): the
+  fit and transform in that process (dask's threads), and the core and PyTorch loaders on
+  ``device=1`` (run in a subprocess, so that no earlier test has touched GPU 0 in it);
+* dask-cuda workers (one GPU each) fitting and transforming.
 
 Expected values come from pandas / numpy on the host (the CPU backend's results, which the
 CPU tests check against references of their own)."""
@@ -67,22 +68,74 @@ def _host(df) -> pd.DataFrame:
     return df.to_pandas().reset_index(drop=True) if hasattr(df, "to_pandas") else df.reset_index(drop=True)
 
 
-def test_transform_in_process_on_a_second_gpu(peer_access_is_an_error):
-    import cudf
-    import cupy
+RANK1 = r"""
+import sys, warnings
+warnings.filterwarnings("error", message=PEER)
+import cupy
+cupy.cuda.Device(1).use()             # as data-parallel rank 1 does, before any work
+import numpy as np, pandas as pd
+sys.path.insert(0, TESTS)
+from test_multi_gpu import _frame, _workflow, _host
+import tabprep as tp
 
-    data = _frame(0)
-    wf = _workflow()
-    wf.fit(tp.Dataset(data, cpu=False))
-    expected = _host(wf.transform_frame(data))  # the CPU path: pandas in, pandas out
-    on0 = _host(wf.transform_frame(cudf.from_pandas(data)))  # tables cached on GPU 0
-    with cupy.cuda.Device(1):
-        gdf1 = cudf.from_pandas(data)
-        on1 = wf.transform_frame(gdf1)
-        assert all(on1[n].values.device.id == 1 for n in on1.columns), "an output column is not on GPU 1"
-        on1 = _host(on1)
-    pd.testing.assert_frame_equal(on0, expected, check_dtype=False, rtol=1e-5)
-    pd.testing.assert_frame_equal(on1, expected, check_dtype=False, rtol=1e-5)
+data = _frame(0)
+data.to_parquet(WORK + "/in.parquet", index=False, row_group_size=6_000)
+wf = _workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=False))    # in process: dask threads
+expected = _host(_workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=True)).transform_frame(data))
+import cudf
+out = wf.transform_frame(cudf.from_pandas(data))
+assert all(out[c].values.device.id == 1 for c in out.columns)
+pd.testing.assert_frame_equal(_host(out), expected, check_dtype=False, rtol=1e-5)
+wf.transform(tp.Dataset(WORK + "/in.parquet", cpu=False)).to_parquet(WORK + "/out")
+got = tp.Dataset(WORK + "/out", cpu=True).compute().reset_index(drop=True)
+pd.testing.assert_frame_equal(got[expected.columns], expected, check_dtype=False, rtol=1e-5)
+
+from tabprep.loader import DataLoader
+kw = dict(batch_size=3_000, label_names=["label"], cat_names=["cat", "cat2", "cat2_h", "TE_cat_label"],
+          cont_names=["x"], seed=3, buffer_size=7_000, parts_per_chunk=2)
+cpu = list(DataLoader(WORK + "/in.parquet", device="cpu", **kw).map(wf))
+gpu = list(DataLoader(WORK + "/in.parquet", device=1, **kw).map(wf))
+assert len(cpu) == len(gpu) == -(-len(data) // 3_000)
+for bc, bg in zip(cpu, gpu):
+    for name in bc:
+        assert bg[name].device.id == 1, name
+        np.testing.assert_allclose(cupy.asnumpy(bg[name]), bc[name], rtol=1e-5, err_msg=name)
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    torch.cuda.set_device(1)
+    from tabprep.loader.torch import TorchAsyncItr
+    tkw = dict(batch_size=3_000, labels=["label"], cats=["cat", "cat2", "cat2_h", "TE_cat_label"], conts=["x"],
+               seed=4, shuffle=True, buffer_size=7_000, parts_per_chunk=2)
+    tc = list(TorchAsyncItr(WORK + "/in.parquet", device="cpu", **tkw).map(wf))
+    tg = list(TorchAsyncItr(WORK + "/in.parquet", device=1, **tkw).map(wf))
+    assert len(tc) == len(tg)
+    for (xc, yc), (xg, yg) in zip(tc, tg):
+        assert yg.device == torch.device("cuda", 1)
+        assert torch.equal(yg.cpu(), yc)
+        for name in xc:
+            assert xg[name].device == torch.device("cuda", 1), name
+            np.testing.assert_allclose(xg[name].cpu().numpy(), xc[name].numpy(), rtol=1e-5, err_msg=name)
+print("RANK1-OK")
+"""
+
+
+def test_rank_on_the_second_gpu_keeps_everything_there(tmp_path):
+    """A process that works on GPU 1 (current device set first, as a data-parallel rank does): the
+    in-process fit (dask threads) and transform, the core and PyTorch loaders on ``device=1`` all
+    compute there, give the CPU's values, and never read another GPU's memory."""
+    import os
+    import subprocess
+    import sys
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = RANK1.replace("PEER", repr(PEER)).replace("TESTS", repr(tests)).replace("WORK", repr(str(tmp_path)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(tests), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env)
+    assert res.returncode == 0 and "RANK1-OK" in res.stdout, res.stdout[-3000:] + res.stderr[-6000:]
 
 
 def _error_on_peer_access() -> None:
@@ -105,48 +158,3 @@ def test_workers_fit_and_transform_without_peer_access(tmp_path, peer_access_is_
         wf.transform(tp.Dataset(str(tmp_path / "*.parquet"), cpu=False)).to_parquet(str(tmp_path / "out"))
     got = tp.Dataset(str(tmp_path / "out"), cpu=True).compute().reset_index(drop=True)
     pd.testing.assert_frame_equal(got[expected.columns], expected, check_dtype=False, rtol=1e-5)
-
-
-def _loader_data(tmp_path):
-    data = _frame(2, 30_011)
-    wf = _workflow().fit(tp.Dataset(data, cpu=True))
-    for i, part in enumerate(np.array_split(np.arange(len(data)), 3)):
-        data.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet", index=False, row_group_size=4_000)
-    return str(tmp_path), wf
-
-
-def test_core_loader_on_a_second_gpu(tmp_path, peer_access_is_an_error):
-    import cupy
-
-    from tabprep.loader import DataLoader
-
-    path, wf = _loader_data(tmp_path)
-    kw = dict(batch_size=3_000, label_names=["label"], cat_names=["cat", "cat2", "cat2_h", "TE_cat_label"],
-              cont_names=["x"], seed=3, buffer_size=7_000, parts_per_chunk=2)
-    cpu = [b for b in DataLoader(path, device="cpu", **kw).map(wf)]
-    with cupy.cuda.Device(0):   # the consumer's current device is not the loader's
-        gpu = [b for b in DataLoader(path, device=1, **kw).map(wf)]
-    assert len(cpu) == len(gpu) == -(-30_011 // 3_000)
-    for bc, bg in zip(cpu, gpu):
-        for name in bc:
-            assert bg[name].device.id == 1, name
-            np.testing.assert_allclose(cupy.asnumpy(bg[name]), bc[name], rtol=1e-5, err_msg=name)
-
-
-def test_torch_loader_on_a_second_gpu(tmp_path, peer_access_is_an_error):
-    torch = pytest.importorskip("torch")
-    from tabprep.loader.torch import TorchAsyncItr
-
-    path, wf = _loader_data(tmp_path)
-    kw = dict(batch_size=3_000, labels=["label"], cats=["cat", "cat2", "cat2_h", "TE_cat_label"], conts=["x"],
-              seed=4, shuffle=True, buffer_size=7_000, parts_per_chunk=2)
-    cpu = list(TorchAsyncItr(path, device="cpu", **kw).map(wf))
-    torch.cuda.set_device(0)
-    gpu = list(TorchAsyncItr(path, device=1, **kw).map(wf))
-    assert len(cpu) == len(gpu)
-    for (xc, yc), (xg, yg) in zip(cpu, gpu):
-        assert yg.device == torch.device("cuda", 1)
-        torch.testing.assert_close(yg.cpu(), yc)
-        for name in xc:
-            assert xg[name].device == torch.device("cuda", 1), name
-            torch.testing.assert_close(xg[name].cpu(), xc[name], check_dtype=False, rtol=1e-5, atol=1e-6)

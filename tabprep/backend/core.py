@@ -187,7 +187,27 @@ def compute_options(gpu: bool) -> dict:
         return {}
     except (ImportError, ValueError):
         pass
-    return {"num_workers": GPU_THREADS}
+    return {"pool": _gpu_pool()}
+
+
+_GPU_POOLS: dict = {}
+
+
+def _gpu_pool() -> Any:
+    """dask's threads for an in-process GPU computation: :data:`GPU_THREADS` threads whose current
+    CUDA device is the caller's (a new thread starts on device 0: a process training on GPU 1, as
+    data-parallel rank 1 does, would read and transform its partitions on GPU 0, beside statistics
+    and batches on GPU 1). One pool per device, kept for the process."""
+    import concurrent.futures
+
+    import cupy
+
+    index = int(cupy.cuda.runtime.getDevice())
+    pool = _GPU_POOLS.get(index)
+    if pool is None:
+        pool = _GPU_POOLS[index] = concurrent.futures.ThreadPoolExecutor(
+            GPU_THREADS, thread_name_prefix=f"tabprep-gpu{index}", initializer=lambda: cupy.cuda.Device(index).use())
+    return pool
 
 
 def compute_options_for(meta: Any) -> dict:
@@ -206,7 +226,10 @@ def use_rmm_pool(initial_size: Optional[int] = None) -> bool:
         return False
     import rmm
 
-    rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_size)
+    import cupy
+
+    # on the caller's current device (RMM's default is device 0 whatever the current one)
+    rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_size, devices=int(cupy.cuda.runtime.getDevice()))
     return True
 
 
