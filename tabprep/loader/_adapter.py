@@ -250,9 +250,11 @@ class FrameworkLoader(LoaderViews):
     def _array(self, arr: Any) -> Any:
         raise NotImplementedError
 
-    def _row(self, arr: Any, j: int) -> Any:
-        """Row ``j`` of a framework 2-D array (a column of a block)."""
-        return arr[j]
+    def _block_columns(self, block: Any) -> List[Any]:
+        """The rows of a batch's block (``(columns, rows)``, numpy / cupy) as framework arrays:
+        one hand-off, then row views."""
+        arr = self._array(block)
+        return [arr[j] for j in range(block.shape[0])]
 
     def _list_column(self, name: str, value: RaggedBatch) -> Any:
         dense = self._dense_columns()
@@ -274,9 +276,7 @@ class FrameworkLoader(LoaderViews):
         done: Dict[str, Any] = {}
         if self._block_handoff:
             for names, block in getattr(batch, "blocks", ()):
-                arr = self._array(block)   # one hand-off per block
-                for j, n in enumerate(names):
-                    done[n] = self._row(arr, j)
+                done.update(zip(names, self._block_columns(block)))   # one hand-off per block
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             value = batch[name]

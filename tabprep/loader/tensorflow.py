@@ -406,6 +406,12 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             return out
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        done: Dict[str, Any] = {}
+        if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
+            from .jax import block_columns
+
+            for names, block in getattr(batch, "blocks", ()):
+                done.update(zip(names, block_columns(block, keep_dims=True)))
         dense = self._dense_columns()
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
@@ -427,14 +433,14 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                     else:
                         x[name + "__values"], x[name + "__nnzs"] = values, nnzs
             else:
-                x[name] = _to_backend(_column(value))
+                x[name] = done[name] if name in done else _to_backend(_column(value))
         labels = self.loader.label_names
         ys = {}
         for name in labels:
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = _to_backend(_column(value))
+            ys[name] = done[name] if name in done else _to_backend(_column(value))
         if not labels:
             return x
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
