@@ -22,8 +22,9 @@ The pieces, in the order data flows:
 4. **Chunks**: each epoch, a rank's pieces are put in a seeded random order (``shuffle``) and
    grouped ``parts_per_chunk`` at a time. A chunk is read, concatenated, transformed by the
    attached workflow (``Workflow.transform_frame``: pandas on the CPU, cuDF on the GPU) and
-   converted once to contiguous numpy / cupy arrays, shuffled with a seeded permutation.
-5. **Batches**: slices (views) of the chunk arrays, which on the CPU are laid out so that
+   converted once to numpy / cupy arrays, shuffled with a seeded permutation (drawn on the host
+   while the chunk is read) into one 2-D block per role and dtype (:mod:`~tabprep.loader.blocks`).
+5. **Batches**: slices (views) of the chunk's blocks, which on the CPU are laid out so that
    batch slices start on 64-byte boundaries (TensorFlow then takes them without a copy); the
    tail of one chunk is joined to the head of the next, so every batch but the last has exactly
    ``batch_size`` rows and an epoch has ``ceil(rows / batch_size)`` batches (``floor`` with
@@ -56,7 +57,6 @@ cupy, host / device) are :mod:`tabprep.backend` calls.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
@@ -67,7 +67,7 @@ from .. import backend
 from .._util import did_you_mean
 from ..schema import Schema, Tags
 from .blocks import Batch, build_blocks
-from .planning import _EpochPlan, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
+from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
@@ -75,9 +75,6 @@ from .sources import (FRAME_UNIT_ROWS, _DaskSource, _FrameSource, _is_frame, _ma
                       _ParquetSource, _Piece, _Source, _Unit, reader_options)
 
 log = logging.getLogger(__name__)
-
-#: draws chunks' row permutations beside the threads that read and transform them
-_PERMUTATIONS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tabprep-loader-perm")
 
 
 # ---------------------------------------------------------------------------------------
@@ -436,7 +433,7 @@ class DataLoader:
         expected = plan.offsets[k + 1] - plan.offsets[k]
         # the chunk's row order is drawn on the host while its pieces are read and transformed
         # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
-        perm_job = _PERMUTATIONS.submit(self._permutation, plan, k, expected) \
+        perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
             if self._exact and self.shuffle and expected > 1 else None
         raw = self._source.stack([self._read_piece(p) for p in pieces])
         if len(raw) != expected:
@@ -451,8 +448,6 @@ class DataLoader:
                                  f"drop rows)")
         columns = self._to_columns(df, raw)
         n = len(df)
-        if perm_job is not None and n != expected:   # cannot happen: exact transforms keep rows (checked)
-            perm_job = None
         perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
         if perm is not None:
             perm = self._device.index_array(perm)
@@ -473,10 +468,7 @@ class DataLoader:
         return chunk
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
-        """The seeded row order of chunk ``k`` (numpy, on the host: the same on CPU and GPU)."""
-        if not self.shuffle or n <= 1:
-            return None
-        return np.random.default_rng(plan.seed + [k + 1]).permutation(n)
+        return chunk_permutation(plan, k, n) if self.shuffle else None
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
