@@ -18,7 +18,12 @@ beforehand, not timed) attached online with ``map(wf)``. Pipelines, each one epo
 * **jax**: ``JaxLoader`` (``jax.Array``), when JAX is installed;
 * **keras** (``--keras``): ``KerasSequenceLoader`` on Keras' backend (``KERAS_BACKEND``).
 
-Prints rows/s and each loader's ratio to the core loader and to the raw read.
+Prints rows/s and each loader's ratio to the core loader and to the raw read; ``--no-workflow`` adds
+the same table on data transformed beforehand (the raw read then reads those files), ``--train``
+the samples/s of ``examples/torch_dlrm.py``'s training step fed by ``TorchAsyncItr`` against the
+same steps on one batch held on the device (constant inputs): near 1, training is not input-bound.
+
+    python benchmarks/framework_loaders.py --gpu --rows 20000000 --no-workflow --train
 """
 from __future__ import annotations
 
@@ -88,6 +93,108 @@ def raw_read(files: list, gpu: bool, passes: int) -> Dict[str, float]:
     return time_epochs(read, lambda t: t.num_rows if hasattr(t, "num_rows") else len(t), passes, gpu, "raw read")
 
 
+def loader_table(files: list, wf: Optional[tp.Workflow], args: argparse.Namespace,
+                 common: Dict[str, Any]) -> Dict[str, Any]:
+    """Rows/s of the raw read and of every loader over ``files``, with ``wf`` attached online (or none)."""
+    def attach(loader: Any) -> Any:
+        return loader.map(wf) if wf is not None else loader
+
+    results: Dict[str, Any] = {"raw_read": raw_read(files, args.gpu, args.passes)}
+    from tabprep.loader import DataLoader
+
+    results["core"] = time_epochs(
+        lambda p: attach(DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS,
+                                    seed=p, **common)),
+        lambda b: len(b["label"]), args.passes, args.gpu, "core")
+    try:
+        from tabprep.loader.torch import TorchAsyncItr
+    except ImportError:
+        TorchAsyncItr = None
+    if TorchAsyncItr is not None and "torch" in args.loaders:
+        results["torch"] = time_epochs(
+            lambda p: attach(TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
+                                           seed=p, **common)),
+            lambda b: len(b[1]), args.passes, args.gpu, "torch")
+    try:
+        from tabprep.loader.jax import JaxLoader
+    except ImportError:
+        JaxLoader = None
+    if JaxLoader is not None and "jax" in args.loaders:
+        results["jax"] = time_epochs(
+            lambda p: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
+                                       **common)),
+            lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax")
+    if args.keras:
+        from tabprep.loader.keras import BACKEND, KerasSequenceLoader
+
+        results[f"keras_{BACKEND}"] = time_epochs(
+            lambda p: iter(attach(KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS,
+                                                      cont_names=CONTS, seed=p, **common))),
+            lambda b: int(b[1].shape[0]), args.passes, args.gpu, f"keras ({BACKEND})")
+    return results
+
+
+def print_table(title: str, results: Dict[str, Any]) -> None:
+    raw, core = results["raw_read"]["rows_per_s"], results["core"]["rows_per_s"]
+    print(title)
+    for name, r in results.items():
+        if isinstance(r, dict) and "rows_per_s" in r:
+            print(f"  {name:16s} {r['rows_per_s']:>14,.0f} rows/s   {r['rows_per_s'] / core:5.2f}x core   "
+                  f"{r['rows_per_s'] / raw:5.2f}x raw read")
+
+
+def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -> Dict[str, float]:
+    """examples/torch_dlrm.py's model and training step fed by ``TorchAsyncItr`` (the workflow online)
+    against the same number of steps on one batch already on the device (constant inputs)."""
+    import torch
+    from torch import nn
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from torch_dlrm import DLRM, criteo_workflow as dlrm_workflow
+    from tabprep.loader.torch import TorchAsyncItr
+
+    torch.manual_seed(0)
+    wf = dlrm_workflow(args.train_buckets)
+    wf.fit(tp.Dataset(files, cpu=not args.gpu))
+    itr = TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=0,
+                        **common).map(wf)
+    model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), args.train_dim).to(itr.device)
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+
+    def step(x: Dict[str, Any], y: Any) -> float:   # the example's step, its loss read back included
+        loss = nn.functional.binary_cross_entropy_with_logits(model(x), y.float())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    x0, y0 = itr.peek()
+    x0 = {k: v.clone() for k, v in x0.items()}
+    y0 = y0.clone()
+    for _ in range(5):   # warm-up: kernels, allocator, Adam's state
+        step(x0, y0)
+    _sync(args.gpu)
+    out: Dict[str, float] = {}
+    for p in range(args.passes):
+        t = time.perf_counter()
+        rows = steps = 0
+        for x, y in itr:
+            step(x, y)
+            rows += len(y)
+            steps += 1
+        _sync(args.gpu)
+        fed = rows / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for _ in range(steps):
+            step(x0, y0)
+        _sync(args.gpu)
+        const = steps * len(y0) / (time.perf_counter() - t)
+        print(f"  train pass {p}: loader-fed {fed:,.0f} rows/s, constant inputs {const:,.0f} rows/s", file=sys.stderr)
+        if not out or fed / const > out["ratio"]:
+            out = {"fed_rows_per_s": fed, "constant_rows_per_s": const, "ratio": fed / const}
+    return out
+
+
 def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -100,6 +207,15 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--gpu", action="store_true", help="read and transform with cuDF on GPU 0")
     ap.add_argument("--keras", action="store_true", help="also time KerasSequenceLoader on Keras' backend")
+    ap.add_argument("--no-workflow", action="store_true",
+                    help="also time the loaders on already transformed data (written once, not timed)")
+    ap.add_argument("--train", action="store_true",
+                    help="also the DLRM training of examples/torch_dlrm.py fed by TorchAsyncItr against constant "
+                         "inputs on the device (ratio of samples/s; >= 0.9: training is not input-bound)")
+    ap.add_argument("--train-buckets", type=int, default=100_000, help="HashBucket buckets of the --train model")
+    ap.add_argument("--train-dim", type=int, default=16, help="embedding size of the --train model")
+    ap.add_argument("--loaders", default="core,torch,jax", help="framework loaders to time besides core")
+    ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: the loader's)")
     ap.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
@@ -116,47 +232,26 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
         files = sorted(glob.glob(os.path.join(data, "*.parquet")))
         wf = criteo_workflow(args.buckets)
         wf.fit(tp.Dataset(files, cpu=not args.gpu))
-        common = dict(shuffle=True, buffer_size=buffer_size, parts_per_chunk=2, device=device)
+        common = dict(shuffle=True, buffer_size=buffer_size, parts_per_chunk=2, device=device, threads=args.threads)
+        where = f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}"
         results: Dict[str, Any] = {"rows": args.rows, "batch": args.batch, "gpu": args.gpu}
-        results["raw_read"] = raw_read(files, args.gpu, args.passes)
-
-        from tabprep.loader import DataLoader
-
-        results["core"] = time_epochs(
-            lambda p: DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=p,
-                                 **common).map(wf),
-            lambda b: len(b["label"]), args.passes, args.gpu, "core")
-        try:
-            from tabprep.loader.torch import TorchAsyncItr
-        except ImportError:
-            TorchAsyncItr = None
-        if TorchAsyncItr is not None:
-            results["torch"] = time_epochs(
-                lambda p: TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
-                                        seed=p, **common).map(wf),
-                lambda b: len(b[1]), args.passes, args.gpu, "torch")
-        try:
-            from tabprep.loader.jax import JaxLoader
-        except ImportError:
-            JaxLoader = None
-        if JaxLoader is not None:
-            results["jax"] = time_epochs(
-                lambda p: JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
-                                    **common).map(wf),
-                lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax")
-        if args.keras:
-            from tabprep.loader.keras import BACKEND, KerasSequenceLoader
-
-            results[f"keras_{BACKEND}"] = time_epochs(
-                lambda p: iter(KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS,
-                                                   cont_names=CONTS, seed=p, **common).map(wf)),
-                lambda b: int(b[1].shape[0]), args.passes, args.gpu, f"keras ({BACKEND})")
-        raw, core = results["raw_read"]["rows_per_s"], results["core"]["rows_per_s"]
-        print(f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}, workflow online:")
-        for name, r in results.items():
-            if isinstance(r, dict):
-                print(f"  {name:16s} {r['rows_per_s']:>14,.0f} rows/s   {r['rows_per_s'] / core:5.2f}x core   "
-                      f"{r['rows_per_s'] / raw:5.2f}x raw read")
+        results["workflow"] = online = loader_table(files, wf, args, common)
+        if args.no_workflow:
+            done = os.path.join(work, f"criteo_{args.rows}_transformed")
+            shutil.rmtree(done, ignore_errors=True)
+            wf.transform(tp.Dataset(files, cpu=not args.gpu)).to_parquet(done, row_group_size=args.row_group)
+            results["no_workflow"] = loader_table(sorted(glob.glob(os.path.join(done, "*.parquet"))), None, args,
+                                                  common)
+        if args.train:
+            results["train"] = train_ratio(files, args, common)
+        print_table(f"{where}, workflow online:", online)
+        if args.no_workflow:
+            print_table(f"{where}, no workflow (data transformed beforehand):", results["no_workflow"])
+        if args.train:
+            t = results["train"]
+            print(f"{where}, DLRM training (examples/torch_dlrm.py's model, {args.train_buckets:,} buckets): "
+                  f"loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs {t['constant_rows_per_s']:,.0f} "
+                  f"rows/s: {t['ratio']:.2f}x")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)

@@ -400,3 +400,44 @@ def test_gpu_ragged_helpers():
     out = take_ragged(col, cupy.array([3, 0, 2, 1]))
     assert out.offsets.tolist() == [0, 1, 3, 6, 6] and out.values.tolist() == [6, 1, 2, 3, 4, 5]
     assert pad_ragged(col, 2).tolist() == [[1, 2], [PAD_ID, PAD_ID], [3, 4], [6, PAD_ID]]
+
+
+def test_batches_join_chunks_whose_column_dtypes_differ(tmp_path):
+    # issue 33's blocks: a chunk's columns of one dtype are one 2-D block; where a column's dtype
+    # changes from one file to the next, the batch that straddles the two chunks is joined column
+    # by column (values and order as in pandas), and each batch's columns stay aligned and 1-D
+    a = pd.DataFrame({"x": np.arange(0, 500, dtype="int32"), "f": np.arange(500) / 3.0, "y": np.arange(500)})
+    b = pd.DataFrame({"x": np.arange(500, 1000, dtype="int64"), "f": np.arange(500, 1000) / 3.0,
+                      "y": np.arange(500, 1000)})
+    a.to_parquet(tmp_path / "a.parquet", index=False)
+    b.to_parquet(tmp_path / "b.parquet", index=False)
+    ref = pd.concat([a, b], ignore_index=True)
+    loader = DataLoader(str(tmp_path), 300, label_names=["y"], cat_names=["x"], cont_names=["f"], shuffle=False,
+                        device="cpu", buffer_size=500)
+    batches = list(loader)
+    assert [len(bt["y"]) for bt in batches] == [300, 300, 300, 100]
+    got = {k: np.concatenate([bt[k] for bt in batches]) for k in ("x", "f", "y")}
+    np.testing.assert_array_equal(got["x"], ref["x"].to_numpy())
+    np.testing.assert_array_equal(got["y"], ref["y"].to_numpy())
+    np.testing.assert_array_equal(got["f"], ref["f"].to_numpy().astype("float32"))
+    assert batches[1]["x"].dtype == np.int64 and batches[0]["x"].dtype == np.int32
+    for bt in batches:
+        assert all(v.ndim == 1 and v.flags.c_contiguous for v in bt.values())
+    # batches that start on a multiple of the batch size inside a chunk are 64-byte aligned (TF's
+    # CPU kernels need it to take them without a copy)
+    assert batches[0]["f"].ctypes.data % 64 == 0 and batches[0]["y"].ctypes.data % 64 == 0
+
+
+def test_take_block_rows_are_the_gathered_columns():
+    from tabprep.backend import take_block
+
+    rng = np.random.default_rng(5)
+    cols = [rng.integers(-50, 50, 1001) for _ in range(3)]
+    perm = rng.permutation(1001)
+    for first in (0, 1, 7):
+        block = take_block(cols[0], cols, perm, first)
+        assert block.shape == (3, 1001)
+        for j, c in enumerate(cols):
+            np.testing.assert_array_equal(block[j], c[perm])
+            assert block[j, first:].ctypes.data % 64 == 0
+    np.testing.assert_array_equal(take_block(cols[0], cols, None, 0)[2], cols[2])

@@ -236,3 +236,16 @@ def test_gpu_tensors_stay_on_device_and_equal_cpu(data):
         torch.testing.assert_close(xg["x"].cpu(), xc["x"], rtol=1e-5, atol=1e-6)
     x = next(iter(TorchAsyncItr(tp.Dataset(d, cpu=False), cats=["tags"], batch_size=256, device=0).map(wf)))  # no labels: features only
     assert x["tags"][0].is_cuda and x["tags"][1].dtype == torch.int64          # (values, offsets) on the GPU
+
+
+def test_scalar_columns_of_one_dtype_come_from_one_block(data):
+    # issue 33: one hand-off per block, not per column: the int64 feature columns of a batch are rows
+    # of one 2-D tensor (views of one storage), each a contiguous 1-D tensor; the label is apart
+    d, wf, offline = data
+    for x, y in _itr(d, wf, batch_size=300):   # 300 does not divide the chunks: joined batches too
+        ints = [x[c] for c in ("C1", "C2", "row")]
+        assert len({t.untyped_storage().data_ptr() for t in ints}) == 1
+        assert all(t.is_contiguous() and t.ndim == 1 for t in ints)
+        assert y.untyped_storage().data_ptr() != ints[0].untyped_storage().data_ptr()
+        ref = offline.loc[x["row"].numpy()]
+        np.testing.assert_array_equal(x["C2"].numpy(), ref["C2"].to_numpy())

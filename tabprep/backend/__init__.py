@@ -35,8 +35,8 @@ registered on ``object`` (or the exact type), add the dispatcher to that module'
 from .arrays import (ALIGN, LOG_SMALL, _numpy_kind_dtype, array_clip_bounds, array_module, clip_series,
                      column_array, fast_log1p, fill_nulls, float_values, frame_lib, int_data, int_log1p32,
                      int_values, is_float_series, is_int_like, is_list_series, is_string_series, isnull,
-                     log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_rows, to_host,
-                     to_numpy, value_counts)
+                     log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
+                     to_host, to_numpy, value_counts)
 from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
                       host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
@@ -73,6 +73,6 @@ __all__ = [
     "move_like", "murmur3", "new_series", "nullable_columns", "nullable_int_dtypes", "on_one_backend",
     "parquet_reader", "quiet", "read_csv", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
-    "take_aligned", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
+    "take_aligned", "take_block", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
     "tune_malloc", "tune_malloc_in_worker", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
 ]

@@ -12,7 +12,7 @@ Conventions:
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -373,6 +373,34 @@ hold them: on the CPU a new array aligned at row ``first_row`` (:func:`take_alig
 ``arr[perm]`` (``arr`` itself when ``perm`` is None; ``perm`` on the device).""")
 take_rows.register(object, take_aligned)
 
+take_block = Dispatch("take_block", """One 2-D block ``(len(arrays), rows)`` of same-dtype 1-D arrays, row ``j``
+holding ``arrays[j][perm]`` (``perm`` None: all rows, in order): the loader keeps a chunk's columns of
+one dtype and role (features / labels) in one block, so a batch is one slice of it and reaches a
+framework in one DLPack hand-off. Dispatched on ``like`` (``arrays[0]``). On the CPU each row's element
+``first_row`` starts on an :data:`ALIGN`-byte boundary and rows are :data:`ALIGN`-byte multiples apart
+(batch slices stay aligned, as :func:`take_aligned` makes them); on the GPU a plain ``(k, rows)``
+array.""")
+
+
+@take_block.register(object)
+def _take_block(like: Any, arrays: Sequence[np.ndarray], perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
+    dtype = arrays[0].dtype
+    n = len(perm) if perm is not None else len(arrays[0])
+    size = dtype.itemsize
+    # a row stride of whole ALIGN-byte units (ALIGN is a multiple of every numeric itemsize)
+    unit = max(ALIGN // size, 1) if ALIGN % size == 0 else ALIGN
+    stride = max(-(-n // unit) * unit, unit)
+    buf = np.empty(len(arrays) * stride * size + ALIGN, dtype=np.uint8)
+    off = (-(buf.ctypes.data + first_row * size)) % ALIGN
+    out = buf[off:off + len(arrays) * stride * size].view(dtype).reshape(len(arrays), stride)[:, :n]
+    for j, arr in enumerate(arrays):
+        if perm is None:
+            np.copyto(out[j], arr)
+        else:
+            np.take(arr, perm, out=out[j], mode="clip")   # indices are valid; "clip" avoids a buffered copy
+    return out
+
+
 column_array = Dispatch("column_array", """Contiguous numpy / cupy values of a scalar (non-string)
 series for the loader: float32 when ``cont``; nulls become NaN in float columns and 0 in integer /
 bool ones, after calling ``on_nulls()``.""")
@@ -397,4 +425,4 @@ def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
                   float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
-                  log1p_int, log1p_float, mod_buckets, take_rows, column_array)
+                  log1p_int, log1p_float, mod_buckets, take_rows, take_block, column_array)

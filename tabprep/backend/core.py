@@ -5,11 +5,13 @@ need them, and only when the GPU backend is in use.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 from typing import Any, Callable, Iterable, Optional
 
+import numpy as np
 import pyarrow as pa
 
 log = logging.getLogger("tabprep.backend")
@@ -66,12 +68,28 @@ def is_cpu(obj: Any) -> bool:
 
 
 def device(obj: Any) -> str:
-    """``"gpu"`` for cuDF / dask-cuDF / cupy objects, else ``"cpu"``: a key for per-backend caches."""
-    return "gpu" if type(obj).__module__.startswith(_GPU_PREFIXES) else "cpu"
+    """``"gpu:N"`` for cuDF / dask-cuDF / cupy objects, else ``"cpu"``: a key for per-device caches.
+
+    ``N`` is the CUDA device a cupy array lives on, and the current device for cuDF objects
+    (cuDF allocates on the current device, and its kernels run there): on a host of several GPUs
+    a statistics table cached for one device is then never indexed from another (CuPy would
+    silently turn on peer access and read across the link, "Peer access has been activated
+    automatically")."""
+    mod = type(obj).__module__
+    if not mod.startswith(_GPU_PREFIXES):
+        return "cpu"
+    dev = getattr(obj, "device", None)
+    index = getattr(dev, "id", None) if mod.startswith("cupy") else None
+    if index is None:
+        import cupy
+
+        index = cupy.cuda.runtime.getDevice()
+    return f"gpu:{int(index)}"
 
 
 def same_device(objs: Iterable[Any]) -> bool:
-    """True when all ``objs`` live on one backend (partials that were moved to the host mix)."""
+    """True when all ``objs`` live on one device (partials that were moved to the host, or made on
+    another GPU, mix)."""
     return len({device(o) for o in objs}) <= 1
 
 
@@ -169,7 +187,27 @@ def compute_options(gpu: bool) -> dict:
         return {}
     except (ImportError, ValueError):
         pass
-    return {"num_workers": GPU_THREADS}
+    return {"pool": _gpu_pool()}
+
+
+_GPU_POOLS: dict = {}
+
+
+def _gpu_pool() -> Any:
+    """dask's threads for an in-process GPU computation: :data:`GPU_THREADS` threads whose current
+    CUDA device is the caller's (a new thread starts on device 0: a process training on GPU 1, as
+    data-parallel rank 1 does, would read and transform its partitions on GPU 0, beside statistics
+    and batches on GPU 1). One pool per device, kept for the process."""
+    import concurrent.futures
+
+    import cupy
+
+    index = int(cupy.cuda.runtime.getDevice())
+    pool = _GPU_POOLS.get(index)
+    if pool is None:
+        pool = _GPU_POOLS[index] = concurrent.futures.ThreadPoolExecutor(
+            GPU_THREADS, thread_name_prefix=f"tabprep-gpu{index}", initializer=lambda: cupy.cuda.Device(index).use())
+    return pool
 
 
 def compute_options_for(meta: Any) -> dict:
@@ -188,7 +226,10 @@ def use_rmm_pool(initial_size: Optional[int] = None) -> bool:
         return False
     import rmm
 
-    rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_size)
+    import cupy
+
+    # on the caller's current device (RMM's default is device 0 whatever the current one)
+    rmm.reinitialize(pool_allocator=True, initial_pool_size=initial_size, devices=int(cupy.cuda.runtime.getDevice()))
     return True
 
 
@@ -242,6 +283,14 @@ class HostDevice:
         """``arr`` (a numpy array) on this device."""
         return arr
 
+    def context(self) -> Any:
+        """A context manager making this device current (nothing to do on the CPU)."""
+        return contextlib.nullcontext()
+
+    def index_array(self, perm: np.ndarray) -> Any:
+        """A row permutation (numpy int64) as the gathers on this device take it: as it is."""
+        return perm
+
 
 class CudaDevice:
     """A CUDA device of the GPU backend (cupy imported on first use)."""
@@ -271,10 +320,12 @@ class CudaDevice:
             return int(cupy.cuda.runtime.memGetInfo()[1])
 
     def synchronize(self) -> None:
-        """Wait for the GPU work queued by this thread (before arrays are handed to another stream)."""
+        """Wait for the GPU work this thread queued on this device (before arrays are handed to
+        another thread)."""
         import cupy
 
-        cupy.cuda.get_current_stream().synchronize()
+        with cupy.cuda.Device(self.index):
+            cupy.cuda.get_current_stream().synchronize()
 
     def thread_init(self) -> Optional[Callable[[], None]]:
         device = self.index
@@ -289,7 +340,26 @@ class CudaDevice:
     def asarray(self, arr: Any) -> Any:
         import cupy
 
-        return cupy.asarray(arr)
+        with cupy.cuda.Device(self.index):
+            return cupy.asarray(arr)
+
+    def index_array(self, perm: Any) -> Any:
+        """A row permutation (numpy int64) on this device, as int32 where it fits: half the bytes
+        to copy to the device and for the gathers to read."""
+        import cupy
+
+        if len(perm) < 2 ** 31:
+            perm = perm.astype(np.int32)
+        with cupy.cuda.Device(self.index):
+            return cupy.asarray(perm)
+
+    def context(self) -> Any:
+        """A context manager making this device current: array work of a loader's consumer (the
+        join of two chunks' rows, list offsets) runs on the loader's GPU, not on whichever
+        device the calling thread has current."""
+        import cupy
+
+        return cupy.cuda.Device(self.index)
 
 
 def compute_device(cpu: bool, index: int = 0) -> Any:

@@ -325,6 +325,18 @@ def _take_rows(arr: Any, perm: Any, first_row: int) -> Any:
     return arr if perm is None else arr[perm]
 
 
+@_register(A.take_block)
+def _take_block(like: Any, arrays: Sequence[Any], perm: Any, first_row: int) -> Any:
+    n = len(perm) if perm is not None else len(arrays[0])
+    out = cupy.empty((len(arrays), n), dtype=arrays[0].dtype)
+    for j, arr in enumerate(arrays):   # one gather kernel per column, into its row of the block
+        if perm is None:
+            out[j] = arr
+        else:
+            cupy.take(arr, perm, out=out[j])
+    return out
+
+
 @_register(A.column_array)
 def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
     if s.null_count:

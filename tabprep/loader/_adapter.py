@@ -243,12 +243,18 @@ class FrameworkLoader(LoaderViews):
         """Stop the loader's background thread."""
         self.loader.close()
 
+    #: hand a batch's blocks over in one DLPack call each and take the columns as rows of the
+    #: framework's 2-D array (torch: free views); False: one hand-off per column
+    _block_handoff = True
+
     def _array(self, arr: Any) -> Any:
         raise NotImplementedError
 
-    def _sync(self) -> None:
-        # on the GPU the batch's gathers ran on this thread's stream; the framework reads on its own
-        self.loader._device.synchronize()
+    def _block_columns(self, block: Any) -> List[Any]:
+        """The rows of a batch's block (``(columns, rows)``, numpy / cupy) as framework arrays:
+        one hand-off, then row views."""
+        arr = self._array(block)
+        return [arr[j] for j in range(block.shape[0])]
 
     def _list_column(self, name: str, value: RaggedBatch) -> Any:
         dense = self._dense_columns()
@@ -260,11 +266,24 @@ class FrameworkLoader(LoaderViews):
         return self._array(value.values), self._array(lengths_to_offsets(value.lengths, xp))
 
     def _convert(self, batch: Dict[str, Any]) -> Any:
+        # no wait for the device here: the batch's arrays were complete when their chunk was handed
+        # over, and DLPack (``__dlpack__(stream=...)``) orders any work this thread queued since
+        # (a join of two chunks, list offsets) before the framework's stream reads it
+        with self.loader._device.context():
+            return self._convert_on_device(batch)
+
+    def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        done: Dict[str, Any] = {}
+        if self._block_handoff:
+            for names, block in getattr(batch, "blocks", ()):
+                done.update(zip(names, self._block_columns(block)))   # one hand-off per block
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             value = batch[name]
-            x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
-        self._sync()
+            if name in done:
+                x[name] = done[name]
+            else:
+                x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
         labels = self.loader.label_names
         if not labels:
             return x
@@ -273,7 +292,7 @@ class FrameworkLoader(LoaderViews):
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = self._array(value)
+            ys[name] = done[name] if name in done else self._array(value)
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
 
     def __repr__(self) -> str:

@@ -22,8 +22,9 @@ The pieces, in the order data flows:
 4. **Chunks**: each epoch, a rank's pieces are put in a seeded random order (``shuffle``) and
    grouped ``parts_per_chunk`` at a time. A chunk is read, concatenated, transformed by the
    attached workflow (``Workflow.transform_frame``: pandas on the CPU, cuDF on the GPU) and
-   converted once to contiguous numpy / cupy arrays, shuffled with a seeded permutation.
-5. **Batches**: slices (views) of the chunk arrays, which on the CPU are laid out so that
+   converted once to numpy / cupy arrays, shuffled with a seeded permutation (drawn on the host
+   while the chunk is read) into one 2-D block per role and dtype (:mod:`~tabprep.loader.blocks`).
+5. **Batches**: slices (views) of the chunk's blocks, which on the CPU are laid out so that
    batch slices start on 64-byte boundaries (TensorFlow then takes them without a copy); the
    tail of one chunk is joined to the head of the next, so every batch but the last has exactly
    ``batch_size`` rows and an epoch has ``ceil(rows / batch_size)`` batches (``floor`` with
@@ -65,7 +66,8 @@ import numpy as np
 from .. import backend
 from .._util import did_you_mean
 from ..schema import Schema, Tags
-from .planning import _EpochPlan, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
+from .blocks import Batch, build_blocks
+from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
@@ -428,8 +430,12 @@ class DataLoader:
 
     def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
         pieces = plan.chunks[k]
-        raw = self._source.stack([self._read_piece(p) for p in pieces])
         expected = plan.offsets[k + 1] - plan.offsets[k]
+        # the chunk's row order is drawn on the host while its pieces are read and transformed
+        # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
+        perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
+            if self._exact and self.shuffle and expected > 1 else None
+        raw = self._source.stack([self._read_piece(p) for p in pieces])
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
                                f"since the loader was created?")
@@ -442,27 +448,27 @@ class DataLoader:
                                  f"drop rows)")
         columns = self._to_columns(df, raw)
         n = len(df)
-        perm = None
-        first = 0
-        if self.shuffle and n > 1:
-            perm = np.random.default_rng(plan.seed + [k + 1]).permutation(n)
+        perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
         if perm is not None:
-            perm = self._device.asarray(perm)
+            perm = self._device.index_array(perm)
         # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
-        # on are 64-byte aligned (backend.take_rows), so the TF adapter hands them over without a copy
+        # on are 64-byte aligned (backend.take_block), so the TF adapter hands them over without a copy
         first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
-        columns = {name: (c if perm is None else take_ragged(c, perm)) if isinstance(c, _RaggedColumn)
-                   else backend.take_rows(c, perm, first) for name, c in columns.items()}
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
-                dense = pad_ragged(columns[name], m)
-                columns[name] = backend.take_rows(dense, None, first)
-        for c in columns.values():
+                # padded in chunk order, gathered with the other columns below
+                columns[name] = pad_ragged(columns[name], m)
+        chunk = build_blocks(columns, self._label_names, perm, first, n)
+        for c in chunk.columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
+        # one wait per chunk: its arrays are complete before the consumer's thread slices them
         self._device.synchronize()
-        return _Chunk(columns, n)
+        return chunk
+
+    def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
+        return chunk_permutation(plan, k, n) if self.shuffle else None
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

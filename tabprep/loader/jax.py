@@ -28,11 +28,13 @@ of devices: every array is split along its batch axis across them
 """
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import backend
 from ._adapter import FrameworkLoader, share_gpu_with_jax
 
 share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memory too
@@ -40,6 +42,26 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 import jax  # noqa: E402
 
 log = logging.getLogger(__name__)
+
+@functools.lru_cache(maxsize=None)
+def _splitter(keep_dims: bool) -> Callable[[jax.Array], Any]:
+    """A jitted split of a 2-D array into its rows (``(rows, 1)`` each with ``keep_dims``): one
+    dispatch for all of a block's columns (compiled once per block shape)."""
+    def split(a: jax.Array) -> Any:
+        return tuple(a[j][:, None] if keep_dims else a[j] for j in range(a.shape[0]))
+
+    return jax.jit(split)
+
+
+def block_columns(block: Any, keep_dims: bool = False) -> List[jax.Array]:
+    """The rows of a batch's block (numpy / cupy ``(columns, rows)``) as ``jax.Array`` columns.
+
+    XLA takes only dense row-major buffers through DLPack, and a batch's slice of a block is
+    strided: it is made contiguous first (one device copy of the batch), handed over once and split
+    in one jitted call, instead of one DLPack import per column (~0.1 ms each on an H200)."""
+    xp = backend.array_module(block)
+    return list(_splitter(keep_dims)(_to_jax(xp.ascontiguousarray(block))))
+
 
 def _to_jax(arr: Any) -> jax.Array:
     """A jax array of a cupy array (DLPack: stays on the GPU, no copy) or of a numpy array
@@ -79,6 +101,12 @@ class JaxLoader(FrameworkLoader):
             mesh = jax.sharding.Mesh(np.array(devs), ("batch",))
             self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
             self.devices = devs
+
+    def _block_columns(self, block: Any) -> List[jax.Array]:
+        cols = block_columns(block)
+        if self.sharding is not None:
+            cols = [jax.device_put(c, self.sharding) for c in cols]
+        return cols
 
     def _array(self, arr: Any) -> jax.Array:
         out = _to_jax(arr)

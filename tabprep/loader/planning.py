@@ -4,8 +4,11 @@ Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow
 """
 from __future__ import annotations
 
+import concurrent.futures
 from dataclasses import dataclass
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from ..io.planning import group_runs, shard_rows  # noqa: F401 - shard_rows is part of the loader's planning API
 from .sources import _Piece, _Unit
@@ -68,3 +71,16 @@ class _EpochPlan:
     @property
     def num_rows(self) -> int:
         return self.offsets[-1]
+
+
+#: draws chunks' row permutations beside the threads that read and transform the chunks (numpy
+#: releases the GIL while it shuffles: ~60 ms per 4M rows no longer adds to a chunk's time)
+PERMUTATIONS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tabprep-loader-perm")
+
+
+def chunk_permutation(plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
+    """The seeded row order of chunk ``k`` of ``n`` rows (numpy, on the host, so the same on the
+    CPU and the GPU); None for fewer than 2 rows."""
+    if n <= 1:
+        return None
+    return np.random.default_rng(plan.seed + [k + 1]).permutation(n)

@@ -11,7 +11,8 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .planning import _EpochPlan
-from .ragged import _Chunk, _concat_batches, _slice
+from .blocks import Batch, cut, join
+from .ragged import _Chunk, _concat_batches, _slice  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core import DataLoader
@@ -139,6 +140,8 @@ class _ChunkStream:
         self.prefetch = loader.prefetch
         self.threads = loader.threads
         self._init = loader._device.thread_init()
+        #: makes the loader's device current (array work on the consumer's thread)
+        self.context = loader._device.context
         self._pf: Optional[_Prefetcher] = None
         self._next = -1
         self._last: Tuple[int, Optional[_Chunk]] = (-1, None)
@@ -206,20 +209,20 @@ def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_
     pending_rows = 0
     while k < nchunks:
         chunk = stream.get(k)
-        cols = chunk.columns
         n = chunk.num_rows
         while pos < n:
             if not pending_rows and pos + bs <= n:
-                batch = {name: _slice(c, pos, pos + bs) for name, c in cols.items()} if not skip else {}
+                batch = cut(chunk, pos, pos + bs) if not skip else Batch()
                 pos += bs
             else:
                 take = min(bs - pending_rows, n - pos)
-                pending.append({name: _slice(c, pos, pos + take) for name, c in cols.items()})
+                pending.append(cut(chunk, pos, pos + take))
                 pending_rows += take
                 pos += take
                 if pending_rows < bs:
                     continue
-                batch = _concat_batches(pending)
+                with stream.context():   # on the loader's device, whatever this thread's current one
+                    batch = join(pending)
                 pending, pending_rows = [], 0
             if skip:
                 skip -= 1
@@ -228,4 +231,6 @@ def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_
         pos = 0
         k += 1
     if pending_rows and not drop_last and not skip:
-        yield _concat_batches(pending)
+        with stream.context():
+            batch = join(pending)
+        yield batch

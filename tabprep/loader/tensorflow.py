@@ -396,8 +396,22 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         return self._dense_max
 
     def _convert(self, batch: Dict[str, Any]) -> Any:
-        # on the GPU the batch's gathers ran on this thread's stream; TF reads through DLPack on its own
-        self.loader._device.synchronize()
+        with self.loader._device.context():
+            out = self._convert_on_device(batch)
+            # TF's DLPack capsules carry no stream: wait where this thread queued device work (a
+            # batch joined from two chunks, list columns' counts and padding) before TF reads it;
+            # slices of a chunk were complete when the chunk was handed over
+            if getattr(batch, "joined", True) or self.loader.sparse_names:
+                self.loader._device.synchronize()
+            return out
+
+    def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        done: Dict[str, Any] = {}
+        if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
+            from .jax import block_columns
+
+            for names, block in getattr(batch, "blocks", ()):
+                done.update(zip(names, block_columns(block, keep_dims=True)))
         dense = self._dense_columns()
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
@@ -419,14 +433,14 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                     else:
                         x[name + "__values"], x[name + "__nnzs"] = values, nnzs
             else:
-                x[name] = _to_backend(_column(value))
+                x[name] = done[name] if name in done else _to_backend(_column(value))
         labels = self.loader.label_names
         ys = {}
         for name in labels:
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = _to_backend(_column(value))
+            ys[name] = done[name] if name in done else _to_backend(_column(value))
         if not labels:
             return x
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
