@@ -87,6 +87,8 @@ def _isnull(series: Any):
 
 @_register(A.float_values)
 def _float_values(series: Any, dtype: str = "float64"):
+    if series.dtype.kind in "mM":  # int64 counts in the column's unit; NaT is a null there already
+        series = series.astype("int64")
     if not series.has_nulls and series.dtype.kind in "iubf":
         return series.values.astype(dtype)  # cupy astype: a fresh array, no cuDF calls
     return series.astype(dtype).to_cupy(na_value=np.nan)
@@ -99,6 +101,8 @@ def _int_values(series: Any, fill: int = 0):
 
 @_register(A.int_data)
 def _int_data(series: Any):
+    if series.dtype.kind in "mM":  # NaT is null: int64 counts with the null mask, as on the CPU
+        series = series.astype("int64")
     if series.has_nulls:
         mask = series.isna().values
         values = series.fillna(0).values
@@ -120,7 +124,7 @@ def _value_counts(series: Any):
 def _murmur3(series: Any, seed: int = 0):
     mask = A.isnull(series)
     s = series
-    if s.dtype.kind in "iub":
+    if s.dtype.kind in "iubmM":  # datetimes / timedeltas: their int64 counts, as the CPU hashes them
         s = s.astype("int64")
     elif s.dtype.kind == "f":
         s = s.astype("float64")
@@ -288,6 +292,8 @@ def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int 
 def _fill_nulls(s: Any, value: Any) -> Any:
     if not s.has_nulls and not A.is_float_series(s):
         return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
+    if s.dtype.kind in "mM":  # the fill keeps the dtype (a number: a count in the column's unit)
+        return s.fillna(A.time_scalar(s.dtype, value, "fill value").to_numpy())
     out = s.fillna(value)
     if A.is_float_series(s):
         out = out.nans_to_nulls().fillna(value)
@@ -300,6 +306,9 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
         # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
         # does, then back to bool (nulls stay null)
         return s.astype("float64").clip(lower=lower, upper=upper) != 0
+    if s.dtype.kind in "mM":  # bounds as times of the column's dtype (a number: a count in its unit)
+        lower = None if lower is None else A.time_scalar(s.dtype, lower, "Clip bound").to_numpy()
+        upper = None if upper is None else A.time_scalar(s.dtype, upper, "Clip bound").to_numpy()
     # libcudf's clamp (nulls and NaN kept): precompiled, where cupy.clip compiles a kernel per
     # dtype and bound combination on a fresh worker
     return s.clip(lower=lower, upper=upper)

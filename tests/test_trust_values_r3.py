@@ -1,0 +1,119 @@
+"""Issue #30, values side: datetimes with NaT, datetime unit drift, object columns, narrow id
+dtypes, ReduceDtypeSize on uint64, Clip on list<int64>, Categorify's limits, errors that name
+their column.
+
+References are plain pandas / numpy / mmh3 written here; datetimes are read as their int64
+count in the column's unit (``pd.Timestamp.value`` is in ns).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import frame_on, make_dataset, mmh3_u32, to_pandas
+
+_STAMPS = ["2024-01-01 00:00:00", "2024-01-01 05:00:00", None, "2024-06-01 00:00:00", "2023-12-31 23:59:59.5",
+           None, "2024-01-01 05:00:00", "2024-03-01 12:00:00"]
+
+
+def _times(unit: str = "us") -> pd.DataFrame:
+    t = pd.Series(pd.to_datetime(_STAMPS, format="ISO8601")).astype(f"datetime64[{unit}]")
+    d = (t - pd.Timestamp("2023-12-01")).astype(f"timedelta64[{unit}]")
+    return pd.DataFrame({"t": t, "d": d, "y": [1, 0, 1, 0, 1, 1, 0, 0]})
+
+
+def _counts(s: pd.Series, unit: str = "us"):
+    """int64 counts of a datetime/timedelta series in ``unit``, None for NaT (the reference)."""
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[unit]
+    return [None if pd.isna(v) else (pd.Timestamp(v).value if isinstance(v, pd.Timestamp) else pd.Timedelta(v).value) // per
+            for v in s]
+
+
+def _floats(counts):
+    return np.array([np.nan if v is None else float(v) for v in counts])
+
+
+# -- 1. NaT is null, in every op, for datetimes and timedeltas -------------------------------------------
+@pytest.mark.parametrize("col", ["t", "d"])
+def test_nat_is_null_in_numeric_ops(backend, col):
+    df = _times()
+    x = _floats(_counts(df[col]))
+    ok = ~np.isnan(x)
+    wf = tp.Workflow(([col] >> ops.Normalize())
+                     + ([col] >> ops.NormalizeMinMax() >> ops.Rename(postfix="_mm"))
+                     + ([col] >> ops.LogOp() >> ops.Rename(postfix="_log"))
+                     + ([col] >> ops.HashBucket(10) >> ops.Rename(postfix="_hb"))
+                     + ([col] >> ops.Bucketize([float(np.nanmedian(x))]) >> ops.Rename(postfix="_bk")))
+    out = to_pandas(wf.fit(frame_on(df, backend)).transform(frame_on(df, backend)))
+    mean, std = x[ok].mean(), x[ok].std()
+    np.testing.assert_allclose(out[col].to_numpy(dtype="float64", na_value=np.nan),
+                               ((x - mean) / std).astype("float32"), rtol=1e-6)
+    lo, hi = x[ok].min(), x[ok].max()
+    np.testing.assert_allclose(out[f"{col}_mm"].to_numpy(dtype="float64", na_value=np.nan),
+                               ((x - lo) / (hi - lo)).astype("float32"), rtol=1e-6)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_allclose(out[f"{col}_log"].to_numpy(dtype="float64", na_value=np.nan),
+                                   np.log1p(x).astype("float32"), rtol=1e-6)
+    assert out[f"{col}_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 10 for v in _counts(df[col])]
+    bk = out[f"{col}_bk"]
+    assert bk.isna().tolist() == (~ok).tolist()
+    assert bk[ok].tolist() == [int(v > np.nanmedian(x)) or int(v == np.nanmedian(x)) for v in x[ok]]
+
+
+@pytest.mark.parametrize("col", ["t", "d"])
+def test_nat_is_null_in_categorify_fill_and_clip(backend, col):
+    df = _times()
+    counts = _counts(df[col])
+    valid = sorted({v for v in counts if v is not None})
+    wf = tp.Workflow(([col] >> ops.Categorify())
+                     + ([col] >> ops.FillMissing() >> ops.Rename(postfix="_fill"))
+                     + ([col] >> ops.FillMedian() >> ops.Rename(postfix="_med"))
+                     + ([col] >> ops.Clip(min_value=valid[1], max_value=valid[-2]) >> ops.Rename(postfix="_clip")))
+    out = to_pandas(wf.fit(frame_on(df, backend)).transform(frame_on(df, backend)))
+    ids = out[col].tolist()
+    # NaT takes the null id (1) like every null; each instant its own id >= 3
+    assert [i for i, v in zip(ids, counts) if v is None] == [1, 1]
+    by_value = {}
+    for i, v in zip(ids, counts):
+        if v is not None:
+            assert by_value.setdefault(v, i) == i and i >= 3
+    assert len(set(by_value.values())) == len(valid)
+    # fills and clips keep the datetime/timedelta dtype; a number is a count in the column's unit
+    for name in (f"{col}_fill", f"{col}_med", f"{col}_clip"):
+        assert str(out[name].dtype) == str(df[col].dtype), name
+    assert _counts(out[f"{col}_fill"]) == [0 if v is None else v for v in counts]
+    med = float(np.median(np.array([v for v in counts if v is not None], dtype="float64")))
+    assert _counts(out[f"{col}_med"]) == [int(round(med)) if v is None else v for v in counts]
+    assert _counts(out[f"{col}_clip"]) == [None if v is None else min(max(v, valid[1]), valid[-2]) for v in counts]
+
+
+def test_nat_is_null_on_a_parquet_dataset(tmp_path):
+    df = _times()
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "t.parquet")
+    wf = tp.Workflow((["t", "d"] >> ops.Normalize()) + (["t"] >> ops.HashBucket(7) >> ops.Rename(postfix="_hb")))
+    ds = tp.Dataset(str(tmp_path / "t.parquet"))
+    wf.fit(ds)
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    out = pd.read_parquet(tmp_path / "out")
+    for col in ("t", "d"):
+        x = _floats(_counts(df[col]))
+        ok = ~np.isnan(x)
+        np.testing.assert_allclose(out[col].to_numpy(dtype="float64"),
+                                   ((x - x[ok].mean()) / x[ok].std()).astype("float32"), rtol=1e-6)
+    assert out["t_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 7 for v in _counts(df["t"])]
+
+
+def test_difference_lag_of_timestamps_treats_nat_as_null():
+    df = _times().assign(g=1)
+    out = tp.Workflow(["t"] >> ops.DifferenceLag("g")).fit(df).transform(df)
+    x = _floats(_counts(df["t"]))
+    ref = np.concatenate([[np.nan], x[1:] - x[:-1]])
+    np.testing.assert_array_equal(out["t_difference_lag_1"].to_numpy(), ref)
