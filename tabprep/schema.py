@@ -7,6 +7,7 @@ loaders and embedding layers never have to guess dtypes or cardinalities.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
@@ -326,6 +327,27 @@ def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = 
             f"{given}{suffix}; {fix}")
 
 
+_TIME = re.compile(r"(datetime64|timedelta64)\[(s|ms|us|ns)(?:, (.+))?\]")
+
+
+def time_parts(dtype: Any) -> Optional[tuple]:
+    """``(kind, unit, tz)`` of a datetime64 / timedelta64 dtype (``("M", "us", "UTC")``; tz None
+    when naive), else None."""
+    m = _TIME.fullmatch(normalize_dtype(dtype))
+    if m is None:
+        return None
+    return ("M" if m.group(1) == "datetime64" else "m"), m.group(2), m.group(3)
+
+
+def unit_drift(fitted: str, given: str) -> bool:
+    """True when ``given`` holds the same kind of times as ``fitted`` (same time zone) in another
+    unit (``datetime64[ms]`` for ``datetime64[us]``): the input contract converts such columns to
+    the fitted unit exactly (same instants, same output) or refuses values the fitted unit cannot
+    hold, whatever ``cast`` says (issue #30: a count in another unit is another number)."""
+    f, g = time_parts(fitted), time_parts(given)
+    return f is not None and g is not None and f[0] == g[0] and f[2] == g[2] and f[1] != g[1]
+
+
 def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]) -> List[str]:
     """The ``columns`` (present in both schemas) whose dtype in ``given`` breaks the contract of
     ``fitted`` (:func:`dtypes_compatible`, or a list column given as a scalar one and vice versa).
@@ -334,6 +356,6 @@ def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]
     for name in columns:
         if name in fitted and name in given:
             f, g = fitted[name], given[name]
-            if f.is_list != g.is_list or not dtypes_compatible(f.dtype, g.dtype):
+            if f.is_list != g.is_list or not (dtypes_compatible(f.dtype, g.dtype) or unit_drift(f.dtype, g.dtype)):
                 bad.append(name)
     return bad

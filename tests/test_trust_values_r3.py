@@ -117,3 +117,78 @@ def test_difference_lag_of_timestamps_treats_nat_as_null():
     x = _floats(_counts(df["t"]))
     ref = np.concatenate([[np.nan], x[1:] - x[:-1]])
     np.testing.assert_array_equal(out["t_difference_lag_1"].to_numpy(), ref)
+
+
+# -- 2. datetime unit drift: the same instants in another unit give the same output, or are refused -------
+def _unit_wf() -> tp.Workflow:
+    return tp.Workflow((["t", "d"] >> ops.Normalize())
+                       + (["t", "d"] >> ops.HashBucket(1000) >> ops.Rename(postfix="_hb"))
+                       + (["t", "d"] >> ops.Categorify() >> ops.Rename(postfix="_cat"))
+                       + (["t"] >> ops.FillMissing() >> ops.Rename(postfix="_fill")) + ["y"])
+
+
+@pytest.mark.parametrize("fit_unit,given_unit", [("us", "ms"), ("us", "ns"), ("ms", "s"), ("ns", "us")])
+def test_same_instants_in_another_unit_give_the_same_output(backend, fit_unit, given_unit):
+    fitted, given = _times(fit_unit), _times(given_unit)
+    if given_unit == "s":  # whole seconds only: the half second is not a count of seconds
+        fitted = fitted.assign(t=fitted["t"].dt.floor("s"), d=fitted["d"].dt.floor("s"))
+        given = fitted.astype({"t": "datetime64[s]", "d": "timedelta64[s]"})
+    wf = _unit_wf().fit(frame_on(fitted, backend))
+    ref = to_pandas(wf.transform(frame_on(fitted, backend)))
+    got = to_pandas(wf.transform(frame_on(given, backend)))
+    pd.testing.assert_frame_equal(got, ref)
+    # the ids are those of the instants (a reference independent of tabprep)
+    assert ref["t_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 1000 for v in _counts(fitted["t"], fit_unit)]
+    assert str(ref["t_fill"].dtype) == f"datetime64[{fit_unit}]"
+
+
+def test_unit_drift_through_parquet_files(tmp_path):
+    fitted = _times("us")
+    pq.write_table(pa.Table.from_pandas(fitted, preserve_index=False), tmp_path / "fit.parquet")
+    given = pa.Table.from_pandas(fitted, preserve_index=False).cast(
+        pa.schema([("t", pa.timestamp("ms")), ("d", pa.duration("ms")), ("y", pa.int64())]))
+    pq.write_table(given, tmp_path / "ms.parquet")
+    wf = _unit_wf().fit(tp.Dataset(str(tmp_path / "fit.parquet")))
+    wf.transform(tp.Dataset(str(tmp_path / "fit.parquet"))).to_parquet(str(tmp_path / "a"))
+    wf.transform(tp.Dataset(str(tmp_path / "ms.parquet"))).to_parquet(str(tmp_path / "b"))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "b"), pd.read_parquet(tmp_path / "a"))
+
+
+def test_a_unit_that_cannot_hold_the_instants_is_refused_naming_the_column():
+    wf = _unit_wf().fit(_times("ms"))
+    finer = _times("us")
+    finer.loc[0, "t"] = finer.loc[0, "t"] + pd.Timedelta(microseconds=3)
+    with pytest.raises(ValueError, match=r"(?s)'t'.*datetime64\[ms\].*datetime64\[us\]"):
+        wf.transform(finer)
+
+
+def test_time_zone_drift_is_refused_or_converted_exactly():
+    fitted = _times("us").assign(t=lambda f: f["t"].dt.tz_localize("UTC"))
+    wf = _unit_wf().fit(fitted)
+    ref = wf.transform(fitted)
+    # the same instants in another zone and unit: the same output
+    paris = fitted.assign(t=fitted["t"].dt.tz_convert("Europe/Paris").astype("datetime64[ms, Europe/Paris]"))
+    got = wf.transform(paris, cast=True)
+    pd.testing.assert_frame_equal(got, ref)
+    # naive wall-clock times are not instants: refused, naming the column and both types
+    with pytest.raises(TypeError, match=r"(?s)'t'.*UTC.*datetime64\[us\]"):
+        wf.transform(fitted.assign(t=fitted["t"].dt.tz_localize(None)))
+    with pytest.raises(ValueError, match=r"(?s)'t'.*tz_localize"):
+        wf.transform(fitted.assign(t=fitted["t"].dt.tz_localize(None)), cast=True)
+
+
+def test_fit_over_files_in_different_units_counts_one_unit(tmp_path):
+    df = _times("us")
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table, tmp_path / "a.parquet")
+    # (files disagreeing on a duration's unit are refused by the reader, naming both files)
+    pq.write_table(table.cast(pa.schema([("t", pa.timestamp("ms")), ("d", pa.duration("us")), ("y", pa.int64())])),
+                   tmp_path / "b.parquet")
+    ds = tp.Dataset([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
+    out = tp.Workflow(["t"] >> ops.Normalize()).fit(ds).transform(ds).compute()
+    for col in ("t",):
+        x = _floats(_counts(df[col]))
+        x2 = np.concatenate([x, x])
+        ok = ~np.isnan(x2)
+        np.testing.assert_allclose(out[col].to_numpy(dtype="float64"),
+                                   ((x2 - x2[ok].mean()) / x2[ok].std()).astype("float32"), rtol=1e-6)

@@ -304,8 +304,50 @@ def _lossy(name: str, target: str, examples: Any) -> ValueError:
                       f"e.g. {list(examples)[:3]!r}; fix the data or give the fitted type")
 
 
+_PER_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def _cast_time(series: Any, dtype: str, name: str):
+    """``series`` (datetimes / timedeltas) as the time ``dtype``: the same instants in the target's
+    unit and zone, exactly; ``ValueError`` naming ``name`` where that is impossible (a finer
+    count the unit cannot hold, an instant out of its range, naive vs zoned times)."""
+    from .arrays import is_time_dtype, time_ints, time_unit
+
+    target = pd.api.types.pandas_dtype(dtype)
+    src = series.dtype
+    if not is_time_dtype(src) or src.kind != target.kind:
+        raise ValueError(f"column {name!r}: cast=True converts only {'datetimes' if target.kind == 'M' else 'timedeltas'} "
+                         f"of another unit or time zone to {dtype}, not {src}; convert the column yourself "
+                         f"(pd.to_datetime / pd.to_timedelta) or give the fitted type")
+    src_tz, tgt_tz = getattr(src, "tz", None), getattr(target, "tz", None)
+    if (src_tz is None) != (tgt_tz is None):
+        fix = f".dt.tz_localize({str(tgt_tz)!r})" if src_tz is None else ".dt.tz_localize(None) (after .dt.tz_convert)"
+        raise ValueError(f"column {name!r}: the workflow was fitted on {dtype} values but got {src}: naive wall-clock "
+                         f"times and instants in a time zone do not convert without a zone; use series{fix} "
+                         f"to give the fitted kind")
+    values = series.dt.tz_convert(tgt_tz) if tgt_tz is not None else series
+    ints, mask = time_ints(values)
+    ok = np.ones(len(ints), dtype=bool) if mask is None else mask.copy()
+    src_ns, tgt_ns = _PER_NS[time_unit(src)], _PER_NS[time_unit(target)]
+    if tgt_ns > src_ns:  # coarser: only whole counts of the target unit
+        ok |= (ints % (tgt_ns // src_ns)) == 0
+        why = f"{dtype} cannot hold them exactly (they have finer parts)"
+        fix = f"round them (series.dt.floor({time_unit(target)!r})) or fit on {src}"
+    else:  # finer: only instants within the target's range
+        lim = np.iinfo(np.int64).max // (src_ns // tgt_ns)
+        ok |= np.abs(ints) <= lim
+        why = f"they lie outside the range of {dtype}"
+        fix = f"fit on {src}"
+    if not ok.all():
+        raise ValueError(f"column {name!r}: the workflow was fitted on {dtype} values but got {src} ones, and "
+                         f"{why}, e.g. {series[~ok].tolist()[:3]!r}; {fix}")
+    return values.astype(target)
+
+
 @cast_safely.register(object)
 def _cast_safely_pandas(series: Any, dtype: str, name: str):
+    if str(dtype).startswith(("datetime64", "timedelta64")):
+        return _cast_time(series, dtype, name)
     if dtype == "str":
         nulls = series.isna()
         out = series.astype(str).astype(object)

@@ -45,6 +45,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
             if out is not None:
                 return out
             df = nullable_frame(df, nullable or {})
+        df = wf._fitted_units(df)  # files in other datetime units: the bound unit
         cache = wf._execute(df, needed)
     finally:
         _OUT_OF_FOLD.reset(token)

@@ -14,7 +14,7 @@ from .. import backend
 from .._util import did_you_mean, is_frame
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, kind_mismatch_message
+from ..schema import Schema, check_input_dtypes, kind_mismatch_message, unit_drift
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
@@ -406,7 +406,23 @@ class Workflow:
                 msgs = [m.split("; ")[0] + "; list and scalar columns do not convert: give the fitted layout"
                         for m in msgs]
             raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
-        return {c: fitted[c].dtype for c in bad}
+        casts = {c: fitted[c].dtype for c in bad}
+        # times in another unit: converted to the fitted unit (exactly, or refused) even without cast
+        casts.update({c: fitted[c].dtype for c in self.input_columns
+                      if c in fitted and c in given and not fitted[c].is_list and not given[c].is_list
+                      and unit_drift(fitted[c].dtype, given[c].dtype)})
+        return casts
+
+    def _fitted_units(self, df: Any) -> Any:
+        """``df`` with datetime / timedelta columns of another unit than the bound input schema's
+        converted to it exactly (a fit over files written in different units: the statistics must
+        count one unit; issue #30). ``ValueError`` naming the column where the unit cannot hold them."""
+        sch = self.input_schema
+        if sch is None or not any(getattr(d, "kind", "") in ("M", "m") for d in df.dtypes.tolist()):
+            return df
+        casts = {c: sch[c].dtype for c, d in zip(df.columns, df.dtypes.tolist())
+                 if c in sch and not sch[c].is_list and unit_drift(sch[c].dtype, str(d))}
+        return df.assign(**{c: backend.cast_safely(df[c], dt, c) for c, dt in casts.items()}) if casts else df
 
     def _enforce_contract(self, df: Any, source: str, cast: bool) -> Any:
         """``df`` checked against the contract (and cast when ``cast``); memoized per dtypes."""
