@@ -192,3 +192,56 @@ def test_fit_over_files_in_different_units_counts_one_unit(tmp_path):
         ok = ~np.isnan(x2)
         np.testing.assert_allclose(out[col].to_numpy(dtype="float64"),
                                    ((x2 - x2[ok].mean()) / x2[ok].std()).astype("float32"), rtol=1e-6)
+
+
+# -- 3. object columns that hold no strings are refused at fit, naming the column and the fix ------------
+from decimal import Decimal  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: object columns of non-strings: (values, the fix the error must name)
+_OBJECT_FAMILIES = {
+    "bools": ([True, False, True], "astype('boolean')"),
+    "decimals": ([Decimal("1.5"), Decimal("2"), Decimal("1.5")], "astype('float64')"),
+    "ints": ([1, 2, 1], "astype('Int64')"),
+    "mixed": ([1, "1", 2, "a"], "astype(str)"),
+    "bytes": ([b"a", b"b", b"a"], ".str.decode('utf-8')"),
+}
+_OBJECT_OPS = {"Categorify": ops.Categorify, "HashBucket": lambda: ops.HashBucket(10), "Normalize": ops.Normalize,
+               "FillMissing": ops.FillMissing, "select": None}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(family=st.sampled_from(sorted(_OBJECT_FAMILIES)), op=st.sampled_from(sorted(_OBJECT_OPS)),
+       nulls=st.integers(0, 2), n=st.integers(1, 12), seed=st.integers(0, 3))
+def test_object_columns_of_non_strings_are_refused_at_fit(family, op, nulls, n, seed):
+    values, fix = _OBJECT_FAMILIES[family]
+    rng = np.random.default_rng(seed)
+    cells = [values[i] for i in rng.integers(0, len(values), n)] + [None] * nulls
+    if family == "mixed":
+        cells[:2] = [1, "a"]  # mixed: at least one int and one string
+    df = pd.DataFrame({"c": pd.Series(cells, dtype=object), "k": np.arange(len(cells))})
+    make = _OBJECT_OPS[op]
+    wf = tp.Workflow((["c"] if make is None else ["c"] >> make()) + ["k"])
+    with pytest.raises(TypeError) as err:
+        wf.fit(df)
+    msg = str(err.value)
+    assert "'c'" in msg and fix in msg and "object" in msg, msg
+
+
+@pytest.mark.parametrize("nulls", [0, 3])
+def test_object_columns_of_strings_still_fit_as_strings(nulls):
+    cells = ["a", "b", "a", "c"] + [None] * nulls
+    df = pd.DataFrame({"c": pd.Series(cells, dtype=object)})
+    out = tp.Workflow(["c"] >> ops.Categorify()).fit(df).transform(df)
+    # every training value in the vocabulary (id >= 3), nulls the null id
+    assert [i >= 3 for i, v in zip(out["c"], cells) if v is not None] == [True] * 4
+    assert [i for i, v in zip(out["c"], cells) if v is None] == [1] * nulls
+
+
+def test_object_column_of_non_strings_at_transform_is_refused():
+    df = pd.DataFrame({"c": ["1", "2", "1"]})
+    wf = tp.Workflow(["c"] >> ops.Categorify()).fit(df)
+    with pytest.raises(TypeError, match=r"(?s)'c'.*astype\('Int64'\)"):
+        wf.transform(pd.DataFrame({"c": pd.Series([1, 2, None], dtype=object)}))

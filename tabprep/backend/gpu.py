@@ -111,6 +111,11 @@ def _int_data(series: Any):
     return (values if values.dtype == np.int64 else values.astype(np.int64)), mask
 
 
+@_register(F.non_string_objects)
+def _non_string_objects(frame: Any, columns: Any):
+    return {}  # cuDF's object dtype is strings: no Python objects to find
+
+
 @_register(A.value_counts)
 def _value_counts(series: Any):
     nulls = int(A.isnull(series).sum())

@@ -45,6 +45,8 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
             if out is not None:
                 return out
             df = nullable_frame(df, nullable or {})
+        else:  # a user's frame (Arrow tables hold strings in their string columns)
+            wf._check_objects(df, "the data")
         df = wf._fitted_units(df)  # files in other datetime units: the bound unit
         cache = wf._execute(df, needed)
     finally:
@@ -64,6 +66,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
 
 def _transform_partition(df: Any, wf: "Workflow", out_of_fold: bool, cast: bool = False) -> Any:
     backend.tune_malloc_in_worker()
+    wf._check_objects(df, "the data")
     return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
 
 

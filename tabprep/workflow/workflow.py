@@ -413,6 +413,17 @@ class Workflow:
                       and unit_drift(fitted[c].dtype, given[c].dtype)})
         return casts
 
+    def _check_objects(self, df: Any, source: str) -> None:
+        """Refuse ``object`` columns of ``df`` read by the workflow that hold values other than
+        strings (bools, Decimals, ints, bytes, mixes): fitted as strings they would all be out of
+        vocabulary (issue #30). A user's frames and dask partitions are checked (one pass per object
+        column); columns read from Arrow (parquet) hold strings by construction and skip this."""
+        sch = self.input_schema
+        cols = [c for c, d in zip(df.columns, df.dtypes.tolist()) if d == object and (sch is None or c in sch)]
+        found = backend.non_string_objects(df, cols) if cols else {}
+        if found:
+            raise TypeError(backend.non_string_objects_message(found, source))
+
     def _fitted_units(self, df: Any) -> Any:
         """``df`` with datetime / timedelta columns of another unit than the bound input schema's
         converted to it exactly (a fit over files written in different units: the statistics must
@@ -460,6 +471,8 @@ class Workflow:
         (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
+            if self.input_schema is not None:
+                self._check_objects(data, "the frame")
             # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
             # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow)
             return self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
