@@ -359,3 +359,31 @@ def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]
             if f.is_list != g.is_list or not (dtypes_compatible(f.dtype, g.dtype) or unit_drift(f.dtype, g.dtype)):
                 bad.append(name)
     return bad
+
+
+# -- id dtypes (issue #30): ids that wrap in a narrow dtype are silently wrong ----------------------------
+def check_id_dtype(dtype: Any, max_id: int, what: str, count: str) -> None:
+    """Raise ``ValueError`` when the integer ``dtype`` cannot hold ids up to ``max_id``.
+
+    ``what`` names the op and column (``"Categorify column 'c'"``), ``count`` what the ids
+    count (``"300 categories"``, ``"1000 buckets"``): the message names both, the dtype's
+    largest value and the smallest dtype of the same signedness that holds them. Non-integer
+    dtypes are left to the caller."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        return
+    if d.kind not in "iu" or max_id <= np.iinfo(d).max:
+        return
+    wider = next((w for w in ((("int16", "int32", "int64") if d.kind == "i" else ("uint16", "uint32", "uint64")))
+                  if np.iinfo(w).max >= max_id), "int64")
+    raise ValueError(f"{what}: {count} need ids up to {max_id}, which dtype={d.name!r} cannot hold (its largest "
+                     f"value is {np.iinfo(d).max}; the ids would wrap around and collide); use dtype={wider!r} "
+                     f"or wider, or reduce the count")
+
+
+def check_bucket_dtype(dtype: Any, num_buckets: Any, op: str = "HashBucket") -> None:
+    """:func:`check_id_dtype` for hashed ids ``0 .. num_buckets - 1`` (an int, or ``{column: int}``)."""
+    items = num_buckets.items() if isinstance(num_buckets, dict) else [(None, num_buckets)]
+    for col, nb in items:
+        check_id_dtype(dtype, int(nb) - 1, op if col is None else f"{op} column {col!r}", f"{int(nb)} buckets")

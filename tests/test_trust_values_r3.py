@@ -245,3 +245,38 @@ def test_object_column_of_non_strings_at_transform_is_refused():
     wf = tp.Workflow(["c"] >> ops.Categorify()).fit(df)
     with pytest.raises(TypeError, match=r"(?s)'c'.*astype\('Int64'\)"):
         wf.transform(pd.DataFrame({"c": pd.Series([1, 2, None], dtype=object)}))
+
+
+# -- 4. an id dtype too small for the ids is refused, naming both -------------------------------------------
+@pytest.mark.parametrize("dtype,n_cats,ok", [("int8", 300, False), ("uint8", 300, False), ("int8", 125, True),
+                                              ("int8", 126, False), ("uint8", 253, True), ("int16", 300, True)])
+def test_categorify_refuses_an_id_dtype_too_small_for_the_vocabulary(dtype, n_cats, ok):
+    df = pd.DataFrame({"c": np.arange(n_cats, dtype="int64")})
+    wf = tp.Workflow(["c"] >> ops.Categorify(dtype=dtype))
+    if not ok:  # ids run to 2 + n_cats (0 pad, 1 null, 2 OOV)
+        with pytest.raises(ValueError, match=rf"(?s)'c'.*{n_cats}.*{dtype}"):
+            wf.fit(df)
+        return
+    out = wf.fit(df).transform(df)
+    assert str(out["c"].dtype) == dtype
+    ids = out["c"].astype("int64").tolist()
+    assert sorted(ids) == list(range(3, 3 + n_cats))  # every category its own id, none wrapped
+
+
+@pytest.mark.parametrize("dtype,nb,ok", [("int8", 1000, False), ("uint8", 257, False), ("int8", 128, True),
+                                         ("uint8", 256, True), ("int16", 1000, True)])
+def test_hash_bucket_refuses_an_id_dtype_too_small_for_its_buckets(dtype, nb, ok):
+    if not ok:
+        with pytest.raises(ValueError, match=rf"(?s){nb}.*{dtype}"):
+            ops.HashBucket(nb, dtype=dtype)
+        with pytest.raises(ValueError, match=rf"(?s)'b'.*{nb}.*{dtype}"):
+            ops.HashBucket({"a": 10, "b": nb}, dtype=dtype)
+        return
+    df = pd.DataFrame({"c": np.arange(2000, dtype="int64")})
+    out = tp.Workflow(["c"] >> ops.HashBucket(nb, dtype=dtype)).fit(df).transform(df)
+    assert out["c"].astype("int64").tolist() == [mmh3_u32(v) % nb for v in range(2000)]
+
+
+def test_hashed_cross_refuses_an_id_dtype_too_small_for_its_buckets():
+    with pytest.raises(ValueError, match=r"(?s)HashedCross.*1000.*int8"):
+        ops.HashedCross(["a", "b"], num_buckets=1000, dtype="int8")

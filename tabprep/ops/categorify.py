@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from ..hashing import murmur3_32
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
 from ..stats import vocab as V
 from .base import StatOperator, group_keys
 
@@ -149,6 +149,9 @@ class Categorify(StatOperator):
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key),
                                              self._param(self.max_size, key))
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
+            # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
+            check_id_dtype(self.dtype, OOV_START + self.num_oov_buckets + len(values) - 1, f"Categorify column {key!r}",
+                           f"{len(values)} categories (+ {OOV_START + self.num_oov_buckets} reserved ids)")
         self.stats_ = stats
         self._index_cache = {}
 
