@@ -280,3 +280,20 @@ def test_hash_bucket_refuses_an_id_dtype_too_small_for_its_buckets(dtype, nb, ok
 def test_hashed_cross_refuses_an_id_dtype_too_small_for_its_buckets():
     with pytest.raises(ValueError, match=r"(?s)HashedCross.*1000.*int8"):
         ops.HashedCross(["a", "b"], num_buckets=1000, dtype="int8")
+
+
+# -- 5. ReduceDtypeSize on uint64 -------------------------------------------------------------------------
+def test_reduce_dtype_size_keeps_uint64_values_beyond_int64(backend):
+    big = 2**64 - 1
+    df = pd.DataFrame({"u": np.array([0, big, 5], dtype="uint64"), "v": pd.array([1, None, 2**63], dtype="UInt64"),
+                       "w": np.array([3, 200, 7], dtype="uint64")})
+    wf = tp.Workflow(["u", "v", "w"] >> ops.ReduceDtypeSize()).fit(frame_on(df, backend))
+    out = to_pandas(wf.transform(frame_on(df, backend)))
+    assert [int(v) for v in out["u"]] == [0, big, 5]
+    assert [None if pd.isna(v) else int(v) for v in out["v"]] == [1, None, 2**63]
+    assert out["w"].tolist() == [3, 200, 7] and str(out["w"].dtype) == "int16"
+    # the schema says what the data holds
+    assert {c: wf.output_schema[c].dtype for c in "uvw"} == {"u": "uint64", "v": "uint64", "w": "int16"}
+    # a uint64 candidate is taken when given
+    wf2 = tp.Workflow(["u"] >> ops.ReduceDtypeSize(int_dtypes=["int8", "int64", "uint64"])).fit(df)
+    assert [int(v) for v in wf2.transform(df)["u"]] == [0, big, 5]
