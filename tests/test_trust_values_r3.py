@@ -297,3 +297,21 @@ def test_reduce_dtype_size_keeps_uint64_values_beyond_int64(backend):
     # a uint64 candidate is taken when given
     wf2 = tp.Workflow(["u"] >> ops.ReduceDtypeSize(int_dtypes=["int8", "int64", "uint64"])).fit(df)
     assert [int(v) for v in wf2.transform(df)["u"]] == [0, big, 5]
+
+
+# -- 6. Clip on list<int64> with nulls keeps int64 ------------------------------------------------------------
+def test_clip_on_int_lists_with_nulls_keeps_int64(backend, tmp_path):
+    rows = [[1, None, 30], None, [5, -4], [], [7]]
+    df = pd.DataFrame({"l": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(pa.int64()))))})
+    wf = tp.Workflow(["l"] >> ops.Clip(min_value=0, max_value=10))
+    ds = make_dataset(df, backend, nparts=2, empties=False)
+    wf.fit(ds)
+    assert wf.output_schema["l"].dtype == "int64" and wf.output_schema["l"].is_list
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    table = pq.read_table(tmp_path / "out")
+    assert table.schema.field("l").type == pa.list_(pa.int64())
+    ref = [None if r is None else [None if v is None else min(max(v, 0), 10) for v in r] for r in rows]
+    assert table.column("l").to_pylist() == ref
+    if backend == "cpu":
+        got = pa.array(wf.transform(df)["l"])
+        assert got.type == pa.list_(pa.int64()) and got.to_pylist() == ref
