@@ -315,3 +315,34 @@ def test_clip_on_int_lists_with_nulls_keeps_int64(backend, tmp_path):
     if backend == "cpu":
         got = pa.array(wf.transform(df)["l"])
         assert got.type == pa.list_(pa.int64()) and got.to_pylist() == ref
+
+
+# -- 7. Categorify limits for unknown columns, and negative limits, are refused ------------------------------
+def _cat_frame() -> pd.DataFrame:
+    return pd.DataFrame({"c": ["a", "a", "b", "c", "c", "c"], "cc": [1, 1, 2, 3, 3, 3]})
+
+
+@pytest.mark.parametrize("kwargs,named,hint", [({"freq_threshold": {"C": 5}}, "'C'", "'c'"),
+                                               ({"max_size": {"ccc": 1}}, "'ccc'", "'cc'"),
+                                               ({"freq_threshold": {"c": 2, "zz": 1}}, "'zz'", "")])
+def test_categorify_limits_for_unknown_columns_are_refused(kwargs, named, hint):
+    wf = tp.Workflow(["c", "cc"] >> ops.Categorify(**kwargs))
+    with pytest.raises(ValueError) as err:
+        wf.fit(_cat_frame())
+    msg = str(err.value)
+    assert named in msg and "Categorify" in msg and (not hint or f"did you mean {hint}" in msg), msg
+
+
+def test_categorify_limits_for_its_columns_apply():
+    df = _cat_frame()
+    out = tp.Workflow(["c", "cc"] >> ops.Categorify(freq_threshold={"c": 2}, max_size={"cc": 1})).fit(df).transform(df)
+    # c: "b" (once) is below the threshold -> OOV (2); cc: only the most frequent (3) is kept
+    assert out["c"].tolist() == [4, 4, 2, 3, 3, 3]
+    assert out["cc"].tolist() == [2, 2, 2, 3, 3, 3]
+
+
+@pytest.mark.parametrize("kwargs", [{"freq_threshold": -1}, {"max_size": -5}, {"freq_threshold": {"c": -2}},
+                                    {"max_size": {"c": -1}}])
+def test_categorify_negative_limits_are_refused(kwargs):
+    with pytest.raises(ValueError, match=r"(?s)(freq_threshold|max_size).*>= 0.*got -\d"):
+        ops.Categorify(**kwargs)
