@@ -57,8 +57,9 @@ def normalize_dtype(dtype: Any) -> str:
             return mapping[key]
     try:
         return np.dtype(dtype).name
-    except TypeError:
-        return name
+    except (TypeError, ValueError):  # numpy reads "struct<a: int64>" as a format string: ValueError
+        # pandas' ArrowDtype spells "decimal128(5, 2)[pyarrow]" what Arrow's schema calls "decimal128(5, 2)"
+        return name[:-len("[pyarrow]")] if name.endswith("[pyarrow]") else name
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,37 @@ def _is_arrow_list(typ: Any) -> bool:
     return pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
 
 
+def _is_opaque_arrow(typ: Any) -> bool:
+    """Arrow types tabprep's ops do not compute on (structs, maps, decimals, binary): they pass
+    through as they are, as pandas ``ArrowDtype`` columns, and an op on them is refused by name."""
+    import pyarrow as pa
+
+    return (pa.types.is_struct(typ) or pa.types.is_map(typ) or pa.types.is_decimal(typ) or pa.types.is_binary(typ)
+            or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ))
+
+
+#: the fix for an op on an opaque column, by the start of its dtype name
+_OPAQUE_FIXES = {
+    "struct": "flatten it into scalar columns (pyarrow.compute.struct_field / table.flatten()) and select those",
+    "map": "turn it into list or scalar columns first",
+    "decimal": "cast it to float64 (pyarrow: table.cast, pandas: .astype('float64')) or to strings for categories",
+    "binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'); pyarrow: "
+              "pyarrow.compute.cast(col, pyarrow.string()) for valid UTF-8) or hash it in the source",
+    "large_binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'))",
+    "fixed_size_binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'))",
+}
+
+
+def opaque_column_fix(dtype: str) -> Optional[str]:
+    """The fix to name when an op is given a column of an opaque dtype (struct, map, decimal,
+    binary: see :func:`_is_opaque_arrow`), else None."""
+    m = _OPAQUE.match(dtype)
+    return _OPAQUE_FIXES[m.group(1)] if m else None
+
+
+_OPAQUE = re.compile(r"(struct|map|decimal|large_binary|fixed_size_binary|binary)(?:<|(?:32|64|128|256)?\(|\[|$)")
+
+
 def _arrow_dtype_name(typ: Any) -> str:
     import pyarrow as pa
 
@@ -260,6 +292,8 @@ def _arrow_dtype_name(typ: Any) -> str:
         return f"list<{_arrow_dtype_name(typ.value_type)}>"
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return "str"
+    if _is_opaque_arrow(typ):
+        return str(typ)  # named as Arrow names it (not "str", which is what to_pandas_dtype says)
     if pa.types.is_dictionary(typ):
         return _arrow_dtype_name(typ.value_type)
     try:
@@ -298,7 +332,7 @@ def dtype_kind(dtype: Any) -> str:
         return "b"
     try:
         k = np.dtype(name).kind
-    except TypeError:
+    except (TypeError, ValueError):
         return "?"
     return {"i": "i", "u": "i", "f": "f", "M": "M", "m": "m"}.get(k, "?")
 
@@ -371,7 +405,7 @@ def check_id_dtype(dtype: Any, max_id: int, what: str, count: str) -> None:
     dtypes are left to the caller."""
     try:
         d = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):
         return
     if d.kind not in "iu" or max_id <= np.iinfo(d).max:
         return

@@ -346,3 +346,87 @@ def test_categorify_limits_for_its_columns_apply():
 def test_categorify_negative_limits_are_refused(kwargs):
     with pytest.raises(ValueError, match=r"(?s)(freq_threshold|max_size).*>= 0.*got -\d"):
         ops.Categorify(**kwargs)
+
+
+# -- 8. unused odd columns pass through; errors name the column ------------------------------------------------
+def _odd_parquet(path) -> pa.Table:
+    from decimal import Decimal as D
+
+    table = pa.table({"x": [1.0, 2.0, 4.0], "st": pa.array([{"a": 1, "b": "x"}, None, {"a": 2, "b": "y"}]),
+                      "dec": pa.array([D("1.50"), None, D("2.25")], pa.decimal128(5, 2)),
+                      "bin": pa.array([b"ok", b"\xff\xfe", None], pa.binary())})
+    pq.write_table(table, path)
+    return table
+
+
+def test_struct_and_decimal_columns_no_op_uses_pass_through(tmp_path):
+    table = _odd_parquet(tmp_path / "t.parquet")
+    ds = tp.Dataset(str(tmp_path / "t.parquet"))
+    wf = tp.Workflow((["x"] >> ops.Normalize()) + ["st", "dec"]).fit(ds)
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    got = pq.read_table(tmp_path / "out")
+    assert got.column("st").to_pylist() == table.column("st").to_pylist()
+    assert got.column("dec").to_pylist() == table.column("dec").to_pylist()
+    x = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(got.column("x").to_numpy(), ((x - x.mean()) / x.std()).astype("float32"), rtol=1e-6)
+    # and a workflow that does not select them at all
+    out = tp.Workflow(["x"] >> ops.Normalize()).fit(ds).transform(ds).compute()
+    assert list(out.columns) == ["x"]
+
+
+def test_an_op_on_a_struct_or_decimal_column_is_refused_naming_it(tmp_path):
+    _odd_parquet(tmp_path / "t.parquet")
+    ds = tp.Dataset(str(tmp_path / "t.parquet"))
+    for col in ("st", "dec"):
+        with pytest.raises((TypeError, ValueError), match=rf"(?s)'{col}'"):
+            tp.Workflow([col] >> ops.Normalize()).fit(ds)
+
+
+def test_binary_columns_are_refused_naming_the_column_and_the_fix(tmp_path):
+    _odd_parquet(tmp_path / "t.parquet")
+    ds = tp.Dataset(str(tmp_path / "t.parquet"))
+    for op in (ops.Categorify(), ops.HashBucket(10)):
+        with pytest.raises(TypeError, match=r"(?s)'bin'.*(binary|bytes).*decode"):
+            tp.Workflow(["bin"] >> op).fit(ds)
+
+
+def test_normalize_on_a_string_column_names_it():
+    df = pd.DataFrame({"s": ["a", "b", None], "x": [1.0, 2.0, 3.0]})
+    with pytest.raises(TypeError, match=r"(?s)Normalize.*'s'.*str"):
+        tp.Workflow(["s"] >> ops.Normalize()).fit(df)
+
+
+def test_hash_bucket_on_a_categorical_with_a_null(backend):
+    df = pd.DataFrame({"c": pd.Categorical(["a", None, "b", "a"]), "i": pd.Categorical([3, 1, None, 3])})
+    out = to_pandas(tp.Workflow(["c", "i"] >> ops.HashBucket(10)).fit(frame_on(df, backend))
+                    .transform(frame_on(df, backend)))
+    # a categorical hashes as its category values; null -> 0
+    assert out["c"].tolist() == [mmh3_u32("a") % 10, 0, mmh3_u32("b") % 10, mmh3_u32("a") % 10]
+    assert out["i"].tolist() == [mmh3_u32(3) % 10, mmh3_u32(1) % 10, 0, mmh3_u32(3) % 10]
+
+
+def test_fill_missing_on_a_nullable_boolean():
+    df = pd.DataFrame({"b": pd.array([True, None, False], dtype="boolean")})
+    out = tp.Workflow(["b"] >> ops.FillMissing()).fit(df).transform(df)
+    assert out["b"].tolist() == [True, False, False] and str(out["b"].dtype) == "bool"
+    out = tp.Workflow(["b"] >> ops.FillMissing(fill_val=True)).fit(df).transform(df)
+    assert out["b"].tolist() == [True, True, False]
+    with pytest.raises((TypeError, ValueError), match=r"(?s)'b'.*2"):
+        tp.Workflow(["b"] >> ops.FillMissing(fill_val=2)).fit(df).transform(df)
+
+
+def test_rename_of_two_columns_to_one_name_is_refused():
+    df = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
+    with pytest.raises(ValueError, match=r"(?s)duplicate column.*'z'"):
+        tp.Workflow(["a", "b"] >> ops.Rename(f=lambda c: "z")).fit(df)
+    with pytest.raises(ValueError, match=r"(?s)duplicate column.*'a'"):
+        tp.Workflow(["a"] + (["b"] >> ops.Rename(f=lambda c: "a"))).fit(df)
+
+
+def test_a_frame_with_duplicate_column_names_is_refused():
+    df = pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    wf = tp.Workflow(["a"] >> ops.Normalize()).fit(df)
+    with pytest.raises(ValueError, match=r"(?s)duplicate column.*'a'"):
+        wf.transform(pd.concat([df[["a"]], df[["a"]]], axis=1))
+    with pytest.raises(ValueError, match=r"(?s)duplicate column.*'a'"):
+        tp.Workflow(["a"] >> ops.Normalize()).fit(pd.concat([df[["a"]], df[["a"]]], axis=1))

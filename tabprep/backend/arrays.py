@@ -74,7 +74,7 @@ def is_float_series(series: Any) -> bool:
 def _numpy_kind_dtype(dtype: Any):
     try:
         return np.dtype(getattr(dtype, "numpy_dtype", dtype))
-    except TypeError:
+    except (TypeError, ValueError):
         return np.dtype("O")
 
 
@@ -244,6 +244,16 @@ to int64 and floats to float64 first on both backends.""")
 def _murmur3(series: Any, seed: int = 0):
     from ..hashing import murmur3_32
 
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        # a categorical hashes as its category values (what parquet stores and Dataset reads back):
+        # each category hashed once, then taken by code; a null (code -1) hashes to 0 (issue #30)
+        codes = np.asarray(series.cat.codes.to_numpy(), dtype=np.int64)
+        cats = pd.Series(series.cat.categories)
+        hashed = _murmur3(cats, seed) if len(cats) else np.zeros(0, dtype=np.uint32)
+        out = np.zeros(len(codes), dtype=np.uint32)
+        known = codes >= 0
+        out[known] = hashed[codes[known]]
+        return out
     if is_string_series(series):
         values = series.to_numpy(dtype=object, na_value="")
     elif series.dtype.kind == "f" if hasattr(series.dtype, "kind") else False:
@@ -283,8 +293,20 @@ def _fill_nulls(s: Any, value: Any) -> Any:
         return new_series(filled, like=s)
     if is_time_dtype(s.dtype):  # the fill keeps the datetime / timedelta dtype (a number: a count in its unit)
         return s.fillna(time_scalar(s.dtype, value, "fill value"))
+    if isinstance(s.dtype, pd.BooleanDtype):  # pandas refuses 0 for 'boolean'; 0/1 are False/True (issue #30)
+        return s.fillna(bool_fill(value, s.name)).astype(bool)
     out = s.fillna(value)
     return _unmask_dtype(out)
+
+
+def bool_fill(value: Any, name: Any) -> bool:
+    """``value`` as the fill of a nullable boolean column: a bool, or 0 / 1; else ``TypeError``
+    naming the column."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"column {name!r} is boolean: its fill value must be True / False (or 0 / 1), got {value!r}")
 
 
 def _unmask_dtype(out: Any) -> Any:

@@ -127,6 +127,15 @@ def _value_counts(series: Any):
 
 @_register(A.murmur3)
 def _murmur3(series: Any, seed: int = 0):
+    if isinstance(series.dtype, cudf.CategoricalDtype):
+        # as on the CPU: the category values' hashes taken by code; a null hashes to 0
+        cats = cudf.Series(series.cat.categories)
+        hashed = _murmur3(cats, seed) if len(cats) else cupy.zeros(0, dtype="uint32")
+        codes = series.cat.codes.astype("int64").fillna(-1).values
+        out = cupy.zeros(len(codes), dtype="uint32")
+        known = codes >= 0
+        out[known] = hashed[codes[known]]
+        return out
     mask = A.isnull(series)
     s = series
     if s.dtype.kind in "iubmM":  # datetimes / timedeltas: their int64 counts, as the CPU hashes them
@@ -297,6 +306,8 @@ def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int 
 def _fill_nulls(s: Any, value: Any) -> Any:
     if not s.has_nulls and not A.is_float_series(s):
         return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
+    if str(s.dtype) == "bool":  # 0 / 1 are False / True, anything else refused naming the column
+        return s.fillna(A.bool_fill(value, s.name)).astype("bool")
     if s.dtype.kind in "mM":  # the fill keeps the dtype (a number: a count in the column's unit)
         return s.fillna(A.time_scalar(s.dtype, value, "fill value").to_numpy())
     out = s.fillna(value)

@@ -441,6 +441,7 @@ class Workflow:
         memo = self.__dict__.setdefault("_contract_memo", {})
         casts = memo.get(key)
         if casts is None:
+            _refuse_duplicate_columns(key[0], source)
             cols = [c for c in df.columns if c in set(self.input_columns)]
             casts = self._check_contract(Schema.from_frame(df[cols]) if cols else Schema(), source, cast)
             if len(memo) > 64:  # a long-lived serving process seeing ever new dtype sets
@@ -471,6 +472,7 @@ class Workflow:
         (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
+            _refuse_duplicate_columns(data.columns, "the frame")
             if self.input_schema is not None:
                 self._check_objects(data, "the frame")
             # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
@@ -575,6 +577,16 @@ schema_of_frame = Schema.from_frame
 
 def _shown_dtype(col: Any) -> str:
     return col.dtype if col.dtype != "str" else "str (strings)"
+
+
+def _refuse_duplicate_columns(columns: Any, source: str) -> None:
+    """``ValueError`` naming the duplicated names of a frame's columns (pandas then hands out a
+    frame for ``df[name]``, and every op failed with an AttributeError; issue #30)."""
+    names = list(columns)
+    if len(set(names)) != len(names):
+        dups = sorted({str(c) for c in names if names.count(c) > 1})
+        raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name "
+                         f"(df.loc[:, ~df.columns.duplicated()] keeps the first of each)")
 
 
 def _check_same_rows(parts: List[Any]) -> None:
