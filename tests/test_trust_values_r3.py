@@ -430,3 +430,30 @@ def test_a_frame_with_duplicate_column_names_is_refused():
         wf.transform(pd.concat([df[["a"]], df[["a"]]], axis=1))
     with pytest.raises(ValueError, match=r"(?s)duplicate column.*'a'"):
         tp.Workflow(["a"] >> ops.Normalize()).fit(pd.concat([df[["a"]], df[["a"]]], axis=1))
+
+
+# -- 1 and 2 as properties: any unit, kind, nulls and values ---------------------------------------------------
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(counts=st.lists(st.one_of(st.none(), st.integers(-(10**9), 10**9)), min_size=1, max_size=20),
+       unit=st.sampled_from(["s", "ms", "us", "ns"]), kind=st.sampled_from(["datetime64", "timedelta64"]),
+       finer=st.sampled_from(["ms", "us", "ns"]))
+def test_times_are_their_counts_with_nat_as_null(counts, unit, kind, finer):
+    values = np.array([0 if v is None else v for v in counts], dtype="int64").view(f"{kind}[{unit}]")
+    s = pd.Series(values)
+    s[[v is None for v in counts]] = pd.NaT
+    df = pd.DataFrame({"t": s})
+    wf = tp.Workflow((["t"] >> ops.Normalize()) + (["t"] >> ops.HashBucket(100) >> ops.Rename(postfix="_hb")))
+    out = wf.fit(df).transform(df)
+    x = np.array([np.nan if v is None else float(v) for v in counts])
+    ok = ~np.isnan(x)
+    if ok.any():
+        lo, hi = x[ok].min(), x[ok].max()
+        ref = np.zeros(len(x)) if lo == hi else (x - x[ok].mean()) / x[ok].std()
+        ref[~ok] = np.nan
+        np.testing.assert_allclose(out["t"].to_numpy(dtype="float64"), ref.astype("float32"), rtol=1e-5, atol=1e-6)
+    assert out["t_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 100 for v in counts]
+    # the same instants in a finer unit: the same output (exact conversion)
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+    if per[finer] < per[unit]:
+        again = wf.transform(pd.DataFrame({"t": s.astype(f"{kind}[{finer}]")}))
+        pd.testing.assert_frame_equal(again, out)
