@@ -11,14 +11,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import dask
 
 from .. import backend
-from .._util import did_you_mean, is_frame
+from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message, unit_drift
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from .tasks import _transform_frame, _transform_part, _transform_partition, for_workers
+from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
 
 log = logging.getLogger(__name__)
 
@@ -413,35 +413,13 @@ class Workflow:
                       and unit_drift(fitted[c].dtype, given[c].dtype)})
         return casts
 
-    def _check_objects(self, df: Any, source: str) -> None:
-        """Refuse ``object`` columns of ``df`` read by the workflow that hold values other than
-        strings (bools, Decimals, ints, bytes, mixes): fitted as strings they would all be out of
-        vocabulary (issue #30). A user's frames and dask partitions are checked (one pass per object
-        column); columns read from Arrow (parquet) hold strings by construction and skip this."""
-        sch = self.input_schema
-        cols = [c for c, d in zip(df.columns, df.dtypes.tolist()) if d == object and (sch is None or c in sch)]
-        found = backend.non_string_objects(df, cols) if cols else {}
-        if found:
-            raise TypeError(backend.non_string_objects_message(found, source))
-
-    def _fitted_units(self, df: Any) -> Any:
-        """``df`` with datetime / timedelta columns of another unit than the bound input schema's
-        converted to it exactly (a fit over files written in different units: the statistics must
-        count one unit; issue #30). ``ValueError`` naming the column where the unit cannot hold them."""
-        sch = self.input_schema
-        if sch is None or not any(getattr(d, "kind", "") in ("M", "m") for d in df.dtypes.tolist()):
-            return df
-        casts = {c: sch[c].dtype for c, d in zip(df.columns, df.dtypes.tolist())
-                 if c in sch and not sch[c].is_list and unit_drift(sch[c].dtype, str(d))}
-        return df.assign(**{c: backend.cast_safely(df[c], dt, c) for c, dt in casts.items()}) if casts else df
-
     def _enforce_contract(self, df: Any, source: str, cast: bool) -> Any:
         """``df`` checked against the contract (and cast when ``cast``); memoized per dtypes."""
         key = (tuple(df.columns), tuple(str(d) for d in df.dtypes.tolist()), bool(cast))
         memo = self.__dict__.setdefault("_contract_memo", {})
         casts = memo.get(key)
         if casts is None:
-            _refuse_duplicate_columns(key[0], source)
+            refuse_duplicate_columns(key[0], source)
             cols = [c for c in df.columns if c in set(self.input_columns)]
             casts = self._check_contract(Schema.from_frame(df[cols]) if cols else Schema(), source, cast)
             if len(memo) > 64:  # a long-lived serving process seeing ever new dtype sets
@@ -472,9 +450,9 @@ class Workflow:
         (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
-            _refuse_duplicate_columns(data.columns, "the frame")
+            refuse_duplicate_columns(data.columns, "the frame")
             if self.input_schema is not None:
-                self._check_objects(data, "the frame")
+                check_objects(self, data, "the frame")
             # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
             # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow)
             return self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
@@ -577,16 +555,6 @@ schema_of_frame = Schema.from_frame
 
 def _shown_dtype(col: Any) -> str:
     return col.dtype if col.dtype != "str" else "str (strings)"
-
-
-def _refuse_duplicate_columns(columns: Any, source: str) -> None:
-    """``ValueError`` naming the duplicated names of a frame's columns (pandas then hands out a
-    frame for ``df[name]``, and every op failed with an AttributeError; issue #30)."""
-    names = list(columns)
-    if len(set(names)) != len(names):
-        dups = sorted({str(c) for c in names if names.count(c) > 1})
-        raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name "
-                         f"(df.loc[:, ~df.columns.duplicated()] keeps the first of each)")
 
 
 def _check_same_rows(parts: List[Any]) -> None:
