@@ -6,7 +6,7 @@ pandas nor cuDF), so any module may use it without creating an import cycle.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable, List
+from typing import Any, Dict, Iterable, List
 
 
 def is_frame(obj: Any) -> bool:
@@ -42,3 +42,45 @@ def hint_for(suggestions: List[str], sep: str = " or ", capitalize: bool = False
     if not suggestions:
         return ""
     return ("Did" if capitalize else "did") + " you mean " + sep.join(repr(c) for c in suggestions) + "?"
+
+
+def check_limits(owner: str, limits: Dict[str, Any]) -> None:
+    """Refuse negative limits (``{"freq_threshold": 5, "max_size": {"c": -1}}``): ``ValueError``
+    naming ``owner``, the parameter, the key and the value (issue #30: they were ignored)."""
+    for param, value in limits.items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, v in items:
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0:
+                where = f"{param}[{key!r}]" if key is not None else param
+                raise ValueError(f"{owner}: {where} must be a whole number >= 0 (0: no limit), got {v!r}")
+
+
+def check_keyed_params(owner: str, params: Dict[str, Any], known: Iterable[str]) -> None:
+    """Refuse a dict parameter (``{"freq_threshold": {"C": 5}}``) naming a key that is none of
+    ``known`` (the op's columns or vocabularies): ``ValueError`` naming ``owner``, the parameter,
+    the key and the close matches, case-insensitive ones included (issue #30: such a limit was
+    silently not applied)."""
+    known = [str(k) for k in known]
+    for param, value in params.items():
+        if not isinstance(value, dict):
+            continue
+        for key in value:
+            if key in known:
+                continue
+            close = [k for k in known if k.lower() == str(key).lower()] or close_matches(str(key), known, 0.5)
+            hint = hint_for(close)
+            raise ValueError(f"{owner}: {param} names {key!r}, which is none of its columns {known[:20]}"
+                             f"{' ...' if len(known) > 20 else ''}; {hint + ' ' if hint else ''}"
+                             f"key {param} by the columns the op encodes")
+
+
+def refuse_duplicate_columns(columns: Iterable[Any], source: str) -> None:
+    """``ValueError`` naming the duplicated names among a frame's ``columns`` (pandas then hands out
+    a frame for ``df[name]``, and every op failed with an AttributeError; issue #30)."""
+    names = list(columns)
+    if len(set(names)) != len(names):
+        dups = sorted({str(c) for c in names if names.count(c) > 1})
+        raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name "
+                         f"(df.loc[:, ~df.columns.duplicated()] keeps the first of each)")

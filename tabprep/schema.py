@@ -7,6 +7,7 @@ loaders and embedding layers never have to guess dtypes or cardinalities.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
@@ -56,8 +57,9 @@ def normalize_dtype(dtype: Any) -> str:
             return mapping[key]
     try:
         return np.dtype(dtype).name
-    except TypeError:
-        return name
+    except (TypeError, ValueError):  # numpy reads "struct<a: int64>" as a format string: ValueError
+        # pandas' ArrowDtype spells "decimal128(5, 2)[pyarrow]" what Arrow's schema calls "decimal128(5, 2)"
+        return name[:-len("[pyarrow]")] if name.endswith("[pyarrow]") else name
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,37 @@ def _is_arrow_list(typ: Any) -> bool:
     return pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
 
 
+def _is_opaque_arrow(typ: Any) -> bool:
+    """Arrow types tabprep's ops do not compute on (structs, maps, decimals, binary): they pass
+    through as they are, as pandas ``ArrowDtype`` columns, and an op on them is refused by name."""
+    import pyarrow as pa
+
+    return (pa.types.is_struct(typ) or pa.types.is_map(typ) or pa.types.is_decimal(typ) or pa.types.is_binary(typ)
+            or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ))
+
+
+#: the fix for an op on an opaque column, by the start of its dtype name
+_OPAQUE_FIXES = {
+    "struct": "flatten it into scalar columns (pyarrow.compute.struct_field / table.flatten()) and select those",
+    "map": "turn it into list or scalar columns first",
+    "decimal": "cast it to float64 (pyarrow: table.cast, pandas: .astype('float64')) or to strings for categories",
+    "binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'); pyarrow: "
+              "pyarrow.compute.cast(col, pyarrow.string()) for valid UTF-8) or hash it in the source",
+    "large_binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'))",
+    "fixed_size_binary": "decode it to strings (pandas: .str.decode('utf-8', errors='replace'))",
+}
+
+
+def opaque_column_fix(dtype: str) -> Optional[str]:
+    """The fix to name when an op is given a column of an opaque dtype (struct, map, decimal,
+    binary: see :func:`_is_opaque_arrow`), else None."""
+    m = _OPAQUE.match(dtype)
+    return _OPAQUE_FIXES[m.group(1)] if m else None
+
+
+_OPAQUE = re.compile(r"(struct|map|decimal|large_binary|fixed_size_binary|binary)(?:<|(?:32|64|128|256)?\(|\[|$)")
+
+
 def _arrow_dtype_name(typ: Any) -> str:
     import pyarrow as pa
 
@@ -259,6 +292,8 @@ def _arrow_dtype_name(typ: Any) -> str:
         return f"list<{_arrow_dtype_name(typ.value_type)}>"
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         return "str"
+    if _is_opaque_arrow(typ):
+        return str(typ)  # named as Arrow names it (not "str", which is what to_pandas_dtype says)
     if pa.types.is_dictionary(typ):
         return _arrow_dtype_name(typ.value_type)
     try:
@@ -297,7 +332,7 @@ def dtype_kind(dtype: Any) -> str:
         return "b"
     try:
         k = np.dtype(name).kind
-    except TypeError:
+    except (TypeError, ValueError):
         return "?"
     return {"i": "i", "u": "i", "f": "f", "M": "M", "m": "m"}.get(k, "?")
 
@@ -326,6 +361,27 @@ def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = 
             f"{given}{suffix}; {fix}")
 
 
+_TIME = re.compile(r"(datetime64|timedelta64)\[(s|ms|us|ns)(?:, (.+))?\]")
+
+
+def time_parts(dtype: Any) -> Optional[tuple]:
+    """``(kind, unit, tz)`` of a datetime64 / timedelta64 dtype (``("M", "us", "UTC")``; tz None
+    when naive), else None."""
+    m = _TIME.fullmatch(normalize_dtype(dtype))
+    if m is None:
+        return None
+    return ("M" if m.group(1) == "datetime64" else "m"), m.group(2), m.group(3)
+
+
+def unit_drift(fitted: str, given: str) -> bool:
+    """True when ``given`` holds the same kind of times as ``fitted`` (same time zone) in another
+    unit (``datetime64[ms]`` for ``datetime64[us]``): the input contract converts such columns to
+    the fitted unit exactly (same instants, same output) or refuses values the fitted unit cannot
+    hold, whatever ``cast`` says (issue #30: a count in another unit is another number)."""
+    f, g = time_parts(fitted), time_parts(given)
+    return f is not None and g is not None and f[0] == g[0] and f[2] == g[2] and f[1] != g[1]
+
+
 def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]) -> List[str]:
     """The ``columns`` (present in both schemas) whose dtype in ``given`` breaks the contract of
     ``fitted`` (:func:`dtypes_compatible`, or a list column given as a scalar one and vice versa).
@@ -334,6 +390,34 @@ def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]
     for name in columns:
         if name in fitted and name in given:
             f, g = fitted[name], given[name]
-            if f.is_list != g.is_list or not dtypes_compatible(f.dtype, g.dtype):
+            if f.is_list != g.is_list or not (dtypes_compatible(f.dtype, g.dtype) or unit_drift(f.dtype, g.dtype)):
                 bad.append(name)
     return bad
+
+
+# -- id dtypes (issue #30): ids that wrap in a narrow dtype are silently wrong ----------------------------
+def check_id_dtype(dtype: Any, max_id: int, what: str, count: str) -> None:
+    """Raise ``ValueError`` when the integer ``dtype`` cannot hold ids up to ``max_id``.
+
+    ``what`` names the op and column (``"Categorify column 'c'"``), ``count`` what the ids
+    count (``"300 categories"``, ``"1000 buckets"``): the message names both, the dtype's
+    largest value and the smallest dtype of the same signedness that holds them. Non-integer
+    dtypes are left to the caller."""
+    try:
+        d = np.dtype(dtype)
+    except (TypeError, ValueError):
+        return
+    if d.kind not in "iu" or max_id <= np.iinfo(d).max:
+        return
+    wider = next((w for w in ((("int16", "int32", "int64") if d.kind == "i" else ("uint16", "uint32", "uint64")))
+                  if np.iinfo(w).max >= max_id), "int64")
+    raise ValueError(f"{what}: {count} need ids up to {max_id}, which dtype={d.name!r} cannot hold (its largest "
+                     f"value is {np.iinfo(d).max}; the ids would wrap around and collide); use dtype={wider!r} "
+                     f"or wider, or reduce the count")
+
+
+def check_bucket_dtype(dtype: Any, num_buckets: Any, op: str = "HashBucket") -> None:
+    """:func:`check_id_dtype` for hashed ids ``0 .. num_buckets - 1`` (an int, or ``{column: int}``)."""
+    items = num_buckets.items() if isinstance(num_buckets, dict) else [(None, num_buckets)]
+    for col, nb in items:
+        check_id_dtype(dtype, int(nb) - 1, op if col is None else f"{op} column {col!r}", f"{int(nb)} buckets")

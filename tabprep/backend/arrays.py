@@ -74,8 +74,70 @@ def is_float_series(series: Any) -> bool:
 def _numpy_kind_dtype(dtype: Any):
     try:
         return np.dtype(getattr(dtype, "numpy_dtype", dtype))
-    except TypeError:
+    except (TypeError, ValueError):
         return np.dtype("O")
+
+
+def is_time_dtype(dtype: Any) -> bool:
+    """True for datetime64 (tz-aware too) and timedelta64 dtypes (numpy, pandas or Arrow-backed)."""
+    return getattr(dtype, "kind", "O") in ("M", "m")
+
+
+def time_ints(series: Any) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """A datetime / timedelta series as ``(int64 counts in its unit, null mask or None)``.
+
+    NaT is the null (issue #30): it is never read as its int64 sentinel (the smallest int64),
+    so statistics, hashes and comparisons see only real instants. tz-aware datetimes count
+    from the UTC epoch. The values in null slots are 0."""
+    arr = series.array
+    if hasattr(arr, "asi8"):  # DatetimeArray / TimedeltaArray (tz-aware included)
+        values = np.asarray(arr.asi8)
+    else:  # Arrow-backed: its int64 buffer through Arrow
+        values = pa.array(arr).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    mask = np.asarray(series.isna(), dtype=bool)
+    if mask.any():
+        values = np.where(mask, 0, values).astype(np.int64, copy=False)
+        return values, mask
+    return values.astype(np.int64, copy=False), None
+
+
+def time_unit(dtype: Any) -> str:
+    """The unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``) of a datetime / timedelta dtype."""
+    if isinstance(dtype, np.dtype):
+        return np.datetime_data(dtype)[0]
+    if hasattr(dtype, "pyarrow_dtype"):
+        return dtype.pyarrow_dtype.unit
+    return getattr(dtype, "unit", "ns")
+
+
+def time_scalar(dtype: Any, value: Any, what: str = "value") -> Any:
+    """``value`` as a scalar of the datetime / timedelta ``dtype``: a number is a count in the
+    dtype's unit (0: the epoch / zero duration), anything else goes through ``pd.Timestamp`` /
+    ``pd.Timedelta`` (tz-naive values on a tz-aware column are read in its time zone). Raises
+    TypeError naming ``what`` when ``value`` is no time."""
+    unit = time_unit(dtype)
+    tz = getattr(dtype, "tz", None) or getattr(getattr(dtype, "pyarrow_dtype", None), "tz", None)
+    try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError("a bool")
+        if isinstance(value, (float, np.floating)):
+            if not float(value).is_integer():
+                raise TypeError("a count must be a whole number")
+            value = int(value)
+        if getattr(dtype, "kind", "") == "m":
+            out = pd.Timedelta(int(value), unit=unit) if isinstance(value, (int, np.integer)) else pd.Timedelta(value)
+            return out.as_unit(unit)
+        if isinstance(value, (int, np.integer)):
+            out = pd.Timestamp(int(value), unit=unit, tz="UTC")
+            out = out.tz_convert(tz) if tz else out.tz_localize(None)
+        else:
+            out = pd.Timestamp(value)
+            if tz and out.tzinfo is None:
+                out = out.tz_localize(tz)
+        return out.as_unit(unit)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"{what} {value!r} is not a time for a {dtype} column ({exc}); give an integer count "
+                        f"in the column's unit ({unit}), a pandas Timestamp / Timedelta or an ISO string") from None
 
 
 def is_int_like(series: Any) -> bool:
@@ -100,6 +162,12 @@ def _float_values(series: Any, dtype: str = "float64"):
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iubf":
         # numpy-backed: nothing to fill (NaN is the float null), so skip pandas' na_value pass
         return np.array(series.to_numpy(), dtype=dtype, copy=True)
+    if is_time_dtype(series.dtype):  # NaT is null: NaN, never the int64 sentinel
+        values, mask = time_ints(series)
+        out = values.astype(dtype)
+        if mask is not None:
+            out[mask] = np.nan
+        return out
     return series.to_numpy(dtype=dtype, na_value=np.nan)
 
 
@@ -110,6 +178,11 @@ int_values = Dispatch("int_values", "Values as an int64 array, ``fill`` where nu
 def _int_values(series: Any, fill: int = 0):
     if isinstance(series.dtype, np.dtype) and series.dtype.kind in "iub":  # numpy: no nulls to fill
         return series.to_numpy(dtype="int64")
+    if is_time_dtype(series.dtype):
+        values, mask = time_ints(series)
+        if mask is not None:
+            values[mask] = fill
+        return values
     return series.to_numpy(dtype="int64", na_value=fill)
 
 
@@ -125,6 +198,8 @@ more (and on cuDF, each extra call costs ~0.5 ms of Python before any kernel run
 @int_data.register(object)
 def _int_data(series: Any) -> Tuple[Any, Optional[Any]]:
     dtype = series.dtype
+    if is_time_dtype(dtype):  # NaT is null (datetime / timedelta ids and hashes: int64 counts)
+        return time_ints(series)
     if isinstance(dtype, np.dtype):
         values = series.to_numpy()
         return (values if dtype == np.int64 else values.astype(np.int64)), None
@@ -169,6 +244,16 @@ to int64 and floats to float64 first on both backends.""")
 def _murmur3(series: Any, seed: int = 0):
     from ..hashing import murmur3_32
 
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        # a categorical hashes as its category values (what parquet stores and Dataset reads back):
+        # each category hashed once, then taken by code; a null (code -1) hashes to 0 (issue #30)
+        codes = np.asarray(series.cat.codes.to_numpy(), dtype=np.int64)
+        cats = pd.Series(series.cat.categories)
+        hashed = _murmur3(cats, seed) if len(cats) else np.zeros(0, dtype=np.uint32)
+        out = np.zeros(len(codes), dtype=np.uint32)
+        known = codes >= 0
+        out[known] = hashed[codes[known]]
+        return out
     if is_string_series(series):
         values = series.to_numpy(dtype=object, na_value="")
     elif series.dtype.kind == "f" if hasattr(series.dtype, "kind") else False:
@@ -206,8 +291,22 @@ def _fill_nulls(s: Any, value: Any) -> Any:
         data, mask = s.array._data, s.array._mask
         filled = np.where(mask, np.asarray(value, dtype=data.dtype), data) if mask.any() else data
         return new_series(filled, like=s)
+    if is_time_dtype(s.dtype):  # the fill keeps the datetime / timedelta dtype (a number: a count in its unit)
+        return s.fillna(time_scalar(s.dtype, value, "fill value"))
+    if isinstance(s.dtype, pd.BooleanDtype):  # pandas refuses 0 for 'boolean'; 0/1 are False/True (issue #30)
+        return s.fillna(bool_fill(value, s.name)).astype(bool)
     out = s.fillna(value)
     return _unmask_dtype(out)
+
+
+def bool_fill(value: Any, name: Any) -> bool:
+    """``value`` as the fill of a nullable boolean column: a bool, or 0 / 1; else ``TypeError``
+    naming the column."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"column {name!r} is boolean: its fill value must be True / False (or 0 / 1), got {value!r}")
 
 
 def _unmask_dtype(out: Any) -> Any:
@@ -241,6 +340,9 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
         lo, hi = bounds
         values = s.to_numpy()
         return new_series(np.clip(values, lo, hi), like=s)
+    if is_time_dtype(s.dtype):  # bounds as times of the column's dtype; NaT stays NaT
+        lower = None if lower is None else time_scalar(s.dtype, lower, "Clip bound")
+        upper = None if upper is None else time_scalar(s.dtype, upper, "Clip bound")
     return s.clip(lower=lower, upper=upper)
 
 

@@ -4,7 +4,7 @@ pandas implementations; the cuDF ones are in :mod:`tabprep.backend.gpu`.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -304,8 +304,50 @@ def _lossy(name: str, target: str, examples: Any) -> ValueError:
                       f"e.g. {list(examples)[:3]!r}; fix the data or give the fitted type")
 
 
+_PER_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def _cast_time(series: Any, dtype: str, name: str):
+    """``series`` (datetimes / timedeltas) as the time ``dtype``: the same instants in the target's
+    unit and zone, exactly; ``ValueError`` naming ``name`` where that is impossible (a finer
+    count the unit cannot hold, an instant out of its range, naive vs zoned times)."""
+    from .arrays import is_time_dtype, time_ints, time_unit
+
+    target = pd.api.types.pandas_dtype(dtype)
+    src = series.dtype
+    if not is_time_dtype(src) or src.kind != target.kind:
+        raise ValueError(f"column {name!r}: cast=True converts only {'datetimes' if target.kind == 'M' else 'timedeltas'} "
+                         f"of another unit or time zone to {dtype}, not {src}; convert the column yourself "
+                         f"(pd.to_datetime / pd.to_timedelta) or give the fitted type")
+    src_tz, tgt_tz = getattr(src, "tz", None), getattr(target, "tz", None)
+    if (src_tz is None) != (tgt_tz is None):
+        fix = f".dt.tz_localize({str(tgt_tz)!r})" if src_tz is None else ".dt.tz_localize(None) (after .dt.tz_convert)"
+        raise ValueError(f"column {name!r}: the workflow was fitted on {dtype} values but got {src}: naive wall-clock "
+                         f"times and instants in a time zone do not convert without a zone; use series{fix} "
+                         f"to give the fitted kind")
+    values = series.dt.tz_convert(tgt_tz) if tgt_tz is not None else series
+    ints, mask = time_ints(values)
+    ok = np.ones(len(ints), dtype=bool) if mask is None else mask.copy()
+    src_ns, tgt_ns = _PER_NS[time_unit(src)], _PER_NS[time_unit(target)]
+    if tgt_ns > src_ns:  # coarser: only whole counts of the target unit
+        ok |= (ints % (tgt_ns // src_ns)) == 0
+        why = f"{dtype} cannot hold them exactly (they have finer parts)"
+        fix = f"round them (series.dt.floor({time_unit(target)!r})) or fit on {src}"
+    else:  # finer: only instants within the target's range
+        lim = np.iinfo(np.int64).max // (src_ns // tgt_ns)
+        ok |= np.abs(ints) <= lim
+        why = f"they lie outside the range of {dtype}"
+        fix = f"fit on {src}"
+    if not ok.all():
+        raise ValueError(f"column {name!r}: the workflow was fitted on {dtype} values but got {src} ones, and "
+                         f"{why}, e.g. {series[~ok].tolist()[:3]!r}; {fix}")
+    return values.astype(target)
+
+
 @cast_safely.register(object)
 def _cast_safely_pandas(series: Any, dtype: str, name: str):
+    if str(dtype).startswith(("datetime64", "timedelta64")):
+        return _cast_time(series, dtype, name)
     if dtype == "str":
         nulls = series.isna()
         out = series.astype(str).astype(object)
@@ -344,3 +386,65 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
 
 
 register_gpu_lazy(cast_safely)
+
+
+# ---------------------------------------------------------------------------
+# object columns: what Python values a pandas object column really holds (issue #30)
+# ---------------------------------------------------------------------------
+# tabprep's schema reads an ``object`` column as strings (``"str"``), which is what every reader
+# gives (Arrow strings). A user's frame may hold other Python objects in one: bools with ``None``,
+# Decimals, ints with ``None``, bytes, or a mix such as ``[1, "1", 2, "a"]``. Fitted as
+# strings, such values are all out of vocabulary even on the training frame (issue #30), so they
+# are refused, naming the column and the cast that gives it a real kind. cuDF has no Python-object
+# columns (its ``object`` dtype is strings): nothing to check there.
+non_string_objects = Dispatch("non_string_objects", """``{column: inferred kind}`` for the ``columns`` of
+``frame`` that are ``object`` columns holding values other than strings (nulls aside): the kind is
+pandas' ``infer_dtype`` (``"boolean"``, ``"integer"``, ``"decimal"``, ``"bytes"``, ``"mixed"``...).
+One pass over each object column (about 15 ms per million strings); other dtypes cost nothing.""")
+
+
+@non_string_objects.register(object)
+def _non_string_objects(frame: Any, columns: Sequence[str]) -> Dict[str, str]:
+    out = {}
+    for c in columns:
+        s = frame[c]
+        if getattr(s, "dtype", None) != np.dtype("O") or getattr(s, "ndim", 1) != 1:
+            continue
+        kind = pd.api.types.infer_dtype(s, skipna=True)
+        if kind in ("string", "empty"):
+            continue
+        first = s[s.notna()].iloc[0] if kind == "mixed" else None
+        if isinstance(first, (list, tuple, np.ndarray, dict)):
+            continue  # list (or struct) cells: converted to Arrow list columns and checked there
+        out[c] = kind
+    return out
+
+
+#: the cast that gives an object column of this inferred kind a real dtype
+_FIXES = {
+    "boolean": "df[{c!r}] = df[{c!r}].astype('boolean')",
+    "integer": "df[{c!r}] = df[{c!r}].astype('Int64')",
+    "floating": "df[{c!r}] = df[{c!r}].astype('float64')",
+    "mixed-integer-float": "df[{c!r}] = df[{c!r}].astype('float64')",
+    "decimal": "df[{c!r}] = df[{c!r}].astype('float64')  (or .astype(str) to keep the digits as categories)",
+    "bytes": "df[{c!r}] = df[{c!r}].str.decode('utf-8')  (errors='replace' for bytes that are not UTF-8)",
+    "datetime": "df[{c!r}] = pd.to_datetime(df[{c!r}])",
+    "datetime64": "df[{c!r}] = pd.to_datetime(df[{c!r}])",
+    "date": "df[{c!r}] = pd.to_datetime(df[{c!r}])",
+    "timedelta": "df[{c!r}] = pd.to_timedelta(df[{c!r}])",
+    "timedelta64": "df[{c!r}] = pd.to_timedelta(df[{c!r}])",
+}
+
+
+def non_string_objects_message(found: Dict[str, str], source: str) -> str:
+    """The error for :func:`non_string_objects`'s findings: each column, what it holds and its fix."""
+    lines = []
+    for c, kind in found.items():
+        fix = _FIXES.get(kind, "df[{c!r}] = df[{c!r}].astype(str)  (one value, one category: 1 and '1' become the same)")
+        lines.append(f"column {c!r} is an object column of {kind} values, not strings; fix: {fix.format(c=c)}")
+    return (f"{source} has object column(s) holding values other than strings: tabprep reads an object column "
+            "as strings, so these values would be fitted and looked up as something they are not (every one "
+            "out of vocabulary). Give the column a real dtype:\n" + "\n".join(lines))
+
+
+register_gpu_lazy(non_string_objects)

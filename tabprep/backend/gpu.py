@@ -87,6 +87,8 @@ def _isnull(series: Any):
 
 @_register(A.float_values)
 def _float_values(series: Any, dtype: str = "float64"):
+    if series.dtype.kind in "mM":  # int64 counts in the column's unit; NaT is a null there already
+        series = series.astype("int64")
     if not series.has_nulls and series.dtype.kind in "iubf":
         return series.values.astype(dtype)  # cupy astype: a fresh array, no cuDF calls
     return series.astype(dtype).to_cupy(na_value=np.nan)
@@ -99,12 +101,19 @@ def _int_values(series: Any, fill: int = 0):
 
 @_register(A.int_data)
 def _int_data(series: Any):
+    if series.dtype.kind in "mM":  # NaT is null: int64 counts with the null mask, as on the CPU
+        series = series.astype("int64")
     if series.has_nulls:
         mask = series.isna().values
         values = series.fillna(0).values
     else:
         mask, values = None, series.values
     return (values if values.dtype == np.int64 else values.astype(np.int64)), mask
+
+
+@_register(F.non_string_objects)
+def _non_string_objects(frame: Any, columns: Any):
+    return {}  # cuDF's object dtype is strings: no Python objects to find
 
 
 @_register(A.value_counts)
@@ -118,9 +127,18 @@ def _value_counts(series: Any):
 
 @_register(A.murmur3)
 def _murmur3(series: Any, seed: int = 0):
+    if isinstance(series.dtype, cudf.CategoricalDtype):
+        # as on the CPU: the category values' hashes taken by code; a null hashes to 0
+        cats = cudf.Series(series.cat.categories)
+        hashed = _murmur3(cats, seed) if len(cats) else cupy.zeros(0, dtype="uint32")
+        codes = series.cat.codes.astype("int64").fillna(-1).values
+        out = cupy.zeros(len(codes), dtype="uint32")
+        known = codes >= 0
+        out[known] = hashed[codes[known]]
+        return out
     mask = A.isnull(series)
     s = series
-    if s.dtype.kind in "iub":
+    if s.dtype.kind in "iubmM":  # datetimes / timedeltas: their int64 counts, as the CPU hashes them
         s = s.astype("int64")
     elif s.dtype.kind == "f":
         s = s.astype("float64")
@@ -288,6 +306,10 @@ def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int 
 def _fill_nulls(s: Any, value: Any) -> Any:
     if not s.has_nulls and not A.is_float_series(s):
         return s  # nothing to fill (floats may still hold NaN, which cuDF keeps apart from nulls)
+    if str(s.dtype) == "bool":  # 0 / 1 are False / True, anything else refused naming the column
+        return s.fillna(A.bool_fill(value, s.name)).astype("bool")
+    if s.dtype.kind in "mM":  # the fill keeps the dtype (a number: a count in the column's unit)
+        return s.fillna(A.time_scalar(s.dtype, value, "fill value").to_numpy())
     out = s.fillna(value)
     if A.is_float_series(s):
         out = out.nans_to_nulls().fillna(value)
@@ -300,6 +322,9 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
         # cuDF refuses numeric bounds on a bool column; clip its 0/1 values like pandas
         # does, then back to bool (nulls stay null)
         return s.astype("float64").clip(lower=lower, upper=upper) != 0
+    if s.dtype.kind in "mM":  # bounds as times of the column's dtype (a number: a count in its unit)
+        lower = None if lower is None else A.time_scalar(s.dtype, lower, "Clip bound").to_numpy()
+        upper = None if upper is None else A.time_scalar(s.dtype, upper, "Clip bound").to_numpy()
     # libcudf's clamp (nulls and NaN kept): precompiled, where cupy.clip compiles a kernel per
     # dtype and bound combination on a fresh worker
     return s.clip(lower=lower, upper=upper)

@@ -20,6 +20,11 @@ def _gpu():
     return gpu
 
 
+def _opaque(typ: pa.DataType) -> bool:
+    return (pa.types.is_struct(typ) or pa.types.is_map(typ) or pa.types.is_decimal(typ) or pa.types.is_binary(typ)
+            or pa.types.is_large_binary(typ) or pa.types.is_fixed_size_binary(typ))
+
+
 def arrow_to_frame(table: pa.Table, cpu: bool = True):
     """Convert an Arrow table to a pandas (``cpu=True``) or cuDF frame.
 
@@ -36,7 +41,9 @@ def arrow_to_frame(table: pa.Table, cpu: bool = True):
         if pa.types.is_dictionary(typ):
             col = col.cast(typ.value_type)
             typ = typ.value_type
-        if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ) or _opaque(typ):
+            # structs, maps, decimals and binary stay Arrow columns: passed through as they are
+            # (as Python dicts / Decimals / bytes in object columns they read as strings)
             data[name] = pd.Series(pd.arrays.ArrowExtensionArray(col), name=name)
         elif pa.types.is_integer(typ) and col.null_count > 0:
             # build the masked array directly on Arrow's buffers: ~15x cheaper than

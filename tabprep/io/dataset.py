@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._util import refuse_duplicate_columns
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
@@ -114,6 +115,12 @@ class Dataset:
             self.engine = "dask"
         elif _is_memory_frame(src):
             self.cpu = backend.is_cpu(src) if cpu is None else backend.resolve_cpu(cpu)
+            # object columns of bools, Decimals, bytes or mixes would become strings ("True", "1.5")
+            # in the dask frame, and a later transform of the frame itself would not match (issue #30)
+            refuse_duplicate_columns(src.columns, "the frame")
+            found = backend.non_string_objects(src, list(src.columns))
+            if found:
+                raise TypeError(backend.non_string_objects_message(found, "the frame"))
             frame = backend.to_backend(src, self.cpu)
             self._ddf = _from_frame(frame, npartitions or 1)
             self.engine = "memory"

@@ -79,6 +79,9 @@ class Operator:
     #: True when the op accepts list (multi-hot) columns element-wise; False: :meth:`check_input`
     #: refuses list columns with a clear error
     supports_lists: bool = False
+    #: True when the op computes on numbers (ints, floats, bools, datetimes as counts): a string
+    #: column is then refused at bind, naming it (issue #30), not at the first value it cannot convert
+    numeric_input: bool = False
     #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
     #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False
@@ -159,6 +162,19 @@ class Operator:
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
         """Raise a clear error when an input column cannot be handled (e.g. lists)."""
+        from ..schema import opaque_column_fix
+
+        for c in columns:  # structs, maps, decimals, binary: only passed through (issue #30)
+            fix = opaque_column_fix(input_schema[c].dtype) if c in input_schema else None
+            if fix:
+                raise TypeError(f"{self.label}: column {c!r} holds {input_schema[c].dtype} values, which tabprep's "
+                                f"ops do not compute on (selected without an op, it passes through unchanged); {fix}")
+        if self.numeric_input:
+            strings = [c for c in columns if c in input_schema and input_schema[c].dtype == "str"]
+            if strings:
+                raise TypeError(f"{self.label} computes on numbers, but column(s) {strings} hold str (strings); "
+                                f"encode them with Categorify / HashBucket, or convert them to numbers first "
+                                f"(pd.to_numeric), or leave them out of {self.label}")
         if not self.supports_lists:
             lists = [c for c in columns if c in input_schema and input_schema[c].is_list]
             if lists:

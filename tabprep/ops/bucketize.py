@@ -38,6 +38,7 @@ class Bucketize(Operator):
 
     output_tags = (Tags.CATEGORICAL,)
     supports_lists = True
+    numeric_input = True
 
     def __init__(self, boundaries: Union[Sequence[float], Dict[str, Sequence[float]]]) -> None:
         lists = boundaries.values() if isinstance(boundaries, dict) else [boundaries]

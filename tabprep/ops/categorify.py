@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._util import check_keyed_params, check_limits
 from ..hashing import murmur3_32
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
 from ..stats import vocab as V
 from .base import StatOperator, group_keys
 
@@ -76,6 +77,7 @@ class Categorify(StatOperator):
             raise ValueError(f"encode_type must be 'joint' or 'combo', got {encode_type!r}")
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"Categorify dtype must be an integer dtype, got {dtype!r}")
+        check_limits("Categorify", {"freq_threshold": freq_threshold, "max_size": max_size})
         self.freq_threshold = freq_threshold
         self.max_size = max_size
         self.num_oov_buckets = int(num_oov_buckets)
@@ -104,6 +106,9 @@ class Categorify(StatOperator):
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
         super().check_input(input_schema, columns)
+        # limits keyed by a name that is no vocabulary would be silently not applied (issue #30)
+        check_keyed_params("Categorify", {"freq_threshold": self.freq_threshold, "max_size": self.max_size},
+                           self._vocab_keys(columns))
         for key, cols in self._vocab_keys(columns).items():
             if len(cols) < 2:
                 continue
@@ -149,6 +154,9 @@ class Categorify(StatOperator):
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key),
                                              self._param(self.max_size, key))
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
+            # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
+            check_id_dtype(self.dtype, OOV_START + self.num_oov_buckets + len(values) - 1, f"Categorify column {key!r}",
+                           f"{len(values)} categories (+ {OOV_START + self.num_oov_buckets} reserved ids)")
         self.stats_ = stats
         self._index_cache = {}
 

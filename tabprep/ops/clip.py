@@ -32,7 +32,9 @@ class Clip(Operator):
         for c in columns:
             s = df[c]
             if backend.is_list_series(s):
-                out[c] = map_elements(s, lambda leaves: leaves.clip(lower=self.min_value, upper=self.max_value).values)
+                # the clipped leaves as a series: its nulls stay nulls and its dtype the leaves' (an
+                # int array read through numpy would come back as floats with NaN; issue #30)
+                out[c] = map_elements(s, lambda leaves: backend.clip_series(leaves, self.min_value, self.max_value))
             else:
                 # numpy / cupy clip where it gives what pandas' clip gives (it releases the GIL;
                 # on the GPU one kernel replaces several cuDF calls), else the frame library's clip

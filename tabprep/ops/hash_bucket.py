@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Union
 
 from .. import backend
-from ..schema import ColumnSchema, Tags
+from ..schema import ColumnSchema, Tags, check_bucket_dtype
 from .base import Operator, map_elements
 
 
@@ -34,6 +34,7 @@ class HashBucket(Operator):
         values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
         if any(int(v) < 1 for v in values):
             raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
+        check_bucket_dtype(dtype, num_buckets)  # ids 0 .. num_buckets - 1 must fit the id dtype (issue #30)
         self.num_buckets = num_buckets
         self.dtype = dtype
         self.embedding_dim = embedding_dim

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Sequence, Union
 import numpy as np
 
 from .. import backend
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
 from .base import Operator
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
@@ -70,6 +70,7 @@ class HashedCross(Operator):
             raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"HashedCross dtype must be an integer dtype, got {dtype!r}")
+        check_bucket_dtype(dtype, num_buckets, "HashedCross")  # ids 0 .. num_buckets - 1 must fit (issue #30)
         if columns is not None:
             if isinstance(columns, str):
                 raise TypeError(f"HashedCross columns must be a list of names (or of lists of names), got {columns!r}")

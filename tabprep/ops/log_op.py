@@ -19,6 +19,7 @@ class LogOp(Operator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
+    numeric_input = True
 
     def __init__(self) -> None:
         pass

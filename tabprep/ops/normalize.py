@@ -30,6 +30,7 @@ class Normalize(StatOperator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
+    numeric_input = True
 
     def __init__(self) -> None:
         self.stats_ = None

@@ -26,6 +26,7 @@ class NormalizeMinMax(StatOperator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
+    numeric_input = True
 
     def __init__(self) -> None:
         self.stats_ = None

@@ -140,6 +140,12 @@ def _min_max(s: Any) -> Optional[List[Any]]:
         if x.size == 0:
             return ["f", None, None]  # only infinities: the smallest float dtype holds them
         return ["f", float(x.min()), float(x.max())]
+    if kind == "u" and getattr(s.dtype, "itemsize", 8) == 8:
+        # uint64 beyond int64: read through int64 2**64 - 1 would become -1 (issue #30); the
+        # series' own min / max (both backends, nulls skipped) are exact
+        if int(s.notna().sum()) == 0:
+            return None
+        return ["i", int(s.min()), int(s.max())]
     if kind in "iu":
         mask = backend.isnull(s)
         x = backend.int_values(s, 0)

@@ -15,6 +15,7 @@ from .. import backend
 from .._util import is_frame
 from ..io.dataset import nullable_frame, source_noted, timed_read
 from ..ops.base import _OUT_OF_FOLD, Operator
+from ..schema import unit_drift
 from .fusion import fit_table, transform_table
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,9 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
             if out is not None:
                 return out
             df = nullable_frame(df, nullable or {})
+        else:  # a user's frame (Arrow tables hold strings in their string columns)
+            check_objects(wf, df, "the data")
+        df = fitted_units(wf, df)  # files in other datetime units: the bound unit
         cache = wf._execute(df, needed)
     finally:
         _OUT_OF_FOLD.reset(token)
@@ -63,6 +67,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
 
 def _transform_partition(df: Any, wf: "Workflow", out_of_fold: bool, cast: bool = False) -> Any:
     backend.tune_malloc_in_worker()
+    check_objects(wf, df, "the data")
     return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
 
 
@@ -228,3 +233,27 @@ def _transform_frame(ds: Any, columns: List[str], wf: Any, out_of_fold: bool, ca
     return ds.to_ddf(columns=columns).map_partitions(_transform_partition, wf, out_of_fold, cast, meta=meta,
                                                      enforce_metadata=False, transform_divisions=False,
                                                      align_dataframes=False)
+
+
+def check_objects(wf: "Workflow", df: Any, source: str) -> None:
+    """Refuse object columns of ``df`` read by ``wf`` that hold values other than strings (bools,
+    Decimals, ints, bytes, mixes): fitted as strings they would all be out of vocabulary (issue #30).
+    A user's frames and dask partitions are checked (one pass per object column); columns read
+    from Arrow (parquet) hold strings by construction and skip this."""
+    sch = wf.input_schema
+    cols = [c for c, d in zip(df.columns, df.dtypes.tolist()) if d == object and (sch is None or c in sch)]
+    found = backend.non_string_objects(df, cols) if cols else {}
+    if found:
+        raise TypeError(backend.non_string_objects_message(found, source))
+
+
+def fitted_units(wf: "Workflow", df: Any) -> Any:
+    """``df`` with datetime / timedelta columns of another unit than the bound input schema's
+    converted to it exactly (a fit over files written in different units: the statistics must
+    count one unit; issue #30). ``ValueError`` naming the column where the unit cannot hold them."""
+    sch = wf.input_schema
+    if sch is None or not any(getattr(d, "kind", "") in ("M", "m") for d in df.dtypes.tolist()):
+        return df
+    casts = {c: sch[c].dtype for c, d in zip(df.columns, df.dtypes.tolist())
+             if c in sch and not sch[c].is_list and unit_drift(sch[c].dtype, str(d))}
+    return df.assign(**{c: backend.cast_safely(df[c], dt, c) for c, dt in casts.items()}) if casts else df

@@ -11,14 +11,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import dask
 
 from .. import backend
-from .._util import did_you_mean, is_frame
+from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, kind_mismatch_message
+from ..schema import Schema, check_input_dtypes, kind_mismatch_message, unit_drift
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from .tasks import _transform_frame, _transform_part, _transform_partition, for_workers
+from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +406,12 @@ class Workflow:
                 msgs = [m.split("; ")[0] + "; list and scalar columns do not convert: give the fitted layout"
                         for m in msgs]
             raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
-        return {c: fitted[c].dtype for c in bad}
+        casts = {c: fitted[c].dtype for c in bad}
+        # times in another unit: converted to the fitted unit (exactly, or refused) even without cast
+        casts.update({c: fitted[c].dtype for c in self.input_columns
+                      if c in fitted and c in given and not fitted[c].is_list and not given[c].is_list
+                      and unit_drift(fitted[c].dtype, given[c].dtype)})
+        return casts
 
     def _enforce_contract(self, df: Any, source: str, cast: bool) -> Any:
         """``df`` checked against the contract (and cast when ``cast``); memoized per dtypes."""
@@ -414,6 +419,7 @@ class Workflow:
         memo = self.__dict__.setdefault("_contract_memo", {})
         casts = memo.get(key)
         if casts is None:
+            refuse_duplicate_columns(key[0], source)
             cols = [c for c in df.columns if c in set(self.input_columns)]
             casts = self._check_contract(Schema.from_frame(df[cols]) if cols else Schema(), source, cast)
             if len(memo) > 64:  # a long-lived serving process seeing ever new dtype sets
@@ -444,6 +450,9 @@ class Workflow:
         (2.5 or "abc" for an int column). The fitted workflow is never changed by a transform.
         """
         if is_frame(data):
+            refuse_duplicate_columns(data.columns, "the frame")
+            if self.input_schema is not None:
+                check_objects(self, data, "the frame")
             # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
             # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow)
             return self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
