@@ -305,3 +305,87 @@ def test_register_function_decorator_and_lambda_names():
     with pytest.raises(ValueError, match="name="):
         tp.register_function(lambda c: c)
     assert tp.register_function(upper_name) is upper_name
+
+
+# -- paths inside an op's saved state stay inside stats/ and are checksummed (issue #30) ----------------
+def _state_wf(tmp_path: Path) -> Path:
+    """A saved workflow with a Categorify vocabulary and a JoinExternal side table, plus a parquet
+    file outside it (``outside.parquet``, distinct values) and one planted under its stats/ that
+    the save did not write (no checksum)."""
+    side = pd.DataFrame({"a": [1, 2, 3], "price": [9.5, 3.0, 1.25]})
+    wf = tp.Workflow((["b"] >> ops.Categorify()) + (["a"] >> ops.JoinExternal(side, on="a")) + ["label"])
+    path = _saved(tmp_path, wf)
+    outside = pd.DataFrame({"value": ["EVIL", "EVIL2"], "count": [10**6, 10**6], "a": [1, 2], "price": [-1.0, -2.0]})
+    outside.to_parquet(tmp_path / "outside.parquet")
+    node_dirs = sorted(p for p in (path / "stats").iterdir())
+    outside.to_parquet(node_dirs[0] / "planted.parquet")
+    return path
+
+
+def _state_entries(spec):
+    cat = next(n for n in spec["nodes"] if n.get("op") == "Categorify")
+    join = next(n for n in spec["nodes"] if n.get("op") == "JoinExternal")
+    return cat, join
+
+
+def _set_state_path(spec, op: str, value) -> None:
+    cat, join = _state_entries(spec)
+    if op == "Categorify":
+        vocab = next(iter(cat["state"]["vocabularies"].values()))
+        vocab["files"] = [value]
+    else:
+        join["state"]["file"] = value
+
+
+@pytest.mark.parametrize("op", ["Categorify", "JoinExternal"])
+@pytest.mark.parametrize("bad", ["ABS", "../../outside.parquet", "../n1/x.parquet", "planted.parquet"])
+def test_state_paths_outside_stats_or_unrecorded_are_refused(tmp_path, op, bad):
+    path = _state_wf(tmp_path)
+    value = str(tmp_path / "outside.parquet") if bad == "ABS" else bad
+    _edit(path, lambda s: _set_state_path(s, op, value))
+    with pytest.raises(ValueError) as err:
+        tp.Workflow.load(path)
+    msg = str(err.value)
+    assert "workflow.json" in msg and op in msg and value in msg, msg
+
+
+def test_a_symlinked_statistics_file_is_refused(tmp_path):
+    path = _state_wf(tmp_path)
+    spec = json.loads((path / "workflow.json").read_text())
+    rel = next(iter(spec["stats_files"]))
+    target = path / rel
+    shutil.copy(target, tmp_path / "copy.parquet")
+    target.unlink()
+    target.symlink_to(tmp_path / "copy.parquet")  # same bytes, same checksum: still refused
+    with pytest.raises(ValueError, match="symbolic link"):
+        tp.Workflow.load(path)
+
+
+_state_paths = st.one_of(
+    st.sampled_from(["ABS", "../../outside.parquet", "planted.parquet", "", ".", "..", "/", "a//b", "..\\x",
+                     "stats/../outside.parquet", "./planted.parquet"]),
+    st.text(alphabet=st.sampled_from(list("./\\ab_")), max_size=12),
+    st.none(), st.integers(), st.lists(st.text(max_size=3), max_size=2))
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(op=st.sampled_from(["Categorify", "JoinExternal"]), value=_state_paths)
+def test_fuzz_state_paths_read_nothing_outside(tmp_path, op, value):
+    base = tmp_path / "base"
+    if not base.exists():
+        base.mkdir()
+        shutil.move(_state_wf(base), base / "saved")
+    path = tmp_path / "fuzz"
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.copytree(base / "saved", path)
+    if value == "ABS":
+        value = str(base / "outside.parquet")
+    _edit(path, lambda s: _set_state_path(s, op, value))
+    try:
+        wf = tp.Workflow.load(path)
+    except ValueError as exc:
+        assert "workflow.json" in str(exc), exc  # a clear refusal, naming the file
+        return
+    # loaded: it can only have read its own recorded files (never the planted/outside values)
+    out = wf.transform(pd.DataFrame({"a": [1, 2], "b": ["x", "EVIL"], "label": [0, 1]}))
+    assert out["b"].tolist()[1] == 2 and -1.0 not in out["price"].tolist()

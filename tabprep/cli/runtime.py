@@ -8,14 +8,17 @@ traceback too with ``--debug``).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import select
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import click
 
@@ -29,6 +32,37 @@ EXIT_USAGE = 2
 #: the reader of stdout went away (``tabprep inspect WF | head -1``): 128 + SIGPIPE, the status a
 #: shell reports for the GNU tools, which SIGPIPE kills in the same place
 EXIT_PIPE = 141
+
+
+#: stopped by SIGTERM (Kubernetes, Slurm): 128 + 15, the status a shell reports for it
+EXIT_TERM = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised in the main thread like Ctrl-C's ``KeyboardInterrupt``, so every
+    ``finally``/``except BaseException`` that cleans up after Ctrl-C (a write's temporary
+    folder, the local dask cluster) runs for it too."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGTERM raises :class:`Terminated`; the
+    previous handler is restored afterwards. Elsewhere (a thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        # once: a second SIGTERM must not interrupt the cleanup the first one started (a
+        # supervisor that insists sends SIGKILL after its grace period)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class UsageProblem(Exception):
@@ -150,16 +184,28 @@ def read_options(f: Callable) -> Callable:
 
 
 # -- errors ---------------------------------------------------------------------------------
-def handle_errors(fn: Callable) -> Callable:
-    """Map exceptions of a command body to ``error: ...`` and exit codes 1 / 2."""
+def handle_errors(fn: Optional[Callable] = None, *, sigterm: bool = True) -> Any:
+    """Map exceptions of a command body to ``error: ...`` and exit codes 1 / 2 (130 Ctrl-C).
+
+    ``sigterm``: SIGTERM stops the command like Ctrl-C (:func:`sigterm_as_interrupt`: cleanup
+    runs, exit 143). ``tabprep serve`` passes False: uvicorn handles SIGTERM itself (it finishes
+    the requests in flight)."""
+    if fn is None:
+        return functools.partial(handle_errors, sigterm=sigterm)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug")) or os.environ.get("TABPREP_DEBUG", "") not in ("", "0")
         try:
-            return fn(*args, **kwargs)
+            if not sigterm:
+                return fn(*args, **kwargs)
+            with sigterm_as_interrupt():
+                return fn(*args, **kwargs)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except Terminated:
+            click.echo("error: terminated (SIGTERM); temporary files removed", err=True)
+            raise click.exceptions.Exit(EXIT_TERM)
         except KeyboardInterrupt:
             click.echo("error: interrupted", err=True)
             raise click.exceptions.Exit(130)

@@ -26,7 +26,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="More logging.")
 @click.option("--debug", is_flag=True, help="Tracebacks on errors.")
-@handle_errors
+@handle_errors(sigterm=False)  # uvicorn's own SIGTERM handling finishes requests in flight
 def serve(wf_dir: str, host: str, port: int, workers: int, exclude: Tuple[str, ...], max_body: int,
           access_log: bool, storage_options: Any, quiet: bool, verbose: bool, debug: bool) -> None:
     """Serve the fitted workflow in WF_DIR over HTTP until interrupted: Ctrl-C or SIGTERM stop

@@ -39,7 +39,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import socket
 import time
 import uuid
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
-from . import objectstore
+from . import objectstore, recovery
 from .fs import LOCAL, is_remote, local_path
 from .layout import (GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, METADATA_FILE, OUTPUT,  # noqa: F401
                      SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE, WORKFLOW, WORKFLOW_FILE, FolderKind)
@@ -60,7 +59,7 @@ _TMP, _OLD, _RECORD = ".tabprep-tmp-", ".tabprep-old-", ".tabprep-commit-"
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: transactions of this process that are still running (their temporaries are not stale)
-_ACTIVE: Set[str] = set()
+_ACTIVE: Set[str] = recovery.ACTIVE
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -139,6 +138,7 @@ class Transaction:
         #: folders at URLs of remote file systems (:class:`tabprep.io.objectstore.RemoteStage`)
         self.remote_stages: List[Any] = []
         self.state = "open"  # open -> committed | aborted | failed (left to recovery)
+        self.started = time.time()
         self._journals_stale = False
         _ACTIVE.add(self.txid)
 
@@ -156,7 +156,9 @@ class Transaction:
             raise RuntimeError(f"this transaction is {self.state}; start a new one")
         if is_remote(path):
             return self._stage_remote(str(path), kind, overwrite, storage_options, spool)
-        final = Path(os.path.abspath(os.fspath(local_path(path))))
+        # a symbolic link is kept: its target is what gets replaced (renames inside the link's
+        # folder would put a real folder where the link was, on the link's disk)
+        final = recovery.target(local_path(path))
         for s in self.stages:
             if s.final == final or s.final in final.parents or final in s.final.parents:
                 raise ValueError(f"{str(final)!r} and {str(s.final)!r} cannot be committed together: "
@@ -164,15 +166,21 @@ class Transaction:
         recover(final)
         check_target(final, kind, overwrite)
         tmp = final.parent / f".{final.name}{_TMP}{self.txid}"
+        # made under a name recovery leaves to its owner, and renamed to ``tmp`` once it holds its
+        # journal and marker: a temporary without a journal is then never a live write's (another
+        # host's recovery could not tell it from a leftover otherwise)
+        init = final.parent / f"{tmp.name}{recovery.INIT}"
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp.mkdir()
+            init.mkdir()
         except OSError as exc:
             raise PermissionError(f"cannot write to {str(final.parent)!r}: {exc}. Choose a writable path.") from exc
         stage = Stage(final, tmp, kind, overwrite, self.txid)
+        _write_json(init / JOURNAL_FILE, self._journal([s.member() for s in self.stages + [stage]]))
+        (init / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
+        os.rename(init, tmp)
         self.stages.append(stage)
         self._prepare()  # every temporary names all of them: a rollback at any path removes all
-        (tmp / INCOMPLETE_MARKER).write_text("written by tabprep; this folder is an interrupted write\n")
         return stage
 
     def _stage_remote(self, path: str, kind: FolderKind, overwrite: bool, storage_options: Any,
@@ -267,8 +275,10 @@ class Transaction:
 
     # -- protocol steps (separate methods so tests can stop between any two) ------------------
     def _journal(self, members: List[Dict[str, Any]]) -> Dict[str, Any]:
-        return {"txid": self.txid, "pid": os.getpid(), "host": socket.gethostname(),
-                "record": str(self._record_path()), "members": members}
+        record = (recovery.sibling(Path(members[0]["final"]), _RECORD, self.txid) if members
+                  else self._record_path())
+        return {"txid": self.txid, "pid": os.getpid(), "host": socket.gethostname(), "time": self.started,
+                "record": str(record), "members": members}
 
     def _record_path(self) -> Path:
         first = self.stages[0].final if self.stages else Path(os.getcwd()) / "_"
@@ -279,9 +289,8 @@ class Transaction:
         until the record exists)."""
         members = [s.member() for s in self.stages]
         for s in self.stages:
-            # written in place: a torn journal (a crash while writing it) can only be one of a
-            # commit not decided yet, which recovery rolls back like a tmp without a journal
-            _write_json(s.tmp / JOURNAL_FILE, self._journal(members), atomic=False)
+            # atomically: a temporary always holds a whole journal (one without is a leftover)
+            _write_json(s.tmp / JOURNAL_FILE, self._journal(members))
         self._journals_stale = False
 
     def _write_record(self) -> None:
@@ -360,143 +369,16 @@ def staged(path: PathLike, kind: "FolderKind", overwrite: bool = False,
             txn.discard(stage)
         raise
 
-def recover(path: PathLike) -> List[str]:
-    """Finish or undo what crashed commits left at ``path``; return what was done (for logs).
-
-    Commits with a record are rolled forward (every member of the transaction, wherever it
-    is), those without are rolled back (their temporaries deleted). Leftovers of older tabprep
-    versions (no journal): a missing ``path`` gets its ``-old-`` copy back, other leftovers are
-    deleted. Raises ``RuntimeError`` when a live tabprep process is writing ``path``.
-    """
-    final = Path(os.path.abspath(os.fspath(path)))
-    parent, prefix = final.parent, f".{final.name}."
-    try:
-        siblings = [parent / n for n in os.listdir(parent) if n.startswith(prefix)]
-    except FileNotFoundError:
-        return []
-    done: List[str] = []
-    journals: Dict[str, Dict[str, Any]] = {}
-    legacy_tmps, olds = [], []
-    tmps_of: Dict[str, List[Path]] = {}
-    for p in siblings:
-        rest = p.name[len(prefix) - 1:]
-        if rest.startswith(_TMP):
-            j = _read_json(p / JOURNAL_FILE)
-            if j is None or j["txid"] not in p.name:
-                legacy_tmps.append(p)
-            else:
-                journals.setdefault(j["txid"], j)
-                tmps_of.setdefault(j["txid"], []).append(p)
-        elif rest.startswith(_OLD):
-            olds.append(p)
-        elif rest.startswith(_RECORD) and p.name.endswith(".part"):
-            p.unlink(missing_ok=True)  # a record whose writing was interrupted: never committed
-        elif rest.startswith(_RECORD) and p.name.endswith(".json"):
-            j = _read_json(p)
-            if j is not None:
-                journals[j["txid"]] = j
-    j = _read_json(final / JOURNAL_FILE) if final.is_dir() else None
-    if j is not None:
-        journals.setdefault(j["txid"], j)
-    for txid, j in journals.items():
-        if _is_live(j):
-            raise RuntimeError(f"a tabprep write (process {j['pid']}) to {str(final)!r} is still in progress; wait "
-                               f"for it to end (if none runs, delete the hidden {prefix}tabprep-* folders next to it)")
-        done += _resolve(j)
-        for p in tmps_of.get(txid, []):  # a temporary its own journal does not list: never committed
-            if p.exists() and not Path(j["record"]).exists():
-                _remove_tree(p)
-                done.append(f"removed the uncommitted write {p}")
-    # leftovers no journal speaks for (older tabprep versions, or a crash before the journal)
-    for p in legacy_tmps:
-        _remove_tree(p)
-        done.append(f"removed the interrupted write {p}")
-    olds = [p for p in olds if p.exists()]
-    if olds and not final.exists():
-        keep = max(olds, key=lambda p: p.stat().st_mtime)
-        os.rename(keep, final)
-        done.append(f"restored the previous version of {final} from {keep.name}")
-        olds.remove(keep)
-    for p in olds:
-        _remove_tree(p)
-        done.append(f"removed the replaced version {p}")
-    for line in done:
-        log.warning("recovering an interrupted tabprep commit: %s", line)
-    return done
+def recover(path: PathLike, delete: bool = True) -> List[str]:
+    """Finish or undo what crashed commits left at ``path`` (see :func:`tabprep.io.recovery.recover`:
+    journals are verified first; ``delete=False``, for readers, only renames)."""
+    return recovery.recover(path, delete=delete)
 
 
-def _resolve(j: Dict[str, Any]) -> List[str]:
-    record = Path(j["record"])
-    members = j.get("members", [])
-    done: List[str] = []
-    if not record.exists():  # never committed: roll back
-        for m in members:
-            tmp = Path(m["tmp"])
-            if tmp.exists():
-                _remove_tree(tmp)
-                done.append(f"removed the uncommitted write {tmp}")
-            old, final = Path(m["old"]), Path(m["final"])
-            if old.exists() and not final.exists():  # defensive: never lose both
-                os.rename(old, final)
-                done.append(f"restored {final}")
-        return done
-    for m in members:  # committed: roll forward
-        final, tmp, old = Path(m["final"]), Path(m["tmp"]), Path(m["old"])
-        if tmp.exists():
-            if (final.exists() or final.is_symlink()) and _journal_txid(final) != j["txid"]:
-                if old.exists():
-                    raise RuntimeError(f"cannot complete the interrupted commit of {str(final)!r}: both {final} and "
-                                       f"{old} exist; move one of them away")
-                check_target(final, FolderKind(m["what"], tuple(m["markers"])), overwrite=True)
-                os.rename(final, old)
-            os.rename(tmp, final)
-            done.append(f"completed the commit of {final}")
-        elif not final.exists() and old.exists():
-            os.rename(old, final)  # the new version is gone (deleted by hand?): keep the old one
-            done.append(f"restored {final} (its new version was missing)")
-    for m in members:
-        final, old = Path(m["final"]), Path(m["old"])
-        if old.exists() and final.exists():
-            _remove_tree(old)
-        if _journal_txid(final) == j["txid"]:
-            (final / JOURNAL_FILE).unlink(missing_ok=True)
-    record.unlink(missing_ok=True)
-    return done
-
-
-def _is_live(j: Dict[str, Any]) -> bool:
-    """Is the process that wrote journal ``j`` still running (on this host)?"""
-    if j.get("host") != socket.gethostname():
-        return False  # another machine (shared file system): it cannot be checked; treat as stale
-    pid = int(j.get("pid", -1))
-    if pid == os.getpid():
-        return j["txid"] in _ACTIVE
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed child not yet reaped is a zombie: dead
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-# -- helpers -----------------------------------------------------------------------------------
-def _journal_txid(folder: Path) -> Optional[str]:
-    j = _read_json(folder / JOURNAL_FILE) if folder.is_dir() else None
-    return j.get("txid") if j else None
-
-
-def _read_json(path: Path) -> Optional[Dict[str, Any]]:
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and "txid" in data else None
+_journal_txid = recovery.journal_txid
+_read_json = recovery.read_json
+_remove_tree = recovery._remove_tree
+_is_live = recovery.is_live
 
 
 def _write_json(path: Path, obj: Any, atomic: bool = True) -> None:
@@ -508,21 +390,9 @@ def _write_json(path: Path, obj: Any, atomic: bool = True) -> None:
         os.replace(part, path)
 
 
-def _remove_tree(path: Path, wait_s: float = 5.0) -> None:
-    """Remove a temporary folder. When one task of a write raises, a local dask scheduler
-    returns at once while other tasks may still be writing into the folder (one rmtree then
-    fails on a non-empty directory), so retry until it is gone."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        shutil.rmtree(path, ignore_errors=True)
-        if not path.exists() or time.monotonic() > deadline:
-            return
-        time.sleep(0.05)
-
-
 def staged_paths(path: PathLike) -> Iterator[Path]:
     """The hidden temporaries (``-tmp-``, ``-old-``, commit records) next to ``path``."""
-    final = Path(os.path.abspath(os.fspath(path)))
+    final = recovery.target(path)
     prefix = f".{final.name}.tabprep-"
     if final.parent.is_dir():
         for n in sorted(os.listdir(final.parent)):

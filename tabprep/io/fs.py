@@ -248,10 +248,16 @@ class RemoteFS:
         """Copy every file under ``folder`` into ``local_dir`` (same relative layout); returns
         the relative paths."""
         root = self.strip(folder)
+        # every key is checked before anything is written: a key such as ``wf/stats/../../x.pth``
+        # (object stores take any string as a key) would otherwise land outside ``local_dir``
+        # (a ``.pth`` file in site-packages runs at the next Python start)
+        plan = [(p, _relative_key(self.strip(p), root, p)) for p in self.find(folder)]
+        top = os.path.realpath(local_dir)
         rels = []
-        for p in self.find(folder):
-            rel = posixpath.relpath(self.strip(p), root)
-            target = os.path.join(local_dir, *rel.split("/"))
+        for p, rel in plan:
+            target = os.path.join(top, *rel.split("/"))
+            if os.path.commonpath([top, os.path.realpath(target)]) != top:  # a symlink made meanwhile
+                raise ValueError(f"the remote key {p!r} resolves outside the folder it is downloaded into; refusing")
             os.makedirs(os.path.dirname(target), exist_ok=True)
             self.fs.get_file(self.strip(p), target)
             rels.append(rel)
@@ -270,6 +276,20 @@ class RemoteFS:
                 self.fs.put_file(os.path.join(root, n), self.strip(self.join(folder, rel)))
                 rels.append(rel)
         return rels
+
+
+def _relative_key(key: str, root: str, url: str) -> str:
+    """``key`` relative to the folder ``root`` (both without protocol), or ``ValueError`` naming
+    ``url`` when it does not stay inside it: a part ``..`` or ``.``, an empty part (``a//b``,
+    read as an absolute path by some tools) or a backslash (a separator on Windows)."""
+    prefix = root.rstrip("/") + "/"
+    rel = key[len(prefix):] if key.startswith(prefix) else None
+    parts = rel.split("/") if rel else []
+    if not parts or any(part in ("", ".", "..") or "\\" in part or "\x00" in part for part in parts):
+        raise ValueError(f"the remote key {url!r} does not resolve inside the folder {root!r} "
+                         f"(it holds '..', '.', an empty part or a backslash: it would be written outside "
+                         f"the local copy); refusing to download it. Remove that object from the bucket")
+    return rel
 
 
 FS = Any  # LocalFS | RemoteFS

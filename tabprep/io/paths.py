@@ -95,7 +95,7 @@ def _recover_missing(path: str) -> bool:
     if not any(True for _ in staged_paths(path)):
         return False
     try:
-        done = recover(path)
+        done = recover(path, delete=False)  # readers never delete (issue #30)
     except RuntimeError as exc:  # a live tabprep process is writing it
         raise ValueError(f"{path!r} is being written by another tabprep process: {exc}") from exc
     return bool(done)

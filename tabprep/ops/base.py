@@ -42,6 +42,35 @@ def out_of_fold_mode() -> bool:
     return _OUT_OF_FOLD.get()
 
 
+#: set by ``Workflow.load`` while ops load their saved state: (workflow.json's path, the files
+#: whose checksums it verified, or None for a folder saved without checksums)
+_LOADING: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("tabprep_loading_state", default=None)
+
+
+def state_file(op: "Operator", folder: Path, name: Any) -> Path:
+    """The file ``name`` of ``op``'s saved state in ``folder`` (its folder under ``stats/``).
+
+    A saved workflow is data a user may have received: ``name`` must be a relative path that
+    stays inside ``folder`` (no absolute path, ``..``, empty part or backslash) and, when
+    ``Workflow.load`` verified the folder's checksums, one of the files they cover. Otherwise
+    ``ValueError`` names workflow.json and the op: reading an outside or unverified file would
+    let an edited workflow.json load anything.
+    """
+    loading = _LOADING.get()
+    where = str(loading[0]) if loading else "the saved workflow"
+    parts = name.split("/") if isinstance(name, str) else []
+    bad = (not parts or name.startswith("/") or any(p in ("", ".", "..") or "\\" in p or "\x00" in p for p in parts))
+    resolved = folder.joinpath(*parts) if not bad else None
+    if not bad and loading is not None and loading[1] is not None and resolved not in loading[1]:
+        bad = True
+    if bad:
+        raise ValueError(f"{where}: the saved state of op {op.label} names the file {name!r}, which is not a file of "
+                         f"its own folder under stats/ covered by the recorded checksums (an absolute path, '..', or "
+                         f"an unrecorded file); workflow.json was edited or damaged, refusing to read it. Restore the "
+                         f"folder or save the workflow again")
+    return resolved
+
+
 def register(cls: type) -> type:
     """Class decorator: make an op loadable by name from saved workflows and spec files.
 

@@ -14,7 +14,7 @@ from .._util import check_keyed_params, check_limits
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
 from ..stats import vocab as V
-from .base import StatOperator, group_keys
+from .base import StatOperator, group_keys, state_file
 
 PAD_ID = 0
 NULL_ID = 1
@@ -321,7 +321,7 @@ class Categorify(StatOperator):
         stats = {}
         for key, m in meta["vocabularies"].items():
             files = m.get("files") or [m["file"]]
-            table = pa.concat_tables([pq.read_table(path / f) for f in files])
+            table = pa.concat_tables([pq.read_table(state_file(self, path, f)) for f in files])
             col = table.column("value")
             if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
                 values = np.asarray(col.to_pylist(), dtype=object)

@@ -12,7 +12,7 @@ from .._util import is_frame
 from ..io import fs as fsmod
 from ..io.paths import expand_paths
 from ..schema import Schema
-from .base import Operator
+from .base import Operator, state_file
 
 _ROW = "__tabprep_row__"
 
@@ -215,7 +215,7 @@ class JoinExternal(Operator):
         return {"file": "side_table.parquet"}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
-        frame = backend.arrow_to_frame(pq.read_table(path / meta["file"]), cpu=True)
+        frame = backend.arrow_to_frame(pq.read_table(state_file(self, path, meta["file"])), cpu=True)
         self._host = self._validate(frame)
         self._cache = {}
 

@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys
+from .base import StatOperator, group_keys, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -277,7 +277,7 @@ class JoinGroupby(StatOperator):
         self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         stats = {}
         for key, m in meta["files"].items():
-            table = pq.read_table(path / m["file"])
+            table = pq.read_table(state_file(self, path, m["file"]))
             n = m["size"]
             col = table.column("value").slice(0, n)
             if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):

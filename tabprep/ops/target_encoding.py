@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, out_of_fold_mode
+from .base import StatOperator, group_keys, out_of_fold_mode, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 
@@ -292,7 +292,7 @@ class TargetEncoding(StatOperator):
         k = self.kfold
         keys = {}
         for key, fname in meta["files"].items():
-            table = pq.read_table(path / fname)
+            table = pq.read_table(state_file(self, path, fname))
             col = table.column("value")
             if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
                 values = np.asarray(col.to_pylist(), dtype=object)

@@ -27,6 +27,7 @@ import json
 import logging
 import math
 import os
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .columns import ServingInputError
@@ -260,8 +261,72 @@ def _query_flag(qs: bytes) -> bool:
 _ENV = "TABPREP_SERVE_CONFIG"
 
 
+#: how long a stopping server keeps accepting and reading the connections already made (s, at most)
+DRAIN_S = 5.0
+
+
+def _pending(server: Any) -> int:
+    """Connections and request bytes a stopping uvicorn server has not taken in yet (Linux):
+    connections in the accept queue of its listening sockets (``TCP_INFO``'s ``tcpi_unacked``
+    of a listening socket) plus connections with no request in progress whose request bytes
+    wait unread (``FIONREAD``). Elsewhere 0 (nothing to wait for that can be seen)."""
+    import fcntl
+    import socket
+    import struct
+    import termios
+
+    n = 0
+    for srv in server.servers:
+        for sock in getattr(srv, "sockets", None) or ():
+            try:
+                info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+                n += struct.unpack_from("I", info, 24)[0]
+            except (OSError, AttributeError, struct.error):
+                pass
+    for conn in list(server.server_state.connections):
+        if getattr(conn, "cycle", None) is not None:
+            continue
+        transport = getattr(conn, "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        try:
+            n += struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0] > 0
+        except (OSError, AttributeError, ValueError, struct.error):
+            pass
+    return n
+
+
+def _drain_before_shutdown() -> None:
+    """Make uvicorn's graceful shutdown finish every request already sent (issue #30).
+
+    uvicorn stops listening at once: connections still in the kernel's accept queue are reset,
+    and an accepted connection whose request was not read yet is closed. A request is handled in
+    the event loop, so under load (a burst of requests, SIGTERM in the middle) much of the burst
+    is in one of those states. Before closing, the loop keeps accepting and reading until no such
+    connection is left (:func:`_pending`; ``DRAIN_S`` at most); the requests it read are then
+    finished like the others. Patched once per process (the servers of ``--workers N`` run in
+    uvicorn's worker processes, which build the app with :func:`app_from_env`)."""
+    import asyncio
+
+    import uvicorn
+
+    original = uvicorn.Server.shutdown
+    if getattr(original, "_tabprep_drain", False):
+        return
+
+    async def shutdown(self: Any, sockets: Any = None) -> None:
+        deadline = time.monotonic() + min(DRAIN_S, float(self.config.timeout_graceful_shutdown or DRAIN_S))
+        await asyncio.sleep(0.01)
+        while time.monotonic() < deadline and _pending(self):
+            await asyncio.sleep(0.01)
+        await original(self, sockets)
+
+    shutdown._tabprep_drain = True  # type: ignore[attr-defined]
+    uvicorn.Server.shutdown = shutdown  # type: ignore[method-assign]
+
+
 def app_from_env() -> Any:
     """uvicorn factory for worker processes (``--workers N``): the config comes in an environment variable."""
+    _drain_before_shutdown()
     cfg = json.loads(os.environ[_ENV])
     return _build(cfg)
 
@@ -286,6 +351,7 @@ def serve(wf_dir: str, host: str = "127.0.0.1", port: int = 8080, workers: int =
     cfg = {"wf_dir": wf_dir if is_remote(wf_dir) else os.path.abspath(local_path(wf_dir)), "exclude": list(exclude),
            "max_body": int(max_body), "storage_options": storage_options}
     app = _build(cfg)  # fails here, before binding, on a bad folder or an op that cannot be served
+    _drain_before_shutdown()
     common = dict(host=host, port=port, log_level="warning", access_log=access_log,
                   timeout_graceful_shutdown=graceful_timeout, server_header=False)
     if workers > 1:

@@ -28,11 +28,13 @@ it into a local temporary folder and loads that, with the same checks.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 
@@ -40,7 +42,7 @@ from .._version import __version__
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
 from ..io.fs import get_fs, is_remote, local_path
-from ..ops.base import Operator, StatOperator, registered_ops
+from ..ops.base import _LOADING, Operator, StatOperator, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..registry import load_policy, resolve_function
 from ..schema import Schema
@@ -187,9 +189,10 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
         raise ValueError(f"{spec_path}: format_version must be an integer, got {version!r}")
     if version > FORMAT_VERSION:
         raise ValueError(f"{spec_path} was written by a newer tabprep ({spec.get('tabprep_version')}); upgrade tabprep")
-    verify_stats(root, spec)
-    # everything that may resolve a name (op classes, ops' from_config, load_state) runs under the policy
-    with load_policy(bool(trusted or allow_pickle)):
+    verified = verify_stats(root, spec)
+    # everything that may resolve a name (op classes, ops' from_config, load_state) runs under the
+    # policy; ops read only verified files of their state (state_file)
+    with load_policy(bool(trusted or allow_pickle)), _loading_state(spec_path, verified):
         built: Dict[str, Node] = {}
         for entry in spec["nodes"]:
             try:
@@ -202,6 +205,15 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
         wf = Workflow(built[spec["output"]])
     wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {display or root}")
     return wf
+
+
+@contextlib.contextmanager
+def _loading_state(spec_path: Path, verified: Optional[Set[Path]]) -> Iterator[None]:
+    token = _LOADING.set((spec_path, verified))
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
 
 
 def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow_pickle: bool) -> tuple:
@@ -315,12 +327,14 @@ def stats_manifest(root: Path) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-def verify_stats(root: Path, spec: Dict[str, Any]) -> None:
+def verify_stats(root: Path, spec: Dict[str, Any]) -> Optional[Set[Path]]:
     """Check every statistics file of a saved workflow against ``spec["stats_files"]``.
 
     Raises ValueError naming the first file that is missing or whose sha256 differs (modified,
     truncated, swapped). Files under ``stats/`` the save did not write are logged (ops read only
     the files their state names). Folders of ``format_version`` 1 have no checksums: a warning.
+    Returns the verified files (None for such a folder): ops read no other file of their state
+    (:func:`tabprep.ops.base.state_file`). A file that is a symbolic link, or under one, is refused.
     """
     spec_path = root / SPEC_FILE
     recorded = spec.get("stats_files")
@@ -328,12 +342,18 @@ def verify_stats(root: Path, spec: Dict[str, Any]) -> None:
         log.warning("%s was saved by tabprep %s (format_version %s) without checksums of its statistics files; "
                     "they are not verified. Save the workflow again to add them.",
                     spec_path, spec.get("tabprep_version", "?"), spec.get("format_version", 0))
-        return
+        return None
     if not isinstance(recorded, dict):
         raise ValueError(f"{spec_path}: the checksums of the statistics files ('stats_files') are missing; the file "
                          f"was edited or damaged. Restore the folder or save the workflow again")
+    verified: Set[Path] = set()
+    stats_real = os.path.realpath(root / STATS_DIR)
     for rel, rec in recorded.items():
         f = _inside(root, rel, "a statistics file")
+        if os.path.commonpath([stats_real, os.path.realpath(f)]) != stats_real or f.is_symlink():
+            raise ValueError(f"statistics file {f} (recorded in {spec_path}) is a symbolic link or lies under one: "
+                             f"a saved workflow's statistics are plain files under {STATS_DIR}/; restore the folder "
+                             f"or save the workflow again")
         if not f.is_file():
             raise ValueError(f"statistics file {f} is missing (recorded with its checksum in {spec_path}); "
                              f"restore the folder or save the workflow again")
@@ -347,11 +367,13 @@ def verify_stats(root: Path, spec: Dict[str, Any]) -> None:
             raise ValueError(f"statistics file {f} does not match the sha256 checksum recorded in {spec_path}: it "
                              f"was changed after saving (modified, truncated or swapped with another file; {detail}). "
                              f"Restore the folder or save the workflow again")
+        verified.add(f)
     extra = [p.relative_to(root).as_posix() for p in _stats_files(root)
              if p.relative_to(root).as_posix() not in recorded and not p.name.startswith(".")]
     if extra:
         log.warning("%s: files under %s/ that the save did not write are ignored: %s", root, STATS_DIR,
                     ", ".join(extra[:5]) + (" ..." if len(extra) > 5 else ""))
+    return verified
 
 
 def _default(o: Any) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import yaml
 
@@ -112,6 +112,7 @@ def read_spec(spec: Any) -> _Located:
 def _parse_text(text: str, source: Optional[str]) -> _Located:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_expansion(root, source)  # before anything walks the values: aliases can multiply them
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -132,11 +133,52 @@ def _parse_text(text: str, source: Optional[str]) -> _Located:
     return _Located(data, root, source)
 
 
+#: the most values (scalars, lists, mappings) a spec may hold once its YAML aliases are expanded;
+#: real specs hold thousands. A few hundred bytes of nested aliases ("billion laughs") expand to
+#: billions, and everything that walks the spec (checks, the graph build) would walk them all
+MAX_SPEC_VALUES = 1_000_000
+
+
+def _check_expansion(root: Any, source: Optional[str]) -> None:
+    """Refuse a spec whose aliases expand it past :data:`MAX_SPEC_VALUES` values, or refer to
+    themselves; linear in the size of the YAML text (each node is sized once)."""
+    if root is None:
+        return
+    size: Dict[int, int] = {}
+    on_path: set = set()
+    stack: List[tuple] = [(root, False)]
+    while stack:
+        n, done = stack.pop()
+        key = id(n)
+        children = ([c for kv in n.value for c in kv] if isinstance(n, yaml.MappingNode)
+                    else list(n.value) if isinstance(n, yaml.SequenceNode) else [])
+        if done:
+            on_path.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            if size[key] > MAX_SPEC_VALUES:
+                raise SpecError(f"the spec expands to more than {MAX_SPEC_VALUES:,} values through YAML aliases "
+                                f"(&anchor / *alias repeated inside each other); refusing it. Write the values out, "
+                                f"or use fewer nested aliases", source=source, line=n.start_mark.line + 1)
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise SpecError("a YAML alias refers to a value that contains it (a recursive structure); a spec "
+                            "cannot hold one", source=source, line=n.start_mark.line + 1)
+        on_path.add(key)
+        stack.append((n, True))
+        stack.extend((c, False) for c in children if id(c) not in size)
+
+
 def _check_duplicate_keys(node: Any, source: Optional[str]) -> None:
     """YAML keeps the last of two equal keys silently; a spec with one is almost surely a mistake."""
     stack = [node]
+    visited: set = set()  # a node an alias repeats is checked once
     while stack:
         n = stack.pop()
+        if id(n) in visited:
+            continue
+        visited.add(id(n))
         if isinstance(n, yaml.MappingNode):
             seen: Dict[str, int] = {}
             for k, v in n.value:

@@ -1,0 +1,112 @@
+"""SIGTERM (Kubernetes, Slurm) stops fit / transform / fit-transform like Ctrl-C: temporaries
+removed, exit status 143 (issue #30). Real ``python -m tabprep`` processes; the state on disk is
+read with plain os/pandas."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = "features:\n  - columns: [C1]\n    ops: [Categorify]\n  - columns: [x]\n    ops: [Normalize]\n"
+
+
+def _data(folder: Path, rows: int = 100_000, files: int = 8) -> Path:
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+    for f in range(files):
+        pd.DataFrame({"C1": rng.integers(0, 5000, rows), "x": rng.normal(size=rows)}).to_parquet(
+            folder / f"part{f:02d}.parquet")
+    return folder
+
+
+def _tabprep(args, cwd: Path, tmpdir: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmpdir)}
+    return subprocess.Popen([sys.executable, "-m", "tabprep.cli", *map(str, args)], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for(pred, proc: subprocess.Popen, limit: float = 90.0) -> None:
+    deadline = time.monotonic() + limit
+    while not pred():
+        assert proc.poll() is None, f"the job ended before the point of the test: {proc.communicate()}"
+        assert time.monotonic() < deadline, "the job never got there"
+        time.sleep(0.02)
+
+
+def _reading(pid: int, folder: Path):
+    """True once process ``pid`` has a file of ``folder`` open (Linux: /proc/PID/fd)."""
+    def pred():
+        try:
+            return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(folder))
+                       for fd in os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            return False
+    return pred
+
+
+def _hidden(folder: Path) -> list:
+    return sorted(n for n in os.listdir(folder) if ".tabprep-" in n)
+
+
+def _writing(folder: Path, name: str):
+    def pred():
+        return any(n.startswith(f".{name}.tabprep-tmp-") and not n.endswith(".init")
+                   and any(True for _ in (folder / n).rglob("*.parquet")) for n in os.listdir(folder))
+    return pred
+
+
+@pytest.mark.parametrize("command", ["fit-transform", "transform"])
+def test_sigterm_during_a_write_removes_its_temporaries(tmp_path, command):
+    data = _data(tmp_path / "data")
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    tmpdir = tmp_path / "TMP"
+    tmpdir.mkdir()
+    if command == "transform":
+        wf = tp.Workflow((["C1"] >> ops.Categorify()) + (["x"] >> ops.Normalize()))
+        wf.fit(tp.Dataset(pd.read_parquet(data / "part00.parquet"))).save(str(tmp_path / "wf"))
+        args = ["transform", tmp_path / "wf", data, "--out", tmp_path / "out", "-q"]
+    else:
+        args = ["fit-transform", tmp_path / "spec.yaml", data, "--out", tmp_path / "out",
+                "--workflow-out", tmp_path / "wfo", "-q"]
+    proc = _tabprep(args, tmp_path, tmpdir)
+    try:
+        _wait_for(_writing(tmp_path, "out"), proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 143, (proc.returncode, err.decode())
+    assert "terminated" in err.decode() and "Traceback" not in err.decode(), err.decode()
+    assert _hidden(tmp_path) == [], "temporaries left behind"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "wfo").exists()
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
+
+
+def test_sigterm_during_fit_leaves_nothing(tmp_path):
+    data = _data(tmp_path / "data")
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    tmpdir = tmp_path / "TMP"
+    tmpdir.mkdir()
+    proc = _tabprep(["fit", tmp_path / "spec.yaml", data, "--out", tmp_path / "wf"], tmp_path, tmpdir)
+    try:
+        _wait_for(_reading(proc.pid, data), proc)  # the fit pass is reading DATA
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 143, (proc.returncode, err.decode())
+    assert "terminated" in err.decode() and "Traceback" not in err.decode(), err.decode()
+    assert _hidden(tmp_path) == [] and not (tmp_path / "wf").exists()
