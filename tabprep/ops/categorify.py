@@ -13,7 +13,7 @@ from .. import backend
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import vocab as V
-from .base import StatOperator, group_keys
+from .base import StatOperator, group_keys, singled_in_groups
 
 PAD_ID = 0
 NULL_ID = 1
@@ -104,6 +104,11 @@ class Categorify(StatOperator):
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
         super().check_input(input_schema, columns)
+        both = [c for c in singled_in_groups(self.input_groups) if c in columns]
+        if both and self.encode_type == "joint":
+            raise ValueError(f"Categorify(encode_type='joint'): column(s) {both} are selected alone and inside a "
+                             f"group; joint encoding writes one output per column, so it cannot give {both[0]!r} "
+                             f"both its own vocabulary and the group's. Select it once, or use encode_type='combo'")
         for key, cols in self._vocab_keys(columns).items():
             if len(cols) < 2:
                 continue

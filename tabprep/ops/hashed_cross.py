@@ -87,7 +87,7 @@ class HashedCross(Operator):
         """The column groups crossed, for the op's input ``columns``."""
         if self.columns is not None:
             return _as_groups(self.columns)
-        groups = [list(g) for g in self.input_groups if all(c in columns for c in g)]
+        groups = [list(g) for g in self.input_groups if len(g) > 1 and all(c in columns for c in g)]
         return groups or [list(columns)]
 
     def output_column_names(self, columns: List[str]) -> List[str]:
