@@ -54,7 +54,10 @@ def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) 
     else:
         key = None
         for p, isnull in zip(parts, part_nulls):
-            piece = p.str.len().astype("str") + ":" + p + "\x1f"
+            # lengths as ints whatever the partition holds: with a null in the column pandas' str.len()
+            # is float ("1.0"), which made format 2's keys depend on the partition's nulls
+            length = p.str.len().fillna(0).astype("int64").astype("str")
+            piece = length + ":" + p + "\x1f"
             piece = piece.where(~backend.new_series(isnull, like=piece).astype(bool), NULL_PART)
             key = piece if key is None else key + piece
     nulls = part_nulls[0]

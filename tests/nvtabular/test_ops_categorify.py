@@ -94,12 +94,30 @@ def test_serving_combo_with_null_part_matches_offline():
     """The serving kernels give a null-part combination the same id as the offline transform."""
     from tabprep.serving import ServingTransform
 
-    df = pd.DataFrame({"a": ["u", None, "u", None], "b": ["x", "x", None, None]})
+    a, b = ["u", None, "u", None], ["x", "x", None, None]
+    df = pd.DataFrame({"a": pd.Series(a, dtype=object), "b": pd.Series(b, dtype=object)})
     wf = tp.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit(df)
     offline = wf.transform(df)["a_b"].tolist()
     assert offline[3] == 1 and len(set(offline[:3])) == 3 and min(offline[:3]) >= 3
     st = ServingTransform(wf)
-    batch = st.transform_batch({"a": df["a"].tolist(), "b": df["b"].tolist()})
+    batch = st.transform_batch({"a": a, "b": b})
     assert np.asarray(batch["a_b"]).ravel().tolist() == offline
-    rows = [np.asarray(st.transform_row({"a": a, "b": b})["a_b"]).ravel().tolist()[0] for a, b in zip(df["a"], df["b"])]
+    rows = [np.asarray(st.transform_row({"a": x, "b": y})["a_b"]).ravel().tolist()[0] for x, y in zip(a, b)]
     assert rows == offline
+
+
+def test_combo_ids_do_not_depend_on_nulls_elsewhere_in_the_partition():
+    """One combination, one id (NVTabular's groupby): ("u", "x") in a partition holding a null and
+    in one holding none get the same id, and the vocabulary holds it once."""
+    import dask.dataframe as dd
+
+    p1 = pd.DataFrame({"a": pd.Series(["u", None], dtype=object), "b": pd.Series(["x", "x"], dtype=object)})
+    p2 = pd.DataFrame({"a": pd.Series(["u", "u"], dtype=object), "b": pd.Series(["x", "x"], dtype=object)})
+    p2.index = [2, 3]
+    ddf = dd.from_pandas(pd.concat([p1, p2]), npartitions=2, sort=False)
+    assert len(ddf.partitions[0].compute()) == 2
+    op = ops.Categorify(encode_type="combo")
+    wf = tp.Workflow([["a", "b"]] >> op).fit(tp.Dataset(ddf))
+    out = wf.transform(tp.Dataset(ddf)).to_ddf().compute()["a_b"].tolist()
+    assert out[0] == out[2] == out[3] and out[1] != out[0]
+    assert len(op.stats_["a_b"]["values"]) == 2
