@@ -512,12 +512,12 @@ _add_cases({
     ],
     "HashedCross": [
         Case(lambda: ops.HashedCross(["s", "i32"], num_buckets=101), ["s", "i32"],
-             lambda t, d: {"s_i32": (ref_hashed_cross(d, ["s", "i32"], 101), "exact")},
-             schema_check=_check_tags_props(["s_i32"], ("categorical", "hashed"), {"cardinality": 101})),
-        Case(lambda: ops.HashedCross([["I64", "f32"], ["b", "s", "u32"]], num_buckets={"I64_f32": 7, "b_s_u32": 1000}),
+             lambda t, d: {"s_X_i32": (ref_hashed_cross(d, ["s", "i32"], 101), "exact")},
+             schema_check=_check_tags_props(["s_X_i32"], ("categorical", "hashed"), {"cardinality": 101})),
+        Case(lambda: ops.HashedCross([["I64", "f32"], ["b", "s", "u32"]], num_buckets={"I64_X_f32": 7, "b_X_s_X_u32": 1000}),
              ["I64", "f32", "b", "s", "u32"],
-             lambda t, d: {"I64_f32": (ref_hashed_cross(d, ["I64", "f32"], 7), "exact"),
-                           "b_s_u32": (ref_hashed_cross(d, ["b", "s", "u32"], 1000), "exact")}),
+             lambda t, d: {"I64_X_f32": (ref_hashed_cross(d, ["I64", "f32"], 7), "exact"),
+                           "b_X_s_X_u32": (ref_hashed_cross(d, ["b", "s", "u32"], 1000), "exact")}),
     ],
     "ListSlice": [
         Case(lambda: ops.ListSlice(-2), ["lst"], lambda t, d: {"lst": (ref_list_slice(d["lst"], -2, None), "exact")}),

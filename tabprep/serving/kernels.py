@@ -355,7 +355,8 @@ class _HashBucket(Kernel):
 class _HashedCross(Kernel):
     def __init__(self, op: HashedCross, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
         super().__init__(op, columns, in_schema, out_schema)
-        self.groups = [("_".join(g), list(g), op.buckets("_".join(g))) for g in op.groups(columns)]
+        names = op.output_column_names(columns)
+        self.groups = [(name, list(g), op.buckets(name)) for name, g in zip(names, op.groups(columns))]
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
