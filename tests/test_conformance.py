@@ -51,8 +51,8 @@ def ref_categorify(train: pd.Series, data: pd.Series, num_oov_buckets: int = 1, 
     counts = Counter(v for v in py_values(train) if v is not None)
     items = [(v, c) for v, c in counts.items() if c >= freq_threshold]
     items.sort(key=lambda vc: (-vc[1], vc[0]))
-    if max_size:
-        items = items[:max_size]
+    if max_size:  # NVTabular: max_size bounds the ids (padding, null and OOV ids included)
+        items = items[:max_size - 2 - num_oov_buckets]
     vocab = {v: 2 + num_oov_buckets + i for i, (v, _) in enumerate(items)}
     out = []
     for v in py_values(data):
@@ -72,7 +72,7 @@ def ref_categorify_cardinality(train: pd.Series, num_oov_buckets: int = 1, freq_
     counts = Counter(v for v in py_values(train) if v is not None)
     n = sum(1 for c in counts.values() if c >= freq_threshold)
     if max_size:
-        n = min(n, max_size)
+        n = min(n, max_size - 2 - num_oov_buckets)
     return 2 + num_oov_buckets + n
 
 
@@ -303,8 +303,8 @@ CASES: Dict[str, List[Case]] = {
     "Categorify": [
         Case(lambda: ops.Categorify(), CAT_COLS,
              _per_col(lambda t, d: ref_categorify(t, d), "exact")(CAT_COLS)),
-        Case(lambda: ops.Categorify(freq_threshold=3, num_oov_buckets=3, max_size=6), ["i32", "s"],
-             _per_col(lambda t, d: ref_categorify(t, d, 3, 3, 6), "exact")(["i32", "s"])),
+        Case(lambda: ops.Categorify(freq_threshold=3, num_oov_buckets=3, max_size=11), ["i32", "s"],
+             _per_col(lambda t, d: ref_categorify(t, d, 3, 3, 11), "exact")(["i32", "s"])),
     ],
     "HashBucket": [
         Case(lambda: ops.HashBucket(num_buckets=17), HASH_COLS,
@@ -403,7 +403,8 @@ def ref_join_groupby(train: pd.DataFrame, data: pd.DataFrame, cat: str, conts: L
 def ref_target_encoding(train: pd.DataFrame, data: pd.DataFrame, cols: List[str], target: str, p: float):
     def key(df):
         parts = [py_values(df[c]) for c in cols]
-        return [None if any(v is None for v in row) else tuple(row) for row in zip(*parts)]
+        # a combined key is null only when every part is (NVTabular groups with dropna=False)
+        return [None if all(v is None for v in row) else tuple(row) for row in zip(*parts)]
     y = py_values(train[target])
     ys = [float(v) for v in y if v is not None]
     gm = float(np.mean(ys)) if ys else 0.0
@@ -511,12 +512,12 @@ _add_cases({
     ],
     "HashedCross": [
         Case(lambda: ops.HashedCross(["s", "i32"], num_buckets=101), ["s", "i32"],
-             lambda t, d: {"s_i32": (ref_hashed_cross(d, ["s", "i32"], 101), "exact")},
-             schema_check=_check_tags_props(["s_i32"], ("categorical", "hashed"), {"cardinality": 101})),
-        Case(lambda: ops.HashedCross([["I64", "f32"], ["b", "s", "u32"]], num_buckets={"I64_f32": 7, "b_s_u32": 1000}),
+             lambda t, d: {"s_X_i32": (ref_hashed_cross(d, ["s", "i32"], 101), "exact")},
+             schema_check=_check_tags_props(["s_X_i32"], ("categorical", "hashed"), {"cardinality": 101})),
+        Case(lambda: ops.HashedCross([["I64", "f32"], ["b", "s", "u32"]], num_buckets={"I64_X_f32": 7, "b_X_s_X_u32": 1000}),
              ["I64", "f32", "b", "s", "u32"],
-             lambda t, d: {"I64_f32": (ref_hashed_cross(d, ["I64", "f32"], 7), "exact"),
-                           "b_s_u32": (ref_hashed_cross(d, ["b", "s", "u32"], 1000), "exact")}),
+             lambda t, d: {"I64_X_f32": (ref_hashed_cross(d, ["I64", "f32"], 7), "exact"),
+                           "b_X_s_X_u32": (ref_hashed_cross(d, ["b", "s", "u32"], 1000), "exact")}),
     ],
     "ListSlice": [
         Case(lambda: ops.ListSlice(-2), ["lst"], lambda t, d: {"lst": (ref_list_slice(d["lst"], -2, None), "exact")}),

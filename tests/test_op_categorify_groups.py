@@ -87,9 +87,10 @@ def test_joint_group_of_a_list_column_and_a_scalar_column():
 
 def test_group_thresholds_are_keyed_by_the_group_name():
     train = _frame(2)
-    wf = tp.Workflow([["a", "b"]] >> ops.Categorify(freq_threshold={"a_b": 25}, max_size={"a_b": 6}))
+    wf = tp.Workflow([["a", "b"]] >> ops.Categorify(freq_threshold={"a_b": 25}, max_size={"a_b": 9}))
     wf.fit(make_dataset(train, nparts=3))
     out = wf.transform(train)
+    # NVTabular's max_size counts ids 0, 1 and 2: 9 ids leave 6 vocabulary entries
     vocab = ref_vocab(values(train["a"]) + values(train["b"]), freq_threshold=25, max_size=6)
     assert out["a"].tolist() == encode(values(train["a"]), vocab)
     assert out["b"].tolist() == encode(values(train["b"]), vocab)
@@ -97,16 +98,15 @@ def test_group_thresholds_are_keyed_by_the_group_name():
 
 # -- combo ---------------------------------------------------------------------------------------------
 def combo_keys(df: pd.DataFrame, cols: List[str]) -> List[Any]:
-    """The documented combination key: str() of each part, every part but the last written as
-    ``<length>:<part>\\x1f`` (injective: a part containing \\x1f cannot shift the split); null if any
-    part is null."""
+    """The documented combination key: str() of each part written as ``<length>:<part>\\x1f``
+    (injective: a part containing \\x1f cannot shift the split), a null part as ``\\x1e\\x1f``;
+    null only when every part is null (NVTabular: a combination with a null part is a value)."""
     out = []
     for row in zip(*[values(df[c]) for c in cols]):
-        if any(v is None for v in row):
+        if all(v is None for v in row):
             out.append(None)
             continue
-        parts = [str(v) for v in row]
-        out.append("".join(f"{len(p)}:{p}\x1f" for p in parts[:-1]) + parts[-1])
+        out.append("".join("\x1e\x1f" if v is None else f"{len(str(v))}:{v}\x1f" for v in row))
     return out
 
 
@@ -134,7 +134,7 @@ def test_combo_next_to_single_columns_and_oov_buckets():
     wf.fit(make_dataset(train, nparts=3))
     out = wf.transform(data)
     assert list(out.columns) == ["a_b", "c"]
-    nulls = data["a"].isna().to_numpy()
+    nulls = (data["a"].isna() & data["b"].isna()).to_numpy()
     assert (out["a_b"].to_numpy()[nulls] == 1).all()
     assert set(out["a_b"].to_numpy()[~nulls].tolist()) <= {2, 3, 4}
     assert out["c"].tolist() == encode(values(data["c"]), ref_vocab(values(train["c"])))

@@ -155,6 +155,6 @@ def test_empty_input_and_save_load(tmp_path):
 
 def test_invalid_aggs():
     with pytest.raises(ValueError, match="aggregations"):
-        ops.Groupby("sess", aggs={"item": ["median"]})
+        ops.Groupby("sess", aggs={"item": ["mode"]})
     with pytest.raises(ValueError):
         ops.Groupby([], aggs="list")

@@ -40,7 +40,7 @@ def run(df, op, backend="cpu", nparts=4, select=None):
 def test_matches_reference(cols, backend):
     df = random_frame(seed=4, n=160)
     wf, out = run(df, ops.HashedCross(cols, num_buckets=1000), backend, select=cols)
-    name = "_".join(cols)
+    name = "_X_".join(cols)  # NVTabular's cross name
     assert list(out.columns) == [name]
     assert out[name].tolist() == ref_cross(df, cols, 1000)
     col = wf.output_schema[name]
@@ -66,38 +66,38 @@ def test_known_values_and_nulls():
     y = cudf_hash(b"y")
     one = cudf_hash((1).to_bytes(8, "little", signed=True))
     two = cudf_hash((2).to_bytes(8, "little", signed=True))
-    assert out["a_b"].tolist() == [h(x, one), h(0, one), h(x, 0), h(y, two)]
-    assert out["a_b"].notna().all()
+    assert out["a_X_b"].tolist() == [h(x, one), h(0, one), h(x, 0), h(y, two)]
+    assert out["a_X_b"].notna().all()
 
 
 def test_order_matters_and_differs_from_single_hash():
     df = random_frame(seed=5, n=50)
     _, ab = run(df, ops.HashedCross(["s", "i8"], num_buckets=10 ** 6), select=["s", "i8"])
     _, ba = run(df, ops.HashedCross(["i8", "s"], num_buckets=10 ** 6), select=["s", "i8"])
-    assert ab["s_i8"].tolist() != ba["i8_s"].tolist()
+    assert ab["s_X_i8"].tolist() != ba["i8_X_s"].tolist()
 
 
 def test_groups_from_selection_and_dict_buckets(backend):
     df = random_frame(seed=6, n=120)
-    op = ops.HashedCross(None, num_buckets={"s_I64": 50, "s_i8": 7})
+    op = ops.HashedCross(None, num_buckets={"s_X_I64": 50, "s_X_i8": 7})
     wf, out = run(df, op, backend, select=[["s", "I64"], ["s", "i8"]])
-    assert list(out.columns) == ["s_I64", "s_i8"]
-    assert out["s_I64"].tolist() == ref_cross(df, ["s", "I64"], 50)
-    assert out["s_i8"].tolist() == ref_cross(df, ["s", "i8"], 7)
-    assert wf.output_schema["s_i8"].cardinality == 7
+    assert list(out.columns) == ["s_X_I64", "s_X_i8"]
+    assert out["s_X_I64"].tolist() == ref_cross(df, ["s", "I64"], 50)
+    assert out["s_X_i8"].tolist() == ref_cross(df, ["s", "i8"], 7)
+    assert wf.output_schema["s_X_i8"].cardinality == 7
 
 
 def test_several_groups_from_columns_param():
     df = random_frame(seed=7, n=80)
     _, out = run(df, ops.HashedCross([["i8", "u16"], ["s", "b"]], num_buckets=33), select=["i8", "u16", "s", "b"])
-    assert out["i8_u16"].tolist() == ref_cross(df, ["i8", "u16"], 33)
-    assert out["s_b"].tolist() == ref_cross(df, ["s", "b"], 33)
+    assert out["i8_X_u16"].tolist() == ref_cross(df, ["i8", "u16"], 33)
+    assert out["s_X_b"].tolist() == ref_cross(df, ["s", "b"], 33)
 
 
 def test_none_crosses_all_inputs():
     df = random_frame(seed=8, n=40)
     _, out = run(df, ops.HashedCross(None, num_buckets=100), select=["i32", "s"])
-    assert out["i32_s"].tolist() == ref_cross(df, ["i32", "s"], 100)
+    assert out["i32_X_s"].tolist() == ref_cross(df, ["i32", "s"], 100)
 
 
 def test_int_widths_agree():
@@ -106,7 +106,7 @@ def test_int_widths_agree():
                        "b": pd.Series(["p", "q", "r", "s"], dtype="str")})
     _, out8 = run(df, ops.HashedCross(["a8", "b"], 97), select=["a8", "b"], nparts=1)
     _, out64 = run(df, ops.HashedCross(["a64", "b"], 97), select=["a64", "b"], nparts=1)
-    assert out8["a8_b"].tolist() == out64["a64_b"].tolist()
+    assert out8["a8_X_b"].tolist() == out64["a64_X_b"].tolist()
 
 
 def test_errors():
@@ -125,9 +125,9 @@ def test_empty_partitions_and_online_path(backend):
     df = random_frame(seed=9, n=70)
     wf, out = run(df, ops.HashedCross(["s", "f64"], 64), backend, nparts=5, select=["s", "f64"])
     online = to_pandas(wf.transform(frame_to_backend(df, backend)))
-    assert online["s_f64"].tolist() == out["s_f64"].tolist() == ref_cross(df, ["s", "f64"], 64)
+    assert online["s_X_f64"].tolist() == out["s_X_f64"].tolist() == ref_cross(df, ["s", "f64"], 64)
     empty = to_pandas(wf.transform(frame_to_backend(df.iloc[:0], backend)))
-    assert len(empty) == 0 and list(empty.columns) == ["s_f64"] and str(empty["s_f64"].dtype) == "int64"
+    assert len(empty) == 0 and list(empty.columns) == ["s_X_f64"] and str(empty["s_X_f64"].dtype) == "int32"
 
 
 def test_save_load_round_trip(tmp_path, backend):
@@ -136,7 +136,7 @@ def test_save_load_round_trip(tmp_path, backend):
                   select=[["s", "I64"], ["b", "u32"]])
     wf.save(str(tmp_path / "wf"))
     loaded = tp.Workflow.load(str(tmp_path / "wf"))
-    assert loaded.output_columns == ["s_I64", "b_u32"]
+    assert loaded.output_columns == ["s_X_I64", "b_X_u32"]
     assert loaded.output_schema == wf.output_schema
     pd.testing.assert_frame_equal(to_pandas(loaded.transform(make_dataset(df, backend, nparts=2))), out)
 

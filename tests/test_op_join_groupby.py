@@ -39,20 +39,8 @@ def reference(train: pd.DataFrame, data: pd.DataFrame, key, conts, stats) -> pd.
         for st in stats:
             if st != "count":
                 table[f"{name}_{c}_{st}"] = g[c].agg(st)
-    if len(cols) > 1:  # a combined key is null when any part is null
-        null = data[cols].isna().any(axis=1)
-        tnull = train[cols].isna().any(axis=1)
-        tt = t[tnull].copy()
-        nullrow = {f"{name}_count": len(tt)}
-        for c in conts:
-            for st in stats:
-                if st != "count":
-                    nullrow[f"{name}_{c}_{st}"] = tt[c].agg(st) if len(tt) else np.nan
-        table = table[~table.index.to_frame().isna().any(axis=1).to_numpy()]
+    # a combined key with a null part is a category of its own (NVTabular: groupby dropna=False)
     merged = data[cols].reset_index(drop=True).merge(table.reset_index(), on=cols, how="left")
-    if len(cols) > 1:
-        for k, v in nullrow.items():
-            merged.loc[null.to_numpy(), k] = v
     merged[f"{name}_count"] = merged[f"{name}_count"].fillna(0).astype("int64")
     wanted = ([f"{name}_count"] if "count" in stats else []) + \
         [f"{name}_{c}_{st}" for c in conts for st in stats if st != "count"]

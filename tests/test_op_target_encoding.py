@@ -59,8 +59,9 @@ def _keys(df: pd.DataFrame, key):
     cols = [key] if isinstance(key, str) else list(key)
     out = []
     for row in zip(*[df[c].astype(object).tolist() for c in cols]):
-        out.append(None if any(v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) for v in row)
-                   else tuple(row))
+        isnull = [v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) for v in row]
+        # a combined key is null only when every part is (NVTabular groups with dropna=False)
+        out.append(None if all(isnull) else tuple(None if n else v for v, n in zip(row, isnull)))
     return out
 
 

@@ -150,6 +150,16 @@ def test_combo_ids_survive_save_load(tmp_path):
     assert len(set(ids)) == 3
 
 
+def _parts(key):
+    """The parts of a current-format combined key (every part written as ``<len>:<part>\\x1f``)."""
+    out = []
+    while key:
+        n, rest = key.split(":", 1)
+        out.append(rest[:int(n)])
+        key = rest[int(n) + 1:]
+    return out
+
+
 def test_combo_vocabulary_of_the_older_format_keeps_its_ids(tmp_path):
     """A vocabulary saved before the injective format (keys joined by \\x1f alone) loads with that format."""
     df = pd.DataFrame({"a": ["p", "q", "p"], "b": ["r", "s", "s"]})
@@ -160,7 +170,7 @@ def test_combo_vocabulary_of_the_older_format_keeps_its_ids(tmp_path):
     for key, m in meta["vocabularies"].items():
         for f in m["files"]:
             t = pq.read_table(tmp_path / "st" / f)
-            old = [v.split(":", 1)[1] for v in t.column("value").to_pylist()]  # "1:p\x1fr" -> "p\x1fr"
+            old = ["\x1f".join(_parts(v)) for v in t.column("value").to_pylist()]  # "1:p\x1f1:r\x1f" -> "p\x1fr"
             pq.write_table(pa.table({"value": old, "count": t.column("count")}), tmp_path / "st" / f)
     meta.pop("combo_key_format")
     old_op = ops.Categorify(encode_type="combo")

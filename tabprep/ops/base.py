@@ -346,13 +346,34 @@ __all__ = ["Operator", "StatOperator", "register", "registered_ops", "Tags"]
 
 
 def group_keys(columns: List[str], input_groups: List[List[str]]) -> Dict[str, List[str]]:
-    """Name -> columns of each category an op sees: a column alone, or a ``[["a", "b"]]`` group as ``"a_b"``."""
-    grouped = {c: g for g in input_groups for c in g}
+    """Name -> columns of each category an op sees: a column alone, or a ``[["a", "b"]]`` group as ``"a_b"``.
+
+    As NVTabular's ``ColumnSelector.grouped_names``: the columns not in a group (or also selected
+    alone, recorded as a 1-name group by ``>>``) come first, in ``columns`` order, then the groups
+    in the order written.
+    """
+    multi = [list(g) for g in input_groups if len(g) > 1]
+    singled = {g[0] for g in input_groups if len(g) == 1}
+    grouped = {c for g in multi for c in g}
     keys: Dict[str, List[str]] = {}
     for c in columns:
-        g = grouped.get(c)
-        keys.setdefault("_".join(g) if g else c, list(g) if g else [c])
+        if c not in grouped or c in singled:
+            keys.setdefault(c, [c])
+    for g in multi:
+        if not any(c in columns for c in g):
+            continue
+        name = "_".join(g)
+        if name in keys and keys[name] != g:
+            raise ValueError(f"the column group {g} is named {name!r}, which is also a selected column; rename the "
+                             f"column (ops.Rename) or drop one of the two from the selection")
+        keys.setdefault(name, g)
     return keys
+
+
+def singled_in_groups(input_groups: List[List[str]]) -> List[str]:
+    """Columns selected alone and also inside a multi-column group (``["a", ["a", "b"]]``)."""
+    grouped = {c for g in input_groups if len(g) > 1 for c in g}
+    return [g[0] for g in input_groups if len(g) == 1 and g[0] in grouped]
 
 
 def map_elements(series: Any, fn: Any, dtype: Optional[str] = None) -> Any:

@@ -14,17 +14,13 @@ from .._util import check_keyed_params, check_limits
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, state_file
+from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
+from .base import StatOperator, group_keys, singled_in_groups, state_file
 
 PAD_ID = 0
 NULL_ID = 1
 OOV_START = 2
 
-#: the combined-key format of ``encode_type="combo"`` groups (Categorify, TargetEncoding, JoinGroupby):
-#: 2 is injective (every part but the last is length-prefixed); 1, the format of workflows saved
-#: before it, joined the parts with ``\x1f`` alone, so values containing that byte collided. Saved
-#: ops record the format they were fitted with and keep using it when loaded (same ids as before).
-COMBO_KEY_FORMAT = 2
 
 
 class Categorify(StatOperator):
@@ -45,7 +41,10 @@ class Categorify(StatOperator):
     Args:
         freq_threshold: values seen fewer times are out-of-vocabulary (0 keeps all). An int,
             or a dict ``{column: int}``.
-        max_size: keep at most this many vocabulary entries per column (0: no limit); int or dict.
+        max_size: the most ids per column, as NVTabular 23.08: ids (and the embedding table's
+            rows, ``cardinality``) stay below ``max_size``; the vocabulary keeps the
+            ``max_size - 2 - num_oov_buckets`` most frequent values, the rest are out of
+            vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
         dtype: output integer dtype (default int64).
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
@@ -78,6 +77,13 @@ class Categorify(StatOperator):
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"Categorify dtype must be an integer dtype, got {dtype!r}")
         check_limits("Categorify", {"freq_threshold": freq_threshold, "max_size": max_size})
+        for key, size in (max_size.items() if isinstance(max_size, dict) else [(None, max_size)]):
+            if size and int(size) < OOV_START + int(num_oov_buckets):
+                where = f" for {key!r}" if key is not None else ""
+                raise ValueError(f"Categorify max_size{where} is {size}, but ids 0 (padding), 1 (null) and "
+                                 f"{OOV_START}..{OOV_START + int(num_oov_buckets) - 1} (out-of-vocabulary) always "
+                                 f"exist: max_size must be at least {OOV_START + int(num_oov_buckets)} "
+                                 f"(NVTabular: num_buckets + 2)")
         self.freq_threshold = freq_threshold
         self.max_size = max_size
         self.num_oov_buckets = int(num_oov_buckets)
@@ -109,6 +115,11 @@ class Categorify(StatOperator):
         # limits keyed by a name that is no vocabulary would be silently not applied (issue #30)
         check_keyed_params("Categorify", {"freq_threshold": self.freq_threshold, "max_size": self.max_size},
                            self._vocab_keys(columns))
+        both = [c for c in singled_in_groups(self.input_groups) if c in columns]
+        if both and self.encode_type == "joint":
+            raise ValueError(f"Categorify(encode_type='joint'): column(s) {both} are selected alone and inside a "
+                             f"group; joint encoding writes one output per column, so it cannot give {both[0]!r} "
+                             f"both its own vocabulary and the group's. Select it once, or use encode_type='combo'")
         for key, cols in self._vocab_keys(columns).items():
             if len(cols) < 2:
                 continue
@@ -151,8 +162,13 @@ class Categorify(StatOperator):
     def fit_finalize(self, columns: List[str], combined: Dict[str, V.Counts]) -> None:
         stats = {}
         for key, counts in combined.items():
-            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key),
-                                             self._param(self.max_size, key))
+            max_size = self._param(self.max_size, key)
+            # NVTabular's max_size bounds the ids (the embedding table): padding, null and the
+            # out-of-vocabulary ids come out of it, the vocabulary gets the rest
+            entries = max_size - (OOV_START + self.num_oov_buckets) if max_size else 0
+            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
+            if max_size and entries <= 0:
+                values, freqs = values[:0], freqs[:0]
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
             check_id_dtype(self.dtype, OOV_START + self.num_oov_buckets + len(values) - 1, f"Categorify column {key!r}",
@@ -355,34 +371,3 @@ _INDEX_BUILD = threading.Lock()
 
 def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
-
-
-def combo_key(parts: List[str], key_format: int = COMBO_KEY_FORMAT) -> str:
-    """The combined key of one row's parts (already strings): the reference for :func:`_combo_series`
-    and the serving kernels. Format 2: ``"<len(p0)>:<p0>\x1f<len(p1)>:<p1>\x1f...<p_last>"``."""
-    if key_format == 1:
-        return "\x1f".join(parts)
-    return "".join(f"{len(p)}:{p}\x1f" for p in parts[:-1]) + parts[-1]
-
-
-def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) -> Any:
-    """One string key per row combining several columns' values (null if any part is null).
-
-    Injective (:func:`combo_key`): ``("x\x1fy", "z")`` and ``("x", "y\x1fz")`` get different keys.
-    Lengths count characters on pandas and cuDF alike (``.str.len()``), as Python's ``len``."""
-    parts = [df[c].astype("str") for c in cols]
-    if key_format == 1:
-        key = parts[0]
-        for p in parts[1:]:
-            key = key + "\x1f" + p
-    else:
-        key = None
-        for p in parts[:-1]:
-            piece = p.str.len().astype("str") + ":" + p + "\x1f"
-            key = piece if key is None else key + piece
-        key = key + parts[-1]
-    nulls = backend.isnull(df[cols[0]])
-    for c in cols[1:]:
-        nulls = nulls | backend.isnull(df[c])
-    key = key.where(~backend.new_series(nulls, like=key).astype(bool))
-    return key.rename("_".join(cols))

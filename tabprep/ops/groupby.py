@@ -3,13 +3,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+import warnings
+
 import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from .base import Operator
 
-AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max")
+AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "var", "median", "nunique")
+#: aggregations whose output is a count (int64)
+_COUNTS = ("count", "nunique")
+_warned_dtypes = False
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -30,10 +35,21 @@ class Groupby(Operator):
     * ``first`` / ``last``: value of the first / last row of the group (null if that value
       is null), in the column's dtype;
     * ``sum`` (int64 for int/bool columns, else float64; 0 when all null), ``mean``,
-      ``min``, ``max`` (float64; null when all null) over the non-null values.
+      ``min``, ``max``, ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
+      NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
+      non-null values;
+    * ``nunique``: number of distinct non-null values (int64).
+
+    Output dtypes differ from NVTabular 23.08 on purpose (it casts count/nunique to int32 and
+    sum/mean/median/std/var to float32, which rounds sums and ids past 2**24): tabprep keeps
+    int64 / float64 and warns once per process; cast afterwards (``LambdaOp(f, dtype=...)``)
+    for NVTabular's dtypes.
 
     Order within a group: by ``sort_cols`` (``ascending``; nulls last), then by the input row
-    order. Groups come out in ascending key order (a null key forms the last group).
+    order. ``list`` follows that order; ``first`` / ``last`` are the first / last row in
+    ascending order whatever ``ascending`` says (NVTabular 23.08: ``ascending=False`` sorts the
+    lists, ``first`` is still the earliest row). Groups come out in ascending key order (a null
+    key forms the last group). A key column is output only when it is selected (NVTabular).
 
     **Partitions.** Each partition is grouped on its own, so a group split over several
     partitions gives several rows. Either make sure the data is partitioned by the key (e.g.
@@ -73,6 +89,14 @@ class Groupby(Operator):
         self.aggs = aggs
         self.name_sep = name_sep
         self.ascending = ascending
+        global _warned_dtypes
+        names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
+                 for a in ([v] if isinstance(v, str) else list(v))]
+        if not _warned_dtypes and any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names):
+            _warned_dtypes = True
+            warnings.warn("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
+                          "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
+                          "LambdaOp(f, dtype=...) for NVTabular's dtypes", UserWarning, stacklevel=2)
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -97,11 +121,16 @@ class Groupby(Operator):
             extra += list(self.aggs)
         return list(dict.fromkeys(extra))
 
+    def _out_keys(self, columns: List[str]) -> List[str]:
+        """Key columns output: those selected (NVTabular's Groupby.column_mapping)."""
+        return [k for k in self.keys if k in columns]
+
     def output_column_names(self, columns: List[str]) -> List[str]:
-        return self.keys + [f"{c}{self.name_sep}{a}" for c, names in self._agg_map(columns).items() for a in names]
+        return self._out_keys(columns) + [f"{c}{self.name_sep}{a}" for c, names in self._agg_map(columns).items()
+                                          for a in names]
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
-        out = [input_schema[k] for k in self.keys]
+        out = [input_schema[k] for k in self._out_keys(columns)]
         for c, names in self._agg_map(columns).items():
             src = input_schema[c]
             is_int = np.dtype(_np_name(src.dtype)).kind in "iub"
@@ -112,7 +141,7 @@ class Groupby(Operator):
                                             properties=dict(src.properties), is_list=True, is_ragged=True))
                 elif a in ("first", "last"):
                     out.append(src.with_(name=name))
-                elif a == "count":
+                elif a in _COUNTS:
                     out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
                 elif a == "sum":
                     out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
@@ -156,7 +185,10 @@ class Groupby(Operator):
                 if a == "list":
                     out[name] = backend.list_from_leaves(s, offsets, like=like, name=name)
                 elif a in ("first", "last"):
-                    out[name] = s.take(first if a == "first" else last).reset_index(drop=True).rename(name)
+                    # first/last in ascending order: with ascending=False the group's rows run
+                    # backwards, so its first row is the latest (NVTabular's _first_or_last)
+                    take = first if (a == "first") == bool(self.ascending) else last
+                    out[name] = s.take(take).reset_index(drop=True).rename(name)
                 else:
                     out[name] = backend.new_series(self._reduce(s, valid, a, gid, gid_s, ngroups, lib, xp), like=like,
                                                    name=name)
@@ -166,10 +198,19 @@ class Groupby(Operator):
     def _reduce(s: Any, valid: Any, agg: str, gid: Any, gid_s: Any, ngroups: int, lib: Any, xp: Any) -> Any:
         if ngroups == 0:
             is_int = (not backend.is_float_series(s)) and agg in ("count", "sum")
-            return xp.zeros(0, dtype="int64" if (agg == "count" or (agg == "sum" and is_int)) else "float64")
+            return xp.zeros(0, dtype="int64" if (agg in _COUNTS or (agg == "sum" and is_int)) else "float64")
         count = xp.bincount(gid[valid], minlength=ngroups).astype("int64")
         if agg == "count":
             return count
+        if agg == "nunique":
+            frame = lib.DataFrame({"g": gid_s, "x": s.reset_index(drop=True)})
+            red = frame.groupby("g", sort=True)["x"].nunique(dropna=True)
+            return backend.int_values(red.reindex(range(ngroups), fill_value=0), 0)
+        if agg in ("std", "var", "median"):
+            x = backend.float_values(s)
+            frame = lib.DataFrame({"g": gid_s, "x": lib.Series(xp.where(valid, x, np.nan))})
+            red = frame.groupby("g", sort=True)["x"].agg(agg)
+            return backend.float_values(red.reindex(range(ngroups)))
         int_like = not backend.is_float_series(s) and not backend.is_string_series(s)
         if agg == "sum" and int_like:
             x = backend.int_values(s, 0)

@@ -19,7 +19,7 @@ class HashBucket(Operator):
 
     Args:
         num_buckets: an int for every column, or ``{column: int}``.
-        dtype: output integer dtype (default int64).
+        dtype: output integer dtype (default int32, NVTabular 23.08's ``HashBucket.output_dtype``).
         embedding_dim: overrides the embedding-size heuristic (int or ``{column: int}``).
 
     Example:
@@ -29,7 +29,7 @@ class HashBucket(Operator):
     output_tags = (Tags.CATEGORICAL, Tags.HASHED)
     supports_lists = True
 
-    def __init__(self, num_buckets: Union[int, Dict[str, int]], dtype: str = "int64",
+    def __init__(self, num_buckets: Union[int, Dict[str, int]], dtype: str = "int32",
                  embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
         values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
         if any(int(v) < 1 for v in values):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Union
 
+import warnings
+
 import numpy as np
 
 from .. import backend
@@ -14,6 +16,9 @@ GOLDEN = 0x9E3779B9
 _MASK32 = 0xFFFFFFFF
 
 Groups = Union[None, Sequence[str], Sequence[Sequence[str]]]
+
+#: separator of a cross's output name (NVTabular: ``"_X_".join(cross)``)
+SEP = "_X_"
 
 
 def hash_combine(hashes: Sequence[Any]) -> Any:
@@ -37,7 +42,9 @@ class HashedCross(Operator):
     """Cross several columns: ``id = hash_combine(murmur3(a), murmur3(b), ...) % num_buckets``.
 
     Each group of columns gives one new int column named by joining the group's names with
-    ``"_"`` (``["a", "b"]`` -> ``"a_b"``); only the crossed columns are output. The per-column
+    ``"_X_"`` (``["a", "b"]`` -> ``"a_X_b"``, NVTabular 23.08's name); only the crossed columns
+    are output. ``HashedCross(10)`` (NVTabular's positional ``num_buckets``) crosses the op's
+    input columns. The per-column
     hash is :func:`tabprep.backend.murmur3`, the value hash of :class:`HashBucket` (cuDF's
     ``hash_values(method="murmur3")`` with seed 0, reproduced bit for bit on the CPU; ints as
     int64, floats as float64, strings as UTF-8), and the combination is :func:`hash_combine`
@@ -50,21 +57,30 @@ class HashedCross(Operator):
     Args:
         columns: the columns to cross: a list of names (one cross), a list of lists (several
             crosses), or None to cross the op's input columns, or each ``[["a", "b"]]`` group of
-            the selection, as NVTabular does.
-        num_buckets: number of ids, an int for every cross or ``{output_name: int}``.
-        dtype: output integer dtype (default int64).
+            the selection, as NVTabular does. An int or dict here is ``num_buckets``
+            (NVTabular's ``HashedCross(num_buckets)``).
+        num_buckets: number of ids, an int for every cross or ``{output_name: int}``
+            (``{"a_X_b": 100}``; the name tabprep used before, ``"a_b"``, is still accepted, with
+            a warning).
+        dtype: output integer dtype (default int32, NVTabular's ``HashedCross.output_dtype``).
         embedding_dim: overrides the embedding-size heuristic (int or ``{output_name: int}``).
 
     Example:
-        >>> cross = ["country", "device"] >> HashedCross(["country", "device"], num_buckets=1000)
-        >>> crosses = [["a", "b"], ["a", "c"]] >> HashedCross(None, num_buckets={"a_b": 100, "a_c": 50})
+        >>> cross = ["country", "device"] >> HashedCross(1000)          # country_X_device
+        >>> crosses = [["a", "b"], ["a", "c"]] >> HashedCross(num_buckets={"a_X_b": 100, "a_X_c": 50})
     """
 
     output_tags = (Tags.CATEGORICAL, Tags.HASHED)
     supports_groups = True
 
-    def __init__(self, columns: Groups, num_buckets: Union[int, Dict[str, int]], dtype: str = "int64",
-                 embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
+    def __init__(self, columns: Groups = None, num_buckets: Union[None, int, Dict[str, int]] = None,
+                 dtype: str = "int32", embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
+        if isinstance(columns, (int, np.integer, dict)) and not isinstance(columns, bool):
+            if num_buckets is not None:
+                raise TypeError(f"HashedCross got num_buckets twice ({columns!r} and num_buckets={num_buckets!r})")
+            columns, num_buckets = None, columns  # NVTabular's HashedCross(num_buckets)
+        if num_buckets is None:
+            raise TypeError("HashedCross needs num_buckets: HashedCross(10) or HashedCross(num_buckets={'a_X_b': 10})")
         values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
         if any(int(v) < 1 for v in values):
             raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
@@ -88,17 +104,23 @@ class HashedCross(Operator):
         """The column groups crossed, for the op's input ``columns``."""
         if self.columns is not None:
             return _as_groups(self.columns)
-        groups = [list(g) for g in self.input_groups if all(c in columns for c in g)]
+        groups = [list(g) for g in self.input_groups if len(g) > 1 and all(c in columns for c in g)]
         return groups or [list(columns)]
 
     def output_column_names(self, columns: List[str]) -> List[str]:
-        return ["_".join(g) for g in self.groups(columns)]
+        return [SEP.join(g) for g in self.groups(columns)]
 
     def buckets(self, name: str) -> int:
         if isinstance(self.num_buckets, dict):
-            if name not in self.num_buckets:
-                raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")
-            return int(self.num_buckets[name])
+            if name in self.num_buckets:
+                return int(self.num_buckets[name])
+            legacy = name.replace(SEP, "_")
+            if legacy in self.num_buckets:
+                warnings.warn(f"HashedCross: num_buckets key {legacy!r} is the output name tabprep used before; the "
+                              f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
+                              UserWarning, stacklevel=3)
+                return int(self.num_buckets[legacy])
+            raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")
         return int(self.num_buckets)
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
@@ -113,7 +135,7 @@ class HashedCross(Operator):
     def transform(self, columns: List[str], df: Any) -> Any:
         out = {}
         for g in self.groups(columns):
-            name = "_".join(g)
+            name = SEP.join(g)
             for c in g:
                 if backend.is_list_series(df[c]):
                     raise TypeError(f"HashedCross does not support list column {c!r}")
@@ -126,7 +148,7 @@ class HashedCross(Operator):
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = []
         for g in self.groups(columns):
-            name = "_".join(g)
+            name = SEP.join(g)
             nb = self.buckets(name)
             props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1},
                                      "crossed_columns": list(g)}

@@ -2,12 +2,19 @@
 from __future__ import annotations
 
 import inspect
+import logging
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
 
 from .. import backend
 from ..registry import function_path, resolve_function
-from ..schema import ColumnSchema
+from ..schema import ColumnSchema, Schema, normalize_dtype
 from .base import Operator
+
+log = logging.getLogger(__name__)
 
 
 class LambdaOp(Operator):
@@ -30,9 +37,16 @@ class LambdaOp(Operator):
     Args:
         f: the function.
         dependency: extra raw column name(s) ``f`` reads from ``df``.
-        dtype: output dtype (default: whatever ``f`` returns).
-        tags: tags for the output columns (e.g. ``["categorical"]``).
         label: a name for the op in summaries and profiles (default ``f.__name__``).
+        dtype: output dtype; the result is cast to it. Default None: whatever ``f`` returns
+            (``c / 2`` of an int column is float64, as in NVTabular). The output schema's dtype is
+            then found by running ``f`` on a 3-row probe of the input's dtypes when the graph is
+            bound; when the real data's dtype differs from the probe's (a dtype that depends on
+            the values), the op warns once, naming ``dtype=``.
+        tags: tags for the output columns (e.g. ``["categorical"]``).
+        properties: properties added to the output columns' schema (NVTabular's ``properties=``).
+
+    The parameter order is NVTabular's (``LambdaOp(f, dependency, label, dtype, tags, properties)``).
 
     Example:
         >>> import numpy as np
@@ -42,19 +56,24 @@ class LambdaOp(Operator):
     supports_lists = True
 
     def __init__(self, f: Callable, dependency: Union[None, str, Sequence[str]] = None,
-                 dtype: Optional[str] = None, tags: Optional[Sequence[str]] = None,
-                 label: Optional[str] = None) -> None:
+                 label: Optional[str] = None, dtype: Optional[str] = None,
+                 tags: Optional[Sequence[str]] = None, properties: Optional[Dict[str, Any]] = None) -> None:
         if not callable(f):
             raise TypeError(f"LambdaOp needs a callable, got {type(f).__name__}")
         self.f = f
         self.dependency = dependency
         self.dtype = dtype
         self.tags = tags
+        self.properties = properties
         self.label_ = label
         self._arity = _arity(f)
+        #: column -> dtype the schema promised from the probe (see compute_output_schema)
+        self._probed: Dict[str, str] = {}
+        self._warned: set = set()
 
     def get_params(self) -> Dict[str, Any]:
-        return {"f": self.f, "dependency": self.dependency, "dtype": self.dtype, "tags": self.tags, "label": self.label_}
+        return {"f": self.f, "dependency": self.dependency, "label": self.label_, "dtype": self.dtype,
+                "tags": self.tags, "properties": self.properties}
 
     @property
     def label(self) -> str:
@@ -82,8 +101,28 @@ class LambdaOp(Operator):
                 res.index = df.index
             if self.dtype is not None:
                 res = res.astype(self.dtype)
+            else:
+                self._check_probe(c, res.dtype)
             out[c] = res
         return backend.make_frame(out, like=df)
+
+    def _check_probe(self, c: str, dtype: Any) -> None:
+        """Warn once per column when ``f``'s real dtype is not what the probe (the schema) said:
+        the workflow then casts the column to the schema's dtype where it can."""
+        want = self._probed.get(c)
+        have = normalize_dtype(dtype)
+        if want is None or have == want or c in self._warned:
+            return
+        try:  # an int result where the schema says float (nulls in the probe only) casts exactly
+            if np.can_cast(np.dtype(have), np.dtype(want), "safe"):
+                return
+        except TypeError:
+            pass
+        self._warned.add(c)
+        warnings.warn(f"{self.label}: column {c!r} came out {have} but the output schema (from a probe run of f "
+                      f"on sample values of the input's dtypes) says {want}, and the column is cast to the schema "
+                      f"where it can be; pass LambdaOp(..., dtype=...) to fix the output dtype",
+                      UserWarning, stacklevel=3)
 
     def _map_list(self, s: Any, c: str) -> Any:
         """``f`` applied element-wise to a list column (one value per element)."""
@@ -105,12 +144,28 @@ class LambdaOp(Operator):
             changes["dtype"] = self.dtype
         if self.tags:
             changes["add_tags"] = list(self.tags)
+        if self.properties:
+            changes["add_properties"] = dict(self.properties)
         return col.with_(**changes) if changes else col
+
+    def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
+        """One output per input; without ``dtype=`` its dtype is what ``f`` returns on a probe."""
+        out = super().compute_output_schema(input_schema, columns)
+        if self.dtype is not None:
+            return out
+        probed = _probe_dtypes(self, input_schema, columns)
+        # a column the probe could not run on keeps the input dtype in the schema; transform
+        # still warns when the data says otherwise
+        dtypes = {col.name: probed.get(col.name) or col.dtype for col in out}
+        self._probed = {col.name: dtypes[col.name] for col in out if not col.is_list}
+        return Schema([col.with_(dtype=dtypes[col.name]) for col in out])
 
     def to_config(self) -> Dict[str, Any]:
         path = function_path(self.f)
         cfg = {"dependency": self.dependency, "dtype": self.dtype,
                "tags": list(self.tags) if self.tags else None, "label": self.label_}
+        if self.properties:
+            cfg["properties"] = self.properties
         if path is not None:
             cfg["f"] = {"import": path}
         else:
@@ -121,6 +176,70 @@ class LambdaOp(Operator):
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "LambdaOp":
         config = dict(config)
         return cls(function_from_config(config.pop("f", None), "LambdaOp"), **config)
+
+
+_PROBE_ROWS = 3
+
+
+def _probe_values(col: ColumnSchema) -> Optional[pd.Series]:
+    """A small pandas Series of ``col``'s dtype (its elements' dtype for a list column), or None."""
+    kind = col.dtype
+    try:
+        if kind == "str":
+            return pd.Series(["a", None, "c"], dtype=object)  # strings are often nullable
+        if kind == "bool":
+            return pd.Series([True, False, True])
+        if kind.startswith("datetime") or kind.startswith("timedelta"):
+            return pd.Series(np.arange(1, _PROBE_ROWS + 1)).astype(kind)
+        values = pd.Series(np.arange(1, _PROBE_ROWS + 1)).astype(np.dtype(kind))
+        if values.dtype.kind == "f":
+            values.iloc[1] = np.nan
+        return values
+    except TypeError:
+        return None
+
+
+def _probe_dtypes(op: "LambdaOp", schema: Schema, columns: List[str]) -> Dict[str, Optional[str]]:
+    """Column -> dtype ``op.f`` returns on a 3-row pandas probe of the input dtypes (None: unknown).
+
+    NVTabular records the dtype ``f`` returns on the data while it fits; tabprep's schema is known
+    before any data is read, so ``f`` runs on a probe instead (and ``transform`` warns if the real
+    data's dtype differs). A function that fails on the probe keeps the input dtype, unchecked.
+    """
+    out: Dict[str, Optional[str]] = {}
+    frame = {}
+    for name in list(columns) + op.dependencies():
+        if name in schema and name not in frame:
+            values = _probe_values(schema[name])
+            if values is not None and not schema[name].is_list:
+                frame[name] = values
+    df = pd.DataFrame(frame)
+    for c in columns:
+        col = schema[c] if c in schema else None
+        if col is None:
+            out[c] = None
+            continue
+        if col.is_list and op._arity == 2:
+            out[c] = None  # f gets whole lists: nothing to probe without data
+            continue
+        series = _probe_values(col) if col.is_list else df.get(c)
+        if series is None:
+            out[c] = None
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = op.f(series, df) if op._arity == 2 else op.f(series)
+            dtype = getattr(res, "dtype", None)
+            if dtype is None or len(res) != len(series):
+                out[c] = None
+                continue
+            out[c] = normalize_dtype(dtype)
+        except Exception as exc:  # the user's function on made-up values: any failure means "unknown"
+            log.debug("LambdaOp %s: probe of column %r failed (%s); its schema keeps the input dtype",
+                      op.label, c, exc)
+            out[c] = None
+    return out
 
 
 def _arity(f: Callable) -> int:

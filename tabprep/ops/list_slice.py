@@ -11,58 +11,75 @@ from .base import Operator
 
 
 class ListSlice(Operator):
-    """Keep ``row[start:end]`` of every list, with Python slice semantics; optionally pad.
+    """Keep a window of every list: NVTabular's ``ListSlice(start, end=None, pad=False, pad_value=0.0)``.
 
-    ``start`` and ``end`` follow Python: negative values count from the end of each row
-    (``ListSlice(-3)`` keeps the last 3 elements), out-of-range bounds are clipped, and an
-    empty window gives an empty list. Element dtype and null elements are kept.
+    As in NVTabular 23.08, a positive ``start`` without ``end`` is a length: ``ListSlice(10)``
+    keeps the first 10 elements (``row[:10]``), ``ListSlice(-10)`` the last 10 (``row[-10:]``),
+    ``ListSlice(1, 11)`` ``row[1:11]``, ``ListSlice(0)`` the whole row. Otherwise ``start`` and
+    ``end`` follow Python slicing: negative values count from the end of each row, out-of-range
+    bounds are clipped, and an empty window gives an empty list. Element dtype and null elements
+    are kept. (``start`` and ``end`` hold the normalized window: ``ListSlice(10).start == 0`` and
+    ``.end == 10``, as NVTabular stores them.)
 
-    With ``pad=True`` every row comes out with exactly ``L`` elements: the window, then
-    ``pad_value`` (cast to the element dtype) appended on the right. ``L`` is ``end - start``
-    when both have the same sign, or ``-start`` for a negative ``start`` without ``end``;
-    other combinations have no fixed length and are refused. The output schema then says
-    ``is_ragged=False`` and ``value_count = {"min": L, "max": L}``; without padding it records
-    the bounds of the window lengths (from the input's ``value_count`` when known).
+    With ``pad=True`` every row comes out with exactly ``L`` elements (NVTabular's
+    ``max_elements``): the window, then ``pad_value`` (cast to the element dtype) appended on the
+    right. ``L`` is ``end - start`` for a non-negative ``start``, ``-start`` for a negative
+    ``start`` with ``end`` None or positive, and ``end - start`` for negative ``start`` and ``end``.
+    A window with no such length (``ListSlice(0, pad=True)``: NVTabular would pad every row to
+    2**63 elements; ``ListSlice(1, -1, pad=True)``: a negative ``L``, which NVTabular silently
+    leaves unpadded) is refused with an error. The output schema then says ``is_ragged=False`` and
+    ``value_count = {"min": L, "max": L}``; without padding it records the bounds of the window
+    lengths (from the input's ``value_count`` when known).
 
     Nulls: a null row stays null without padding; with ``pad=True`` it is read as an empty
     list and so becomes ``L`` pad values (padded output has no null row). Pad with 0, the
     padding id of :class:`Categorify`, after categorifying.
 
     Scalar columns are read as one-element lists (a null as an empty list), so
-    ``ListSlice(0, 1, pad=True)`` turns a scalar column into a fixed-length list column.
+    ``ListSlice(1, pad=True)`` turns a scalar column into a fixed-length list column. A pandas
+    column of Python lists (object dtype) is read as a list column.
 
     Args:
-        start: first position kept (may be negative).
+        start: a length (positive, without ``end``), or the first position kept (may be negative).
         end: one past the last position kept (None: to the end of the row; may be negative).
         pad: right-pad every row to the fixed length ``L``.
-        pad_value: the padding element.
+        pad_value: the padding element (default 0.0, cast to the element dtype).
 
     Example:
         >>> recent = ["item_history"] >> Categorify() >> ListSlice(-20, pad=True)   # last 20, padded with 0
-        >>> first3 = ["tags"] >> ListSlice(0, 3)
+        >>> first3 = ["tags"] >> ListSlice(3)
     """
 
     supports_lists = True
 
-    def __init__(self, start: int, end: Optional[int] = None, pad: bool = False, pad_value: Any = 0) -> None:
+    def __init__(self, start: int, end: Optional[int] = None, pad: bool = False, pad_value: Any = 0.0) -> None:
         if not isinstance(start, (int, np.integer)) or (end is not None and not isinstance(end, (int, np.integer))):
             raise TypeError(f"ListSlice: start and end must be ints (end may be None), got {start!r}, {end!r}")
-        self.start = int(start)
-        self.end = None if end is None else int(end)
+        start = int(start)
+        end = None if end is None else int(end)
+        if start > 0 and end is None:  # NVTabular: ListSlice(n) keeps the first n elements
+            start, end = 0, start
+        self.start = start
+        self.end = end
         self.pad = bool(pad)
         self.pad_value = pad_value
         if self.pad and self.fixed_length is None:
-            raise ValueError(f"ListSlice(start={start}, end={end}, pad=True): the window has no fixed length; "
-                             f"use start and end of the same sign, or a negative start without end")
+            raise ValueError(f"ListSlice(start={self.start}, end={self.end}, pad=True): the window has no fixed "
+                             f"length to pad to (NVTabular's max_elements is "
+                             f"{'unbounded' if self.end is None else self._max_elements()}); give an end, or a "
+                             f"negative start")
+
+    def _max_elements(self) -> Optional[int]:
+        """NVTabular's ``max_elements`` (None: unbounded)."""
+        if self.start < 0:
+            return -self.start if self.end is None or self.end > 0 else self.end - self.start
+        return None if self.end is None else self.end - self.start
 
     @property
     def fixed_length(self) -> Optional[int]:
-        """Length of the window when it does not depend on the row length (None otherwise)."""
-        if self.end is None:
-            return -self.start if self.start < 0 else None
-        if (self.start >= 0) == (self.end >= 0):
-            return max(self.end - self.start, 0)
-        return None
+        """Length ``L`` every row is padded to (None when the window has none)."""
+        width = self._max_elements()
+        return width if width is not None and width >= 0 else None
 
     def _window(self, lengths: Any, xp: Any):
         """(first kept position, number kept) per row for row lengths ``lengths``."""
@@ -84,6 +101,7 @@ class ListSlice(Operator):
 
     # -- transform ---------------------------------------------------------------------------
     def transform(self, columns: List[str], df: Any) -> Any:
+        df = backend.lists_to_arrow(df[columns])  # a pandas column of Python lists is a list column
         return backend.make_frame({c: self._slice(df[c], c) for c in columns}, like=df)
 
     def _slice(self, s: Any, name: str) -> Any:

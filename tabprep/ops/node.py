@@ -121,15 +121,23 @@ def as_node(obj: Any) -> Node:
         names: List[str] = []
         groups: List[Tuple[str, ...]] = []
 
+        alone: List[str] = []
+
         def flush() -> None:
             if names:
-                parts.append(Node("select", columns=_dedupe(names), groups=list(groups)))
+                # a name written alone that is also in a group keeps its own output next to the
+                # group's (NVTabular's ColumnSelector.grouped_names): recorded as a 1-name group
+                grouped = {c for g in groups for c in g}
+                singles = [(c,) for c in _dedupe(alone) if c in grouped]
+                parts.append(Node("select", columns=_dedupe(names), groups=singles + list(groups)))
                 names.clear()
                 groups.clear()
+                alone.clear()
 
         for item in obj:
             if isinstance(item, str):
                 names.append(item)
+                alone.append(item)
             elif isinstance(item, Node):
                 flush()
                 parts.append(item)

@@ -232,7 +232,8 @@ class _Builder:
 
     def _hashed_cross(self, op: HashedCross, columns: List[str]) -> Any:
         tf = _tf()
-        groups = [("_".join(g), list(g), op.buckets("_".join(g))) for g in op.groups(columns)]
+        names = op.output_column_names(columns)
+        groups = [(name, list(g), op.buckets(name)) for name, g in zip(names, op.groups(columns))]
 
         def run(cols: Dict[str, _T]) -> Dict[str, _T]:
             out = {}

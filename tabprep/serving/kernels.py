@@ -293,11 +293,10 @@ class _Categorify(Kernel):
             else:
                 out[name] = fn(v)
         for name, src, table in self.combo_jobs:
-            parts = [vals[c] for c in src]
-            if any(p is None for p in parts):
+            k = combo_key([None if p is None else _to_str(p) for p in (vals[c] for c in src)], self.combo_format)
+            if k is None:
                 out[name] = 1
                 continue
-            k = combo_key([_to_str(p) for p in parts], self.combo_format)
             p = table.get(k)
             out[name] = p + base if p >= 0 else self._oov(k, "s")
         return {name: out[name] for name in self.outputs}
@@ -321,14 +320,14 @@ def _to_str(v: Any) -> str:
 
 
 def _combo_keys(cols: List[Col], kinds: List[str], key_format: int) -> np.ndarray:
-    """One combined key per row (:func:`tabprep.ops.categorify.combo_key`; None if any part is null), as offline."""
+    """One combined key per row (:func:`tabprep.ops.categorify.combo_key`; None for a null row), as offline."""
     n = len(cols[0].values)
     parts = []
-    nulls = np.zeros(n, dtype=bool)
+    nulls = []
     for c, k in zip(cols, kinds):
-        nulls |= c.nulls()
+        nulls.append(c.nulls())
         parts.append(c.values.tolist())
-    keys = [None if nulls[i] else combo_key([_to_str(p[i]) for p in parts], key_format) for i in range(n)]
+    keys = [combo_key([None if m[i] else _to_str(p[i]) for p, m in zip(parts, nulls)], key_format) for i in range(n)]
     return np.array(keys, dtype=object) if n else np.zeros(0, dtype=object)
 
 
@@ -356,7 +355,8 @@ class _HashBucket(Kernel):
 class _HashedCross(Kernel):
     def __init__(self, op: HashedCross, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
         super().__init__(op, columns, in_schema, out_schema)
-        self.groups = [("_".join(g), list(g), op.buckets("_".join(g))) for g in op.groups(columns)]
+        names = op.output_column_names(columns)
+        self.groups = [(name, list(g), op.buckets(name)) for name, g in zip(names, op.groups(columns))]
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}

@@ -126,14 +126,18 @@ class _SpecWriter:
 
 
 def _select_items(n: Node) -> List[Any]:
-    grouped = {c: g for g in n.groups for c in g}
+    """The selection as written: names, ``[a, b]`` groups, and a name written alone that is also
+    in a group (a 1-name group of ``Node.groups``) both alone and in its group."""
+    multi = [g for g in n.groups if len(g) > 1]
+    singled = {g[0] for g in n.groups if len(g) == 1}
+    grouped = {c: g for g in multi for c in g}
     items: List[Any] = []
     done: set = set()
     for c in n.columns:
         g = grouped.get(c)
-        if g is None:
+        if g is None or c in singled:
             items.append(c)
-        elif g not in done:
+        if g is not None and g not in done:
             done.add(g)
             items.append(list(g))
     return items

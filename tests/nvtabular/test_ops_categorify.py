@@ -1,0 +1,123 @@
+"""Categorify as NVTabular 23.08's (nvtabular/ops/categorify.py): the id layout of the class
+docstring ("Encoding Convention"), ``max_size`` bounding the ids (``_save_encodings``'s
+``first_n`` counts the pad, null and OOV ids), combinations with a null part (``_encode``: only
+a row whose parts are all null is encoded 1; ``_top_level_groupby`` groups with dropna=False)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+from tabprep.testing import check_op
+
+from conftest import make_dataset, to_pandas
+
+
+def _fit_transform(sel, op, df, backend="cpu"):
+    wf = tp.Workflow(sel >> op)
+    out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=3)).to_ddf().compute())
+    return wf, out
+
+
+def _ref_ids(train, max_size, num_buckets=1):
+    """Ids of NVTabular's convention: 0 pad, 1 null, 2..1+B OOV, then values by descending count
+    (ties: ascending value), at most max_size ids in all."""
+    counts = Counter(v for v in train if v is not None and v == v)
+    items = sorted(counts.items(), key=lambda vc: (-vc[1], vc[0]))[:max_size - 2 - num_buckets]
+    vocab = {v: 2 + num_buckets + i for i, (v, _) in enumerate(items)}
+    return [1 if v is None or v != v else vocab.get(v, 2) for v in train]
+
+
+@pytest.mark.parametrize("max_size", [3, 4, 6, 100])
+def test_max_size_bounds_ids_and_embedding_table(backend, max_size):
+    """max_size=1000 keeps the 997 most frequent values (Categorify docstring): ids < max_size
+    and the schema's cardinality (embedding rows) <= max_size."""
+    vals = ["a"] * 6 + ["b"] * 5 + ["c"] * 4 + ["d"] * 3 + [None] * 2 + ["e"]
+    df = pd.DataFrame({"x": vals})
+    wf, out = _fit_transform(["x"], ops.Categorify(max_size=max_size), df, backend)
+    assert out["x"].tolist() == _ref_ids(vals, max_size)
+    card = wf.output_schema["x"].properties["cardinality"]
+    assert out["x"].max() < max_size and card <= max_size
+    assert card == min(max_size, 2 + 1 + 5)
+    emb = ops.get_embedding_sizes(wf)
+    assert emb["x"][0] == card
+
+
+def test_max_size_below_reserved_ids_is_an_error():
+    """max_size can never be less than num_buckets + 2 (_save_encodings sanity check)."""
+    with pytest.raises(ValueError, match="max_size"):
+        ops.Categorify(max_size=2)
+    with pytest.raises(ValueError, match="max_size.*'x'"):
+        ops.Categorify(max_size={"x": 3}, num_oov_buckets=4)
+
+
+def test_combo_with_a_null_part_gets_its_own_id(backend):
+    """(NaN, "User_C") is a combination of its own (groupby dropna=False); only a row whose parts
+    are all null gets the null id 1 (_encode: nulls = isna(a) & isna(b))."""
+    df = pd.DataFrame({"a": [None, None, 1.0, 1.0, None, 2.0],
+                       "b": ["User_C", "User_C", "User_C", None, None, "User_D"]})
+    wf, out = _fit_transform([["a", "b"]], ops.Categorify(encode_type="combo"), df, backend)
+    ids = out["a_b"].tolist()
+    assert ids[4] == 1  # (NaN, None): all parts null
+    assert ids[0] == ids[1] >= 3  # (NaN, "User_C"): a vocabulary entry, seen twice: the most frequent
+    assert len({ids[0], ids[2], ids[3], ids[5]}) == 4 and min(ids[2], ids[3], ids[5]) >= 3
+
+
+def test_target_encoding_group_with_null_part():
+    """TargetEncoding groups with dropna=False as well: (NaN, "x") has its own mean."""
+    df = pd.DataFrame({"a": [None, None, 1.0, 1.0], "b": ["x", "x", "x", "x"], "t": [1.0, 3.0, 10.0, 20.0]})
+    wf = tp.Workflow([["a", "b"]] >> ops.TargetEncoding("t", kfold=1, p_smooth=0))
+    wf.fit(tp.Dataset(df))
+    out = wf.transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["TE_a_b_t"].tolist() == [2.0, 2.0, 15.0, 15.0]
+
+
+def test_combo_save_load_keeps_null_part_ids(tmp_path):
+    """Saved and loaded, the combination ids are unchanged (the key format is saved with the op)."""
+    df = pd.DataFrame({"a": [None, 1.0, 1.0, None], "b": ["u", None, "v", "u"]})
+    wf, out = _fit_transform([["a", "b"]], ops.Categorify(encode_type="combo"), df)
+    wf.save(str(tmp_path / "wf"))
+    again = tp.Workflow.load(str(tmp_path / "wf")).transform(tp.Dataset(df)).to_ddf().compute()
+    assert again["a_b"].tolist() == out["a_b"].tolist()
+
+
+def test_check_op_max_size():
+    """The conformance battery with max_size."""
+    check_op(ops.Categorify(max_size=6), columns=["i", "s"])
+
+
+def test_serving_combo_with_null_part_matches_offline():
+    """The serving kernels give a null-part combination the same id as the offline transform."""
+    from tabprep.serving import ServingTransform
+
+    a, b = ["u", None, "u", None], ["x", "x", None, None]
+    df = pd.DataFrame({"a": pd.Series(a, dtype=object), "b": pd.Series(b, dtype=object)})
+    wf = tp.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit(df)
+    offline = wf.transform(df)["a_b"].tolist()
+    assert offline[3] == 1 and len(set(offline[:3])) == 3 and min(offline[:3]) >= 3
+    st = ServingTransform(wf)
+    batch = st.transform_batch({"a": a, "b": b})
+    assert np.asarray(batch["a_b"]).ravel().tolist() == offline
+    rows = [np.asarray(st.transform_row({"a": x, "b": y})["a_b"]).ravel().tolist()[0] for x, y in zip(a, b)]
+    assert rows == offline
+
+
+def test_combo_ids_do_not_depend_on_nulls_elsewhere_in_the_partition():
+    """One combination, one id (NVTabular's groupby): ("u", "x") in a partition holding a null and
+    in one holding none get the same id, and the vocabulary holds it once."""
+    import dask.dataframe as dd
+
+    p1 = pd.DataFrame({"a": pd.Series(["u", None], dtype=object), "b": pd.Series(["x", "x"], dtype=object)})
+    p2 = pd.DataFrame({"a": pd.Series(["u", "u"], dtype=object), "b": pd.Series(["x", "x"], dtype=object)})
+    p2.index = [2, 3]
+    ddf = dd.from_pandas(pd.concat([p1, p2]), npartitions=2, sort=False)
+    assert len(ddf.partitions[0].compute()) == 2
+    op = ops.Categorify(encode_type="combo")
+    wf = tp.Workflow([["a", "b"]] >> op).fit(tp.Dataset(ddf))
+    out = wf.transform(tp.Dataset(ddf)).to_ddf().compute()["a_b"].tolist()
+    assert out[0] == out[2] == out[3] and out[1] != out[0]
+    assert len(op.stats_["a_b"]["values"]) == 2

@@ -1,0 +1,79 @@
+"""Groupby as NVTabular 23.08's (nvtabular/ops/groupby.py): ``_first_or_last`` keeps first/last in
+ascending order when ``ascending=False`` sorts the lists; ``column_mapping`` outputs a key column
+only when it is selected; conventional aggregations std/var/median/nunique (pandas semantics)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+from tabprep.testing import check_op
+
+from conftest import make_dataset, to_pandas
+
+
+def _frame():
+    return pd.DataFrame({
+        "session": [1, 1, 1, 2, 2, 3],
+        "item": [10, 11, 12, 20, 20, 30],
+        "ts": [3, 1, 2, 5, 4, 9],
+        "x": [1.0, np.nan, 4.0, 2.0, 2.5, 7.0],
+    })
+
+
+def _run(sel, op, df, backend="cpu"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        wf = tp.Workflow(sel >> op)
+        return to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)).to_ddf().compute())
+
+
+def test_descending_sorts_lists_but_first_last_keep_time_order(backend):
+    """_first_or_last(kind, ascending=False): 'first' is the last element of the descending list."""
+    op = ops.Groupby("session", sort_cols="ts", aggs={"item": ["list", "first", "last"]}, ascending=False)
+    out = _run(["session", "item", "ts"], op, _frame(), backend)
+    assert [list(v) for v in out["item_list"]] == [[10, 12, 11], [20, 20], [30]]
+    assert out["item_first"].tolist() == [11, 20, 30]  # the earliest ts
+    assert out["item_last"].tolist() == [10, 20, 30]   # the latest ts
+
+
+def test_key_output_only_when_selected():
+    """column_mapping adds a groupby column only when it is in the selection."""
+    out = _run(["item"], ops.Groupby("session", aggs="count"), _frame())
+    assert list(out.columns) == ["item_count"]
+    out = _run(["session", "item"], ops.Groupby("session", aggs="count"), _frame())
+    assert list(out.columns) == ["session", "item_count"]
+
+
+def test_std_var_median_nunique(backend):
+    """std/var (ddof=1)/median/nunique over the non-null values, as pandas' groupby aggregations."""
+    df = _frame()
+    out = _run(["session", "x", "item"], ops.Groupby("session", aggs={"x": ["std", "var", "median"],
+                                                                      "item": ["nunique"]}), df, backend)
+    ref = df.groupby("session").agg(x_std=("x", "std"), x_var=("x", "var"), x_median=("x", "median"),
+                                    item_nunique=("item", "nunique")).reset_index()
+    for c in ["x_std", "x_var", "x_median"]:
+        np.testing.assert_allclose(out[c].to_numpy(dtype="float64"), ref[c].to_numpy(), equal_nan=True)
+    assert out["item_nunique"].tolist() == ref["item_nunique"].tolist()
+
+
+def test_dtype_difference_is_announced():
+    """count int64 (NVTabular: int32) is a documented difference, warned once per process."""
+    import tabprep.ops.groupby as G
+
+    G._warned_dtypes = False
+    with pytest.warns(UserWarning, match="int32/float32"):
+        ops.Groupby("session", aggs="count")
+
+
+def test_check_op():
+    """The conformance battery with the new aggregations."""
+    df = _frame().assign(label=[0, 1, 0, 1, 1, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_op(ops.Groupby("session", sort_cols="ts", aggs={"x": ["std", "median"], "item": ["nunique", "first"]},
+                             ascending=False), data=df, columns=["session", "x", "item"])
