@@ -69,7 +69,7 @@ from .planning import _EpochPlan, plan_pieces, shard_rows, slice_rows, _trim_pie
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
-from .sources import (FRAME_UNIT_ROWS, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
+from .sources import (FRAME_UNIT_ROWS, reader_cpu, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
                       _ParquetSource, _Piece, _Source, _Unit, reader_options)
 
 log = logging.getLogger(__name__)
@@ -179,6 +179,7 @@ class DataLoader:
         else:
             cpu = False
             self.device = int(device)
+        reader_kwargs, cpu = reader_cpu(reader_kwargs, cpu, device)
         self.storage_options = storage_options
         #: reader_kwargs with storage_options merged in (the framework loaders read their raw schema with them)
         self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
