@@ -356,9 +356,12 @@ class Dataset:
         return self._parquet_meta(list(columns))[1]
 
     def compute(self) -> Any:
-        """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory)."""
+        """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory).
+
+        On the CPU, list columns come as object columns of numpy arrays (a null row: None), as
+        NVTabular gives them; ``to_ddf()``'s partitions keep Arrow list columns."""
         out = self.to_ddf().compute()
-        return out.reset_index(drop=True)
+        return backend.lists_to_numpy(out.reset_index(drop=True))
 
     # -- output ---------------------------------------------------------------------------
     def to_parquet(self, path: Optional[str] = None, output_files: Optional[int] = None,

@@ -12,6 +12,8 @@ import inspect
 import logging
 from typing import Any, Dict, Optional, Tuple
 
+from .. import backend
+
 log = logging.getLogger("tabprep.io")
 
 #: dask.dataframe.read_csv's own keywords (the rest go to pandas.read_csv); ``blocksize`` is
@@ -29,8 +31,6 @@ def _csv_keywords() -> set:
 def part_size_of_fraction(fraction: Any, cpu: bool) -> int:
     """NVTabular's ``part_mem_fraction``: that fraction of the device's total memory (the GPU's,
     or the host's RAM on the CPU), in bytes."""
-    from .. import backend
-
     frac = float(fraction)
     if not 0 < frac < 1:
         raise ValueError(f"part_mem_fraction must be a fraction in (0, 1), got {fraction!r}")
