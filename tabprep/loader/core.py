@@ -247,6 +247,16 @@ class DataLoader:
             self._ready = False
         return self
 
+    def set_batch_size(self, batch_size: int) -> None:
+        """Change the rows per batch (NVTabular's settable ``batch_size``); the current epoch's
+        iteration stops and the next one uses the new size."""
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        with self._lock:
+            self._reset_iteration()
+            self.batch_size = int(batch_size)
+            self._plans = {}
+
     # -- resolved configuration (known once the loader is planned) ----------------------------
     @property
     def label_names(self) -> List[str]:
