@@ -36,6 +36,7 @@ from .. import backend
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
+from .dataset_compat import DatasetCompat, Shuffle, prepare_output  # noqa: F401 - Shuffle: tp.io.Shuffle
 from .dataset_options import part_size_of_fraction, split_read_kwargs
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
@@ -63,7 +64,7 @@ def parse_size(size: Union[None, int, str]) -> Optional[int]:
     return int(float(text))
 
 
-class Dataset:
+class Dataset(DatasetCompat):
     """A table read lazily in partitions.
 
     Args:
@@ -369,7 +370,9 @@ class Dataset:
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                    row_group_size: Optional[int] = None, compression: str = "auto", progress: Any = None,
                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
-                   storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta") -> Dict[str, Any]:
+                   storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta",
+                   dtypes: Optional[Dict[str, Any]] = None, cats: Any = None, conts: Any = None,
+                   labels: Any = None) -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
 
         ``int_encoding``: ``"delta"`` (default) writes integer columns DELTA_BINARY_PACKED (faster to
@@ -380,9 +383,13 @@ class Dataset:
         ``"snappy"``, ``"zstd"``, ``"gzip"``, ``"lz4"``, ``"brotli"`` or ``"none"`` apply to every
         column (cuDF's writer takes ``"auto"`` as snappy). ``output_path=`` is NVTabular's name for
         ``path`` (accepted so ported scripts run). ``storage_options``: of the output's file system
-        when ``path`` is a URL (``s3://``...; not taken from the input's)."""
+        when ``path`` is a URL (``s3://``...; not taken from the input's). NVTabular's ``dtypes=``
+        (``{column: dtype}``) casts output columns; ``cats=`` / ``conts=`` / ``labels=`` are recorded in
+        ``_metadata.json`` with ``_file_list.txt`` (as NVTabular writes them for HugeCTR); ``shuffle``
+        also takes ``tp.io.Shuffle.PER_PARTITION`` (NVTabular's enum)."""
         path = _output_path(path, output_path)
-        return write_dataset(self, path, fmt="parquet", output_files=output_files,
+        src, roles = prepare_output(self, dtypes, cats, conts, labels)
+        return write_dataset(src, path, fmt="parquet", roles=roles, output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression,

@@ -48,6 +48,7 @@ from . import commit
 from . import fs as fsmod
 from . import objectstore
 from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE  # noqa: F401
+from .dataset_compat import shuffle_name, write_roles
 from .planning import split_rows
 from .tfrecord import TFRecordSink, spec_for
 
@@ -226,7 +227,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                   format_options: Optional[Dict[str, Any]] = None,
                   progress: Optional[Callable[[str, int, int], None]] = None,
                   transaction: Optional[commit.Transaction] = None,
-                  storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                  storage_options: Optional[Dict[str, Any]] = None,
+                  roles: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Write ``ds`` (a :class:`tabprep.Dataset`, usually ``workflow.transform(...)``) to ``path``.
 
     Args:
@@ -240,7 +242,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             a distributed client). Exclusive with ``output_files``.
         shuffle: None keeps row order; ``"partition"`` shuffles rows within each partition;
             ``"full"`` sends each row to a random output file and shuffles each file (one output
-            file must then fit in memory).
+            file must then fit in memory). NVTabular's ``Shuffle.PER_PARTITION`` is
+            ``"partition"``, ``Shuffle.PER_WORKER`` / ``Shuffle.FULL`` are ``"full"``.
+        roles: ``{"cats" | "conts" | "labels": [{"col_name", "index"}]}`` (``to_parquet(cats=...)``):
+            recorded in ``_metadata.json``, with ``_file_list.txt``, as NVTabular does for HugeCTR.
         split_per_worker: W writes ``worker_0`` .. ``worker_{W-1}`` sub-folders holding row counts
             that differ by at most one, for W data-parallel training processes.
         overwrite: replace an existing output folder (atomically, at the end). Only a folder
@@ -261,6 +266,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     """
     if fmt not in ("parquet", "tfrecord"):
         raise ValueError(f"unknown output format {fmt!r}: use 'parquet' or 'tfrecord'")
+    shuffle = shuffle_name(shuffle)
     if shuffle not in SHUFFLES:
         raise ValueError(f"shuffle must be one of {SHUFFLES}, got {shuffle!r}")
     if output_files is not None and out_files_per_proc is not None:
@@ -351,6 +357,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             _write_tfrecord_spec(tmp, schema, options, files, prefix="", fs=fs)
         else:
             write_parquet_summary(fs, str(tmp), files, so, split_per_worker)
+        write_roles(fs, str(tmp), roles, files, meta)
         _write_json(fs.join(tmp, METADATA_FILE), meta, fs)
         stage.write_success()  # a remote folder's is written by the commit, after everything else
     log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,

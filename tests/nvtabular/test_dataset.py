@@ -87,3 +87,69 @@ def test_part_mem_fraction(tmp_path):
 def test_in_memory_frame_refuses_reader_keywords():
     with pytest.raises(TypeError, match="sep"):
         tp.Dataset(pd.DataFrame({"a": [1]}), sep="|")
+
+
+def _frame():
+    x = np.array([0.5, np.inf, -1.0, 2.0, np.nan, 3.0])
+    return pd.DataFrame({"a": np.arange(6, dtype="int64"), "x": x, "s": list("abcabc")})
+
+
+def test_to_iter_columns_and_indices(tmp_path):
+    """merlin.io.Dataset.to_iter(columns=, indices=): partitions as frames, only those columns and
+    partition numbers; len() is their row count."""
+    _five_row_groups(tmp_path / "d.parquet")
+    ds = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=1)
+    parts = list(ds.to_iter(columns=["a"], indices=[1, 3]))
+    assert [list(p.columns) for p in parts] == [["a"], ["a"]]
+    assert [p["a"].tolist() for p in parts] == [[4, 5, 6, 7], [12, 13, 14, 15]]
+    assert len(ds.to_iter(indices=[0])) == 4 and len(ds.to_iter()) == 20
+    whole = pd.concat(list(ds.to_iter()), ignore_index=True)
+    pd.testing.assert_frame_equal(whole, pq.read_table(tmp_path / "d.parquet").to_pandas(), check_dtype=False)
+    with pytest.raises(KeyError, match="nope"):
+        ds.to_iter(columns=["nope"])
+
+
+def test_to_cpu_and_infer_schema():
+    """Dataset.to_cpu() (merlin: compute on the host from now on) and infer_schema() (the columns'
+    names and dtypes, kept as ds.schema)."""
+    ds = tp.Dataset(_frame(), npartitions=2)
+    assert ds.to_cpu() is ds and ds.cpu
+    sch = ds.infer_schema()
+    assert sch.column_names == ["a", "x", "s"] and sch["a"].dtype == "int64" and ds.schema == sch
+    assert isinstance(ds.compute(), pd.DataFrame)
+
+
+def test_to_npy(tmp_path):
+    """Dataset.to_npy(file): one 2-D array, columns in order (merlin-core); append=True streams
+    partitions. Nulls refused naming the column."""
+    df = pd.DataFrame({"a": np.arange(5, dtype="int64"), "x": [0.5, np.inf, -1.0, 2.0, 3.0]})
+    ds = tp.Dataset(df, npartitions=2)
+    ds.to_npy(str(tmp_path / "a.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), df.to_numpy())
+    ds.to_npy(str(tmp_path / "b.npy"), append=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), df.to_numpy())
+    with pytest.raises(ValueError, match="'x'"):
+        tp.Dataset(_frame()[["x"]].assign(x=[1.0, np.nan, 2, 3, 4, 5])).to_npy(str(tmp_path / "c.npy"))
+
+
+def test_to_parquet_dtypes_roles_and_shuffle_enum(tmp_path):
+    """to_parquet(output_path=, shuffle=Shuffle.PER_PARTITION, dtypes=, cats=, conts=, labels=), as
+    the NVTabular notebooks call it: dtypes cast the written columns; cats/conts/labels are
+    recorded (name, column index) with _file_list.txt, as NVTabular's writer does for HugeCTR."""
+    df = _frame()
+    out = tmp_path / "out"
+    tp.Dataset(df, npartitions=2).to_parquet(output_path=str(out), shuffle=tp.io.Shuffle.PER_PARTITION,
+                                             dtypes={"a": "int32", "x": "float32"}, cats=["s"], conts=["x"],
+                                             labels=["a"], seed=0)
+    table = pq.read_table(out, ignore_prefixes=["_"])
+    assert table.schema.field("a").type == pa.int32() and table.schema.field("x").type == pa.float32()
+    assert sorted(table.column("a").to_pylist()) == list(range(6))  # shuffled within partitions, all rows
+    meta = __import__("json").loads((out / "_metadata.json").read_text())
+    assert meta["cats"] == [{"col_name": "s", "index": 2}] and meta["labels"] == [{"col_name": "a", "index": 0}]
+    lines = (out / "_file_list.txt").read_text().split()
+    assert int(lines[0]) == len(lines) - 1 and all((out / f).is_file() for f in lines[1:])
+    assert tp.Dataset(str(out)).schema["a"].dtype == "int32"
+    with pytest.raises(KeyError, match="nope"):
+        tp.Dataset(df).to_parquet(str(tmp_path / "o2"), dtypes={"nope": "int32"})
+    tp.Dataset(df).to_parquet(str(tmp_path / "o3"), shuffle=tp.io.Shuffle.FULL, seed=1)
+    assert sorted(pq.read_table(tmp_path / "o3", ignore_prefixes=["_"]).column("a").to_pylist()) == list(range(6))
