@@ -28,6 +28,23 @@ class Tags:
     ID = "id"
     USER = "user"
     ITEM = "item"
+    # the rest of merlin-core's Tags (merlin.schema.Tags), same strings
+    SEQUENCE = "sequence"
+    TEXT = "text"
+    TOKENIZED = "tokenized"
+    TIME = "time"
+    EMBEDDING = "embedding"
+    SESSION = "session"
+    CONTEXT = "context"
+    REGRESSION = "regression"
+    CLASSIFICATION = "classification"
+    MULTI_CLASS = "multi_class"
+    USER_ID = "user_id"
+    ITEM_ID = "item_id"
+    SESSION_ID = "session_id"
+    TEXT_TOKENIZED = "text_tokenized"
+    BINARY_CLASSIFICATION = "binary_classification"
+    MULTI_CLASS_CLASSIFICATION = "multi_class_classification"
 
 
 def normalize_dtype(dtype: Any) -> str:
@@ -87,13 +104,33 @@ class ColumnSchema:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
-        object.__setattr__(self, "tags", tuple(sorted(set(self.tags))))
+        object.__setattr__(self, "tags", tuple(sorted(set(str(t) for t in self.tags))))
+        # merlin-core keeps a list column's lengths in properties["value_count"] and names a
+        # categorical domain (properties["domain"]["name"]: the vocabulary, else the column); the
+        # fields stay the truth and properties mirror them, so both spellings read the same
+        props = dict(self.properties)
+        vc = self.value_count
+        given = props.get("value_count")
+        if vc is None and self.is_list and isinstance(given, dict) and given.get("max") is not None:
+            vc = {"min": int(given.get("min", given["max"]) or 0), "max": int(given["max"])}  # merlin's spelling
+        if self.is_list and vc is not None:
+            props["value_count"] = dict(vc)
+        else:
+            props.pop("value_count", None)
+        dom = props.get("domain")
+        if isinstance(dom, dict) and "name" not in dom:
+            props["domain"] = {**dom, "name": str(props.get("vocabulary", self.name))}
+        object.__setattr__(self, "value_count", vc)
+        object.__setattr__(self, "properties", props)
 
     # -- convenience -------------------------------------------------------------
     def with_(self, **changes: Any) -> "ColumnSchema":
         """Return a copy with some fields replaced (tags/properties merged if given as add_*)."""
         add_tags = changes.pop("add_tags", None)
         add_props = changes.pop("add_properties", None)
+        if ("value_count" in changes or "is_list" in changes) and "properties" not in changes:
+            # the value_count field decides; properties' copy of the old one must not win it back
+            changes["properties"] = {k: v for k, v in self.properties.items() if k != "value_count"}
         col = replace(self, **changes)
         if add_tags:
             col = replace(col, tags=tuple(col.tags) + tuple(add_tags))
@@ -143,9 +180,21 @@ class ColumnSchema:
 class Schema:
     """An ordered collection of :class:`ColumnSchema`, indexed by name."""
 
-    def __init__(self, columns: Iterable[ColumnSchema] = ()) -> None:
+    def __init__(self, columns: Any = ()) -> None:
+        """``columns``: :class:`ColumnSchema` objects, or column names (merlin-core's
+        ``Schema(["a", "b"])``: columns of unknown dtype ``"float64"``, no tags), or a dict
+        name -> ColumnSchema (merlin-core's ``Schema.column_schemas``)."""
         self._cols: Dict[str, ColumnSchema] = {}
+        if isinstance(columns, dict):
+            columns = [c if isinstance(c, ColumnSchema) else ColumnSchema(n) for n, c in columns.items()]
+        elif isinstance(columns, str):
+            columns = [columns]
         for col in columns:
+            if isinstance(col, str):
+                col = ColumnSchema(col)
+            elif not isinstance(col, ColumnSchema):
+                raise TypeError(f"Schema() takes ColumnSchema objects or column names, got {type(col).__name__}: "
+                                f"{col!r}")
             self._cols[col.name] = col
 
     # -- mapping protocol -----------------------------------------------------------
@@ -177,12 +226,38 @@ class Schema:
     def column_names(self) -> List[str]:
         return list(self._cols)
 
-    def select(self, names: Iterable[str]) -> "Schema":
+    @property
+    def column_schemas(self) -> Dict[str, ColumnSchema]:
+        """``{name: ColumnSchema}`` in column order (merlin-core's name; a copy)."""
+        return dict(self._cols)
+
+    def select(self, names: Any) -> "Schema":
+        """The columns ``names`` (a list of names, or a :class:`tabprep.ColumnSelector`: its names,
+        subgroups' names and tags, as merlin-core's ``Schema.select``)."""
+        if isinstance(names, ColumnSelector):
+            return names.select_from(self)
         return Schema(self[n] for n in names)
 
-    def select_by_tag(self, *tags: str) -> "Schema":
-        """Columns carrying all of ``tags``."""
-        return Schema(c for c in self if all(t in c.tags for t in tags))
+    def select_by_tag(self, tags: Any, *more: str, pred_fn: Any = None) -> "Schema":
+        """Columns by tag. merlin-core's call: ``select_by_tag(Tags.CATEGORICAL)`` or a list of tags,
+        a column matching ANY of them (``pred_fn=all``: all of them). Several tags as separate
+        arguments (``select_by_tag("user", "id")``, tabprep's older call) match ALL of them."""
+        if more:
+            wanted, pred = [tags, *more], pred_fn or all
+        else:
+            wanted, pred = (list(tags) if isinstance(tags, (list, tuple, set)) else [tags]), pred_fn or any
+        wanted = [str(t) for t in wanted]
+        return Schema(c for c in self if pred(t in c.tags for t in wanted))
+
+    def excluding_by_tag(self, tags: Any, pred_fn: Any = None) -> "Schema":
+        """The columns :meth:`select_by_tag` would not select (merlin-core's)."""
+        keep = set(self.select_by_tag(tags, pred_fn=pred_fn).column_names)
+        return Schema(c for c in self if c.name not in keep)
+
+    def without(self, names: Any) -> "Schema":
+        """The schema less the columns ``names`` (merlin-core's ``Schema.without``)."""
+        drop = {names} if isinstance(names, str) else set(names)
+        return Schema(c for c in self if c.name not in drop)
 
     def __add__(self, other: "Schema") -> "Schema":
         return Schema(list(self) + [c for c in other if c.name not in self])
@@ -244,6 +319,68 @@ class Schema:
             else:
                 cols.append(ColumnSchema(fld.name, dtype=_arrow_dtype_name(typ)))
         return cls(cols)
+
+
+class ColumnSelector:
+    """merlin-core's ``ColumnSelector(names, subgroups=, tags=)``: a selection of columns by name,
+    by group (``subgroups``: selectors whose columns form one ``[["a", "b"]]`` group) and by tag,
+    the tagged columns resolved when the selection meets a schema (``Workflow.fit`` /
+    ``bind_schema``; ``Schema.select(selector)``). ``>>`` takes it where it takes a list of names:
+    ``ColumnSelector(tags=[Tags.CATEGORICAL]) >> ops.Categorify()``."""
+
+    def __init__(self, names: Any = None, subgroups: Any = None, tags: Any = None) -> None:
+        if isinstance(names, str):
+            names = [names]
+        self.names: List[str] = []
+        self.subgroups: List["ColumnSelector"] = []
+        for n in list(names or []):
+            if isinstance(n, ColumnSelector):
+                self.subgroups.append(n)
+            elif isinstance(n, (list, tuple)):
+                self.subgroups.append(ColumnSelector(list(n)))
+            else:
+                self.names.append(str(n))
+        for g in list(subgroups or []):
+            self.subgroups.append(g if isinstance(g, ColumnSelector) else ColumnSelector(g))
+        tags = [tags] if isinstance(tags, str) else list(tags or [])
+        self.tags: List[str] = [str(getattr(t, "value", t)) for t in tags]
+
+    @property
+    def grouped_names(self) -> List[Any]:
+        """Names, then each subgroup as a tuple of its names (the list form ``>>`` takes)."""
+        return list(self.names) + [tuple(g.all_names) for g in self.subgroups]
+
+    @property
+    def all_names(self) -> List[str]:
+        out = list(self.names)
+        for g in self.subgroups:
+            out += [n for n in g.all_names if n not in out]
+        return out
+
+    def resolve(self, schema: "Schema") -> List[str]:
+        """Names and subgroups' names, then the columns of ``schema`` carrying any of the tags."""
+        out = list(self.all_names)
+        if self.tags:
+            out += [c.name for c in schema if any(t in c.tags for t in self.tags) and c.name not in out]
+        return out
+
+    def select_from(self, schema: "Schema") -> "Schema":
+        return schema.select(self.resolve(schema))
+
+    def __add__(self, other: Any) -> "ColumnSelector":
+        other = other if isinstance(other, ColumnSelector) else ColumnSelector(other)
+        return ColumnSelector(self.names + [n for n in other.names if n not in self.names],
+                              subgroups=self.subgroups + other.subgroups, tags=self.tags + other.tags)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.subgroups or self.tags)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ColumnSelector) and self.names == other.names and self.tags == other.tags
+                and self.grouped_names == other.grouped_names)
+
+    def __repr__(self) -> str:
+        return f"ColumnSelector({self.names!r}, subgroups={[g.all_names for g in self.subgroups]!r}, tags={self.tags!r})"
 
 
 def _is_arrow_list(typ: Any) -> bool:

@@ -30,7 +30,7 @@ def test_fit_transform_s3_to_s3_equals_local_run_and_pandas(s3, tmp_path):
     meta = wf.fit(ds).transform(ds).to_parquet(s3.url("out"))
     assert meta["rows"] == N
     keys = s3.keys("out")
-    assert keys == ["_SUCCESS", "_metadata.json", "_schema.json"] + [f"part-0000{i}.parquet" for i in range(3)]
+    assert keys == ["_SUCCESS", "_metadata", "_metadata.json", "_schema.json"] + [f"part-0000{i}.parquet" for i in range(3)]
     got = read_output(s3, "out")
     assert_matches(got, reference(frame))
     # the same job on local files gives the same values
@@ -193,7 +193,7 @@ def test_overwrite_replaces_a_tabprep_output_without_leftovers(s3):
     with pytest.raises(FileExistsError, match="exists and is not empty"):
         ds.to_parquet(s3.url("out"), output_files=2)
     ds.to_parquet(s3.url("out"), output_files=2, overwrite=True)
-    assert s3.keys("out") == ["_SUCCESS", "_metadata.json", "_schema.json", "part-00000.parquet",
+    assert s3.keys("out") == ["_SUCCESS", "_metadata", "_metadata.json", "_schema.json", "part-00000.parquet",
                               "part-00001.parquet"]
     assert tp.Dataset(s3.url("out")).num_rows == N
 
@@ -272,6 +272,6 @@ def test_file_urls_are_local_paths(tmp_path):
     wf = make_workflow().fit(ds)
     wf.transform(ds).to_parquet("file://" + str(tmp_path / "out"))
     wf.save("file://" + str(tmp_path / "wf"))
-    assert sorted(os.listdir(tmp_path / "out"))[:3] == ["_SUCCESS", "_metadata.json", "_schema.json"]
+    assert sorted(os.listdir(tmp_path / "out"))[:4] == ["_SUCCESS", "_metadata", "_metadata.json", "_schema.json"]
     loaded = tp.Workflow.load("file://" + str(tmp_path / "wf"))
     assert_matches(loaded.transform(tp.Dataset(str(tmp_path / "raw"), cpu=True)).compute(), reference(frame))

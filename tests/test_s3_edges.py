@@ -96,7 +96,7 @@ def test_an_empty_console_folder_is_an_empty_folder(s3):
     assert_matches(tp.Workflow.load(s3.url("wf")).transform(tp.Dataset(frame, cpu=True)).compute(), reference(frame))
     # replacing them works, and still keeps the placeholder
     wf.transform(ds).to_parquet(s3.url("out"), overwrite=True, output_files=2)
-    assert s3.keys("out") == ["", "_SUCCESS", "_metadata.json", "_schema.json", "part-00000.parquet",
+    assert s3.keys("out") == ["", "_SUCCESS", "_metadata", "_metadata.json", "_schema.json", "part-00000.parquet",
                               "part-00001.parquet"]
     # a console folder with a user's file in it is still the user's
     _console_folder(s3, "user")

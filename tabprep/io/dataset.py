@@ -37,6 +37,8 @@ from .._util import refuse_duplicate_columns
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
+from .dataset_compat import DatasetCompat, Shuffle, prepare_output  # noqa: F401 - Shuffle: tp.io.Shuffle
+from .dataset_options import part_size_of_fraction, split_read_kwargs
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
 from .paths import _expand, expand_paths  # noqa: F401 - expand_paths is re-exported
@@ -63,7 +65,7 @@ def parse_size(size: Union[None, int, str]) -> Optional[int]:
     return int(float(text))
 
 
-class Dataset:
+class Dataset(DatasetCompat):
     """A table read lazily in partitions.
 
     Args:
@@ -74,11 +76,16 @@ class Dataset:
             default 128 MB on CPU, 1 GB on GPU. Partitions are made of whole parquet row groups.
         cpu: None picks cuDF when it is usable, True forces pandas, False forces cuDF.
         npartitions: for in-memory frames, how many partitions to split them into.
+        part_mem_fraction: NVTabular's other spelling of ``part_size``: that fraction of the
+            device's total memory (the GPU's; the host's RAM on the CPU).
         storage_options: options of the remote file system of URL paths (``s3://``, ``gs://``...),
             e.g. ``{"key": ..., "secret": ..., "endpoint_url": ...}`` for S3 (see
             :mod:`tabprep.io.fs`); default: the file system reads the environment
             (``AWS_ACCESS_KEY_ID``...). Ignored for local paths.
-        **read_kwargs: passed to the csv reader (e.g. ``sep``, ``names``).
+        **read_kwargs: for csv, passed to the reader (the keywords of ``pandas.read_csv``, e.g.
+            ``sep``, ``names``); for parquet, ``row_groups_per_part=N`` (NVTabular's: a partition
+            is N consecutive row groups of one file, instead of ``part_size`` bytes). Any other
+            keyword is a ``TypeError`` naming it (NVTabular ignores most of them).
 
     Example:
         >>> ds = Dataset("data/train/*.parquet", part_size="256MB")
@@ -87,13 +94,16 @@ class Dataset:
 
     def __init__(self, path_or_source: Any, engine: Optional[str] = None, part_size: Union[None, int, str] = None,
                  cpu: Optional[bool] = None, npartitions: Optional[int] = None, schema: Optional[Schema] = None,
-                 storage_options: Optional[Dict[str, Any]] = None, **read_kwargs: Any) -> None:
+                 storage_options: Optional[Dict[str, Any]] = None, part_mem_fraction: Optional[float] = None,
+                 **read_kwargs: Any) -> None:
         self.source = path_or_source
         self.storage_options = dict(storage_options) if storage_options else None
         self.engine = engine
         self.part_size = part_size
         self.npartitions_hint = npartitions
         self.read_kwargs = read_kwargs
+        #: NVTabular's ``row_groups_per_part`` (parquet): row groups of one file per partition
+        self.row_groups_per_part: Optional[int] = None
         self._ddf = None
         #: builds ``_ddf`` at the first :meth:`to_ddf` (a transform's frame; see :meth:`_from_ddf`)
         self._ddf_factory: Optional[Callable[[], Any]] = None
@@ -109,6 +119,8 @@ class Dataset:
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
             return
+        if part_size is not None and part_mem_fraction is not None:
+            raise TypeError("give part_size or part_mem_fraction (NVTabular's), not both")
         if _is_dask_frame(src):
             self.cpu = backend.is_cpu(src._meta) if cpu is None else backend.resolve_cpu(cpu)
             self._ddf = src
@@ -130,6 +142,9 @@ class Dataset:
             self.engine = engine or _infer_engine(self.files)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
+        self.row_groups_per_part, self.read_kwargs = split_read_kwargs(self.engine, read_kwargs, self.describe())
+        if part_mem_fraction is not None:
+            self.part_size = part_size_of_fraction(part_mem_fraction, self.cpu)
 
     # -- construction used by Workflow.transform -----------------------------------------
     @classmethod
@@ -256,7 +271,8 @@ class Dataset:
         if self._pieces is None:
             dev = backend.compute_device(self.cpu)
             self._pieces = plan_pieces(self.files, parse_size(self.part_size) or dev.default_part_size(),
-                                       span_files=dev.pieces_span_files, footers=self.file_metadata)
+                                       span_files=dev.pieces_span_files, footers=self.file_metadata,
+                                       row_groups_per_part=getattr(self, "row_groups_per_part", None))
         return self._pieces
 
     def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
@@ -348,9 +364,12 @@ class Dataset:
         return self._parquet_meta(list(columns))[1]
 
     def compute(self) -> Any:
-        """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory)."""
+        """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory).
+
+        On the CPU, list columns come as object columns of numpy arrays (a null row: None), as
+        NVTabular gives them; ``to_ddf()``'s partitions keep Arrow list columns."""
         out = self.to_ddf().compute()
-        return out.reset_index(drop=True)
+        return backend.lists_to_numpy(out.reset_index(drop=True))
 
     # -- output ---------------------------------------------------------------------------
     def to_parquet(self, path: Optional[str] = None, output_files: Optional[int] = None,
@@ -358,7 +377,9 @@ class Dataset:
                    split_per_worker: Optional[int] = None, overwrite: bool = False, seed: Optional[int] = None,
                    row_group_size: Optional[int] = None, compression: str = "auto", progress: Any = None,
                    transaction: Optional[Transaction] = None, output_path: Optional[str] = None,
-                   storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta") -> Dict[str, Any]:
+                   storage_options: Optional[Dict[str, Any]] = None, int_encoding: str = "delta",
+                   dtypes: Optional[Dict[str, Any]] = None, cats: Any = None, conts: Any = None,
+                   labels: Any = None) -> Dict[str, Any]:
         """Write the dataset as parquet; see :func:`tabprep.io.writer.write_dataset`.
 
         ``int_encoding``: ``"delta"`` (default) writes integer columns DELTA_BINARY_PACKED (faster to
@@ -369,9 +390,13 @@ class Dataset:
         ``"snappy"``, ``"zstd"``, ``"gzip"``, ``"lz4"``, ``"brotli"`` or ``"none"`` apply to every
         column (cuDF's writer takes ``"auto"`` as snappy). ``output_path=`` is NVTabular's name for
         ``path`` (accepted so ported scripts run). ``storage_options``: of the output's file system
-        when ``path`` is a URL (``s3://``...; not taken from the input's)."""
+        when ``path`` is a URL (``s3://``...; not taken from the input's). NVTabular's ``dtypes=``
+        (``{column: dtype}``) casts output columns; ``cats=`` / ``conts=`` / ``labels=`` are recorded in
+        ``_metadata.json`` with ``_file_list.txt`` (as NVTabular writes them for HugeCTR); ``shuffle``
+        also takes ``tp.io.Shuffle.PER_PARTITION`` (NVTabular's enum)."""
         path = _output_path(path, output_path)
-        return write_dataset(self, path, fmt="parquet", output_files=output_files,
+        src, roles = prepare_output(self, dtypes, cats, conts, labels)
+        return write_dataset(src, path, fmt="parquet", roles=roles, output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"row_group_size": row_group_size, "compression": compression,

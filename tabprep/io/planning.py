@@ -106,7 +106,7 @@ class Piece:
 
 
 def plan_pieces(files: List[str], part_size: int, span_files: bool = False,
-                footers: Optional[Dict[str, Any]] = None) -> List[Piece]:
+                footers: Optional[Dict[str, Any]] = None, row_groups_per_part: Optional[int] = None) -> List[Piece]:
     """Group consecutive row groups of each file into pieces of about ``part_size`` bytes in memory.
 
     The in-memory size of a row group is estimated from its row count and the schema (8 bytes
@@ -120,9 +120,28 @@ def plan_pieces(files: List[str], part_size: int, span_files: bool = False,
 
     ``footers``: the files' footers (``path -> pyarrow FileMetaData``) when the caller has read
     them already (:class:`tabprep.Dataset` does, to check the files); otherwise they are read here.
+
+    ``row_groups_per_part`` (NVTabular's ``Dataset`` keyword): instead of ``part_size``, each
+    piece is that many consecutive row groups of one file (a file's last piece may have fewer),
+    on CPU and GPU alike.
     """
+    if row_groups_per_part is not None:
+        return _fixed_row_group_pieces(files, int(row_groups_per_part), footers)
     pieces = _plan_file_pieces(files, part_size, footers)
     return _merge_across_files(pieces, part_size) if span_files else [p for p, _, _ in pieces]
+
+
+def _fixed_row_group_pieces(files: List[str], n: int, footers: Optional[Dict[str, Any]]) -> List[Piece]:
+    out: List[Piece] = []
+    for f in files:
+        md = footers[f] if footers is not None and f in footers else read_footer(f)
+        if md.num_row_groups == 0:
+            out.append(Piece(f, (), 0))
+            continue
+        for a in range(0, md.num_row_groups, n):
+            groups = tuple(range(a, min(a + n, md.num_row_groups)))
+            out.append(Piece(f, groups, sum(md.row_group(g).num_rows for g in groups)))
+    return out
 
 
 def _merge_across_files(pieces: List[Tuple[Piece, int, Any]], part_size: int) -> List[Piece]:

@@ -31,6 +31,7 @@ import functools
 import json
 import logging
 import os
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -47,6 +48,7 @@ from . import commit
 from . import fs as fsmod
 from . import objectstore
 from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE  # noqa: F401
+from .dataset_compat import shuffle_name, write_roles
 from .planning import split_rows
 from .tfrecord import TFRecordSink, spec_for
 
@@ -225,7 +227,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                   format_options: Optional[Dict[str, Any]] = None,
                   progress: Optional[Callable[[str, int, int], None]] = None,
                   transaction: Optional[commit.Transaction] = None,
-                  storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                  storage_options: Optional[Dict[str, Any]] = None,
+                  roles: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Write ``ds`` (a :class:`tabprep.Dataset`, usually ``workflow.transform(...)``) to ``path``.
 
     Args:
@@ -239,7 +242,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             a distributed client). Exclusive with ``output_files``.
         shuffle: None keeps row order; ``"partition"`` shuffles rows within each partition;
             ``"full"`` sends each row to a random output file and shuffles each file (one output
-            file must then fit in memory).
+            file must then fit in memory). NVTabular's ``Shuffle.PER_PARTITION`` is
+            ``"partition"``, ``Shuffle.PER_WORKER`` / ``Shuffle.FULL`` are ``"full"``.
+        roles: ``{"cats" | "conts" | "labels": [{"col_name", "index"}]}`` (``to_parquet(cats=...)``):
+            recorded in ``_metadata.json``, with ``_file_list.txt``, as NVTabular does for HugeCTR.
         split_per_worker: W writes ``worker_0`` .. ``worker_{W-1}`` sub-folders holding row counts
             that differ by at most one, for W data-parallel training processes.
         overwrite: replace an existing output folder (atomically, at the end). Only a folder
@@ -260,6 +266,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     """
     if fmt not in ("parquet", "tfrecord"):
         raise ValueError(f"unknown output format {fmt!r}: use 'parquet' or 'tfrecord'")
+    shuffle = shuffle_name(shuffle)
     if shuffle not in SHUFFLES:
         raise ValueError(f"shuffle must be one of {SHUFFLES}, got {shuffle!r}")
     if output_files is not None and out_files_per_proc is not None:
@@ -348,11 +355,63 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
                     _write_tfrecord_spec(wdir, schema, options, wfiles, prefix=f"worker_{w}/", fs=fs)
         if fmt == "tfrecord":
             _write_tfrecord_spec(tmp, schema, options, files, prefix="", fs=fs)
+        else:
+            write_parquet_summary(fs, str(tmp), files, so, split_per_worker)
+        write_roles(fs, str(tmp), roles, files, meta)
         _write_json(fs.join(tmp, METADATA_FILE), meta, fs)
         stage.write_success()  # a remote folder's is written by the commit, after everything else
     log.info("wrote %d rows in %d %s files to %s (%.2fs)", meta["rows"], len(files), fmt, stage.final,
              meta["seconds"])
     return meta
+
+
+def write_parquet_summary(fs: Any, root: str, files: List[Dict[str, Any]], storage_options: Optional[Dict[str, Any]],
+                          split_per_worker: Optional[int] = None) -> None:
+    """Write ``_metadata``, the summary file dask and NVTabular write next to parquet output: every
+    file's footer (schema, row groups, statistics), each row group naming its file relative to the
+    folder, so ``pq.read_metadata(out / "_metadata")`` and dask's readers plan without opening the
+    files. With ``split_per_worker``, each ``worker_K`` folder gets its own (paths relative to it)
+    besides the root's. Written before ``_SUCCESS`` (part of the commit); tabprep's readers skip it
+    (its name starts with ``_``). Files whose schemas differ cannot share one: a warning then
+    names them and no summary is written."""
+    def footer(entry: Dict[str, Any]) -> Any:
+        where, filesystem = fsmod.arrow_path(fs.join(root, entry["file"]), storage_options)
+        return pq.read_metadata(where, filesystem=filesystem)
+
+    if not files:
+        return
+    if fs.remote and len(files) > 1:  # a round trip per footer: read them concurrently
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(16, len(files))) as pool:
+            footers = list(pool.map(footer, files))
+    else:
+        footers = [footer(f) for f in files]
+    groups = [("", list(zip(files, footers)))]
+    if split_per_worker:
+        for w in range(split_per_worker):
+            prefix = f"worker_{w}/"
+            groups.append((prefix, [(f, md) for f, md in zip(files, footers) if f["file"].startswith(prefix)]))
+    for prefix, members in groups:
+        if not members:
+            continue
+        summary = None
+        for entry, md in members:
+            md = pickle.loads(pickle.dumps(md))  # a copy: the root's summary and a worker's share footers
+            md.set_file_path(entry["file"][len(prefix):])
+            if summary is None:
+                summary = md
+                continue
+            try:
+                summary.append_row_groups(md)
+            except (RuntimeError, ValueError, pa.ArrowException) as exc:
+                log.warning("no _metadata summary written in %s: the schema of %s differs from that of %s (%s)",
+                            fs.join(root, prefix) if prefix else root, entry["file"], members[0][0]["file"], exc)
+                summary = None
+                break
+        if summary is not None:
+            with fs.output(fs.join(root, prefix + "_metadata")) as target:
+                summary.write_metadata_file(target)
 
 
 def _plan_full_shuffle(results: List[Dict[str, Any]], files_per_worker: int, workers: Optional[int],

@@ -73,6 +73,13 @@ def attach_workflow(loader: DataLoader, workflow: Any, input_schema: Callable[[]
     loader.map(workflow)
 
 
+def is_batch_fn(obj: Any) -> bool:
+    """A plain function for ``loader.map`` (per batch), not a tabprep Workflow (per chunk)."""
+    from ..workflow.workflow import Workflow
+
+    return callable(obj) and not isinstance(obj, Workflow)
+
+
 def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max: Dict[str, int]) -> Dict[str, int]:
     """``{column: max_len}`` of the list columns ``names`` (``sparse_names`` with
     ``sparse_as_dense``), which the adapter pads per batch; the others stay ragged."""
@@ -125,9 +132,55 @@ class LoaderViews:
 
     loader: DataLoader
 
+    #: NVTabular / merlin-dataloader's ``loader.map(fn)`` functions, applied in order to every
+    #: converted batch: ``fn(x, y) -> (x, y)`` (or ``(x, y, sample_weights)`` for Keras); ``fn(x)``
+    #: for a loader without labels
+    _batch_fns: tuple = ()
+    #: the iteration ``next(loader)`` continues (NVTabular's loader is its own iterator)
+    _next_iter: Any = None
+
     @property
     def batch_size(self) -> int:
         return self.loader.batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        """Rows per batch from the next epoch on (NVTabular's ``TorchAsyncItr.batch_size = n``)."""
+        self._next_iter = None
+        self.loader.set_batch_size(value)
+
+    def _add_batch_fn(self, fn: Callable[..., Any]) -> None:
+        self._batch_fns = tuple(self._batch_fns) + (fn,)
+
+    def _mapped(self, batch: Any) -> Any:
+        for fn in self._batch_fns:
+            batch = fn(*batch) if isinstance(batch, tuple) else fn(batch)
+        return batch
+
+    def _convert(self, batch: Dict[str, Any]) -> Any:
+        return self._mapped(self._convert_batch(batch))
+
+    def _convert_batch(self, batch: Dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def __next__(self) -> Any:
+        """The next batch of the epoch in progress (a new epoch after the last one ended), as
+        NVTabular's loaders, which are iterators as well as iterables."""
+        if self._next_iter is None:
+            self._next_iter = iter(self)
+        try:
+            return next(self._next_iter)
+        except StopIteration:
+            self._next_iter = None
+            raise
+
+    def stop(self) -> None:
+        """End the epoch in progress (NVTabular's ``loader.stop()``): the next ``next(loader)`` or
+        ``for`` loop starts a new epoch; the background thread stops."""
+        it, self._next_iter = self._next_iter, None
+        if it is not None and hasattr(it, "close"):
+            it.close()
+        self.loader.close()
 
     @property
     def cat_names(self) -> List[str]:
@@ -208,7 +261,12 @@ class FrameworkLoader(LoaderViews):
     # -- configuration ---------------------------------------------------------------------
     def map(self, workflow: Any) -> "FrameworkLoader":
         """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit)
-        to every chunk online. Returns ``self``."""
+        to every chunk online; or, as NVTabular / merlin-dataloader do, a plain function to every
+        batch: ``fn(x, y) -> (x, y)`` (``fn(x)`` without labels), applied in the order given.
+        Returns ``self``."""
+        if is_batch_fn(workflow):
+            self._add_batch_fn(workflow)
+            return self
         attach_workflow(self.loader, workflow,
                         lambda: raw_schema(self._data, self._engine, self.loader._reader_kwargs, self._schema))
         self._dense_max = None
@@ -265,7 +323,7 @@ class FrameworkLoader(LoaderViews):
             return self._array(value.values), self._array(value.lengths.astype(xp.int32))
         return self._array(value.values), self._array(lengths_to_offsets(value.lengths, xp))
 
-    def _convert(self, batch: Dict[str, Any]) -> Any:
+    def _convert_batch(self, batch: Dict[str, Any]) -> Any:
         # no wait for the device here: the batch's arrays were complete when their chunk was handed
         # over, and DLPack (``__dlpack__(stream=...)``) orders any work this thread queued since
         # (a join of two chunks, list offsets) before the framework's stream reads it

@@ -71,7 +71,7 @@ from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation, plan_pieces, 
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
-from .sources import (FRAME_UNIT_ROWS, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
+from .sources import (FRAME_UNIT_ROWS, reader_cpu, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
                       _ParquetSource, _Piece, _Source, _Unit, reader_options)
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,7 @@ class DataLoader:
         else:
             cpu = False
             self.device = int(device)
+        reader_kwargs, cpu = reader_cpu(reader_kwargs, cpu, device)
         self.storage_options = storage_options
         #: reader_kwargs with storage_options merged in (the framework loaders read their raw schema with them)
         self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
@@ -247,6 +248,16 @@ class DataLoader:
                                 f"got {type(workflow).__name__}")
             self._ready = False
         return self
+
+    def set_batch_size(self, batch_size: int) -> None:
+        """Change the rows per batch (NVTabular's settable ``batch_size``); the current epoch's
+        iteration stops and the next one uses the new size."""
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        with self._lock:
+            self._reset_iteration()
+            self.batch_size = int(batch_size)
+            self._plans = {}
 
     # -- resolved configuration (known once the loader is planned) ----------------------------
     @property

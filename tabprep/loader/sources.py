@@ -161,6 +161,22 @@ class _DaskSource(_Source):
         return 8.0 * max(len(meta.columns), 1)
 
 
+def reader_cpu(reader_kwargs: Optional[Dict[str, Any]], cpu: Optional[bool],
+               device: Any) -> "tuple[Optional[Dict[str, Any]], Optional[bool]]":
+    """``(reader_kwargs less "cpu", cpu)``: NVTabular's loaders take the device of the data they
+    read as ``reader_kwargs={"cpu": True}`` (its ``Dataset``'s keyword); tabprep's is ``device=``.
+    Both given and disagreeing is a ``ValueError``."""
+    if not reader_kwargs or "cpu" not in reader_kwargs:
+        return reader_kwargs, cpu
+    kwargs = dict(reader_kwargs)
+    given = kwargs.pop("cpu")
+    if given is None:
+        return kwargs, cpu
+    if device is not None and bool(given) != bool(cpu):
+        raise ValueError(f"reader_kwargs={{'cpu': {given!r}}} contradicts device={device!r}; give one of them")
+    return kwargs, bool(given)
+
+
 def reader_options(data: Any, reader_kwargs: Optional[Dict[str, Any]],
                    storage_options: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The loader's ``reader_kwargs`` with its ``storage_options=`` keyword merged in.

@@ -122,7 +122,7 @@ else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
     tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
-from ._adapter import LoaderViews, attach_workflow, dense_columns, pad_lists, raw_schema  # noqa: E402
+from ._adapter import LoaderViews, attach_workflow, dense_columns, is_batch_fn, pad_lists, raw_schema  # noqa: E402
 
 #: keyword arguments of keras.utils.PyDataset
 _PYDATASET_KWARGS = {"workers", "use_multiprocessing", "max_queue_size"}
@@ -316,7 +316,12 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
     # -- configuration ---------------------------------------------------------------------
     def map(self, workflow: Any) -> "KerasSequenceLoader":
         """Apply ``workflow`` (a :class:`tabprep.Workflow`; one of stateless ops needs no fit) to
-        every chunk; returns ``self``."""
+        every chunk; or, as NVTabular does, a plain function to every batch: ``fn(x, y) -> (x, y)``
+        or ``(x, y, sample_weights)`` (Keras' weighted batches). Returns ``self``."""
+        if is_batch_fn(workflow):
+            self._add_batch_fn(workflow)
+            self._template = None
+            return self
         attach_workflow(self.loader, workflow,
                         lambda: raw_schema(self._data, self._engine, self.loader._reader_kwargs, self._schema))
         self._dense_max = None
@@ -395,7 +400,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             self._dense_max = dense_columns(self.loader, self._dense_names, self._sparse_max_arg)
         return self._dense_max
 
-    def _convert(self, batch: Dict[str, Any]) -> Any:
+    def _convert_batch(self, batch: Dict[str, Any]) -> Any:
         with self.loader._device.context():
             out = self._convert_on_device(batch)
             # TF's DLPack capsules carry no stream: wait where this thread queued device work (a

@@ -88,7 +88,17 @@ def registered_ops() -> Dict[str, type]:
     return dict(_REGISTRY)
 
 
-class Operator:
+class _OperatorType(type):
+    """The class of op classes: ``["a"] >> ops.Categorify`` (a class, NVTabular's shorthand) is
+    ``["a"] >> ops.Categorify()``."""
+
+    def __rrshift__(cls, other: Any):
+        from .node import as_node
+
+        return as_node(other) >> cls
+
+
+class Operator(metaclass=_OperatorType):
     """A stateless transform of a group of columns.
 
     Subclasses override :meth:`transform` and, when they rename, add or retype columns,
@@ -336,6 +346,19 @@ def _json_params(params: Any, label: str) -> Any:
         raise TypeError(f"{label}: parameters must be JSON-serializable to save the workflow ({exc}); "
                         f"override to_config/from_config for custom types") from None
     return params
+
+
+def column_names_arg(value: Any, what: str) -> Any:
+    """An op argument that names raw input columns, given as NVTabular allows: names, a node of
+    raw columns or a ColumnSelector (see :func:`tabprep.ops.node.raw_column_names`); names and
+    lists of names are returned as given, the others as their list of names."""
+    if isinstance(value, str) or value is None:
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return value
+    from .node import raw_column_names
+
+    return raw_column_names(value, what)
 
 
 def tags_for(op: Operator) -> tuple:

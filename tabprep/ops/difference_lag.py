@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator
+from .base import Operator, column_names_arg
 
 
 class DifferenceLag(Operator):
@@ -38,6 +38,7 @@ class DifferenceLag(Operator):
     output_tags = (Tags.CONTINUOUS,)
 
     def __init__(self, partition_cols: Union[str, Sequence[str]], shift: Union[int, Sequence[int]] = 1) -> None:
+        partition_cols = column_names_arg(partition_cols, "DifferenceLag(partition_cols=...)")  # NVTabular also takes nodes of raw columns
         cols = [partition_cols] if isinstance(partition_cols, str) else list(partition_cols)
         if not cols or not all(isinstance(c, str) for c in cols):
             raise ValueError(f"DifferenceLag needs partition column names, got {partition_cols!r}")

@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, state_file
+from .base import StatOperator, column_names_arg, group_keys, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -51,6 +51,7 @@ class JoinGroupby(StatOperator):
 
     def __init__(self, cont_cols: Union[str, Sequence[str]],
                  stats: Sequence[str] = ("count", "sum", "mean", "std", "min", "max")) -> None:
+        cont_cols = column_names_arg(cont_cols, "JoinGroupby(cont_cols=...)")  # NVTabular also takes nodes of raw columns
         stats_list = [stats] if isinstance(stats, str) else list(stats)
         bad = [s for s in stats_list if s not in STATS]
         if bad or not stats_list:

@@ -6,8 +6,9 @@ parents' columns in order, and an op lists its outputs in the order of its input
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from ..schema import ColumnSelector, Schema
 from .base import Operator
 
 ColumnLike = Union[str, Sequence[Any], "Node", Operator]
@@ -24,11 +25,15 @@ class Node:
       * ``"drop"``: the columns of its one parent less ``columns``.
     """
 
-    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out")
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags")
 
     def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
-                 columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = ()) -> None:
+                 columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = (),
+                 tags: Sequence[str] = ()) -> None:
         self.kind = kind
+        #: a "select" by tag (ColumnSelector(tags=...)): the schema's columns carrying any of these
+        #: tags join ``columns`` when the workflow is bound to a schema (fit / bind_schema)
+        self.tags: Tuple[str, ...] = tuple(tags)
         self.op = op
         self.parents: Tuple[Node, ...] = tuple(parents)
         self.columns: Tuple[str, ...] = tuple(columns)
@@ -55,10 +60,32 @@ class Node:
         return Node("op", parents=[self], op=other)
 
     def __add__(self, other: Any) -> "Node":
+        if _is_empty_selection(other):  # NVTabular: node + [] is the node
+            return self
         return Node("concat", parents=[self, as_node(other)])
 
     def __radd__(self, other: Any) -> "Node":
+        if _is_empty_selection(other):
+            return self
         return Node("concat", parents=[as_node(other), self])
+
+    def __getitem__(self, columns: Any) -> "Node":
+        """NVTabular's ``node["a"]`` / ``node[["a", "b"]]``: the node's output columns ``columns``
+        (in the node's order), a node of its own."""
+        wanted = [columns] if isinstance(columns, str) else _flatten_names(_as_names(columns))
+        have = self.output_columns
+        missing = [c for c in wanted if c not in have]
+        if missing:
+            raise KeyError(f"{missing} not among this node's output columns {have}")
+        return Node("drop", parents=[self], columns=[c for c in have if c not in wanted])
+
+    def resolve_tags(self, schema: Schema) -> None:
+        """Fix a tag selection's columns on ``schema`` (see :attr:`tags`)."""
+        if self.kind == "select" and self.tags:
+            extra = [c.name for c in schema if any(t in c.tags for t in self.tags) and c.name not in self.columns]
+            self.columns = tuple(self.columns) + tuple(extra)
+            self.tags = ()
+            self._out = None
 
     def __sub__(self, other: Any) -> "Node":
         drop = _flatten_names(other if not isinstance(other, Node) else other.output_columns)
@@ -111,6 +138,10 @@ def as_node(obj: Any) -> Node:
         return obj
     if isinstance(obj, str):
         return Node("select", columns=[obj])
+    if isinstance(obj, ColumnSelector):
+        return Node("select", columns=obj.all_names, groups=[tuple(g.all_names) for g in obj.subgroups],
+                    tags=obj.tags)
+    obj = _as_names(obj)
     if isinstance(obj, Operator):
         raise TypeError(f"an op ({obj.label}) needs input columns: write [\"col\", ...] >> {obj.label}(...). "
                         f"Note that '+' binds tighter than '>>': write (cols >> Op()) + other, with parentheses")
@@ -138,12 +169,17 @@ def as_node(obj: Any) -> Node:
             if isinstance(item, str):
                 names.append(item)
                 alone.append(item)
-            elif isinstance(item, Node):
+            elif isinstance(item, (Node, ColumnSelector)):
                 flush()
-                parts.append(item)
+                parts.append(as_node(item))
             elif isinstance(item, (list, tuple)) and all(isinstance(x, str) for x in item):
                 names.extend(item)
                 groups.append(tuple(item))
+            elif isinstance(item, (list, tuple)) and item and all(isinstance(x, (str, Node)) for x in item):
+                # a group of nodes (NVTabular's combo of nodes): a group of their raw columns
+                group = [n for x in item for n in ([x] if isinstance(x, str) else raw_column_names(x, "a column group"))]
+                names.extend(group)
+                groups.append(tuple(group))
             else:
                 raise TypeError(f"cannot use {item!r} as a column selection; use column names, lists of names or nodes")
         flush()
@@ -154,6 +190,44 @@ def as_node(obj: Any) -> Node:
             node = Node("concat", parents=[node, p])
         return node
     raise TypeError(f"cannot use {type(obj).__name__} {obj!r} as a column selection")
+
+
+def _as_names(obj: Any) -> Any:
+    """A pandas ``Index`` / numpy array of names as a list (NVTabular takes ``df.columns`` as a selection)."""
+    if not isinstance(obj, (str, list, tuple, Node, ColumnSelector)) and hasattr(obj, "tolist"):
+        return list(obj.tolist())
+    return obj
+
+
+def _is_empty_selection(obj: Any) -> bool:
+    obj = _as_names(obj)
+    return isinstance(obj, (list, tuple)) and len(obj) == 0 or (isinstance(obj, ColumnSelector) and not obj)
+
+
+def raw_column_names(obj: Any, what: str = "an op's argument") -> List[str]:
+    """Column names of ``obj`` used where an op takes raw input columns (NVTabular lets nodes stand
+    for them: ``TargetEncoding(target_node)``, ``JoinGroupby(cont_cols=node)``): a name, a
+    :class:`ColumnSelector`, a node that selects raw columns (selections, merges and drops of them),
+    or a list of those. A node whose columns an op computed is refused: the op reads raw columns,
+    so its values would silently differ from the node's."""
+    obj = _as_names(obj)
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, ColumnSelector):
+        if obj.tags:
+            raise TypeError(f"{what}: a ColumnSelector by tags cannot name raw columns before the data's schema "
+                            f"is known; give the column names")
+        return obj.all_names
+    if isinstance(obj, Node):
+        computed = [n for n in iter_nodes(obj) if n.kind == "op" or (n.kind == "select" and n.tags)]
+        if computed:
+            raise TypeError(f"{what}: the node {obj!r} holds columns computed by an op (or selected by tag), but "
+                            f"this argument names raw input columns, read as they are in the data; pass a "
+                            f"selection of raw columns (e.g. the names {obj.output_columns})")
+        return obj.output_columns
+    if isinstance(obj, (list, tuple)):
+        return [n for x in obj for n in raw_column_names(x, what)]
+    raise TypeError(f"{what}: cannot use {type(obj).__name__} {obj!r} as column names")
 
 
 def _leaf_selects(node: Node) -> List[Node]:
@@ -229,3 +303,16 @@ def upstream_ids(targets: Iterable[Node]) -> set:
             needed.add(id(n))
             stack.extend(n.parents)
     return needed
+
+
+#: Subgraph names, by node id (a Node has fixed slots; the names live here, weakly keyed by id)
+_SUBGRAPHS: Dict[int, "tuple[str, Node]"] = {}
+
+
+def Subgraph(name: str, selection: Any) -> Node:  # noqa: N802 - NVTabular's name (merlin.dag.ops.subgraph)
+    """NVTabular's ``Subgraph(name, cols >> ops...)``: names a part of the graph, so that
+    ``workflow.get_subworkflow(name)`` returns it as a workflow of its own (sharing the fitted ops).
+    Returns the node itself; use it in the graph as any node."""
+    node = as_node(selection)
+    _SUBGRAPHS[id(node)] = (str(name), node)
+    return node

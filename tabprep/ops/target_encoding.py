@@ -12,7 +12,7 @@ from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, group_keys, out_of_fold_mode, state_file
+from .base import StatOperator, column_names_arg, group_keys, out_of_fold_mode, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 
@@ -75,6 +75,7 @@ class TargetEncoding(StatOperator):
 
     def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
                  out_dtype: str = "float32", fold_seed: int = 42) -> None:
+        target = column_names_arg(target, "TargetEncoding(target=...)")  # NVTabular also takes nodes of raw columns
         if not target:
             raise ValueError("TargetEncoding needs a target column")
         if int(kfold) < 1:

@@ -15,6 +15,7 @@ from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import Schema, check_input_dtypes, kind_mismatch_message, unit_drift
+from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
@@ -22,7 +23,7 @@ from .tasks import _transform_frame, _transform_part, _transform_partition, chec
 
 log = logging.getLogger(__name__)
 
-class Workflow:
+class Workflow(WorkflowCompat):
     """A graph of column ops, fitted on a dataset and applied to others.
 
     Args:
@@ -152,6 +153,8 @@ class Workflow:
     # -- schema ----------------------------------------------------------------------
     def _bind(self, input_schema: Schema, source: str = "the dataset") -> None:
         """Check every selected column exists and compute every node's schema."""
+        for n in self.nodes:  # ColumnSelector(tags=...): the schema's tagged columns, fixed from now on
+            n.resolve_tags(input_schema)
         available = input_schema.column_names
         for col in self.input_columns:
             if col not in input_schema:

@@ -1,0 +1,194 @@
+"""NVTabular 23.08's (merlin-core ``merlin.io.Dataset``) calls on :class:`tabprep.Dataset` that
+tabprep lacked (issue #29): ``to_iter``, ``to_cpu`` / ``to_gpu``, ``infer_schema``, ``to_npy``,
+and ``to_parquet``'s ``dtypes=``, ``cats=`` / ``conts=`` / ``labels=`` and ``Shuffle`` values."""
+from __future__ import annotations
+
+import enum
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .. import backend
+from ..schema import Schema
+
+
+class Shuffle(enum.Enum):
+    """NVTabular's ``nvt.io.Shuffle`` (merlin.io.Shuffle) for ``to_parquet(shuffle=...)``:
+    ``PER_PARTITION`` is tabprep's ``"partition"`` (rows shuffled within each partition);
+    ``PER_WORKER`` and ``FULL`` are ``"full"`` (every row to a random output file, each file
+    shuffled: at least the mixing NVTabular's per-worker shuffle gives)."""
+
+    PER_PARTITION = 0
+    PER_WORKER = 1
+    FULL = 2
+
+
+def shuffle_name(shuffle: Any) -> Optional[str]:
+    """tabprep's shuffle string for a :class:`Shuffle` value (strings and None pass through)."""
+    if isinstance(shuffle, Shuffle) or type(shuffle).__name__ == "Shuffle":
+        return "partition" if shuffle.name == "PER_PARTITION" else "full"
+    if shuffle is False:
+        return None
+    return shuffle
+
+
+class _FrameIter:
+    """merlin-core's ``DataFrameIter``: the dataset's partitions as frames, one at a time;
+    ``len()`` is the row count of the partitions iterated."""
+
+    def __init__(self, ds: Any, columns: Optional[List[str]], indices: List[int]) -> None:
+        self.ds, self.columns, self.indices = ds, columns, indices
+
+    def __len__(self) -> int:
+        ddf = self.ds.to_ddf(columns=self.columns)
+        return int(sum(len(ddf.get_partition(i)) for i in self.indices))
+
+    def __iter__(self) -> Iterator[Any]:
+        ddf = self.ds.to_ddf(columns=self.columns)
+        for i in self.indices:
+            yield backend.lists_to_numpy(ddf.get_partition(i).compute().reset_index(drop=True))
+
+
+class DatasetCompat:
+    """Mixed into :class:`tabprep.Dataset`."""
+
+    def to_iter(self, columns: Any = None, indices: Optional[Sequence[int]] = None, shuffle: bool = False,
+                seed: Optional[int] = None, epochs: int = 1) -> _FrameIter:
+        """The partitions as pandas / cuDF frames, one at a time (merlin-core's ``to_iter``):
+        ``columns`` (a name or a list; default all), ``indices`` (partition numbers, default all, in
+        order; after the shuffle when ``shuffle``), ``shuffle`` (the partitions' order, with ``seed``),
+        ``epochs`` (the partitions that many times). List cells come as numpy arrays, as in
+        :meth:`compute`."""
+        cols = [columns] if isinstance(columns, str) else (list(columns) if columns is not None else None)
+        if cols is not None:
+            missing = [c for c in cols if c not in self.schema]  # type: ignore[attr-defined]
+            if missing:
+                raise KeyError(f"to_iter(columns=...): {missing} not in {self.describe()}; columns are "  # type: ignore
+                               f"{self.schema.column_names}")  # type: ignore[attr-defined]
+        n = self.npartitions  # type: ignore[attr-defined]
+        order = list(range(n))
+        if shuffle:
+            np.random.default_rng(seed).shuffle(order)
+        if indices is not None:
+            idx = [int(i) for i in ([indices] if isinstance(indices, (int, np.integer)) else indices)]
+            bad = [i for i in idx if not -n <= i < n]
+            if bad:
+                raise IndexError(f"to_iter(indices=...): partitions {bad} do not exist; the dataset has {n}")
+            order = [order[i] for i in idx]
+        return _FrameIter(self, cols, order * max(1, int(epochs)))
+
+    def to_cpu(self) -> Any:
+        """Read and compute on the CPU (pandas) from now on (merlin-core's ``to_cpu``). Returns the dataset."""
+        return self._move(True)
+
+    def to_gpu(self) -> Any:
+        """Read and compute on the GPU (cuDF) from now on (merlin-core's ``to_gpu``); needs cuDF."""
+        return self._move(False)
+
+    def _move(self, cpu: bool) -> Any:
+        if self.cpu == cpu:  # type: ignore[attr-defined]
+            return self
+        cpu = backend.resolve_cpu(cpu)
+        if self.engine in ("parquet", "csv") and self._ddf is None and self._tables is None:  # type: ignore
+            self.__dict__.pop("_meta_memo", None)
+            self._pieces = None  # type: ignore[attr-defined]
+        else:
+            ddf = self.to_ddf()  # type: ignore[attr-defined]
+            meta = backend.to_backend(ddf._meta, cpu)
+            self._ddf = ddf.map_partitions(backend.to_backend, cpu, meta=meta)  # type: ignore[attr-defined]
+            self._ddf_factory = None  # type: ignore[attr-defined]
+            self._tables = None  # type: ignore[attr-defined]
+        self.cpu = cpu  # type: ignore[attr-defined]
+        return self
+
+    def infer_schema(self, n: int = 1) -> Schema:
+        """The columns' names and dtypes read from the data again (merlin-core's ``infer_schema``;
+        ``n`` is accepted for its signature: tabprep reads parquet footers, not sampled rows),
+        kept as :attr:`schema` and returned."""
+        self._schema = None  # type: ignore[attr-defined]
+        return self.schema  # type: ignore[attr-defined]
+
+    def to_npy(self, output_file: str, append: bool = False) -> None:
+        """Write the dataset as one 2-D ``.npy`` array (merlin-core's ``to_npy``): columns in order,
+        fixed-length list columns expanded into one column per position. Nulls and ragged lists
+        raise ``ValueError`` naming the column. ``append=True`` writes partition by partition (the
+        dataset need not fit in memory)."""
+        if not append:
+            np.save(output_file, _npy_block(self.compute()))  # type: ignore[attr-defined]
+            return
+        total = self.num_rows  # type: ignore[attr-defined]
+        out = None
+        row = 0
+        for frame in self.to_iter():
+            block = _npy_block(frame)
+            if out is None:
+                out = np.lib.format.open_memmap(output_file, mode="w+", dtype=block.dtype,
+                                                shape=(total, block.shape[1]))
+            out[row:row + len(block)] = block
+            row += len(block)
+        if out is None:
+            np.save(output_file, np.empty((0, 0)))
+        else:
+            out.flush()
+
+
+def _npy_block(frame: Any) -> np.ndarray:
+    frame = backend.lists_to_numpy(backend.to_host(frame))
+    cols = []
+    for name in frame.columns:
+        s = frame[name]
+        if s.isna().any():
+            raise ValueError(f"to_npy: column {name!r} has nulls; fill them first (ops.FillMissing / Categorify)")
+        if s.dtype == object and len(s) and isinstance(s.iloc[0], np.ndarray):
+            lengths = {len(v) for v in s}
+            if len(lengths) > 1:
+                raise ValueError(f"to_npy: list column {name!r} has rows of different lengths {sorted(lengths)[:5]}; "
+                                 f"pad them first (ops.ListSlice(n, pad=True))")
+            cols.append(np.stack(s.to_list()).reshape(len(s), -1))
+        else:
+            cols.append(np.asarray(s.to_numpy()).reshape(len(s), 1))
+    return np.hstack(cols) if cols else np.empty((len(frame), 0))
+
+
+def prepare_output(ds: Any, dtypes: Optional[Dict[str, Any]], cats: Any, conts: Any, labels: Any) -> tuple:
+    """``(dataset to write, column roles)`` for ``to_parquet(dtypes=, cats=, conts=, labels=)``:
+    ``dtypes`` casts output columns (merlin-core's), the roles are recorded as NVTabular's writer
+    records them for HugeCTR (see :func:`write_roles`)."""
+    schema = ds.schema
+    if dtypes:
+        missing = [c for c in dtypes if c not in schema]
+        if missing:
+            raise KeyError(f"to_parquet(dtypes=...): {missing} are not columns of {ds.describe()}; columns are "
+                           f"{schema.column_names}")
+        new_schema = Schema(c.with_(dtype=str(np.dtype(dtypes[c.name])) if not isinstance(dtypes[c.name], str)
+                                    else dtypes[c.name]) if c.name in dtypes else c for c in schema)
+        casts = {c: dtypes[c] for c in dtypes}
+        ddf = ds.to_ddf()
+        ddf = ddf.map_partitions(lambda df: df.astype(casts), meta=ddf._meta.astype(casts))
+        ds = type(ds)(ddf, schema=new_schema)
+    roles = None
+    if cats is not None or conts is not None or labels is not None:
+        names = ds.schema.column_names
+        roles = {}
+        for role, cols in (("cats", cats), ("conts", conts), ("labels", labels)):
+            cols = [cols] if isinstance(cols, str) else list(cols or [])
+            missing = [c for c in cols if c not in names]
+            if missing:
+                raise KeyError(f"to_parquet({role}=...): {missing} are not output columns; they are {names}")
+            roles[role] = [{"col_name": c, "index": names.index(c)} for c in cols]
+    return ds, roles
+
+
+def write_roles(fs: Any, root: str, roles: Optional[Dict[str, Any]], files: List[Dict[str, Any]],
+                meta: Dict[str, Any]) -> None:
+    """NVTabular's writer records ``cats`` / ``conts`` / ``labels`` (name and column index) in its
+    ``_metadata.json`` and lists the data files in ``_file_list.txt`` (HugeCTR's parquet reader
+    reads both); tabprep adds the roles to its own ``_metadata.json`` (``meta``) and writes the list."""
+    if not roles:
+        return
+    meta.update(roles)
+    with fs.open(fs.join(root, "_file_list.txt"), "w") as fh:
+        fh.write(f"{len(files)}\n" + "".join(f"{f['file']}\n" for f in files))
+
+
+__all__ = ["Shuffle", "DatasetCompat", "shuffle_name", "prepare_output", "write_roles"]

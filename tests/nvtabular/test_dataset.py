@@ -1,0 +1,155 @@
+"""NVTabular 23.08's ``nvt.Dataset`` (merlin-core ``merlin.io.Dataset``) API, as a ported script
+calls it. Expected values come from pyarrow / pandas in the test."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tabprep as tp
+
+
+def _five_row_groups(path, rows_per_group=4):
+    """One parquet file of 5 row groups (20 rows, a null, an inf)."""
+    n = 5 * rows_per_group
+    x = np.arange(n, dtype="float64")
+    x[3] = np.nan
+    x[7] = np.inf
+    table = pa.table({"a": pa.array(np.arange(n, dtype="int64")), "x": pa.array(x),
+                      "s": pa.array([f"v{i % 3}" for i in range(n)])})
+    pq.write_table(table, path, row_group_size=rows_per_group)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 5
+    return table
+
+
+def test_row_groups_per_part_one_partition_per_row_group(tmp_path):
+    """merlin.io.Dataset(path, row_groups_per_part=N): each partition is N row groups of one file
+    (NVTabular's tests read a 5-row-group file as 5 partitions with N=1)."""
+    table = _five_row_groups(tmp_path / "d.parquet")
+    ds = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=1)
+    assert ds.npartitions == 5
+    ddf = ds.to_ddf()
+    assert ddf.npartitions == 5
+    assert [len(p) for p in ddf.partitions] == [4] * 5
+    got = ds.compute()
+    assert got["a"].tolist() == table.column("a").to_pylist()
+    ds2 = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=2)
+    assert [len(ds2.to_ddf().get_partition(i)) for i in range(ds2.npartitions)] == [8, 8, 4]
+
+
+def test_row_groups_per_part_spans_no_files(tmp_path):
+    """row_groups_per_part counts the row groups of one file: a partition never spans two files
+    (dask's split_row_groups, which NVTabular's parquet engine uses)."""
+    _five_row_groups(tmp_path / "a.parquet")
+    _five_row_groups(tmp_path / "b.parquet")
+    ds = tp.Dataset(str(tmp_path), row_groups_per_part=2)
+    assert ds.npartitions == 6  # 2 + 2 + 1 per file
+
+
+@pytest.mark.parametrize("engine", ["parquet", "csv"])
+def test_unknown_keyword_is_an_error_naming_it(tmp_path, engine):
+    """NVTabular hands unknown keywords to its engine, whose parquet read ignores them; tabprep
+    refuses them by name instead of reading other partitions than the script expects."""
+    df = pd.DataFrame({"a": [1, 2, None], "b": ["x", "y", "z"]})
+    path = tmp_path / f"d.{engine}"
+    df.to_parquet(path) if engine == "parquet" else df.to_csv(path, index=False)
+    with pytest.raises(TypeError, match="row_group_per_part"):
+        tp.Dataset(str(path), row_group_per_part=1)  # a typo of row_groups_per_part
+    with pytest.raises(TypeError, match="dtypes"):
+        tp.Dataset(str(path), dtypes={"a": "float32"})
+
+
+def test_csv_reader_keywords_still_work(tmp_path):
+    """Dataset(csv, sep=..., names=...) passes pandas.read_csv keywords on, as NVTabular does."""
+    (tmp_path / "d.csv").write_text("1|x\n2|y\n")
+    got = tp.Dataset(str(tmp_path / "d.csv"), sep="|", names=["a", "b"]).compute()
+    assert got["a"].tolist() == [1, 2] and got["b"].tolist() == ["x", "y"]
+
+
+def test_row_groups_per_part_refused_for_csv(tmp_path):
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    with pytest.raises(TypeError, match="row_groups_per_part"):
+        tp.Dataset(str(tmp_path / "d.csv"), row_groups_per_part=1)
+
+
+def test_part_mem_fraction(tmp_path):
+    """merlin.io.Dataset(part_mem_fraction=f): partitions of f x the device's total memory; a
+    tiny fraction gives the smallest partitions (one row group each here)."""
+    _five_row_groups(tmp_path / "d.parquet")
+    assert tp.Dataset(str(tmp_path / "d.parquet"), part_mem_fraction=1e-12, cpu=True).npartitions == 5
+    assert tp.Dataset(str(tmp_path / "d.parquet"), part_mem_fraction=0.1, cpu=True).npartitions == 1
+    with pytest.raises(ValueError, match="part_mem_fraction"):
+        tp.Dataset(str(tmp_path / "d.parquet"), part_mem_fraction=2)
+
+
+def test_in_memory_frame_refuses_reader_keywords():
+    with pytest.raises(TypeError, match="sep"):
+        tp.Dataset(pd.DataFrame({"a": [1]}), sep="|")
+
+
+def _frame():
+    x = np.array([0.5, np.inf, -1.0, 2.0, np.nan, 3.0])
+    return pd.DataFrame({"a": np.arange(6, dtype="int64"), "x": x, "s": list("abcabc")})
+
+
+def test_to_iter_columns_and_indices(tmp_path):
+    """merlin.io.Dataset.to_iter(columns=, indices=): partitions as frames, only those columns and
+    partition numbers; len() is their row count."""
+    _five_row_groups(tmp_path / "d.parquet")
+    ds = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=1)
+    parts = list(ds.to_iter(columns=["a"], indices=[1, 3]))
+    assert [list(p.columns) for p in parts] == [["a"], ["a"]]
+    assert [p["a"].tolist() for p in parts] == [[4, 5, 6, 7], [12, 13, 14, 15]]
+    assert len(ds.to_iter(indices=[0])) == 4 and len(ds.to_iter()) == 20
+    whole = pd.concat(list(ds.to_iter()), ignore_index=True)
+    pd.testing.assert_frame_equal(whole, pq.read_table(tmp_path / "d.parquet").to_pandas(), check_dtype=False)
+    with pytest.raises(KeyError, match="nope"):
+        ds.to_iter(columns=["nope"])
+
+
+def test_to_cpu_and_infer_schema():
+    """Dataset.to_cpu() (merlin: compute on the host from now on) and infer_schema() (the columns'
+    names and dtypes, kept as ds.schema)."""
+    ds = tp.Dataset(_frame(), npartitions=2)
+    assert ds.to_cpu() is ds and ds.cpu
+    sch = ds.infer_schema()
+    assert sch.column_names == ["a", "x", "s"] and sch["a"].dtype == "int64" and ds.schema == sch
+    assert isinstance(ds.compute(), pd.DataFrame)
+
+
+def test_to_npy(tmp_path):
+    """Dataset.to_npy(file): one 2-D array, columns in order (merlin-core); append=True streams
+    partitions. Nulls refused naming the column."""
+    df = pd.DataFrame({"a": np.arange(5, dtype="int64"), "x": [0.5, np.inf, -1.0, 2.0, 3.0]})
+    ds = tp.Dataset(df, npartitions=2)
+    ds.to_npy(str(tmp_path / "a.npy"))
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), df.to_numpy())
+    ds.to_npy(str(tmp_path / "b.npy"), append=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), df.to_numpy())
+    with pytest.raises(ValueError, match="'x'"):
+        tp.Dataset(_frame()[["x"]].assign(x=[1.0, np.nan, 2, 3, 4, 5])).to_npy(str(tmp_path / "c.npy"))
+
+
+def test_to_parquet_dtypes_roles_and_shuffle_enum(tmp_path):
+    """to_parquet(output_path=, shuffle=Shuffle.PER_PARTITION, dtypes=, cats=, conts=, labels=), as
+    the NVTabular notebooks call it: dtypes cast the written columns; cats/conts/labels are
+    recorded (name, column index) with _file_list.txt, as NVTabular's writer does for HugeCTR."""
+    df = _frame()
+    out = tmp_path / "out"
+    tp.Dataset(df, npartitions=2).to_parquet(output_path=str(out), shuffle=tp.io.Shuffle.PER_PARTITION,
+                                             dtypes={"a": "int32", "x": "float32"}, cats=["s"], conts=["x"],
+                                             labels=["a"], seed=0)
+    table = pq.read_table(out, ignore_prefixes=["_"])
+    assert table.schema.field("a").type == pa.int32() and table.schema.field("x").type == pa.float32()
+    assert sorted(table.column("a").to_pylist()) == list(range(6))  # shuffled within partitions, all rows
+    meta = __import__("json").loads((out / "_metadata.json").read_text())
+    assert meta["cats"] == [{"col_name": "s", "index": 2}] and meta["labels"] == [{"col_name": "a", "index": 0}]
+    lines = (out / "_file_list.txt").read_text().split()
+    assert int(lines[0]) == len(lines) - 1 and all((out / f).is_file() for f in lines[1:])
+    assert tp.Dataset(str(out)).schema["a"].dtype == "int32"
+    with pytest.raises(KeyError, match="nope"):
+        tp.Dataset(df).to_parquet(str(tmp_path / "o2"), dtypes={"nope": "int32"})
+    tp.Dataset(df).to_parquet(str(tmp_path / "o3"), shuffle=tp.io.Shuffle.FULL, seed=1)
+    assert sorted(pq.read_table(tmp_path / "o3", ignore_prefixes=["_"]).column("a").to_pylist()) == list(range(6))

@@ -1,0 +1,118 @@
+"""NVTabular 23.08's graph API (merlin.dag: nodes, ColumnSelector, Tags, Subgraph) and the
+Workflow calls around it. Expected values are written out or computed with pandas in the test."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+
+@pytest.fixture
+def df():
+    return pd.DataFrame({"a": [1, 2, 3, 1, None], "b": ["x", "y", "x", "z", None],
+                         "c": [0.5, 1.5, np.inf, np.nan, 2.0], "label": [0, 1, 1, 0, 1]})
+
+
+def test_node_getitem_selects_output_columns(df):
+    """merlin.dag.Node.__getitem__: node["a"] and node[["a", "b"]] select output columns of the node."""
+    cats = ["a", "b"] >> ops.Categorify()
+    wf = tp.Workflow(cats["b"] + ["label"])
+    out = wf.fit_transform(tp.Dataset(df)).compute()
+    assert list(out.columns) == ["b", "label"]
+    full = tp.Workflow(["a", "b"] >> ops.Categorify()).fit_transform(tp.Dataset(df)).compute()
+    assert out["b"].tolist() == full["b"].tolist()
+    assert (["a", "b"] >> ops.Categorify())[["a", "b"]].output_columns == ["a", "b"]
+    with pytest.raises(KeyError, match="nope"):
+        cats["nope"]
+
+
+def test_node_plus_empty_list_is_the_node():
+    """NVTabular: node + [] (an empty selection) leaves the node as it is."""
+    node = ["a"] >> ops.LogOp()
+    assert (node + []) is node and ([] + node) is node
+
+
+def test_list_rshift_op_class(df):
+    """NVTabular: cols >> ops.Normalize (the class) is cols >> ops.Normalize()."""
+    wf = tp.Workflow(["c"] >> ops.FillMissing >> ops.LogOp)
+    out = wf.fit_transform(tp.Dataset(df)).compute()
+    c = df["c"].fillna(0)
+    np.testing.assert_allclose(out["c"].to_numpy(), np.log1p(c.to_numpy()), equal_nan=True)
+
+
+def test_pandas_index_as_selection(df):
+    """NVTabular accepts df.columns (a pandas Index) as a selection."""
+    wf = tp.Workflow(df.columns[:2] >> ops.Categorify())
+    assert wf.output_columns == ["a", "b"]
+
+
+def test_column_selector_names_subgroups_tags(df):
+    """merlin.dag.ColumnSelector(names, subgroups=, tags=): names and groups; tags resolved on the
+    data's schema (tags come from a tabprep output's _schema.json or Dataset(schema=))."""
+    sel = tp.ColumnSelector(["a"], subgroups=[tp.ColumnSelector(["b", "label"])])
+    assert sel.grouped_names == ["a", ("b", "label")]
+    schema = tp.Schema([tp.ColumnSchema("a", dtype="float64", tags=(tp.Tags.CATEGORICAL,)),
+                        tp.ColumnSchema("b", dtype="str", tags=(tp.Tags.CATEGORICAL,)),
+                        tp.ColumnSchema("c", dtype="float64", tags=(tp.Tags.CONTINUOUS,)),
+                        tp.ColumnSchema("label", dtype="int64", tags=(tp.Tags.TARGET,))])
+    wf = tp.Workflow((tp.ColumnSelector(tags=[tp.Tags.CATEGORICAL]) >> ops.Categorify())
+                     + (tp.ColumnSelector(tags=[tp.Tags.CONTINUOUS]) >> ops.FillMissing()) + ["label"])
+    wf.fit(tp.Dataset(df, schema=schema))
+    assert wf.output_columns == ["a", "b", "c", "label"]
+    assert wf.output_schema.select_by_tag(tp.Tags.CATEGORICAL).column_names == ["a", "b"]
+    assert wf.transform(df)["c"].tolist()[3] == 0
+
+
+def test_nodes_as_op_arguments(df):
+    """NVTabular: TargetEncoding(target_node), JoinGroupby(cont_cols=node),
+    DifferenceLag(partition_cols=[node]) take nodes of raw columns for column names."""
+    te_node = ["b"] >> ops.TargetEncoding(tp.ColumnSelector(["label"]), kfold=1, p_smooth=0)
+    jg_node = ["b"] >> ops.JoinGroupby(cont_cols=tp.Workflow(["c"]).output_node, stats=["count"])
+    dl_node = ["c"] >> ops.DifferenceLag(partition_cols=[tp.Workflow(["a"]).output_node])
+    out = tp.Workflow(te_node + jg_node + dl_node).fit_transform(tp.Dataset(df), out_of_fold=False).compute()
+    # target mean per b (kfold=1, no smoothing): x -> 0.5, y -> 1, z -> 0
+    assert out["TE_b_label"].tolist()[:4] == [0.5, 1.0, 0.5, 0.0]
+    with pytest.raises(TypeError, match="computed by an op"):
+        ops.TargetEncoding(["label"] >> ops.LogOp())
+
+
+def test_combo_group_of_nodes(df):
+    """A group written with nodes of raw columns: [[node_a, "b"]] >> Categorify(encode_type="combo")."""
+    a = tp.Workflow(["a"]).output_node
+    wf = tp.Workflow([[a, "b"]] >> ops.Categorify(encode_type="combo"))
+    assert wf.output_columns == ["a_b"]
+
+
+def test_subgraph_and_get_subworkflow(df):
+    """merlin.dag Subgraph(name, node) and Workflow.get_subworkflow(name): the named part, fitted."""
+    cats = tp.Subgraph("cats", ["a", "b"] >> ops.Categorify())
+    wf = tp.Workflow(cats + ["c", "label"])
+    wf.fit(tp.Dataset(df))
+    sub = wf.get_subworkflow("cats")
+    assert sub.output_columns == ["a", "b"]
+    pd.testing.assert_frame_equal(sub.transform(df), wf.transform(df)[["a", "b"]])
+    with pytest.raises(KeyError, match="cats"):
+        wf.get_subworkflow("nope")
+
+
+def test_remove_inputs(df):
+    """Workflow.remove_inputs(cols): the workflow without those raw inputs (e.g. the label, to serve)."""
+    wf = tp.Workflow((["a", "b"] >> ops.Categorify()) + (["c"] >> ops.Normalize()) + ["label"])
+    wf.fit(tp.Dataset(df))
+    want = wf.transform(df)
+    wf.remove_inputs(["label"])
+    assert wf.output_columns == ["a", "b", "c"]
+    got = wf.transform(df.drop(columns=["label"]))
+    pd.testing.assert_frame_equal(got, want[["a", "b", "c"]])
+
+
+def test_input_output_dtypes_and_fit_schema(df):
+    """Workflow.input_dtypes / output_dtypes and fit_schema(schema) (NVTabular's bind)."""
+    wf = tp.Workflow((["b"] >> ops.HashBucket(10)) + ["c"])
+    wf.fit_schema(tp.Dataset(df).schema)
+    assert wf.input_dtypes == {"b": "str", "c": "float64"}
+    assert list(wf.output_dtypes) == ["b", "c"] and wf.output_dtypes["c"] == "float64"
+    assert wf.output_dtypes["b"] == wf.output_schema["b"].dtype

@@ -1,0 +1,151 @@
+"""NVTabular 23.08's loaders (``nvtabular.loader.tensorflow.KerasSequenceLoader``,
+``nvtabular.loader.torch.TorchAsyncItr``, merlin-dataloader's JAX ``Loader``) as ported scripts
+call them. Expected values are computed with pandas / numpy in the test."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep.loader import DataLoader
+
+
+@pytest.fixture
+def data(tmp_path):
+    df = pd.DataFrame({"c": np.arange(40) % 5, "x": np.linspace(0, 1, 40), "y": (np.arange(40) % 2).astype("int64")})
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=10)
+    return str(path), df
+
+
+def _keras():
+    pytest.importorskip("keras")
+    from tabprep.loader.keras import KerasSequenceLoader
+
+    return KerasSequenceLoader
+
+
+def _torch():
+    pytest.importorskip("torch")
+    from tabprep.loader.torch import TorchAsyncItr
+
+    return TorchAsyncItr
+
+
+def _jax():
+    pytest.importorskip("jax")
+    from tabprep.loader.jax import JaxLoader
+
+    return JaxLoader
+
+
+def test_core_reader_kwargs_cpu(data):
+    """NVTabular loaders forward reader_kwargs to Dataset; {"cpu": True} reads on the host
+    (it raised "Dataset() got multiple values for keyword argument 'cpu'")."""
+    path, df = data
+    loader = DataLoader(path, batch_size=40, label_names=["y"], cat_names=["c"], cont_names=["x"], shuffle=False,
+                        reader_kwargs={"cpu": True})
+    assert loader.cpu
+    batch = next(iter(loader))
+    np.testing.assert_array_equal(np.asarray(batch["c"]).ravel(), df["c"].to_numpy())
+    with pytest.raises(ValueError, match="cpu"):
+        DataLoader(path, batch_size=4, device=0, reader_kwargs={"cpu": True})
+
+
+@pytest.mark.tf
+def test_keras_reader_kwargs_cpu(data):
+    """KerasSequenceLoader(paths, batch_size, label_names, cat_names=, cont_names=, reader_kwargs={"cpu": True})."""
+    KerasSequenceLoader = _keras()
+    path, df = data
+    loader = KerasSequenceLoader(path, batch_size=40, label_names=["y"], cat_names=["c"], cont_names=["x"],
+                                 shuffle=False, reader_kwargs={"cpu": True})
+    x, y = loader[0]
+    np.testing.assert_array_equal(np.asarray(x["c"]).ravel(), df["c"].to_numpy())
+    np.testing.assert_array_equal(np.asarray(y).ravel(), df["y"].to_numpy())
+
+
+@pytest.mark.torch
+def test_torch_reader_kwargs_cpu(data):
+    """TorchAsyncItr(dataset, cats=, conts=, labels=, reader_kwargs={"cpu": True})."""
+    TorchAsyncItr = _torch()
+    path, df = data
+    itr = TorchAsyncItr(path, batch_size=40, cats=["c"], conts=["x"], labels=["y"], reader_kwargs={"cpu": True})
+    x, y = next(iter(itr))
+    np.testing.assert_array_equal(x["c"].numpy().ravel(), df["c"].to_numpy())
+
+
+@pytest.mark.jax
+def test_jax_reader_kwargs_cpu(data):
+    JaxLoader = _jax()
+    path, df = data
+    loader = JaxLoader(path, batch_size=40, cats=["c"], conts=["x"], labels=["y"], reader_kwargs={"cpu": True})
+    x, y = next(iter(loader))
+    np.testing.assert_array_equal(np.asarray(x["c"]).ravel(), df["c"].to_numpy())
+
+
+def _weights(x, y):
+    """A per-batch map as NVTabular documents it: (X, y) -> (X, y, sample_weights)."""
+    return x, y, np.asarray(y).astype("float32").ravel() * 2 + 1
+
+
+@pytest.mark.tf
+def test_keras_map_plain_function_per_batch_sample_weights(data):
+    """NVTabular's KerasSequenceLoader.map(fn) applies fn(X, y) to every batch; returning
+    (X, y, w) gives Keras sample weights (model.fit takes the 3-tuple)."""
+    KerasSequenceLoader = _keras()
+    import keras
+
+    path, df = data
+    loader = KerasSequenceLoader(path, batch_size=8, label_names=["y"], cat_names=["c"], cont_names=["x"],
+                                 shuffle=False, reader_kwargs={"cpu": True}).map(_weights)
+    x, y, w = loader[0]
+    np.testing.assert_array_equal(np.asarray(w), df["y"].to_numpy()[:8] * 2 + 1)
+    inp = {"c": keras.Input((1,), name="c", dtype="int64"), "x": keras.Input((1,), name="x")}
+    model = keras.Model(inp, keras.layers.Dense(1)(inp["x"]))
+    model.compile("sgd", "mse")
+    model.fit(loader, epochs=1, verbose=0)
+
+
+@pytest.mark.torch
+def test_torch_map_per_batch_and_workflow_map_kept(data):
+    """TorchAsyncItr.map(fn) per batch; map(workflow) keeps transforming chunks with the workflow."""
+    TorchAsyncItr = _torch()
+    from tabprep import ops
+
+    path, df = data
+    wf = tp.Workflow((["c"] >> ops.HashBucket(num_buckets=3)) + ["x", "y"])
+    itr = TorchAsyncItr(path, batch_size=40, cats=["c"], conts=["x"], labels=["y"], device="cpu")
+    itr.map(wf).map(lambda x, y: ({**x, "x": x["x"] * 10}, y))
+    x, y = next(iter(itr))
+    np.testing.assert_allclose(x["x"].numpy().ravel(), df["x"].to_numpy() * 10, rtol=1e-6)
+    assert x["c"].numpy().max() < 3  # the workflow's hashing ran
+
+
+@pytest.mark.torch
+def test_torch_loader_is_an_iterator_stop_and_batch_size(data):
+    """NVTabular's loaders are iterators (next(loader)), stop() ends the epoch, and
+    TorchAsyncItr.batch_size is settable."""
+    TorchAsyncItr = _torch()
+    path, df = data
+    itr = TorchAsyncItr(path, batch_size=10, cats=["c"], conts=["x"], labels=["y"], device="cpu")
+    first = [next(itr)[0]["c"].numpy().ravel() for _ in range(4)]
+    np.testing.assert_array_equal(np.concatenate(first), df["c"].to_numpy())
+    with pytest.raises(StopIteration):
+        next(itr)
+    next(itr)  # a new epoch
+    itr.stop()
+    np.testing.assert_array_equal(next(itr)[0]["c"].numpy().ravel(), df["c"].to_numpy()[:10])
+    itr.batch_size = 25
+    assert itr.batch_size == 25 and len(itr) == 2
+    assert [len(b[1]) for b in itr] == [25, 15]
+
+
+@pytest.mark.jax
+def test_jax_loader_next_and_map(data):
+    JaxLoader = _jax()
+    path, df = data
+    loader = JaxLoader(path, batch_size=20, cats=["c"], conts=["x"], labels=["y"], device="cpu")
+    loader.map(lambda x, y: (x, y + 1))
+    x, y = next(loader)
+    np.testing.assert_array_equal(np.asarray(y).ravel(), df["y"].to_numpy()[:20] + 1)
