@@ -13,6 +13,8 @@ from .registry import UntrustedCodeError, register_function  # noqa: E402
 from .schema import ColumnSchema, Schema, Tags  # noqa: E402
 from .workflow import Workflow  # noqa: E402
 from .serving import ServingTransform  # noqa: E402 - numpy only; the HTTP server and Keras export import lazily
+from .quality import DriftReport, Profile, drift, profile  # noqa: E402
 
 __all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "Tags", "get_embedding_sizes",
-           "register_function", "UntrustedCodeError", "ServingTransform", "__version__"]
+           "register_function", "UntrustedCodeError", "ServingTransform", "__version__",
+           "profile", "drift", "Profile", "DriftReport"]
