@@ -192,7 +192,7 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     fr, fc = _freqs(ref), _freqs(cur)
     if fr is not None and fc is not None:
         metrics["linf"] = linf_distance(fr, fc)
-    if "oov_rate" in cur and (oov_known or "oov_rate" in ref):
+    if "oov_rate" in cur and (oov_known or "oov_rate" in ref):  # (a column with a vocabulary)
         metrics["oov_rate"] = max(0.0, cur["oov_rate"] - ref.get("oov_rate", 0.0))
     if "list_length" in ref and "list_length" in cur:
         le = reference_edges(ref["list_length"])
@@ -248,6 +248,15 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     """
     ref, vocabs = reference_of(reference)
     cur, oov_known = _current(current, ref, vocabs)
+    if not oov_known:  # a current profile with complete value lists: its OOV share from them
+        for c, v in vocabs.items():
+            col = cur.columns.get(c)
+            if col is not None and col.get("frequent_exact") and "oov_rate" not in col and col.get("frequent_n") \
+                    and len(col.get("frequent", [])) == col.get("distinct"):
+                known = {_key(x) for x in v}
+                col["oov"] = sum(n for x, n in col["frequent"] if _key(x) not in known)
+                col["oov_rate"] = col["oov"] / col["frequent_n"]
+        oov_known = True
     names = list(ref.columns) + [c for c in cur.columns if c not in ref.columns]
     if columns is not None:
         names = [c for c in names if c in set(columns)]

@@ -13,10 +13,11 @@ export on the GPU) and summarized on the host, per column:
 * everything: a HyperLogLog distinct count over value hashes;
 * list columns: the list-length summary (as a numeric column) and the summary of their elements.
 
-``sample_every`` (an int >= 1, default 1): the KLL and frequent-value sketches see every
-``sample_every``-th value of each partition (counts scaled back), so ``Workflow.fit`` can record
-a profile for a small fraction of its time; exact counts, extrema, moments and distinct counts
-always see every value.
+``sample_every`` (an int >= 1, default 1): the sketches (KLL quantiles, frequent values, HLL
+distinct count, OOV) see every ``sample_every``-th row of each partition (counts scaled back;
+the distinct count is then the sample's, a lower bound), so ``Workflow.fit`` can record a
+profile for a small fraction of its time; rows, nulls, NaN/inf, min, max, mean and std always
+see every value.
 """
 from __future__ import annotations
 
@@ -84,27 +85,32 @@ class ColumnPartial:
     values: Optional["ColumnPartial"] = None
 
 
-def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False) -> ColumnPartial:
+def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False,
+                   sample: Any = None) -> ColumnPartial:
     """The partial of one Arrow column (Array or ChunkedArray). ``vocab``: a ``pandas.Index`` of
     the fitted vocabulary; the partial then counts the non-null values outside it (OOV).
     ``categorical``: an int column of ids (no moments, quantiles or histogram: only counts).
 
-    Over every value, with Arrow's compute kernels: rows, nulls, NaN, inf, min, max, mean, M2,
-    the value counts (frequent values, OOV) and distinct values (HLL). Over every
-    ``sample_every``-th non-null value: the KLL quantile sketch."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    Over every value, with Arrow's compute kernels: rows, nulls, NaN, inf, min, max, mean, M2.
+    Over ``sample`` (every ``sample_every``-th row of the partition; ``col`` itself when 1): the
+    KLL quantile sketch, the value counts (frequent values, OOV; scaled by ``sample_every``) and
+    the distinct values (HLL: a lower bound of the distinct count when sampled)."""
+    col = _array(col)
     t = col.type
     if pa.types.is_dictionary(t):
         col, t = col.dictionary_decode(), t.value_type
+    sample = col if sample is None or sample_every == 1 else _array(sample)
+    if pa.types.is_dictionary(sample.type):
+        sample = sample.dictionary_decode()
     kind = kind_of(t)
     if categorical and kind == "int":
         kind = "category"
     rows = len(col)
     if kind == "list":
-        lengths = pc.list_value_length(col).drop_null()
-        lp = column_partial(lengths.cast(pa.int64()), sample_every)
-        vp = column_partial(pc.list_flatten(col), sample_every, vocab, categorical)
+        lengths = pc.list_value_length(col).drop_null().cast(pa.int64())
+        s_lengths = pc.list_value_length(sample).drop_null().cast(pa.int64())
+        lp = column_partial(lengths, sample_every, sample=s_lengths)
+        vp = column_partial(pc.list_flatten(col), sample_every, vocab, categorical, sample=pc.list_flatten(sample))
         return ColumnPartial(str(t), kind, rows, col.null_count, 0, 0, None, None, None, HLL.empty(), None,
                              vp.oov, sample_every, lengths=lp, values=vp)
     nulls, nan, inf = col.null_count, 0, 0
@@ -116,30 +122,39 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
         nulls += nan
         if nan or inf:
             col = pc.filter(col, finite)  # the finite values (nulls dropped too)
+            sample = col if sample_every == 1 else pc.filter(sample, pc.is_finite(sample))
     if kind in ("int", "float"):
         moments, minmax = _exact_moments(col)
-    valid = col.drop_null() if col.null_count else col
-    if kind in ("int", "float"):  # the quantile sketch (~60 ns a value) sees a 1-in-sample_every sample
-        sample = valid if sample_every == 1 else valid.take(pa.array(np.arange(0, len(valid), sample_every)))
-        kll = kll_of(sample.to_numpy(zero_copy_only=False).astype(np.float64, copy=False))
+    valid = sample.drop_null() if sample.null_count else sample
+    if kind in ("int", "float"):
+        kll = kll_of(valid.to_numpy(zero_copy_only=False).astype(np.float64, copy=False))
     if kind == "other":
         valid = pa.array([repr(v) for v in valid.to_pylist()], type=pa.string())
-    # distinct values (with their counts, but for floats) from Arrow's hash kernels over every value;
-    # the HLL hashes only the partition's distinct values (a duplicate never changes a register)
+    # distinct values (with their counts, but for floats) from Arrow's hash kernels; the HLL hashes
+    # only the partition's distinct values (a duplicate never changes a register)
     if kind == "float":
         uniq = pc.unique(valid).to_numpy(zero_copy_only=False)
+        counts = None
     else:
         vc = pc.value_counts(valid)
         uniq = vc.field("values").to_numpy(zero_copy_only=False)
-        freq = Frequent.of_counts(uniq, vc.field("counts").to_numpy().astype(np.int64), len(valid))
+        counts = vc.field("counts").to_numpy().astype(np.int64)
+        freq = _scaled(Frequent.of_counts(uniq, counts, len(valid)), sample_every)
     hll = HLL.of_hashes(hash64(uniq))
     oov = None
     if vocab is not None:
-        if freq is not None:
-            oov = int(freq.counts[vocab.get_indexer(uniq) < 0].sum()) if len(uniq) else 0
+        if counts is not None:
+            oov = int(counts[vocab.get_indexer(uniq) < 0].sum()) if len(uniq) else 0
         else:
             oov = int(np.count_nonzero(vocab.get_indexer(valid.to_numpy(zero_copy_only=False)) < 0))
+        oov *= sample_every
     return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every)
+
+
+def _array(col: Any) -> Any:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
 
 
 def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
@@ -194,7 +209,9 @@ def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[
     """``{column: partial}`` of every column of ``table`` (``categorical``: int id columns)."""
     vocabs = vocabs or {}
     cats = set(categorical)
-    return {name: column_partial(table.column(name), sample_every, vocabs.get(name), name in cats)
+    # one row sample of the partition for every column's sketches (a strided take: no ordering bias)
+    sample = table if sample_every == 1 else table.take(pa.array(np.arange(0, table.num_rows, sample_every)))
+    return {name: column_partial(table.column(name), sample_every, vocabs.get(name), name in cats, sample.column(name))
             for name in table.column_names}
 
 
@@ -274,6 +291,7 @@ def finalize_column(p: ColumnPartial) -> Dict[str, Any]:
     if p.kind != "list":
         out["distinct"] = distinct if distinct is not None else int(min(round(p.hll.estimate()), nonnull))
         out["distinct_exact"] = distinct is not None
+        out["distinct_sampled"] = p.sample_every > 1
     if p.oov is not None:
         n = p.values.rows - p.values.nulls if p.values is not None else nonnull
         out["oov"] = p.oov
