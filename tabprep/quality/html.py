@@ -45,7 +45,7 @@ def _fmt(v: Any) -> str:
 
 def _svg(kind: str, body: List[str], title: str, w: int = W, h: int = H) -> str:
     return (f'<svg class="chart" data-chart="{kind}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-            f'xmlns="http://www.w3.org/2000/svg" role="img"><title>{_e(title)}</title>'
+            f'role="img"><title>{_e(title)}</title>'
             f'<text x="6" y="13" font-size="11" fill="#333">{_e(title)}</text>' + "".join(body) + "</svg>")
 
 
@@ -130,7 +130,7 @@ def rank_chart(ref_counts: Optional[Sequence[float]], cur_counts: Optional[Seque
 def rates_chart(rates: Dict[str, Sequence[Optional[float]]]) -> str:
     """Null / OOV rates, reference vs current, as horizontal bars on [0, 1]."""
     body: List[str] = []
-    x0, pw = 70, W - 120
+    x0, pw = 70, W - 150
     for i, (name, pair) in enumerate(rates.items()):
         y = 22 + i * 22
         body.append(f'<text x="{x0 - 4}" y="{y + 10}" font-size="10" text-anchor="end" fill="#333">{_e(name)}</text>')
