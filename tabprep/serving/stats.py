@@ -38,6 +38,7 @@ class ServingStats:
         self.out_of_range = dict.fromkeys(self.ranges, 0)
         # one tuple per column, read in the hot loop: (name, vocabulary or None, low, high)
         self._plan = [(c, self.vocabs.get(c), *(self.ranges.get(c) or (None, None))) for c in self.columns]
+        self._index: Dict[str, Any] = {}  # vocabularies as hash indexes, for batches (built on first use)
 
     @classmethod
     def for_workflow(cls, wf: Any, columns: Sequence[str]) -> "ServingStats":
@@ -78,8 +79,13 @@ class ServingStats:
             else:
                 self.nulls[c] += int(null.sum()) if null is not None else 0
             vals = col.values if null is None else col.values[~null]
-            if vocab is not None:
-                self.oov[c] += int(sum(1 for x in vals.tolist() if x not in vocab))
+            if vocab is not None and len(vals):
+                index = self._index.get(c)
+                if index is None:
+                    import pandas as pd
+
+                    index = self._index[c] = pd.Index(list(vocab))
+                self.oov[c] += int(np.count_nonzero(index.get_indexer(vals) < 0))
             elif lo is not None and not col.is_list and vals.dtype.kind in "iuf":
                 self.out_of_range[c] += int(np.count_nonzero((vals < lo) | (vals > hi)))
 
