@@ -59,7 +59,13 @@ def test_planted_shifts_are_flagged_exactly(saved):
     assert rep.columns["x"]["exceeded"] == ["js", "psi"] or set(rep.columns["x"]["exceeded"]) <= {"js", "psi"}
     assert "null_rate" in rep.columns["y"]["exceeded"]
     # the OOV share against the fitted vocabulary: the 30% moved to unseen ids
-    assert rep.columns["c"]["metrics"]["oov_rate"] == pytest.approx((shifted["c"] >= 10_000).mean(), abs=1e-12)
+    c = rep.columns["c"]
+    assert c["current"]["oov_rate"] == pytest.approx((shifted["c"] >= 10_000).mean(), abs=1e-12)
+    # minus the unseen share a fresh training sample shows (Good-Turing: ids seen once / ids)
+    train = _data()["c"].value_counts()
+    expected = (train == 1).sum() / train.sum()
+    assert c["reference"]["oov_rate_expected"] == pytest.approx(expected, abs=1e-12)
+    assert c["metrics"]["oov_rate"] == pytest.approx(c["current"]["oov_rate"] - expected, abs=1e-12)
     assert "oov_rate" in rep.columns["c"]["exceeded"]
     # JS on the report's own bin masses, recomputed with scipy
     b = rep.columns["x"]["bins"]
@@ -122,3 +128,19 @@ def test_a_workflow_without_a_profile_is_named(tmp_path):
     wf.save(str(tmp_path / "wf"))
     with pytest.raises(FileNotFoundError, match="no training profile"):
         tp.drift(str(tmp_path / "wf"), pd.DataFrame({"a": [1.0]}))
+
+
+def test_example_drift_flags_exactly_the_planted_columns(tmp_path, capsys):
+    # examples/drift.py: a fresh Criteo sample is quiet (the long tail's unseen ids are expected:
+    # Good-Turing), the planted shifts flag I2 (scaled), C5 (30% new ids), I7 (null jump)
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "drift.py")
+    spec = importlib.util.spec_from_file_location("example_drift", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    res = module.main(["--rows", "20000", "--out", str(tmp_path)])
+    assert res["same"] == [] and sorted(res["shifted"]) == ["C5", "I2", "I7"]
+    assert "shifted data: drift in" in capsys.readouterr().out
+    assert os.path.isfile(res["html"])

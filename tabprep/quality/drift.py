@@ -10,7 +10,8 @@ Metrics (each compared with its threshold; a column drifts when any metric excee
 * ``linf``: L-infinity distance of the value frequencies (TFDV's drift metric): the largest
   ``|p_ref(v) - p_cur(v)|`` over the values of both sides' frequent-value lists (non-null values).
 * ``oov_rate``: the share of the current non-null values outside the fitted vocabulary (a saved
-  workflow's Categorify) or the reference's complete value list, minus the reference's own.
+  workflow's Categorify) or the reference's complete value list, minus the share a fresh sample
+  of the reference distribution is expected to show (Good-Turing: values seen once / values).
 * ``null_rate``: the absolute change of the null share.
 * ``list_length_psi``: PSI of the list lengths (list columns).
 * schema: a column missing from the current data or with another type is a drift; a new column
@@ -193,7 +194,8 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     if fr is not None and fc is not None:
         metrics["linf"] = linf_distance(fr, fc)
     if "oov_rate" in cur and (oov_known or "oov_rate" in ref):  # (a column with a vocabulary)
-        metrics["oov_rate"] = max(0.0, cur["oov_rate"] - ref.get("oov_rate", 0.0))
+        # beyond what a fresh sample of the training distribution shows (Good-Turing: reference_of)
+        metrics["oov_rate"] = max(0.0, cur["oov_rate"] - ref.get("oov_rate_expected", ref.get("oov_rate", 0.0)))
     if "list_length" in ref and "list_length" in cur:
         le = reference_edges(ref["list_length"])
         if le is not None:
@@ -221,7 +223,7 @@ def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
 def _brief(col: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     if col is None:
         return {}
-    keys = ("dtype", "kind", "count", "nulls", "null_rate", "min", "max", "mean", "std", "distinct", "oov_rate",
+    keys = ("dtype", "kind", "count", "nulls", "null_rate", "min", "max", "mean", "std", "distinct", "oov_rate", "oov_rate_expected",
             "out_of_range_rate", "top", "histogram", "top_share")
     out = {k: col[k] for k in keys if k in col}
     if "frequent" in col:

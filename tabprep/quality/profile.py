@@ -182,7 +182,11 @@ def vocabularies(wf: Workflow) -> Dict[str, List[Any]]:
 def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
     """The reference profile and the fitted vocabularies (for OOV) of a drift reference: a saved
     workflow folder / a fitted Workflow (its training profile and Categorify vocabularies), or a
-    profile (folder, file, object: vocabularies only where its frequent values are exact)."""
+    profile (folder, file, object: vocabularies only where its frequent values are exact).
+
+    Each vocabulary column gets ``oov_rate_expected``: the OOV share a fresh sample of the
+    training distribution would show, Good-Turing's estimate of the unseen mass (values seen
+    once / values): a long-tailed id column has OOV that is no drift."""
     wf: Union[Workflow, None] = obj if isinstance(obj, Workflow) else None
     if wf is None and isinstance(obj, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(obj), "workflow.json")):
         wf = Workflow.load(os.fspath(obj))
@@ -190,9 +194,33 @@ def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
         prof = as_profile(wf) if wf.profile_ is not None else None
         if prof is None:
             load_profile(os.fspath(obj) if not isinstance(obj, Workflow) else "")  # raises the helpful error
+        prof = Profile(json.loads(json.dumps(prof.doc)), prof.source)  # (a copy: the expected OOV goes in)
+        for c, counts in _vocab_counts(wf).items():
+            if c in prof.columns and counts.size:
+                prof.columns[c]["oov_rate_expected"] = float((counts == 1).sum() / counts.sum())
         return prof, vocabularies(wf)
-    prof = as_profile(obj)
-    vocabs = {c: [v for v, _ in s["frequent"]] for c, s in prof.columns.items()
-              if s.get("frequent_exact") and s.get("kind") in ("category", "string", "bool")
-              and len(s.get("frequent", [])) == s.get("distinct")}
+    prof = Profile(json.loads(json.dumps(as_profile(obj).doc)), as_profile(obj).source)
+    vocabs = {}
+    for c, s in prof.columns.items():
+        if s.get("frequent_exact") and s.get("kind") in ("category", "string", "bool") \
+                and len(s.get("frequent", [])) == s.get("distinct") and s.get("frequent_n"):
+            vocabs[c] = [v for v, _ in s["frequent"]]
+            s["oov_rate_expected"] = sum(1 for _, n in s["frequent"] if n == 1) / s["frequent_n"]
     return prof, vocabs
+
+
+def _vocab_counts(wf: Workflow) -> Dict[str, Any]:
+    """``{raw column: value counts of its vocabulary}`` of the Categorify ops on raw columns."""
+    import numpy as np
+
+    raw = set(wf.input_columns)
+    out: Dict[str, Any] = {}
+    for n in wf.stat_nodes:
+        stats = getattr(n.op, "stats_", None)
+        if type(n.op).__name__ != "Categorify" or not stats:
+            continue
+        for c in n.input_columns:
+            st = stats.get(c)
+            if c in raw and isinstance(st, dict) and st.get("freqs") is not None and c not in out:
+                out[c] = np.asarray(st["freqs"], dtype=np.int64)
+    return out
