@@ -149,3 +149,10 @@ def test_fit_records_the_training_profile_and_save_load_keeps_it(tmp_path):
 def test_profile_names_a_missing_column():
     with pytest.raises(KeyError, match="'nope'"):
         tp.profile(pd.DataFrame({"a": [1]}), columns=["a", "nope"])
+
+
+def test_hll_registers_do_not_depend_on_the_path():
+    # the scatter-max (few values) and the bincount (many) give the same registers; duplicates
+    # never change one
+    h = hash64(np.arange(20_000, dtype=np.int64) * 31)
+    assert np.array_equal(HLL.of_hashes(h).registers, HLL.of_hashes(np.concatenate([h, h])).registers)

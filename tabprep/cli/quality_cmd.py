@@ -29,15 +29,16 @@ def _dataset(data: Tuple[str, ...], cpu: Optional[bool]) -> Any:
 @click.option("--columns", metavar="A,B", default=None, help="Columns to profile (default all).")
 @click.option("--categorical", metavar="A,B", default=None,
               help="Int columns holding ids: counted, no quantiles or histogram.")
-@click.option("--sample-every", type=click.IntRange(min=1), default=1, show_default=True,
-              help="The quantile sketch sees every k-th value (other figures see all).")
+@click.option("--sample-every", type=click.IntRange(min=1), default=None,
+              help="The sketches see every k-th row (default: about 1M rows; 1: all). Counts, nulls, "
+                   "min/max/mean/std see all.")
 @click.option("--cpu/--gpu", "cpu", default=None, help="Backend (default: GPU when cuDF is installed).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="More logging.")
 @click.option("--debug", is_flag=True, help="Tracebacks on errors.")
 @handle_errors
-def profile_cmd(data: Tuple[str, ...], out: str, columns: Optional[str], categorical: Optional[str], sample_every: int,
-                cpu: Optional[bool], quiet: bool, verbose: bool, debug: bool) -> None:
+def profile_cmd(data: Tuple[str, ...], out: str, columns: Optional[str], categorical: Optional[str], sample_every: Optional[int],
+                cpu: Optional[bool], quiet: bool, verbose: bool, debug: bool) -> None:  # noqa: D401
     """Profile DATA in one streaming pass: per column count, nulls, NaN/inf, min/max/mean/std,
     quantiles and histogram (KLL sketch), distinct count (HLL), top values and long-tail share,
     list lengths. Writes DIR/profile.json and DIR/index.html (opens offline).

@@ -300,7 +300,7 @@ def _current(current: Any, ref: Profile, vocabs: Dict[str, Any]) -> Tuple[Profil
     have = set(ds.schema.column_names)
     cats = [c for c, s in ref.columns.items() if s.get("kind") == "category" and c in have]
     return profile(ds, categorical=cats, vocabs={c: v for c, v in vocabs.items() if c in have},
-                   sample_every=int(ref.doc.get("sample_every", 1)) if ref.rows > 0 else 1), True
+                   sample_every=None), True
 
 
 def serving_profile(stats: Dict[str, Any], source: Optional[str] = None) -> Profile:

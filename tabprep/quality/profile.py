@@ -83,7 +83,7 @@ class Profile:
 
 
 def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Iterable[str] = (),
-            sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None) -> Profile:
+            sample_every: Optional[int] = None, vocabs: Optional[Dict[str, Any]] = None) -> Profile:
     """The profile of ``data`` (a :class:`tabprep.Dataset` or anything it accepts: parquet paths,
     pandas/cuDF/dask frames), computed in one dask pass: a partial per partition (on the workers
     with a dask.distributed client), merged in the fit's reduction tree, finalized once.
@@ -92,8 +92,10 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
         columns: the columns to profile (default all).
         categorical: int columns holding ids: counted (frequent values, distinct), with no
             quantiles or histogram.
-        sample_every: the KLL quantile sketch sees every ``k``-th non-null value of each
-            partition (default 1: all); every other figure sees every value.
+        sample_every: the sketches (quantiles, frequent values, distinct count, OOV) see every
+            ``k``-th row of each partition; rows, nulls, NaN/inf, min, max, mean and std see
+            all. Default: ``k`` such that they see about 1M rows (1 below 2M rows of parquet;
+            see ``Workflow.fit(profile=...)``); 1: every row.
         vocabs: ``{column: values}`` fitted vocabularies: the profile counts the values outside
             them (``oov``, ``oov_rate``); :func:`tabprep.quality.drift` passes a workflow's.
 
@@ -107,6 +109,10 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
     if missing:
         raise KeyError(f"columns {missing} are not in {ds.describe()}; its columns are {names}")
     idx = {c: pd.Index(v) for c, v in (vocabs or {}).items() if c in cols}
+    if sample_every is None:
+        from ..workflow.workflow import PROFILE_SAMPLE_ROWS
+
+        sample_every = max(1, ds.num_rows // PROFILE_SAMPLE_ROWS) if ds.engine == "parquet" else 1
     stat = ProfileStat(cols, sample_every, idx, categorical=[c for c in categorical if c in cols])
     if _is_empty(ds):
         empty = ds.meta_frame(cols)

@@ -68,6 +68,10 @@ class HLL:
         # of two: a register then reads one less, a negligible bias); np.frexp was ~10x slower
         log2 = (rest.astype(np.float64).view(np.int64) >> 52) - 1023
         rank = np.where(rest == 0, width + 1, width - log2)
+        if h.size < 8 * m:  # few values: a scatter-max (the bincount below costs m * 64 whatever the size)
+            reg = np.zeros(m, dtype=np.uint8)
+            np.maximum.at(reg, idx, rank.astype(np.uint8))
+            return cls(reg)
         # the largest rank per register without a scatter-max: one bincount of (index, rank) pairs
         present = np.bincount(idx * 64 + rank, minlength=m * 64).reshape(m, 64) > 0
         last = 63 - np.argmax(present[:, ::-1], axis=1)
