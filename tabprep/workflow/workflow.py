@@ -23,8 +23,11 @@ from .tasks import _transform_frame, _transform_part, _transform_partition, for_
 
 #: the id of the data profile's work item in a fit pass
 PROFILE_UNIT = "profile"
-#: rows the sketches of a fit's profile see (about; see ``Workflow.fit(profile=...)``)
+#: rows the sketches of ``tabprep.quality.profile`` see by default (about)
 PROFILE_SAMPLE_ROWS = 1_000_000
+#: rows the sketches of a fit's training profile see (about; see ``Workflow.fit(profile=...)``):
+#: fewer, so that the profile stays a small share of the fit
+FIT_PROFILE_SAMPLE_ROWS = 250_000
 
 #: ops that read their input columns as ids (an op may say so with a ``reads_ids`` attribute)
 _ID_OPS = frozenset({"Categorify", "HashBucket", "HashedCross", "TargetEncoding", "JoinGroupby", "DropLowCardinality",
@@ -328,9 +331,9 @@ class Workflow:
             progress: optional callback ``(stage, done, total)`` for progress bars.
             profile: record the profile of the training data (:mod:`tabprep.quality`) in
                 ``profile_`` (saved as ``stats/profile.json``), computed in the first pass; its
-                quantile and frequent-value sketches see every ``k``-th value, ``k`` chosen so
-                they see about :data:`PROFILE_SAMPLE_ROWS` rows (exact counts, extrema, moments
-                and distinct counts see all). ``False``: none; an int ``k``: that sampling.
+                sketches (quantiles, frequent values, distinct count) see every ``k``-th row, ``k``
+                chosen so that they see about :data:`FIT_PROFILE_SAMPLE_ROWS` rows (rows, nulls,
+                min, max, mean and std see all). ``False``: none; an int ``k``: that sampling.
         """
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         start = time.perf_counter()
@@ -411,7 +414,7 @@ class Workflow:
                             "(pip install datasketches); pass profile=False to silence this")
                 return None
             rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass)
-            every = max(1, rows // PROFILE_SAMPLE_ROWS)
+            every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
         else:
             every = int(profile)
         return StatUnit(ProfileStat(cols, every, categorical=self._id_columns()), cols)
