@@ -14,6 +14,8 @@ from .schema import ColumnSchema, ColumnSelector, Schema, Tags  # noqa: E402
 from .ops.node import Subgraph  # noqa: E402
 from .workflow import Workflow  # noqa: E402
 from .serving import ServingTransform  # noqa: E402 - numpy only; the HTTP server and Keras export import lazily
+from .quality import DriftReport, Profile, drift, profile  # noqa: E402
 
-__all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "ColumnSelector", "Subgraph", "Tags", "get_embedding_sizes",
-           "register_function", "UntrustedCodeError", "ServingTransform", "__version__"]
+__all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "ColumnSelector", "Subgraph", "Tags",
+           "get_embedding_sizes", "register_function", "UntrustedCodeError", "ServingTransform", "__version__",
+           "profile", "drift", "Profile", "DriftReport"]

@@ -47,7 +47,14 @@ def describe_workflow(wf: Any, path: str, storage_options: Optional[Dict[str, An
         "output_schema": wf.output_schema.to_dict(),
         "embedding_sizes": {k: list(v) for k, v in embedding_sizes_from_schema(wf.output_schema).items()},
         "statistics": stats,
+        "training_profile": _training_profile(wf),
     }
+
+
+def _training_profile(wf: Any) -> Optional[Dict[str, Any]]:
+    from .quality_cmd import describe_profile
+
+    return describe_profile(getattr(wf, "profile_", None))
 
 
 def describe_output(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -165,6 +172,25 @@ def echo_description(info: Dict[str, Any]) -> None:
                 echo(f"    {key}: {_fmt_stat(val)}")
             if len(st["statistics"]) > 40:
                 echo(f"    ... {len(st['statistics']) - 40} more (see --json)")
+    prof = info.get("training_profile") if info["kind"] == "workflow" else None
+    if prof:
+        echo(f"training profile ({prof['rows']:,} rows; stats/profile.json, `tabprep drift` compares data with it):")
+        w = max([len(n) for n in prof["columns"]] + [6])
+        echo(f"  {'column':<{w}}  {'dtype':<8} {'nulls':>7} {'distinct':>9} {'min':>10} {'mean':>10} {'max':>10} {'top share':>9}")
+        for name, c in list(prof["columns"].items())[:60]:
+            cells = [_cell(c.get(k)) for k in ("min", "mean", "max")]
+            echo(f"  {name:<{w}}  {c['dtype']:<8} {c['null_rate']:>7.2%} {_cell(c.get('distinct')):>9} "
+                 f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {_cell(c.get('top_share')):>9}")
+        if len(prof["columns"]) > 60:
+            echo(f"  ... {len(prof['columns']) - 60} more (see --json)")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _names(names: List[str], limit: int = 12) -> str:

@@ -402,6 +402,10 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
 from .serve_cmd import serve as _serve  # noqa: E402 - `tabprep serve` lives in its own module
 
 cli.add_command(_serve)
+from .quality_cmd import drift_cmd as _drift, profile_cmd as _profile  # noqa: E402 - tabprep profile / drift
+
+cli.add_command(_profile)
+cli.add_command(_drift)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> Any:

@@ -194,9 +194,19 @@ def make_app(st: ServingTransform, max_body: int = MAX_BODY, name: str = "workfl
     async def get_schema(request: Request) -> Response:
         return Response(schema, 200, media_type=json_type)
 
+    async def get_stats(request: Request) -> Response:  # live skew counters (serving/stats.py)
+        doc = st.stats.to_dict() if st.stats is not None else {"format": "tabprep-serving-stats", "rows": 0, "columns": {}}
+        return Response(json.dumps(doc).encode(), 200, media_type=json_type)
+
+    async def get_metrics(request: Request) -> Response:
+        text = st.stats.prometheus() if st.stats is not None else ""
+        return Response(text.encode(), 200, media_type="text/plain; version=0.0.4")
+
     app = Starlette(routes=[Route("/transform", transform, methods=["POST"]),
                             Route("/health", health, methods=["GET"]),
-                            Route("/schema", get_schema, methods=["GET"])])
+                            Route("/schema", get_schema, methods=["GET"]),
+                            Route("/stats", get_stats, methods=["GET"]),
+                            Route("/metrics", get_metrics, methods=["GET"])])
     return _FastTransform(app, handler, max_body)
 
 

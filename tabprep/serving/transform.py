@@ -10,6 +10,7 @@ import numpy as np
 from ..schema import ColumnSchema, Schema
 from .columns import Col, ServingInputError, batch_column, kind_of, row_value
 from .kernels import ServingBuildError, _Passthrough, check_servable, compile_kernel
+from .stats import ServingStats
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,9 @@ class ServingTransform:
             ``exclude``). Only the raw columns these need must be in a request.
         exclude: output columns not to compute, typically the label, which a live request does
             not carry (``exclude=["label"]``).
+        stats: keep live skew counters in :attr:`stats` (a :class:`~tabprep.serving.stats.ServingStats`:
+            per input column rows, nulls, OOV of Categorify columns, numbers outside the training
+            range); ``False``: none.
 
     Raises:
         ServingBuildError: an op needed by the outputs cannot be applied to a request on its own
@@ -47,7 +51,8 @@ class ServingTransform:
         >>> st({"C1": [123, 7], "I1": [4.0, None], ...})   # a batch
     """
 
-    def __init__(self, workflow: Any, outputs: Optional[Sequence[str]] = None, exclude: Sequence[str] = ()) -> None:
+    def __init__(self, workflow: Any, outputs: Optional[Sequence[str]] = None, exclude: Sequence[str] = (),
+                 stats: bool = True) -> None:
         wf = workflow
         wf._require_fitted()
         if wf.input_schema is None:
@@ -63,6 +68,7 @@ class ServingTransform:
         self.output_names: List[str] = wanted
         self.output_schema: Schema = wf.output_schema.select(wanted)
         self._compile(wf, wanted)
+        self.stats: Optional[ServingStats] = ServingStats.for_workflow(wf, self.input_names) if stats else None
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self, wf: Any, wanted: List[str]) -> None:
@@ -227,6 +233,8 @@ class ServingTransform:
         except KeyError:
             self._missing(row)
             raise
+        if self.stats is not None:
+            self.stats.observe_row(vals)
         flat = self._flat_row
         if flat is None:
             out = self._run(vals, row=True)
@@ -295,6 +303,8 @@ class ServingTransform:
             elif rows != n:
                 raise ServingInputError(f"column {c!r} has {rows} rows but {self._in_cols[0][0]!r} has {n}", c)
             cols[c] = col
+        if self.stats is not None:
+            self.stats.observe_batch(cols, n or 0)
         out = self._run(cols, row=False)
         res: Dict[str, np.ndarray] = {}
         for name, col, dt in self._outputs:

@@ -56,6 +56,8 @@ SPEC_FILE = WORKFLOW_FILE
 FORMAT_VERSION = 2
 #: the folder of the statistics files, relative to the saved workflow
 STATS_DIR = "stats"
+#: the training data's profile under ``stats/`` (``Workflow.fit(profile=True)``; tabprep.quality)
+PROFILE_FILE = "profile.json"
 
 
 def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
@@ -99,6 +101,10 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
                     entry["state"] = op.save_state(sdir)
                     entry["state_dir"] = f"stats/{nid}"
             nodes.append(entry)
+        if getattr(wf, "profile_", None) is not None:  # the training data's profile (tabprep.quality)
+            (tmp / STATS_DIR).mkdir(parents=True, exist_ok=True)
+            with open(tmp / STATS_DIR / PROFILE_FILE, "w") as fh:
+                json.dump(wf.profile_, fh, default=_default)
         spec = {
             "format_version": FORMAT_VERSION,
             "tabprep_version": __version__,
@@ -203,6 +209,10 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
                                  f"the file was edited or damaged") from exc
             built[nid] = node
         wf = Workflow(built[spec["output"]])
+    profile = root / STATS_DIR / PROFILE_FILE
+    if profile.is_file():  # checked against stats_files above
+        with open(profile) as fh:
+            wf.profile_ = json.load(fh)
     wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {display or root}")
     return wf
 

@@ -36,6 +36,13 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
 
 def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]]) -> Dict[str, Any]:
     """:func:`_fit_partition` of a partition that has been read."""
+    extra = getattr(wf, "_extra_units", None) or {}
+    if any(i in extra for i in ids):  # statistics of the raw partition beside the ops (the data profile)
+        out = _fit_frame(wf, [i for i in ids if i not in extra], df, nullable) if len(ids) > len(extra) else {}
+        for i in ids:
+            if i in extra:
+                out[i] = extra[i].op.fit_partial(extra[i].input_columns, df)
+        return out
     by_id = wf.nodes_by_id()
     targets = [by_id[i] for i in ids]
     needed = [p for t in targets for p in t.parents]

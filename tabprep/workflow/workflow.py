@@ -19,7 +19,20 @@ from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
+from ..stats.profile import ProfileStat, StatUnit
 from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
+
+#: the id of the data profile's work item in a fit pass
+PROFILE_UNIT = "profile"
+#: rows the sketches of ``tabprep.quality.profile`` see by default (about)
+PROFILE_SAMPLE_ROWS = 1_000_000
+#: rows the sketches of a fit's training profile see (about; see ``Workflow.fit(profile=...)``):
+#: fewer, so that the profile stays a small share of the fit
+FIT_PROFILE_SAMPLE_ROWS = 250_000
+
+#: ops that read their input columns as ids (an op may say so with a ``reads_ids`` attribute)
+_ID_OPS = frozenset({"Categorify", "HashBucket", "HashedCross", "TargetEncoding", "JoinGroupby", "DropLowCardinality",
+                     "ValueCount"})
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +52,12 @@ class Workflow(WorkflowCompat):
     #: bumped by every fit pass and every transform: part of the dask token (:meth:`__dask_tokenize__`),
     #: so each pass is a new graph key while the workflow stays one key within a pass
     _fit_round: int = 0
+    #: fit-pass work items that are not graph nodes, by id, during a fit pass (the data profile:
+    #: ``stats.profile.StatUnit``); the tasks find them with :meth:`nodes_by_id`
+    _extra_units: Mapping[str, Any] = MappingProxyType({})
+    #: the training data's profile (``profile.json``, see :mod:`tabprep.quality`), set by
+    #: :meth:`fit` (``profile=True``) and saved under ``stats/``; None before
+    profile_: Optional[Dict[str, Any]] = None
     #: set by :meth:`from_spec` (read by :meth:`to_spec` and the CLI's error messages): feature names
     #: by node id, the spec line of each selected column, and the spec's file name (None for text/dicts)
     _spec_names: Mapping[str, str] = MappingProxyType({})
@@ -67,7 +86,9 @@ class Workflow(WorkflowCompat):
 
     def nodes_by_id(self) -> Dict[str, Node]:
         """``{node_id(n): n}`` for every node (the inverse of :meth:`node_id`)."""
-        return {self._ids[id(n)]: n for n in self.nodes}
+        out: Dict[str, Any] = {self._ids[id(n)]: n for n in self.nodes}
+        out.update(self._extra_units)
+        return out
 
     @property
     def ops(self) -> List[Operator]:
@@ -293,7 +314,8 @@ class Workflow(WorkflowCompat):
             groups[level[id(n)]].append(n)
         return [groups[k] for k in sorted(groups)]
 
-    def fit(self, dataset: Any, progress: Optional[Callable[[str, int, int], None]] = None) -> "Workflow":
+    def fit(self, dataset: Any, progress: Optional[Callable[[str, int, int], None]] = None,
+            profile: Any = True) -> "Workflow":
         """Compute every op's statistics over ``dataset``.
 
         One streaming pass over the data per dependency level (ops whose statistics depend on
@@ -309,6 +331,11 @@ class Workflow(WorkflowCompat):
             dataset: a :class:`tabprep.Dataset`, or anything ``Dataset()`` accepts
                 (paths, pandas/cuDF/dask frames).
             progress: optional callback ``(stage, done, total)`` for progress bars.
+            profile: record the profile of the training data (:mod:`tabprep.quality`) in
+                ``profile_`` (saved as ``stats/profile.json``), computed in the first pass; its
+                sketches (quantiles, frequent values, distinct count) see every ``k``-th row, ``k``
+                chosen so that they see about :data:`FIT_PROFILE_SAMPLE_ROWS` rows (rows, nulls,
+                min, max, mean and std see all). ``False``: none; an int ``k``: that sampling.
         """
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         start = time.perf_counter()
@@ -317,6 +344,9 @@ class Workflow(WorkflowCompat):
             n.op.clear()
         # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
         columns = self._raw_columns_for(self.stat_nodes)
+        unit = self._profile_unit(ds, columns, profile)
+        if unit is not None:  # the profile reads the workflow's input columns (the label too), in the same pass
+            columns += [c for c in unit.input_columns if c not in columns]
         # parquet: each task reads its partition itself, so the read and the partial are one task on
         # one worker (no partition ever moves); on the CPU as Arrow tables, fitted on host columns
         # where the ops allow (fusion.fit_table), else converted to the frames to_ddf gives (nullable
@@ -328,10 +358,15 @@ class Workflow(WorkflowCompat):
         else:  # no dask frame to build (on a GPU client 0.2-0.5 s of every fit)
             meta = ds.meta_frame(columns)
         nullable = ds._nullable_dtypes(columns)
-        for i, level in enumerate(self._stat_levels()):
+        levels = self._stat_levels() or ([[]] if unit is not None else [])
+        self.profile_ = None
+        for i, level in enumerate(levels):
             if i:  # the columns reaching this level may depend on the statistics fitted so far
                 self._bind(ds.schema, ds.describe())
-            self._fit_level(parts, meta, level, progress, stage=f"fit pass {i + 1}", nullable=nullable)
+            extra = {PROFILE_UNIT: unit} if unit is not None and i == 0 else {}
+            self._fit_level(parts, meta, level, progress, stage=f"fit pass {i + 1}", nullable=nullable, extra=extra)
+        if unit is not None:
+            self.profile_ = unit.op.profile_
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
         backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
@@ -340,23 +375,61 @@ class Workflow(WorkflowCompat):
         return self
 
     def _fit_level(self, parts: List[Any], meta: Any, level: List[Node], progress, stage: str,
-                   nullable: Optional[Dict[str, str]] = None) -> None:
+                   nullable: Optional[Dict[str, str]] = None, extra: Optional[Dict[str, Any]] = None) -> None:
         """One fit pass over ``parts`` (partition readers or delayed partitions; ``meta``: their
-        empty frame, for the scheduler options of its backend) for the stat ops of ``level``."""
-        nodes = {self.node_id(n): n for n in level}
+        empty frame, for the scheduler options of its backend) for the stat ops of ``level`` and
+        the work items ``extra`` (by id: statistics of the raw partition, the data profile)."""
+        nodes: Dict[str, Any] = {self.node_id(n): n for n in level}
+        nodes.update(extra or {})
         if not parts:
             raise ValueError("the dataset has no partitions to fit on")
         # the workflow (with the statistics of earlier levels) is one graph key locally, and a
         # future scattered once to every worker with a distributed client (never graph data)
-        wf = self._graph_handle()
-        finals, packed = fit_graph(wf, nodes, parts, nullable)
-        if progress is not None:
-            progress(stage, 0, len(parts))
-        fitted = dask.compute(*finals, **backend.compute_options_for(meta))
+        self._extra_units = dict(extra or {})  # (an instance attribute only during the pass: pickled with it)
+        try:
+            wf = self._graph_handle()
+            finals, packed = fit_graph(wf, nodes, parts, nullable)
+            if progress is not None:
+                progress(stage, 0, len(parts))
+            fitted = dask.compute(*finals, **backend.compute_options_for(meta))
+        finally:
+            self.__dict__.pop("_extra_units", None)
         del finals, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
         adopt_fitted(nodes, fitted, packed)
+
+    def _profile_unit(self, ds: Dataset, columns: List[str], profile: Any) -> Any:
+        """The data profile's work item of a fit (None with ``profile=False``): the input columns
+        the workflow and its fit pass read that ``ds`` has."""
+        if profile is False or profile is None:
+            return None
+        if isinstance(profile, ProfileStat):  # tabprep.quality.profile's own (columns, vocabularies...)
+            return StatUnit(profile, profile.columns)
+        have = set(ds.schema.column_names)
+        cols = [c for c in list(columns) + [c for c in self.input_columns if c not in columns] if c in have]
+        if profile is True:
+            try:
+                import datasketches  # noqa: F401
+            except ImportError:  # a dependency; a broken install still fits, without the profile
+                log.warning("Workflow.fit records no training profile: the datasketches package is missing "
+                            "(pip install datasketches); pass profile=False to silence this")
+                return None
+            rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass)
+            every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
+        else:
+            every = int(profile)
+        return StatUnit(ProfileStat(cols, every, categorical=self._id_columns()), cols)
+
+    def _id_columns(self) -> List[str]:
+        """Raw columns that an op reads as ids (Categorify, hashing, encodings): their profile
+        counts values and skips quantiles, whose order means nothing for ids."""
+        raw = set(self.input_columns)
+        out: List[str] = []
+        for n in self.nodes:
+            if n.kind == "op" and getattr(n.op, "reads_ids", type(n.op).__name__ in _ID_OPS):
+                out += [c for c in n.input_columns if c in raw and c not in out]
+        return out
 
     def _graph_handle(self) -> Any:
         """What the tasks of a fit pass or a transform take as the workflow.

@@ -1,0 +1,232 @@
+"""``tp.profile(data)``: the per-column profile of a dataset in one streaming dask pass, and the
+:class:`Profile` document (``profile.json`` + ``index.html``)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+import pandas as pd
+
+from ..io.dataset import Dataset
+from ..stats.profile import ProfileStat, finalize_profile, partial_table
+from ..workflow.workflow import Workflow
+
+log = logging.getLogger(__name__)
+
+PROFILE_FILE = "profile.json"
+HTML_FILE = "index.html"
+
+
+class Profile:
+    """A dataset's profile: ``doc`` is the ``profile.json`` document (format
+    ``tabprep-profile``, see ``docs/guide/data-quality.md``). ``profile["C1"]`` is a column's
+    summary dict."""
+
+    def __init__(self, doc: Dict[str, Any], source: Optional[str] = None) -> None:
+        if not isinstance(doc, dict) or doc.get("format") != "tabprep-profile":
+            raise ValueError(f"{source or 'this document'} is not a tabprep profile (no 'format': 'tabprep-profile')")
+        if int(doc.get("version", 0)) > 1:
+            raise ValueError(f"{source or 'this profile'} has version {doc.get('version')}, newer than this tabprep "
+                             "reads (1); upgrade tabprep")
+        self.doc = doc
+        self.source = source
+
+    @property
+    def rows(self) -> int:
+        return int(self.doc.get("rows", 0))
+
+    @property
+    def columns(self) -> Dict[str, Dict[str, Any]]:
+        return self.doc["columns"]
+
+    def __getitem__(self, column: str) -> Dict[str, Any]:
+        try:
+            return self.columns[column]
+        except KeyError:
+            raise KeyError(f"column {column!r} is not in the profile; its columns are {list(self.columns)}") from None
+
+    def __repr__(self) -> str:
+        return f"Profile({self.rows} rows, {len(self.columns)} columns)"
+
+    def summary(self) -> pd.DataFrame:
+        """One row per column: kind, nulls, null rate, distinct, min/mean/max, top value share."""
+        rows = []
+        for name, c in self.columns.items():
+            rows.append({"column": name, "dtype": c["dtype"], "kind": c["kind"], "count": c["count"],
+                         "null_rate": c["null_rate"], "distinct": c.get("distinct"), "min": c.get("min"),
+                         "mean": c.get("mean"), "max": c.get("max"), "std": c.get("std"),
+                         "top_share": c.get("top_share")})
+        return pd.DataFrame(rows)
+
+    def to_json(self) -> str:
+        return json.dumps(self.doc)
+
+    def save(self, folder: str) -> str:
+        """Write ``profile.json`` and ``index.html`` into ``folder`` (created); returns the
+        HTML file's path."""
+        from .html import profile_html
+
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, PROFILE_FILE), "w") as fh:
+            json.dump(self.doc, fh)
+        html = os.path.join(folder, HTML_FILE)
+        with open(html, "w", encoding="utf-8") as fh:
+            fh.write(profile_html(self))
+        return html
+
+    def _repr_html_(self) -> str:
+        from .html import profile_html
+
+        return profile_html(self, fragment=True)
+
+
+def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Iterable[str] = (),
+            sample_every: Optional[int] = None, vocabs: Optional[Dict[str, Any]] = None) -> Profile:
+    """The profile of ``data`` (a :class:`tabprep.Dataset` or anything it accepts: parquet paths,
+    pandas/cuDF/dask frames), computed in one dask pass: a partial per partition (on the workers
+    with a dask.distributed client), merged in the fit's reduction tree, finalized once.
+
+    Args:
+        columns: the columns to profile (default all).
+        categorical: int columns holding ids: counted (frequent values, distinct), with no
+            quantiles or histogram.
+        sample_every: the sketches (quantiles, frequent values, distinct count, OOV) see every
+            ``k``-th row of each partition; rows, nulls, NaN/inf, min, max, mean and std see
+            all. Default: ``k`` such that they see about 1M rows (1 below 2M rows of parquet;
+            see ``Workflow.fit(profile=...)``); 1: every row.
+        vocabs: ``{column: values}`` fitted vocabularies: the profile counts the values outside
+            them (``oov``, ``oov_rate``); :func:`tabprep.quality.drift` passes a workflow's.
+
+    Memory is bounded per column (sketches: KLL ~ a few KB, HLL 4 KB, 1,024 frequent-value
+    counters), whatever the number of rows or distinct values.
+    """
+    ds = data if isinstance(data, Dataset) else Dataset(data)
+    names = ds.schema.column_names
+    cols = list(columns) if columns is not None else list(names)
+    missing = [c for c in cols if c not in names]
+    if missing:
+        raise KeyError(f"columns {missing} are not in {ds.describe()}; its columns are {names}")
+    idx = {c: pd.Index(v) for c, v in (vocabs or {}).items() if c in cols}
+    if sample_every is None:
+        from ..workflow.workflow import PROFILE_SAMPLE_ROWS
+
+        sample_every = max(1, ds.num_rows // PROFILE_SAMPLE_ROWS) if ds.engine == "parquet" else 1
+    stat = ProfileStat(cols, sample_every, idx, categorical=[c for c in categorical if c in cols])
+    if _is_empty(ds):
+        empty = ds.meta_frame(cols)
+        doc = finalize_profile(partial_table(_as_arrow(empty), stat.sample_every, idx, stat.categorical), cols,
+                               stat.sample_every)
+        return Profile(doc, ds.describe())
+    wf = Workflow(cols)
+    wf.fit(ds, profile=stat)
+    return Profile(wf.profile_, ds.describe())
+
+
+def _is_empty(ds: Dataset) -> bool:
+    if ds.engine == "parquet":
+        return ds.num_rows == 0
+    return False
+
+
+def _as_arrow(frame: Any) -> Any:
+    from .. import backend
+
+    return backend.frame_to_arrow(frame)
+
+
+def load_profile(path: str) -> Profile:
+    """A profile folder (``profile.json``), a ``profile.json`` file, or a saved workflow's
+    training profile (``stats/profile.json``)."""
+    candidates = [path] if path.endswith(".json") else [os.path.join(path, PROFILE_FILE),
+                                                       os.path.join(path, "stats", PROFILE_FILE)]
+    for p in candidates:
+        if os.path.isfile(p):
+            with open(p) as fh:
+                return Profile(json.load(fh), p)
+    if os.path.isfile(os.path.join(path, "workflow.json")):
+        raise FileNotFoundError(f"the saved workflow {path!r} has no training profile (stats/profile.json): fit and "
+                                "save it again with this tabprep (Workflow.fit records one unless profile=False), "
+                                "or profile its training data with `tabprep profile DATA --out DIR`")
+    raise FileNotFoundError(f"{path!r} holds no profile.json (a `tabprep profile` output folder) and is not a "
+                            "saved workflow (workflow.json)")
+
+
+def as_profile(obj: Any) -> Profile:
+    """``obj`` as a Profile: a Profile, a fitted Workflow (its training profile), a profile
+    document dict, or a folder / file path (:func:`load_profile`)."""
+    if isinstance(obj, Profile):
+        return obj
+    if isinstance(obj, Workflow):
+        if obj.profile_ is None:
+            raise ValueError("this workflow has no training profile: fit it with profile=True (the default)")
+        return Profile(obj.profile_, "the workflow's training profile")
+    if isinstance(obj, dict):
+        return Profile(obj)
+    if isinstance(obj, (str, os.PathLike)):
+        return load_profile(os.fspath(obj))
+    raise TypeError(f"expected a Profile, a fitted Workflow or a path, got {type(obj).__name__}")
+
+
+def vocabularies(wf: Workflow) -> Dict[str, List[Any]]:
+    """``{raw column: vocabulary values}`` of the workflow's Categorify ops that read a raw column
+    directly (the OOV reference of a drift check)."""
+    raw = set(wf.input_columns)
+    out: Dict[str, Any] = {}
+    for n in wf.stat_nodes:
+        stats = getattr(n.op, "stats_", None)
+        if type(n.op).__name__ != "Categorify" or not stats:
+            continue
+        for c in n.input_columns:
+            st = stats.get(c)
+            if c in raw and isinstance(st, dict) and st.get("values") is not None and c not in out:
+                out[c] = st["values"]
+    return out
+
+
+def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
+    """The reference profile and the fitted vocabularies (for OOV) of a drift reference: a saved
+    workflow folder / a fitted Workflow (its training profile and Categorify vocabularies), or a
+    profile (folder, file, object: vocabularies only where its frequent values are exact).
+
+    Each vocabulary column gets ``oov_rate_expected``: the OOV share a fresh sample of the
+    training distribution would show, Good-Turing's estimate of the unseen mass (values seen
+    once / values): a long-tailed id column has OOV that is no drift."""
+    wf: Union[Workflow, None] = obj if isinstance(obj, Workflow) else None
+    if wf is None and isinstance(obj, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(obj), "workflow.json")):
+        wf = Workflow.load(os.fspath(obj))
+    if wf is not None:
+        prof = as_profile(wf) if wf.profile_ is not None else None
+        if prof is None:
+            load_profile(os.fspath(obj) if not isinstance(obj, Workflow) else "")  # raises the helpful error
+        prof = Profile(json.loads(json.dumps(prof.doc)), prof.source)  # (a copy: the expected OOV goes in)
+        for c, counts in _vocab_counts(wf).items():
+            if c in prof.columns and counts.size:
+                prof.columns[c]["oov_rate_expected"] = float((counts == 1).sum() / counts.sum())
+        return prof, vocabularies(wf)
+    prof = Profile(json.loads(json.dumps(as_profile(obj).doc)), as_profile(obj).source)
+    vocabs = {}
+    for c, s in prof.columns.items():
+        if s.get("frequent_exact") and s.get("kind") in ("category", "string", "bool") \
+                and len(s.get("frequent", [])) == s.get("distinct") and s.get("frequent_n"):
+            vocabs[c] = [v for v, _ in s["frequent"]]
+            s["oov_rate_expected"] = sum(1 for _, n in s["frequent"] if n == 1) / s["frequent_n"]
+    return prof, vocabs
+
+
+def _vocab_counts(wf: Workflow) -> Dict[str, Any]:
+    """``{raw column: value counts of its vocabulary}`` of the Categorify ops on raw columns."""
+    import numpy as np
+
+    raw = set(wf.input_columns)
+    out: Dict[str, Any] = {}
+    for n in wf.stat_nodes:
+        stats = getattr(n.op, "stats_", None)
+        if type(n.op).__name__ != "Categorify" or not stats:
+            continue
+        for c in n.input_columns:
+            st = stats.get(c)
+            if c in raw and isinstance(st, dict) and st.get("freqs") is not None and c not in out:
+                out[c] = np.asarray(st["freqs"], dtype=np.int64)
+    return out

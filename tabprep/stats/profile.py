@@ -1,0 +1,350 @@
+"""Mergeable per-column data profiles: a partial per partition, an associative combine, a
+finalize to the JSON-able summary written as ``profile.json`` (:mod:`tabprep.quality`).
+
+A partition (pandas or cuDF frame, or the Arrow table of the CPU parquet path) is turned into
+an Arrow table through the backend registry (``backend.frame_to_arrow``; cuDF's own Arrow
+export on the GPU) and summarized on the host, per column:
+
+* ``rows``, ``nulls`` (null or NaN: the project's null convention), ``nan`` (NaN values, where
+  the storage tells them from nulls: Arrow/parquet/cuDF), ``inf`` (+inf and -inf);
+* numbers (ints, floats; list leaves): exact count, min, max, mean, std of the finite values
+  (:mod:`tabprep.stats.moments`, merged exactly) and a KLL sketch of them (quantiles and histogram);
+* everything but floats: Misra-Gries frequent values (top-k with counts, long-tail share);
+* everything: a HyperLogLog distinct count over value hashes;
+* list columns: the list-length summary (as a numeric column) and the summary of their elements.
+
+``sample_every`` (an int >= 1, default 1): the sketches (KLL quantiles, frequent values, HLL
+distinct count, OOV) see every ``sample_every``-th row of each partition (counts scaled back;
+the distinct count is then the sample's, a lower bound), so ``Workflow.fit`` can record a
+profile for a small fraction of its time; rows, nulls, NaN/inf, min, max, mean and std always
+see every value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import backend
+from .moments import MinMax, Moments, combine_minmax, combine_moments
+from .sketches import HLL, Frequent, hash64, kll_merge, kll_of
+
+#: the quantiles a profile reports
+QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
+#: equal-width histogram bins of a numeric column (between its min and max)
+HIST_BINS = 30
+#: frequent values a profile lists
+TOP_K = 20
+
+
+def kind_of(t: pa.DataType) -> str:
+    """The profile kind of an Arrow type: int, float, bool, string, list, other."""
+    if pa.types.is_dictionary(t):
+        return kind_of(t.value_type)
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
+        return "string"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "list"
+    return "other"
+
+
+def as_table(df: Any, columns: Sequence[str]) -> pa.Table:
+    """The columns ``columns`` of a partition as an Arrow table (a no-copy select for a table)."""
+    if isinstance(df, pa.Table):
+        return df.select(list(columns))
+    return backend.frame_to_arrow(df[list(columns)])
+
+
+@dataclass
+class ColumnPartial:
+    """The mergeable summary of one column over some rows."""
+
+    dtype: str
+    kind: str
+    rows: int
+    nulls: int
+    nan: int
+    inf: int
+    moments: Optional[Moments]
+    minmax: Optional[MinMax]
+    kll: Optional[bytes]
+    hll: HLL
+    freq: Optional[Frequent]
+    oov: Optional[int]
+    sample_every: int
+    lengths: Optional["ColumnPartial"] = None
+    values: Optional["ColumnPartial"] = None
+
+
+def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False,
+                   sample: Any = None) -> ColumnPartial:
+    """The partial of one Arrow column (Array or ChunkedArray). ``vocab``: a ``pandas.Index`` of
+    the fitted vocabulary; the partial then counts the non-null values outside it (OOV).
+    ``categorical``: an int column of ids (no moments, quantiles or histogram: only counts).
+
+    Over every value, with Arrow's compute kernels: rows, nulls, NaN, inf, min, max, mean, M2.
+    Over ``sample`` (every ``sample_every``-th row of the partition; ``col`` itself when 1): the
+    KLL quantile sketch, the value counts (frequent values, OOV; scaled by ``sample_every``) and
+    the distinct values (HLL: a lower bound of the distinct count when sampled)."""
+    col = _array(col)
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.dictionary_decode(), t.value_type
+    sample = col if sample is None or sample_every == 1 else _array(sample)
+    if pa.types.is_dictionary(sample.type):
+        sample = sample.dictionary_decode()
+    kind = kind_of(t)
+    if categorical and kind == "int":
+        kind = "category"
+    rows = len(col)
+    if kind == "list":
+        lengths = pc.list_value_length(col).drop_null().cast(pa.int64())
+        s_lengths = pc.list_value_length(sample).drop_null().cast(pa.int64())
+        lp = column_partial(lengths, sample_every, sample=s_lengths)
+        vp = column_partial(pc.list_flatten(col), sample_every, vocab, categorical, sample=pc.list_flatten(sample))
+        return ColumnPartial(str(t), kind, rows, col.null_count, 0, 0, None, None, None, HLL.empty(), None,
+                             vp.oov, sample_every, lengths=lp, values=vp)
+    nulls, nan, inf = col.null_count, 0, 0
+    moments = minmax = kll = freq = None
+    if kind == "float":
+        nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
+        finite = pc.is_finite(col)
+        inf = rows - nulls - nan - int(pc.sum(finite).as_py() or 0)
+        nulls += nan
+        if nan or inf:
+            col = pc.filter(col, finite)  # the finite values (nulls dropped too)
+            sample = col if sample_every == 1 else pc.filter(sample, pc.is_finite(sample))
+    if kind in ("int", "float"):
+        moments, minmax = _exact_moments(col)
+    valid = sample.drop_null() if sample.null_count else sample
+    if kind in ("int", "float"):
+        kll = kll_of(valid.to_numpy(zero_copy_only=False).astype(np.float64, copy=False))
+    if kind == "other":
+        valid = pa.array([repr(v) for v in valid.to_pylist()], type=pa.string())
+    # distinct values (with their counts, but for floats) from Arrow's hash kernels; the HLL hashes
+    # only the partition's distinct values (a duplicate never changes a register)
+    if kind == "float":
+        uniq = pc.unique(valid).to_numpy(zero_copy_only=False)
+        counts = None
+    else:
+        vc = pc.value_counts(valid)
+        uniq = vc.field("values").to_numpy(zero_copy_only=False)
+        counts = vc.field("counts").to_numpy().astype(np.int64)
+        freq = _scaled(Frequent.of_counts(uniq, counts, len(valid)), sample_every)
+    hll = HLL.of_hashes(hash64(uniq))
+    oov = None
+    if vocab is not None:
+        if counts is not None:
+            oov = int(counts[vocab.get_indexer(uniq) < 0].sum()) if len(uniq) else 0
+        else:
+            oov = int(np.count_nonzero(vocab.get_indexer(valid.to_numpy(zero_copy_only=False)) < 0))
+        oov *= sample_every
+    return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every)
+
+
+def _array(col: Any) -> Any:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
+    """Count, mean, M2, min and max of the non-null values of a numeric Arrow array (finite
+    already), with Arrow's kernels (one pass each, no numpy copy)."""
+    n = len(col) - col.null_count
+    if n == 0:
+        return Moments(0, 0.0, 0.0), MinMax(None, None)
+    mm = pc.min_max(col)
+    mean = float(pc.mean(col).as_py())
+    var = float(pc.variance(col, ddof=0).as_py())
+    return Moments(n, mean, var * n), MinMax(float(mm["min"].as_py()), float(mm["max"].as_py()))
+
+
+def _scaled(f: Frequent, every: int) -> Frequent:
+    """Counts of a 1-in-``every`` sample scaled to the whole partition (estimates)."""
+    if every == 1:
+        return f
+    return Frequent(f.keys, f.counts * every, f.n * every, f.error * every)
+
+
+def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
+    """The partial of the union of the rows of ``parts`` (associative, order-free up to the
+    sketches' own merge)."""
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    kinds = {p.kind for p in parts}
+    if len(kinds) > 1:
+        dtypes = sorted({p.dtype for p in parts})
+        raise ValueError(f"a column changes type between partitions ({', '.join(dtypes)}): profile each file on "
+                         "its own or cast the column to one type")
+
+    def opt(items: List[Any], fn: Any) -> Any:
+        live = [i for i in items if i is not None]
+        return fn(live) if live else None
+
+    hll = parts[0].hll
+    for p in parts[1:]:
+        hll = hll.merge(p.hll)
+    return ColumnPartial(
+        first.dtype, first.kind, sum(p.rows for p in parts), sum(p.nulls for p in parts),
+        sum(p.nan for p in parts), sum(p.inf for p in parts),
+        opt([p.moments for p in parts], combine_moments), opt([p.minmax for p in parts], combine_minmax),
+        opt([p.kll for p in parts], kll_merge), hll, opt([p.freq for p in parts], Frequent.merge),
+        opt([p.oov for p in parts], sum), first.sample_every,
+        lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns))
+
+
+def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
+                  categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
+    """``{column: partial}`` of every column of ``table`` (``categorical``: int id columns)."""
+    vocabs = vocabs or {}
+    cats = set(categorical)
+    # one row sample of the partition for every column's sketches (a strided take: no ordering bias)
+    sample = table if sample_every == 1 else table.take(pa.array(np.arange(0, table.num_rows, sample_every)))
+    return {name: column_partial(table.column(name), sample_every, vocabs.get(name), name in cats, sample.column(name))
+            for name in table.column_names}
+
+
+def combine_tables(parts: Sequence[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
+    names: List[str] = []
+    for p in parts:
+        names += [n for n in p if n not in names]
+    return {n: combine_columns([p[n] for p in parts if n in p]) for n in names}
+
+
+# -- finalize -------------------------------------------------------------------------------------
+#: version of the profile.json layout (docs/guide/data-quality.md describes it)
+PROFILE_VERSION = 1
+#: frequent values kept per column in profile.json (for drift's L-infinity distance); TOP_K shown
+FREQ_KEPT = 256
+
+
+def _num(v: Any) -> Any:
+    """A JSON number (None for NaN / inf / missing)."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "backslashreplace")
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+def finalize_column(p: ColumnPartial) -> Dict[str, Any]:
+    """The JSON-able summary of a column's merged partial (see ``docs/guide/data-quality.md``)."""
+    import base64
+
+    from .sketches import kll_load
+
+    out: Dict[str, Any] = {"dtype": p.dtype, "kind": p.kind, "count": p.rows, "nulls": p.nulls,
+                           "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
+    nonnull = p.rows - p.nulls
+    if p.moments is not None:
+        out.update({"numeric_count": p.moments.count, "min": _num(p.minmax.min), "max": _num(p.minmax.max),
+                    "mean": _num(p.moments.mean) if p.moments.count else None,
+                    "std": _num(p.moments.std) if p.moments.count else None})
+    if p.kll is not None:
+        sk = kll_load(p.kll)
+        out["kll"] = base64.b64encode(p.kll).decode("ascii")
+        if not sk.is_empty():
+            lo, hi = out["min"], out["max"]
+            # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
+            out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
+            edges = np.linspace(lo, hi, HIST_BINS + 1) if hi > lo else np.array([lo, hi])
+            cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
+            mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+            out["histogram"] = {"edges": [float(e) for e in edges],
+                                "counts": [float(m * p.moments.count) for m in mass]}
+    distinct = None
+    if p.freq is not None:
+        f = p.freq
+        exact = f.error == 0 and p.sample_every == 1
+        kept = f.top(FREQ_KEPT)
+        top = kept[:TOP_K]
+        top_sum = sum(c for _, c in top)
+        out.update({"frequent": [[_json_value(v), c] for v, c in kept], "frequent_n": f.n,
+                    "frequent_error": f.error, "frequent_exact": exact,
+                    "top": [{"value": _json_value(v), "count": c} for v, c in top],
+                    "top_share": top_sum / f.n if f.n else 0.0,
+                    "tail_share": 1.0 - top_sum / f.n if f.n else 0.0})
+        if exact:
+            distinct = int(f.keys.size)
+    if p.kind != "list":
+        out["distinct"] = distinct if distinct is not None else int(min(round(p.hll.estimate()), nonnull))
+        out["distinct_exact"] = distinct is not None
+        out["distinct_sampled"] = p.sample_every > 1
+    if p.oov is not None:
+        n = p.values.rows - p.values.nulls if p.values is not None else nonnull
+        out["oov"] = p.oov
+        out["oov_rate"] = p.oov / n if n else 0.0
+    if p.lengths is not None:
+        out["list_length"] = finalize_column(p.lengths)
+    if p.values is not None:
+        out["values"] = finalize_column(p.values)
+    return out
+
+
+def finalize_profile(combined: Dict[str, ColumnPartial], columns: Sequence[str], sample_every: int = 1) -> Dict[str, Any]:
+    """The ``profile.json`` document of merged partials (columns in ``columns`` order)."""
+    cols = {c: finalize_column(combined[c]) for c in columns if c in combined}
+    rows = next(iter(cols.values()))["count"] if cols else 0
+    return {"format": "tabprep-profile", "version": PROFILE_VERSION, "rows": rows, "sample_every": sample_every,
+            "schema": {c: v["dtype"] for c, v in cols.items()}, "columns": cols}
+
+
+class ProfileStat:
+    """The profile as a fit-pass statistic (``fit_partial`` / ``fit_combine`` / ``fit_finalize``,
+    the :class:`~tabprep.ops.base.StatOperator` protocol that ``workflow/reduction.py`` drives):
+    ``Workflow.fit`` runs it beside the ops of its first pass; :func:`tabprep.quality.profile`
+    runs it alone. Not an op of the graph: it never transforms."""
+
+    keyed_statistics = False
+    label = "Profile"
+
+    def __init__(self, columns: Sequence[str], sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
+                 categorical: Sequence[str] = ()) -> None:
+        self.columns = list(columns)
+        self.categorical = list(categorical)
+        self.sample_every = max(1, int(sample_every))
+        self.vocabs = vocabs or {}
+        self.profile_: Optional[Dict[str, Any]] = None
+
+    def fit_partial(self, columns: Sequence[str], df: Any) -> Dict[str, ColumnPartial]:
+        return partial_table(as_table(df, columns), self.sample_every, self.vocabs, self.categorical)
+
+    def fit_combine(self, parts: List[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
+        return combine_tables(parts)
+
+    def fit_finalize(self, columns: Sequence[str], combined: Dict[str, ColumnPartial]) -> None:
+        self.profile_ = finalize_profile(combined, columns, self.sample_every)
+
+
+class StatUnit:
+    """A fit-pass work item that is not a graph node: ``op`` (the statistic) over the raw input
+    columns ``input_columns`` (what ``reduction.fit_graph`` and the tasks read of a node)."""
+
+    kind = "stat"
+
+    def __init__(self, op: Any, input_columns: Sequence[str]) -> None:
+        self.op = op
+        self.input_columns = list(input_columns)
+        self.parents: List[Any] = []
