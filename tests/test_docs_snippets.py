@@ -108,3 +108,17 @@ def test_failing_block_fails_and_background_jobs_end(tmp_path: Path) -> None:
     except FileNotFoundError:
         state = "gone"
     assert state in ("gone", "Z"), f"the block's background process {pid} still runs ({state})"
+
+
+# -- the README's promises (issue #32) ---------------------------------------------------------------
+def test_readme_is_short_and_its_install_commands_need_only_pypi() -> None:
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 250
+    install = [b for b in snippets.parse(text) if b.lang == "bash" and "pip install" in b.code][0]
+    ci = (REPO / ".ci" / "run").read_text()
+    for src in (install.code, ci):
+        # a local version (torch==2.13.0+cpu) is served by no index but PyTorch's own: PyPI-only machines fail
+        assert "+cpu" not in src and "--index-url" not in src and "--find-links" not in src, src
+    # CI installs what the README's test command installs (plus the docs)
+    assert 'pip install -e ".[dev,tf,serve,torch,jax]" && python -m pytest -q' in install.code
+    assert '-e ".[dev,tf,serve,torch,jax,docs]"' in ci and "mkdocs build --strict" in ci
