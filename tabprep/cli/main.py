@@ -57,6 +57,39 @@ class _OrderedGroup(click.Group):
         return self.commands.get(name)
 
 
+def _deferred(module: str, name: str) -> Any:
+    """A stand-in for ``module.name`` (a function or class) that imports ``module`` when called."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+class _DeferredModule:
+    """A stand-in for a module, imported on its first attribute lookup."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+# The job helpers the commands use, by the names they had when this module imported them at its
+# top (commands written that way keep working) but imported on first use, not for --help
+commit = _DeferredModule("tabprep.io.commit")
+Job = _deferred(".job", "Job")
+folder_bytes = _deferred(".job", "folder_bytes")
+generate_data = _deferred(".job", "generate_data")
+load_spec = _deferred(".job", "load_spec")
+load_workflow = _deferred(".job", "load_workflow")
+prepare_outputs = _deferred(".job", "prepare_outputs")
+rate = _deferred(".job", "rate")
+writer_kwargs = _deferred(".job", "writer_kwargs")
+run_demo = _deferred(".demo_cmd", "run_demo")
+
+
 def __getattr__(name: str) -> Any:
     if name == "CRITEO_SPEC":  # the demo's spec, kept importable from here
         from .demo_cmd import CRITEO_SPEC
@@ -163,9 +196,6 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
     Example:
       tabprep fit spec.yaml 'data/train/*.parquet' --out wf/ --workers 4 --part-size 256MB
     """
-    from ..io import commit
-    from .job import Job, load_spec, prepare_outputs
-
     with Job(opts) as job:
         so = job.storage_options
         wf = load_spec(spec)
@@ -211,9 +241,6 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
       tabprep transform wf/ data/train/ --out out/train/ --to tfrecord --batch-size 1024 \\
           --split-per-worker 8 --shuffle full
     """
-    from ..io import commit
-    from .job import Job, load_workflow, prepare_outputs, writer_kwargs
-
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
         so = job.storage_options
@@ -254,9 +281,6 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
     Example:
       tabprep fit-transform spec.yaml data/train/ --out out/train/ --workflow-out wf/
     """
-    from ..io import commit
-    from .job import Job, load_spec, prepare_outputs, writer_kwargs
-
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
         so = job.storage_options
@@ -302,9 +326,6 @@ def convert(data: Tuple[str, ...], out: str, to: str, output_files: Optional[int
       tabprep convert 'raw/day_*.tsv' --engine csv --sep '\\t' --names label,I1,I2 --out data/
       tabprep convert out/train/ --to tfrecord --batch-size 1024 --out tfr/train/
     """
-    from ..io import commit
-    from .job import Job, prepare_outputs, writer_kwargs
-
     wopts = writer_kwargs(to, output_files, split_per_worker, batch_size, shuffle, seed, compression, overwrite)
     with Job(opts) as job:
         files = resolve_inputs(data, job.storage_options)
@@ -330,7 +351,6 @@ def check(spec: str, data: Tuple[str, ...], as_json: bool, quiet: bool, verbose:
     DATA lacks a column.
     """
     from ..workflow.spec import spec_to_json, spec_to_yaml
-    from .job import load_spec
 
     setup_logging(verbose, quiet)
     wf = load_spec(spec)
@@ -368,7 +388,6 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, storage
     """
     from ..io.fs import get_fs, remote_errors
     from .inspect_cmd import describe_output, describe_workflow, echo_description
-    from .job import load_workflow
 
     setup_logging(verbose, quiet)
     fs, p = get_fs(path, storage_options)
@@ -409,9 +428,6 @@ def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, ov
     Example:
       tabprep generate criteo --rows 1000000 --out data/criteo/
     """
-    from ..io import commit
-    from .job import folder_bytes, generate_data, rate
-
     setup_logging(verbose, quiet)
     check_output(out, overwrite, commit.GENERATED, storage_options)
     start = time.perf_counter()
@@ -443,8 +459,6 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
     step. With --workdir DIR it keeps the files there and prints the equivalent `tabprep`
     commands on them; without, everything goes to a temporary folder, deleted at the end.
     """
-    from .demo_cmd import run_demo
-
     run_demo(rows, workdir, files, opts)
 
 
