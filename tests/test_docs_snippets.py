@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Dict
 
 import pytest
 
@@ -21,12 +23,27 @@ PAGES = [REPO / "README.md"] + sorted((REPO / "docs").rglob("*.md"))
 RUNNABLE = [p for p in PAGES if any(b.runs for b in snippets.parse(p.read_text()))]
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO)) for p in RUNNABLE])
-def test_page_snippets_run_as_written(page: Path, tmp_path: Path) -> None:
+def _run_page(page: Path, workdir: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, str(REPO / "tests" / "snippets.py"), str(page), "--workdir", str(tmp_path)],
-                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, str(REPO / "tests" / "snippets.py"), str(page), "--workdir", str(workdir)],
+                          cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900)
+
+
+@pytest.fixture(scope="session")
+def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Dict[Path, object]:
+    """Every selected page, run in its own process, two at a time: a page mostly waits on process
+    starts and imports (each `tabprep` command in a bash block is one), so the pages overlap well."""
+    selected = [item.callspec.params["page"] for item in request.session.items
+                if item.originalname == "test_page_snippets_run_as_written"]
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        futures = {page: pool.submit(_run_page, page, tmp_path_factory.mktemp("snippets")) for page in selected}
+        return {page: f.result() for page, f in futures.items()}
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO)) for p in RUNNABLE])
+def test_page_snippets_run_as_written(page: Path, page_runs: Dict[Path, object]) -> None:
+    proc = page_runs[page]
     assert proc.returncode == 0, f"{page.relative_to(REPO)}:\n{proc.stdout[-6000:]}"
 
 
