@@ -37,7 +37,17 @@ __all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema"
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'tabprep' has no attribute {name!r}")
+        # a subpackage used as an attribute (tp.workflow, tp.backend), as the eager imports allowed
+        if name.startswith("_"):
+            raise AttributeError(f"module 'tabprep' has no attribute {name!r}")
+        try:
+            value = importlib.import_module(f"tabprep.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tabprep.{name}":
+                raise
+            raise AttributeError(f"module 'tabprep' has no attribute {name!r}") from None
+        globals()[name] = value
+        return value
     mod = importlib.import_module(module)
     value = mod if module == f"tabprep.{name}" else getattr(mod, name)
     globals()[name] = value  # later lookups skip __getattr__

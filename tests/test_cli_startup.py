@@ -82,3 +82,10 @@ def test_public_names_resolve() -> None:
     assert Workflow.__module__.startswith("tabprep.workflow") and hasattr(ops, "Categorify")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         tabprep.nope  # noqa: B018
+
+
+def test_subpackages_resolve_as_attributes() -> None:
+    proc = _run("import tabprep as tp\n"
+                "print(tp.workflow.as_node.__name__, tp.backend.has_cudf.__name__, tp.io.Dataset.__name__)")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["as_node", "has_cudf", "Dataset"]
