@@ -3,19 +3,63 @@
 >>> import tabprep as tp
 >>> from tabprep import ops
 >>> wf = tp.Workflow((["C1"] >> ops.Categorify()) + ["label"])
+
+The public names are imported on first use (PEP 562), so that ``import tabprep`` (and with it
+``tabprep --help``, whose package this is) costs no pandas, pyarrow or dask until a name that
+needs them is used. ``from tabprep import Workflow`` and ``tp.Workflow`` work as with eager imports.
 """
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict, List
+
 from ._version import __version__
-from . import ops  # noqa: E402
-from .io.commit import Transaction  # noqa: E402
-from .io.dataset import Dataset  # noqa: E402
-from .ops.embeddings import get_embedding_sizes  # noqa: E402
-from .registry import UntrustedCodeError, register_function  # noqa: E402
-from .schema import ColumnSchema, ColumnSelector, Schema, Tags  # noqa: E402
-from .ops.node import Subgraph  # noqa: E402
-from .workflow import Workflow  # noqa: E402
-from .serving import ServingTransform  # noqa: E402 - numpy only; the HTTP server and Keras export import lazily
-from .quality import DriftReport, Profile, drift, profile  # noqa: E402
+
+#: public name -> the module defining it; a new public name is added here (and to __all__)
+_LAZY: Dict[str, str] = {
+    "ops": "tabprep.ops",
+    "Transaction": "tabprep.io.commit",
+    "Dataset": "tabprep.io.dataset",
+    "get_embedding_sizes": "tabprep.ops.embeddings",
+    "UntrustedCodeError": "tabprep.registry",
+    "register_function": "tabprep.registry",
+    "ColumnSchema": "tabprep.schema",
+    "Schema": "tabprep.schema",
+    "Tags": "tabprep.schema",
+    "ColumnSelector": "tabprep.schema",
+    "Subgraph": "tabprep.ops.node",
+    "profile": "tabprep.quality",
+    "drift": "tabprep.quality",
+    "Profile": "tabprep.quality",
+    "DriftReport": "tabprep.quality",
+    "Workflow": "tabprep.workflow",
+    "ServingTransform": "tabprep.serving",  # numpy only; the HTTP server and Keras export import lazily
+}
 
 __all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "ColumnSelector", "Subgraph", "Tags",
            "get_embedding_sizes", "register_function", "UntrustedCodeError", "ServingTransform", "__version__",
            "profile", "drift", "Profile", "DriftReport"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        # a subpackage used as an attribute (tp.workflow, tp.backend), as the eager imports allowed
+        if name.startswith("_"):
+            raise AttributeError(f"module 'tabprep' has no attribute {name!r}")
+        try:
+            value = importlib.import_module(f"tabprep.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tabprep.{name}":
+                raise
+            raise AttributeError(f"module 'tabprep' has no attribute {name!r}") from None
+        globals()[name] = value
+        return value
+    mod = importlib.import_module(module)
+    value = mod if module == f"tabprep.{name}" else getattr(mod, name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))

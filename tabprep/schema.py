@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -517,6 +517,23 @@ def unit_drift(fitted: str, given: str) -> bool:
     hold, whatever ``cast`` says (issue #30: a count in another unit is another number)."""
     f, g = time_parts(fitted), time_parts(given)
     return f is not None and g is not None and f[0] == g[0] and f[2] == g[2] and f[1] != g[1]
+
+
+def plural(n: int, noun: str, plural_form: Optional[str] = None) -> str:
+    """``"1 column"``, ``"2 columns"``: a count with its noun agreeing."""
+    return f"{n:,} {noun if n == 1 else (plural_form or noun + 's')}"
+
+
+def drift_message(drifted: Sequence[Tuple[str, str, str]], fix: str = CAST_HINT) -> str:
+    """One sentence for every column whose kind changed since fit, grouped by ``fitted -> given``
+    dtype, with the fix said once: ``2 columns changed type since fit: id, n (int64 -> float64);
+    s (str -> int64). Pass cast=True ...``. ``drifted`` holds ``(column, fitted, given)``."""
+    groups: Dict[Tuple[str, str], List[str]] = {}
+    for column, fitted, given in drifted:
+        groups.setdefault((normalize_dtype(fitted), str(given)), []).append(column)
+    parts = [f"{', '.join(cols)} ({f} -> {g})" for (f, g), cols in groups.items()]
+    return (f"{plural(len(drifted), 'column')} changed type since fit: {'; '.join(parts)}. "
+            f"{fix[0].upper()}{fix[1:]}.")
 
 
 def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]) -> List[str]:

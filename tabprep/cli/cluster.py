@@ -198,8 +198,14 @@ def _probe(address: str, where: str, timeout: float) -> None:
 
     from distributed.comm import connect
 
+    # a tls:// scheduler: the client's certificate and CA from dask's configuration
+    # (DASK_DISTRIBUTED__COMM__TLS__...), as distributed.Client itself takes them
+    from distributed.security import Security
+
+    connection_args = Security().get_connection_args("client") if address.startswith("tls://") else {}
+
     async def ask() -> Any:
-        comm = await connect(address, timeout=timeout)
+        comm = await connect(address, timeout=timeout, **connection_args)
         try:
             await comm.write({"op": "identity", "n_workers": 0, "reply": True})
             return await comm.read()

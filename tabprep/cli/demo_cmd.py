@@ -57,7 +57,7 @@ def run_demo(rows: int, workdir: Optional[str], files: Optional[int], opts: Dict
             start = time.perf_counter()
             generate_data("criteo", rows, str(raw), n_files, 0, overwrite=True)
             t_gen = time.perf_counter() - start
-            job.say(f"generate: {rows:,} rows -> {raw} ({n_files} files, {P.human(folder_bytes(str(raw)))}B) in "
+            job.say(f"generate: {P.count(rows, 'row')} -> {raw} ({P.count(n_files, 'file')}, {P.human(folder_bytes(str(raw)))}B) in "
                     f"{P.duration(t_gen)}{rate(rows, t_gen)}")
             spec_path.write_text(CRITEO_SPEC)
             wf = load_spec(str(spec_path))

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 import click
 
 from ..ops.embeddings import embedding_sizes_from_schema
+from .progress import count
 from ..schema import Schema
 
 TOP_VALUES = 3
@@ -144,13 +145,16 @@ def echo_description(info: Dict[str, Any]) -> None:
                 echo("  " + line)
         names = info["input_columns"]
         of = f" of the {len(info['input_schema']['columns'])} in the fitted data" if info.get("input_schema") else ""
-        echo(f"reads {len(names)} columns{of}: {_names(names)}")
+        echo(f"reads {count(len(names), 'column')}{of}: {_names(names)}")
     else:
         state = "complete" if info["complete"] else "INCOMPLETE (no _SUCCESS)"
-        echo(f"output {info['path']}: {info.get('format')}, {info.get('rows')} rows in {info.get('files')} files, {state}")
+        rows, files = info.get("rows"), info.get("files")
+        rows_text = count(rows, "row") if isinstance(rows, int) else f"{rows} rows"
+        files_text = count(files, "file") if isinstance(files, int) else f"{files} files"
+        echo(f"output {info['path']}: {info.get('format')}, {rows_text} in {files_text}, {state}")
     cols = info["output_schema"]["columns"]
     sizes = info["embedding_sizes"]
-    echo(f"output schema ({len(cols)} columns):")
+    echo(f"output schema ({count(len(cols), 'column')}):")
     w = max([len(c["name"]) for c in cols] + [6])
     echo(f"  {'column':<{w}}  {'dtype':<8} {'tags':<26} {'cardinality':>11} {'emb dim':>7}")
     for c in cols:

@@ -141,8 +141,8 @@ class Job:
             self.profile_rows += P.profile_table("fit", P.gather_times(self.client), wf, round(seconds, 3))
             wf.op_timer = None
         passes = len(wf._stat_levels())
-        self.say(f"fit: {f'{rows:,} rows, ' if rows is not None else ''}{ds.npartitions} partitions, "
-                 f"{passes} pass{'es' if passes != 1 else ''} over the data in {P.duration(seconds)}"
+        self.say(f"fit: {P.count(rows, 'row') + ', ' if rows is not None else ''}{P.count(ds.npartitions, 'partition')}, "
+                 f"{P.count(passes, 'pass', 'passes')} over the data in {P.duration(seconds)}"
                  f"{rate(rows, seconds)}")
         return {"rows": rows, "seconds": seconds, "partitions": ds.npartitions, "passes": passes}
 
@@ -181,8 +181,7 @@ class Job:
     def say_written(self, meta: Dict[str, Any], out: str, to: str, verb: str) -> None:
         """The summary line of a write; the size is that of the committed folder."""
         seconds = meta["seconds_total"]
-        self.say(f"{verb}: {meta['rows']:,} rows -> {len(meta['files'])} {to} file"
-                 f"{'s' if len(meta['files']) != 1 else ''} in {out} ({P.human(folder_bytes(out, self.storage_options))}B) in "
+        self.say(f"{verb}: {P.count(meta['rows'], 'row')} -> {P.count(len(meta['files']), to + ' file')} in {out} ({P.human(folder_bytes(out, self.storage_options))}B) in "
                  f"{P.duration(seconds)}{rate(meta['rows'], seconds)}")
 
     def finish(self) -> None:

@@ -3,22 +3,30 @@
 This module wires the commands: their arguments, options and help. The work is done in
 :mod:`.job` (the job runner and the helpers the commands share), :mod:`.runtime` (option groups,
 inputs, outputs and errors), :mod:`.cluster` (the dask cluster), :mod:`.inspect_cmd` and :mod:`.demo_cmd`.
+
+Startup: ``tabprep --help`` and every ``tabprep COMMAND --help`` must stay fast (<= 0.2 s), so this
+module imports only click and the light :mod:`.runtime` / :mod:`.progress` at its top; the job
+modules (pandas, pyarrow, dask) are imported inside the command bodies.
+``tests/test_cli_startup.py`` checks that no help imports pandas, pyarrow, dask or numpy.
+
+Adding a command: either define it here with ``@cli.command`` (heavy imports inside its body), or
+put it in its own module ``cli/<name>_cmd.py`` and name it in :data:`LAZY_COMMANDS`
+(``"name": "tabprep.cli.name_cmd:function"``): that module is imported only when the command runs
+or help lists it, so its top too imports only click, the standard library and :mod:`.runtime`.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from . import progress as P
-from .demo_cmd import CRITEO_SPEC, run_demo
-from ..io import commit
-from .job import (Job, folder_bytes, generate_data, load_spec, load_workflow, prepare_outputs, rate, writer_kwargs)
 from .runtime import (check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
                       output_options, read_options, resolve_inputs, setup_logging, storage_options_option)
 
@@ -26,14 +34,70 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "
                 "(runs code from their modules: only if you trust WF_DIR).")
 
-__all__ = ["cli", "main", "CRITEO_SPEC"]
+__all__ = ["cli", "main", "CRITEO_SPEC", "LAZY_COMMANDS"]
+
+#: commands defined in modules of their own, imported when the command runs or help lists it:
+#: ``name -> "module:attribute"`` (a click command); listed after the commands defined here
+LAZY_COMMANDS: Dict[str, str] = {
+    "serve": "tabprep.cli.serve_cmd:serve",
+    "profile": "tabprep.cli.quality_cmd:profile_cmd",
+    "drift": "tabprep.cli.quality_cmd:drift_cmd",
+}
 
 
 class _OrderedGroup(click.Group):
-    """Lists commands in the order they are defined (the order of a job), not alphabetically."""
+    """Lists commands in the order they are defined (the order of a job), not alphabetically, then
+    the :data:`LAZY_COMMANDS`, whose modules are imported only when asked for."""
 
     def list_commands(self, ctx: click.Context) -> List[str]:
-        return list(self.commands)
+        return list(self.commands) + [n for n in LAZY_COMMANDS if n not in self.commands]
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        if name not in self.commands and name in LAZY_COMMANDS:
+            module, _, attr = LAZY_COMMANDS[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return self.commands.get(name)
+
+
+def _deferred(module: str, name: str) -> Any:
+    """A stand-in for ``module.name`` (a function or class) that imports ``module`` when called."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+class _DeferredModule:
+    """A stand-in for a module, imported on its first attribute lookup."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+# The job helpers the commands use, by the names they had when this module imported them at its
+# top (commands written that way keep working) but imported on first use, not for --help
+commit = _DeferredModule("tabprep.io.commit")
+Job = _deferred(".job", "Job")
+folder_bytes = _deferred(".job", "folder_bytes")
+generate_data = _deferred(".job", "generate_data")
+load_spec = _deferred(".job", "load_spec")
+load_workflow = _deferred(".job", "load_workflow")
+prepare_outputs = _deferred(".job", "prepare_outputs")
+rate = _deferred(".job", "rate")
+writer_kwargs = _deferred(".job", "writer_kwargs")
+run_demo = _deferred(".demo_cmd", "run_demo")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CRITEO_SPEC":  # the demo's spec, kept importable from here
+        from .demo_cmd import CRITEO_SPEC
+
+        return CRITEO_SPEC
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @click.group(cls=_OrderedGroup, context_settings=CONTEXT)
@@ -372,7 +436,7 @@ def generate(kind: str, rows: int, out: str, files: Optional[int], seed: int, ov
     generate_data(kind, rows, out, files, seed, overwrite, storage_options)
     seconds = time.perf_counter() - start
     if not quiet:
-        click.echo(f"generate: {rows:,} {kind} rows -> {out} ({P.human(folder_bytes(out, storage_options))}B) in "
+        click.echo(f"generate: {P.count(rows, kind + ' row')} -> {out} ({P.human(folder_bytes(out, storage_options))}B) in "
                    f"{P.duration(seconds)}{rate(rows, seconds)}")
 
 
@@ -394,22 +458,17 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
     Generates N Criteo-like rows (label, I1-I13, C1-C26), fits the canonical workflow
       C1..C26 >> Categorify;  I1..I13 >> FillMissing >> Clip(0) >> LogOp >> Normalize;  + label
     transforms the data to parquet, and prints the embedding sizes and the throughput of each
-    step, then the equivalent `tabprep` commands.
+    step. With --workdir DIR it keeps the files there and prints the equivalent `tabprep`
+    commands on them; without, everything goes to a temporary folder, deleted at the end.
     """
     run_demo(rows, workdir, files, opts)
 
 
-from .serve_cmd import serve as _serve  # noqa: E402 - `tabprep serve` lives in its own module
-
-cli.add_command(_serve)
-from .quality_cmd import drift_cmd as _drift, profile_cmd as _profile  # noqa: E402 - tabprep profile / drift
-
-cli.add_command(_profile)
-cli.add_command(_drift)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> Any:
     """Console-script entry point (``tabprep``)."""
+    # TensorFlow's C++ logging (oneDNN, cpu_feature_guard: ~8 lines on stderr) is noise in a CLI's
+    # output; set before anything imports TensorFlow, and only when the user has not chosen a level
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # like `python -m`: custom ops and functions a spec names ({import: "mymodule:f"}) may live in
     # the working directory
     if os.getcwd() not in sys.path and "" not in sys.path:

@@ -23,6 +23,11 @@ BAR_WIDTH = 24
 LOG_EVERY_S = 10.0
 
 
+def count(n: int, noun: str, plural: str = "") -> str:
+    """``count(1, "file")`` -> ``'1 file'``, ``count(2000, "row")`` -> ``'2,000 rows'``."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def human(n: float) -> str:
     """1234567 -> '1.23M'."""
     n = float(n)

@@ -105,6 +105,7 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
             (tmp / STATS_DIR).mkdir(parents=True, exist_ok=True)
             with open(tmp / STATS_DIR / PROFILE_FILE, "w") as fh:
                 json.dump(wf.profile_, fh, default=_default)
+        saved_ids = {entry["id"] for entry in nodes}
         spec = {
             "format_version": FORMAT_VERSION,
             "tabprep_version": __version__,
@@ -114,6 +115,9 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
             "output_schema": wf.output_schema.to_dict(),
             "embedding_sizes": {k: list(v) for k, v in embedding_sizes_from_schema(wf.output_schema).items()},
             "allow_pickle": allow_pickle,
+            # the names a spec gave its features (`name: clipped`), so that `to_spec` and `tabprep
+            # inspect` of the saved workflow say `clipped`, not a made-up `feature_1`
+            "feature_names": {nid: name for nid, name in wf._spec_names.items() if nid in saved_ids},
             # last: every statistics file (pickled functions included) is written by now
             "stats_files": stats_manifest(tmp),
         }
@@ -209,6 +213,9 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
                                  f"the file was edited or damaged") from exc
             built[nid] = node
         wf = Workflow(built[spec["output"]])
+        names = spec.get("feature_names")
+        if isinstance(names, dict):
+            wf._spec_names = {wf.node_id(built[nid]): str(name) for nid, name in names.items() if nid in built}
     profile = root / STATS_DIR / PROFILE_FILE
     if profile.is_file():  # checked against stats_files above
         with open(profile) as fh:

@@ -14,7 +14,7 @@ from .. import backend
 from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, kind_mismatch_message, unit_drift
+from ..schema import Schema, check_input_dtypes, drift_message, kind_mismatch_message, unit_drift
 from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
@@ -474,13 +474,14 @@ class Workflow(WorkflowCompat):
                                f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))
         bad = check_input_dtypes(fitted, given, self.input_columns)
         lists = [c for c in bad if fitted[c].is_list != given[c].is_list]
-        if lists or (bad and not cast):
-            msgs = [kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), fitted[c].is_list)
-                    for c in (lists or bad)]
-            if lists:
-                msgs = [m.split("; ")[0] + "; list and scalar columns do not convert: give the fitted layout"
-                        for m in msgs]
+        if lists:
+            msgs = [kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), fitted[c].is_list).split("; ")[0]
+                    + "; list and scalar columns do not convert: give the fitted layout" for c in lists]
             raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
+        if bad and not cast:
+            # one sentence for all the drifted columns (a csv round trip drifts many at once), the fix once
+            raise TypeError(f"{source} does not match the fitted input schema: "
+                            + drift_message([(c, fitted[c].dtype, _shown_dtype(given[c])) for c in bad]))
         casts = {c: fitted[c].dtype for c in bad}
         # times in another unit: converted to the fitted unit (exactly, or refused) even without cast
         casts.update({c: fitted[c].dtype for c in self.input_columns
