@@ -76,11 +76,11 @@ def check_keyed_params(owner: str, params: Dict[str, Any], known: Iterable[str])
                              f"key {param} by the columns the op encodes")
 
 
-def refuse_duplicate_columns(columns: Iterable[Any], source: str) -> None:
+def refuse_duplicate_columns(columns: Iterable[Any], source: str,
+                             fix: str = "df.loc[:, ~df.columns.duplicated()] keeps the first of each") -> None:
     """``ValueError`` naming the duplicated names among a frame's ``columns`` (pandas then hands out
     a frame for ``df[name]``, and every op failed with an AttributeError; issue #30)."""
     names = list(columns)
     if len(set(names)) != len(names):
         dups = sorted({str(c) for c in names if names.count(c) > 1})
-        raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name "
-                         f"(df.loc[:, ~df.columns.duplicated()] keeps the first of each)")
+        raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name ({fix})")

@@ -458,3 +458,13 @@ def test_times_are_their_counts_with_nat_as_null(counts, unit, kind, finer):
     if per[finer] < per[unit]:
         again = wf.transform(pd.DataFrame({"t": s.astype(f"{kind}[{finer}]")}))
         pd.testing.assert_frame_equal(again, out)
+
+
+def test_struct_and_decimal_columns_flow_through_rename(tmp_path):
+    table = _odd_parquet(tmp_path / "t.parquet")
+    ds = tp.Dataset(str(tmp_path / "t.parquet"))
+    wf = tp.Workflow((["st", "dec"] >> ops.Rename(postfix="_r")) + ["x"]).fit(ds)
+    wf.transform(ds).to_parquet(str(tmp_path / "out"))
+    got = pq.read_table(tmp_path / "out")
+    assert got.column("st_r").to_pylist() == table.column("st").to_pylist()
+    assert got.column("dec_r").to_pylist() == table.column("dec").to_pylist()

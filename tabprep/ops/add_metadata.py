@@ -24,6 +24,7 @@ class AddMetadata(Operator):
     """
 
     supports_lists = True
+    passes_opaque = True  # struct / decimal / binary columns flow through (issue #30)
 
     def __init__(self, tags: Optional[Sequence[str]] = None, properties: Optional[Dict[str, Any]] = None) -> None:
         if isinstance(tags, str):

@@ -121,6 +121,9 @@ class Operator(metaclass=_OperatorType):
     #: True when the op computes on numbers (ints, floats, bools, datetimes as counts): a string
     #: column is then refused at bind, naming it (issue #30), not at the first value it cannot convert
     numeric_input: bool = False
+    #: True when the op only moves values (Rename, AddMetadata, Filter, LambdaOp's user code):
+    #: struct / map / decimal / binary columns may then flow through it; other ops refuse them
+    passes_opaque: bool = False
     #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
     #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False
@@ -203,7 +206,7 @@ class Operator(metaclass=_OperatorType):
         """Raise a clear error when an input column cannot be handled (e.g. lists)."""
         from ..schema import opaque_column_fix
 
-        for c in columns:  # structs, maps, decimals, binary: only passed through (issue #30)
+        for c in columns if not self.passes_opaque else ():  # structs, maps, decimals, binary (issue #30)
             fix = opaque_column_fix(input_schema[c].dtype) if c in input_schema else None
             if fix:
                 raise TypeError(f"{self.label}: column {c!r} holds {input_schema[c].dtype} values, which tabprep's "

@@ -23,6 +23,7 @@ class Filter(Operator):
 
     changes_rows = True
     supports_lists = True
+    passes_opaque = True  # struct / decimal / binary columns flow through (issue #30)
 
     def __init__(self, f: Callable[[Any], Any]) -> None:
         if not callable(f):

@@ -54,6 +54,7 @@ class LambdaOp(Operator):
     """
 
     supports_lists = True
+    passes_opaque = True  # struct / decimal / binary columns flow through (issue #30)
 
     def __init__(self, f: Callable, dependency: Union[None, str, Sequence[str]] = None,
                  label: Optional[str] = None, dtype: Optional[str] = None,

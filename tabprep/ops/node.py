@@ -107,12 +107,7 @@ class Node:
             if self.kind == "select":
                 self._out = list(self.columns)
             elif self.kind == "op":
-                out = list(self.op.output_column_names(self.input_columns))
-                dups = sorted({c for c in out if out.count(c) > 1}) if len(set(out)) != len(out) else []
-                if dups:  # a frame with two columns of one name breaks every later step (issue #30)
-                    raise ValueError(f"{self.op.label} gives duplicate column name(s) {dups} (from input columns "
-                                     f"{self.input_columns}); give each output column its own name")
-                self._out = out
+                self._out = list(self.op.output_column_names(self.input_columns))
             elif self.kind == "concat":
                 self._out = _merge([p.output_columns for p in self.parents], check=True)
             elif self.kind == "drop":

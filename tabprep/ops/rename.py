@@ -20,6 +20,7 @@ class Rename(Operator):
     """
 
     supports_lists = True
+    passes_opaque = True  # struct / decimal / binary columns flow through (issue #30)
 
     def __init__(self, f: Optional[Callable[[str], str]] = None, postfix: Optional[str] = None,
                  name: Optional[str] = None) -> None:

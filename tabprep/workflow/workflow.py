@@ -215,6 +215,8 @@ class Workflow(WorkflowCompat):
                                     f"(or leave them out of the ops: plain selected columns pass through)")
                 n.op.check_input(inp, n.input_columns)
                 schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
+                refuse_duplicate_columns(n.output_columns, f"the output of {n.op.label} on {n.input_columns}",
+                                         "a Rename f / postfix that maps each column to its own name")  # issue #30
         self.input_schema = input_schema
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
