@@ -131,6 +131,46 @@ class Categorify(StatOperator):
                                     f"all be strings or all numbers, got {kinds}; cast them first, or use "
                                     f"encode_type='combo' to encode their combination")
 
+    # -- NVTabular's view of the vocabularies -----------------------------------------------------
+    @property
+    def categories(self) -> Dict[str, str]:
+        """Vocabulary name -> path of a parquet file of it, as NVTabular 23.08's ``op.categories``
+        (``unique.<name>.parquet``): one row per vocabulary value in id order, columns ``<name>``
+        (the value) and ``<name>_size`` (its count in the fitted data), the index being the id.
+        Written on first access after a fit into a temporary folder (empty dict before fit)."""
+        if not self.stats_:
+            return {}
+        cached = getattr(self, "_categories_files", None)
+        if cached is not None and cached[0] is self.stats_:
+            return dict(cached[1])
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="tabprep-categories-"))
+        files = {}
+        for key in self.stats_:
+            frame = self.category_frame(key)
+            path = folder / f"unique.{key}.parquet"
+            frame.to_parquet(path)
+            files[key] = str(path)
+        self._categories_files = (self.stats_, files)
+        return dict(files)
+
+    def category_frame(self, key: str) -> Any:
+        """The vocabulary ``key`` as a pandas frame: ``<key>`` values and ``<key>_size`` counts,
+        indexed by id (``2 + num_oov_buckets`` onwards), as NVTabular's unique-value files."""
+        import pandas as pd
+
+        self._require_fitted()
+        st = self.stats_[key]
+        values = _host(st["values"])
+        freqs = st.get("freqs")
+        start = OOV_START + self.num_oov_buckets
+        index = pd.RangeIndex(start, start + len(values), name="labels")
+        data = {key: values}
+        if freqs is not None:
+            data[f"{key}_size"] = np.asarray(freqs, dtype="int64")
+        return pd.DataFrame(data, index=index)
+
     # -- fit --------------------------------------------------------------------------
     def _key_series(self, key_cols: List[str], df: Any) -> List[Any]:
         if self.encode_type == "combo" and len(key_cols) > 1:
