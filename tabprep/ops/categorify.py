@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -45,7 +46,10 @@ class Categorify(StatOperator):
             ``max_size - 2 - num_oov_buckets`` most frequent values, the rest are out of
             vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
-        dtype: output integer dtype (default int64).
+        num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1): unseen (and, with
+            ``freq_threshold`` / ``max_size``, rare) values hash into ``B`` ids. A dict (per
+            column) is refused for now.
+        dtype: output integer dtype (default int64; None, NVTabular's default, is int64).
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
         encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
@@ -68,7 +72,23 @@ class Categorify(StatOperator):
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
-                 on_host: bool = False) -> None:
+                 on_host: bool = False, num_buckets: Optional[int] = None) -> None:
+        if num_buckets is not None:  # NVTabular's name of num_oov_buckets
+            if isinstance(num_buckets, dict):
+                raise ValueError("Categorify(num_buckets={...}): per-column OOV bucket counts are not supported yet; "
+                                 "give one int (NVTabular's num_buckets=int), or one Categorify per bucket count")
+            if isinstance(num_buckets, bool) or int(num_buckets) < 1:
+                raise ValueError(f"Categorify num_buckets must be an int >= 1 (NVTabular: an int > 1, or None), "
+                                 f"got {num_buckets!r}")
+            if int(num_oov_buckets) not in (1, int(num_buckets)):
+                raise ValueError(f"Categorify got num_buckets={num_buckets} and num_oov_buckets={num_oov_buckets}: "
+                                 f"they name the same thing (NVTabular's and tabprep's spelling); give one")
+            num_oov_buckets = int(num_buckets)
+            if not (max_size or freq_threshold):
+                warnings.warn("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
+                              "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
+                              UserWarning, stacklevel=2)
+        dtype = "int64" if dtype is None else dtype  # NVTabular's dtype=None: the ids' own dtype, int64
         if int(num_oov_buckets) < 1:
             raise ValueError(f"num_oov_buckets must be >= 1 (id 2 is the out-of-vocabulary id), got {num_oov_buckets}")
         if encode_type not in ("joint", "combo"):
@@ -89,6 +109,7 @@ class Categorify(StatOperator):
         self.embedding_dim = embedding_dim
         self.encode_type = encode_type
         self.on_host = on_host
+        self.num_buckets = num_buckets
         self.input_groups: List[List[str]] = []
         self.stats_: Optional[Dict[str, Any]] = None
         self._index_cache: Dict[Any, Any] = {}
