@@ -46,6 +46,11 @@ class Categorify(StatOperator):
             ``max_size - 2 - num_oov_buckets`` most frequent values, the rest are out of
             vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
+        vocabs: given vocabularies (NVTabular's ``vocabs=``): ``{column: values}`` (a list, numpy
+            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``) or a
+            pandas DataFrame (one column per vocabulary). Values not in it are out of vocabulary;
+            nulls and duplicates in it are refused; ``freq_threshold`` / ``max_size`` do not
+            apply to it. Not with ``encode_type="combo"``.
         num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1): unseen (and, with
             ``freq_threshold`` / ``max_size``, rare) values hash into ``B`` ids. A dict (per
             column) is refused for now.
@@ -72,7 +77,7 @@ class Categorify(StatOperator):
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
-                 on_host: bool = False, num_buckets: Optional[int] = None) -> None:
+                 on_host: bool = False, num_buckets: Optional[int] = None, vocabs: Any = None) -> None:
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
                 raise ValueError("Categorify(num_buckets={...}): per-column OOV bucket counts are not supported yet; "
@@ -110,6 +115,10 @@ class Categorify(StatOperator):
         self.encode_type = encode_type
         self.on_host = on_host
         self.num_buckets = num_buckets
+        if vocabs is not None and encode_type == "combo":
+            raise ValueError("Categorify: vocabs= is not supported with encode_type='combo' (as in NVTabular)")
+        #: given vocabularies, {name: [values in id order]} (JSON-able; see _given_vocabs)
+        self.vocabs = _given_vocabs(vocabs)
         self.input_groups: List[List[str]] = []
         self.stats_: Optional[Dict[str, Any]] = None
         self._index_cache: Dict[Any, Any] = {}
@@ -225,6 +234,11 @@ class Categorify(StatOperator):
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
             if max_size and entries <= 0:
                 values, freqs = values[:0], freqs[:0]
+            if self.vocabs and key in self.vocabs:
+                # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold
+                values = np.asarray(self.vocabs[key], dtype=object if values.dtype.kind == "O" or any(
+                    isinstance(v, str) for v in self.vocabs[key]) else None)
+                freqs = np.zeros(len(values), dtype="int64")
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
         self.stats_ = stats
         self._index_cache = {}
@@ -424,3 +438,27 @@ _INDEX_BUILD = threading.Lock()
 
 def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
+
+
+def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
+    """``vocabs=`` as ``{name: [values]}`` (Python scalars, JSON-able); None when not given."""
+    if vocabs is None:
+        return None
+    if type(vocabs).__name__ == "DataFrame":
+        vocabs = {c: vocabs[c] for c in vocabs.columns}
+    if not isinstance(vocabs, dict):
+        raise TypeError(f"Categorify vocabs must be a dict {{column: values}} or a DataFrame, got "
+                        f"{type(vocabs).__name__}")
+    out: Dict[str, list] = {}
+    for name, values in vocabs.items():
+        if isinstance(values, str):
+            raise TypeError(f"Categorify vocabs[{name!r}] is a string; give the values (a list, array or Series)")
+        vals = values.tolist() if hasattr(values, "tolist") else list(values)
+        vals = [v.item() if hasattr(v, "item") else v for v in vals]
+        if any(v is None or (isinstance(v, float) and v != v) for v in vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds a null; nulls always get id {NULL_ID}")
+        if len(set(vals)) != len(vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds duplicate values; each value needs one id")
+        out[str(name)] = vals
+    return out
+

@@ -152,3 +152,31 @@ def test_dtype_none_is_int64():
     """dtype=None (NVTabular's default) gives int64 ids."""
     out = tp.Workflow(["x"] >> ops.Categorify(dtype=None)).fit_transform(tp.Dataset(pd.DataFrame({"x": [1, 2]})))
     assert str(out.to_ddf().compute()["x"].dtype) == "int64"
+
+
+def test_given_vocabs():
+    """vocabs={col: values} (Categorify.process_vocabs): ids in the given order from
+    2 + num_buckets, unseen values OOV (2), nulls 1; also from a DataFrame."""
+    df = pd.DataFrame({"x": ["b", "a", "z", None, "b"], "n": [5, 7, 9, 5, 1]})
+    wf = tp.Workflow(["x", "n"] >> ops.Categorify(vocabs={"x": pd.Series(["a", "b"]), "n": [7, 5]}))
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["x"].tolist() == [4, 3, 2, 1, 4]
+    assert out["n"].tolist() == [4, 3, 2, 4, 2]
+    assert wf.output_schema["x"].properties["cardinality"] == 5
+    wf = tp.Workflow(["x"] >> ops.Categorify(vocabs=pd.DataFrame({"x": ["b", "a"]})))
+    assert wf.fit_transform(tp.Dataset(df)).to_ddf().compute()["x"].tolist() == [3, 4, 2, 1, 3]
+
+
+def test_given_vocabs_errors():
+    """combo + vocabs (NVTabular: ValueError), nulls or duplicates in a vocabulary are errors."""
+    with pytest.raises(ValueError, match="combo"):
+        ops.Categorify(encode_type="combo", vocabs={"x": ["a"]})
+    with pytest.raises(ValueError, match="duplicate"):
+        ops.Categorify(vocabs={"x": ["a", "a"]})
+    with pytest.raises(ValueError, match="null"):
+        ops.Categorify(vocabs={"x": ["a", None]})
+
+
+def test_check_op_vocabs():
+    """The conformance battery with given vocabularies."""
+    check_op(ops.Categorify(vocabs={"s": ["a", "bb"], "i": [1, 2, 3]}), columns=["s", "i"])
