@@ -115,7 +115,7 @@ def main() -> int:
 
     @check("Categorify num_oov_buckets=4 + max_size parity")
     def _():
-        (w1, a), (w2, b) = both(lambda: ["i64", "s"] >> ops.Categorify(num_oov_buckets=4, max_size=5), df)
+        (w1, a), (w2, b) = both(lambda: ["i64", "s"] >> ops.Categorify(num_oov_buckets=4, max_size=9), df)
         compare(a, b)
 
     @check("HashBucket parity")

@@ -490,6 +490,24 @@ _add_cases({
         Case(lambda: ops.AddProperties({"embedding_dim": 7}), ["i32", "s"], identity(["i32", "s"]),
              schema_check=_check_tags_props(["i32", "s"], (), {"embedding_dim": 7})),
     ],
+    "TagAsUserID": [
+        Case(lambda: ops.TagAsUserID(), ["i32"], identity(["i32"]), schema_check=_check_tags_props(["i32"], ("id", "user"))),
+    ],
+    "TagAsItemID": [
+        Case(lambda: ops.TagAsItemID(), ["i32"], identity(["i32"]), schema_check=_check_tags_props(["i32"], ("id", "item"))),
+    ],
+    "TagAsUserFeatures": [
+        Case(lambda: ops.TagAsUserFeatures(), ["s"], identity(["s"]), schema_check=_check_tags_props(["s"], ("user",))),
+    ],
+    "TagAsItemFeatures": [
+        Case(lambda: ops.TagAsItemFeatures(), ["s"], identity(["s"]), schema_check=_check_tags_props(["s"], ("item",))),
+    ],
+    "Dropna": [
+        Case(lambda: ops.Dropna(), ["f64", "s", "idx"],
+             lambda t, d: {"__rows__": np.nonzero(d[["f64", "s"]].notna().all(axis=1).to_numpy())[0],
+                           **{c: (py_values(d[c][d[["f64", "s"]].notna().all(axis=1).to_numpy()]), "exact")
+                              for c in ["f64", "s", "idx"]}}),
+    ],
     "Bucketize": [
         Case(lambda: ops.Bucketize([0, 2.5, 10]), BUCKET_COLS,
              _per_col(lambda t, d: ref_digitize(d, [0, 2.5, 10]), "exact")(BUCKET_COLS),

@@ -81,3 +81,22 @@ def test_save_load_round_trip(tmp_path, backend):
         w.fit(random_frame(seed=32, n=10))
         w.save(str(tmp_path / cls.__name__))
         assert tp.Workflow.load(str(tmp_path / cls.__name__)).output_schema == w.output_schema
+
+
+def test_tag_as_ops_nvtabular():
+    """NVTabular 23.08's TagAsUserID / TagAsItemID / TagAsUserFeatures / TagAsItemFeatures
+    (nvtabular/ops/add_metadata.py): AddTags with [ID, USER], [ID, ITEM], [USER], [ITEM]."""
+    import pandas as pd
+
+    import tabprep as tp
+    from tabprep import ops
+
+    df = pd.DataFrame({"u": [1, 2], "i": [3, 4], "uf": [0.5, 1.0], "if_": ["a", "b"]})
+    wf = tp.Workflow((["u"] >> ops.TagAsUserID()) + (["i"] >> ops.TagAsItemID())
+                     + (["uf"] >> ops.TagAsUserFeatures()) + (["if_"] >> ops.TagAsItemFeatures()))
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["u"].tolist() == [1, 2]
+    sch = wf.output_schema
+    assert set(sch["u"].tags) >= {"id", "user"} and set(sch["i"].tags) >= {"id", "item"}
+    assert "user" in sch["uf"].tags and "item" in sch["if_"].tags
+    assert sch.select_by_tag("user").column_names == ["u", "uf"]

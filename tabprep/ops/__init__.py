@@ -4,12 +4,14 @@
 >>> cats = ["C1", "C2"] >> ops.Categorify(freq_threshold=2)
 """
 from .base import Operator, StatOperator, register, registered_ops
-from .add_metadata import AddMetadata, AddProperties, AddTags
+from .add_metadata import (AddMetadata, AddProperties, AddTags, TagAsItemFeatures, TagAsItemID, TagAsUserFeatures,
+                           TagAsUserID)
 from .bucketize import Bucketize
 from .categorify import Categorify
 from .clip import Clip
 from .difference_lag import DifferenceLag
 from .drop_low_cardinality import DropLowCardinality
+from .dropna import Dropna
 from .embeddings import embedding_dim_rule, get_embedding_sizes
 from .fill_median import FillMedian
 from .fill_missing import FillMissing
@@ -36,4 +38,5 @@ __all__ = [
     "AddMetadata", "AddProperties", "AddTags", "Bucketize", "DifferenceLag", "DropLowCardinality",
     "HashedCross", "ListSlice", "ReduceDtypeSize", "ValueCount",
     "TargetEncoding", "JoinGroupby", "JoinExternal", "Groupby", "shuffle_by_key",
+    "Dropna", "TagAsUserID", "TagAsItemID", "TagAsUserFeatures", "TagAsItemFeatures",
 ]

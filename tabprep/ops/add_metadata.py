@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..schema import ColumnSchema, _jsonable
+from ..schema import ColumnSchema, Tags, _jsonable
 from .base import Operator
 
 
@@ -67,3 +67,31 @@ class AddProperties(AddMetadata):
 
     def __init__(self, properties: Optional[Dict[str, Any]] = None) -> None:
         super().__init__(properties=properties)
+
+
+class TagAsUserID(AddTags):
+    """Tag the selected columns ``id`` and ``user`` (NVTabular 23.08's ``TagAsUserID``)."""
+
+    def __init__(self, tags: Optional[Sequence[str]] = None) -> None:
+        super().__init__(tags=[Tags.ID, Tags.USER])
+
+
+class TagAsItemID(AddTags):
+    """Tag the selected columns ``id`` and ``item`` (NVTabular 23.08's ``TagAsItemID``)."""
+
+    def __init__(self, tags: Optional[Sequence[str]] = None) -> None:
+        super().__init__(tags=[Tags.ID, Tags.ITEM])
+
+
+class TagAsUserFeatures(AddTags):
+    """Tag the selected columns ``user`` (NVTabular 23.08's ``TagAsUserFeatures``)."""
+
+    def __init__(self, tags: Optional[Sequence[str]] = None) -> None:
+        super().__init__(tags=[Tags.USER])
+
+
+class TagAsItemFeatures(AddTags):
+    """Tag the selected columns ``item`` (NVTabular 23.08's ``TagAsItemFeatures``)."""
+
+    def __init__(self, tags: Optional[Sequence[str]] = None) -> None:
+        super().__init__(tags=[Tags.ITEM])

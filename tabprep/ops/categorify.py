@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -46,7 +47,15 @@ class Categorify(StatOperator):
             ``max_size - 2 - num_oov_buckets`` most frequent values, the rest are out of
             vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
-        dtype: output integer dtype (default int64).
+        vocabs: given vocabularies (NVTabular's ``vocabs=``): ``{column: values}`` (a list, numpy
+            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``) or a
+            pandas DataFrame (one column per vocabulary). Values not in it are out of vocabulary;
+            nulls and duplicates in it are refused; ``freq_threshold`` / ``max_size`` do not
+            apply to it. Not with ``encode_type="combo"``.
+        num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1): unseen (and, with
+            ``freq_threshold`` / ``max_size``, rare) values hash into ``B`` ids. A dict (per
+            column) is refused for now.
+        dtype: output integer dtype (default int64; None, NVTabular's default, is int64).
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
         encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
@@ -69,7 +78,23 @@ class Categorify(StatOperator):
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
-                 on_host: bool = False) -> None:
+                 on_host: bool = False, num_buckets: Optional[int] = None, vocabs: Any = None) -> None:
+        if num_buckets is not None:  # NVTabular's name of num_oov_buckets
+            if isinstance(num_buckets, dict):
+                raise ValueError("Categorify(num_buckets={...}): per-column OOV bucket counts are not supported yet; "
+                                 "give one int (NVTabular's num_buckets=int), or one Categorify per bucket count")
+            if isinstance(num_buckets, bool) or int(num_buckets) < 1:
+                raise ValueError(f"Categorify num_buckets must be an int >= 1 (NVTabular: an int > 1, or None), "
+                                 f"got {num_buckets!r}")
+            if int(num_oov_buckets) not in (1, int(num_buckets)):
+                raise ValueError(f"Categorify got num_buckets={num_buckets} and num_oov_buckets={num_oov_buckets}: "
+                                 f"they name the same thing (NVTabular's and tabprep's spelling); give one")
+            num_oov_buckets = int(num_buckets)
+            if not (max_size or freq_threshold):
+                warnings.warn("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
+                              "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
+                              UserWarning, stacklevel=2)
+        dtype = "int64" if dtype is None else dtype  # NVTabular's dtype=None: the ids' own dtype, int64
         if int(num_oov_buckets) < 1:
             raise ValueError(f"num_oov_buckets must be >= 1 (id 2 is the out-of-vocabulary id), got {num_oov_buckets}")
         if encode_type not in ("joint", "combo"):
@@ -91,6 +116,11 @@ class Categorify(StatOperator):
         self.embedding_dim = embedding_dim
         self.encode_type = encode_type
         self.on_host = on_host
+        self.num_buckets = num_buckets
+        if vocabs is not None and encode_type == "combo":
+            raise ValueError("Categorify: vocabs= is not supported with encode_type='combo' (as in NVTabular)")
+        #: given vocabularies, {name: [values in id order]} (JSON-able; see _given_vocabs)
+        self.vocabs = _given_vocabs(vocabs)
         self.input_groups: List[List[str]] = []
         self.stats_: Optional[Dict[str, Any]] = None
         self._index_cache: Dict[Any, Any] = {}
@@ -136,6 +166,46 @@ class Categorify(StatOperator):
                                     f"all be strings or all numbers, got {kinds}; cast them first, or use "
                                     f"encode_type='combo' to encode their combination")
 
+    # -- NVTabular's view of the vocabularies -----------------------------------------------------
+    @property
+    def categories(self) -> Dict[str, str]:
+        """Vocabulary name -> path of a parquet file of it, as NVTabular 23.08's ``op.categories``
+        (``unique.<name>.parquet``): one row per vocabulary value in id order, columns ``<name>``
+        (the value) and ``<name>_size`` (its count in the fitted data), the index being the id.
+        Written on first access after a fit into a temporary folder (empty dict before fit)."""
+        if not self.stats_:
+            return {}
+        cached = getattr(self, "_categories_files", None)
+        if cached is not None and cached[0] is self.stats_:
+            return dict(cached[1])
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="tabprep-categories-"))
+        files = {}
+        for key in self.stats_:
+            frame = self.category_frame(key)
+            path = folder / f"unique.{key}.parquet"
+            frame.to_parquet(path)
+            files[key] = str(path)
+        self._categories_files = (self.stats_, files)
+        return dict(files)
+
+    def category_frame(self, key: str) -> Any:
+        """The vocabulary ``key`` as a pandas frame: ``<key>`` values and ``<key>_size`` counts,
+        indexed by id (``2 + num_oov_buckets`` onwards), as NVTabular's unique-value files."""
+        import pandas as pd
+
+        self._require_fitted()
+        st = self.stats_[key]
+        values = _host(st["values"])
+        freqs = st.get("freqs")
+        start = OOV_START + self.num_oov_buckets
+        index = pd.RangeIndex(start, start + len(values), name="labels")
+        data = {key: values}
+        if freqs is not None:
+            data[f"{key}_size"] = np.asarray(freqs, dtype="int64")
+        return pd.DataFrame(data, index=index)
+
     # -- fit --------------------------------------------------------------------------
     def _key_series(self, key_cols: List[str], df: Any) -> List[Any]:
         if self.encode_type == "combo" and len(key_cols) > 1:
@@ -169,6 +239,11 @@ class Categorify(StatOperator):
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
             if max_size and entries <= 0:
                 values, freqs = values[:0], freqs[:0]
+            if self.vocabs and key in self.vocabs:
+                # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold
+                values = np.asarray(self.vocabs[key], dtype=object if values.dtype.kind == "O" or any(
+                    isinstance(v, str) for v in self.vocabs[key]) else None)
+                freqs = np.zeros(len(values), dtype="int64")
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
             check_id_dtype(self.dtype, OOV_START + self.num_oov_buckets + len(values) - 1, f"Categorify column {key!r}",
@@ -371,3 +446,27 @@ _INDEX_BUILD = threading.Lock()
 
 def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
+
+
+def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
+    """``vocabs=`` as ``{name: [values]}`` (Python scalars, JSON-able); None when not given."""
+    if vocabs is None:
+        return None
+    if type(vocabs).__name__ == "DataFrame":
+        vocabs = {c: vocabs[c] for c in vocabs.columns}
+    if not isinstance(vocabs, dict):
+        raise TypeError(f"Categorify vocabs must be a dict {{column: values}} or a DataFrame, got "
+                        f"{type(vocabs).__name__}")
+    out: Dict[str, list] = {}
+    for name, values in vocabs.items():
+        if isinstance(values, str):
+            raise TypeError(f"Categorify vocabs[{name!r}] is a string; give the values (a list, array or Series)")
+        vals = values.tolist() if hasattr(values, "tolist") else list(values)
+        vals = [v.item() if hasattr(v, "item") else v for v in vals]
+        if any(v is None or (isinstance(v, float) and v != v) for v in vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds a null; nulls always get id {NULL_ID}")
+        if len(set(vals)) != len(vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds duplicate values; each value needs one id")
+        out[str(name)] = vals
+    return out
+

@@ -38,6 +38,11 @@ class FillMedian(FillMissing, StatOperator):
     def fit_combine(self, partials: List[Dict[str, Sketch]]) -> Dict[str, Sketch]:
         return {c: combine_sketches([p[c] for p in partials]) for c in partials[0]}
 
+    @property
+    def medians(self) -> Dict[str, float]:
+        """Column -> fitted median (NVTabular's ``FillMedian.medians``; empty before fit)."""
+        return {c: st["median"] for c, st in (self.stats_ or {}).items()}
+
     def fit_finalize(self, columns: List[str], combined: Dict[str, Sketch]) -> None:
         self.stats_ = {}
         for c, sk in combined.items():

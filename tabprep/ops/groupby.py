@@ -1,9 +1,8 @@
 """Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Union
-
 import warnings
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 

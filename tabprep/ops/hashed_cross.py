@@ -1,9 +1,8 @@
 """HashedCross: one categorical id per combination of several columns' values, by hashing."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Union
-
 import warnings
+from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 

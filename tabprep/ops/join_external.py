@@ -63,9 +63,10 @@ class JoinExternal(Operator):
             raise ValueError(f"JoinExternal how must be 'left' or 'inner', got {how!r}")
         if not on:
             raise ValueError("JoinExternal needs the key column(s) 'on'")
+        df_or_path = _as_side_table(df_or_path)
         if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or is_frame(df_or_path)):
-            raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame or a parquet path, "
-                            f"got {type(df_or_path).__name__}")
+            raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame, a pyarrow Table, a dask "
+                            f"DataFrame, a tabprep Dataset or a parquet / csv path, got {type(df_or_path).__name__}")
         self.df_or_path = df_or_path
         self.on = on
         self.columns_ext = columns_ext
@@ -95,13 +96,13 @@ class JoinExternal(Operator):
         return self._host
 
     def _read_side(self, src: str) -> pa.Table:
-        """The parquet side table at ``src`` through tabprep's file systems (fsspec for URLs)."""
+        """The parquet (or csv, by suffix) side table at ``src`` through tabprep's file systems."""
         so = self.storage_options
         with fsmod.remote_errors(src, "read the JoinExternal side table"):
             tables = []
             for f in expand_paths(src, so):
                 path, filesystem = fsmod.arrow_path(f, so)
-                tables.append(pq.read_table(path, filesystem=filesystem))
+                tables.append(_read_side_file(path, filesystem))
         if not tables:
             raise FileNotFoundError(f"JoinExternal: no parquet file at {src!r}")
         return pa.concat_tables(tables, promote_options="default")
@@ -223,3 +224,42 @@ class JoinExternal(Operator):
         state = dict(self.__dict__)
         state["_cache"] = {}  # device copies are rebuilt where the op runs
         return state
+
+
+_SIDE_FORMATS = {".parquet": "parquet", ".parq": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+def _read_side_file(path: str, filesystem: Any) -> pa.Table:
+    """One side-table file: parquet, or csv by its ``.csv`` suffix (NVTabular's ``kind_ext``);
+    any other suffix is an error naming it."""
+    suffix = Path(path).suffix.lower()
+    kind = _SIDE_FORMATS.get(suffix, "parquet" if suffix == "" else None)
+    if kind is None:
+        raise ValueError(f"JoinExternal: cannot read the side table {path!r}: unknown format {suffix!r}; give a "
+                         f"parquet ({', '.join(k for k, v in _SIDE_FORMATS.items() if v == 'parquet')}) or "
+                         f".csv file, or a DataFrame / pyarrow Table")
+    if kind == "csv":
+        from pyarrow import csv as pacsv
+
+        if filesystem is None:
+            return pacsv.read_csv(path)
+        with filesystem.open_input_stream(path) as fh:
+            return pacsv.read_csv(fh)
+    return pq.read_table(path, filesystem=filesystem)
+
+
+def _as_side_table(obj: Any) -> Any:
+    """A pyarrow Table, dask DataFrame or tabprep Dataset side table as an in-memory frame
+    (NVTabular's JoinExternal accepts them); paths and frames as they are."""
+    if obj is None or isinstance(obj, (str, Path)) or is_frame(obj):
+        return obj
+    if isinstance(obj, pa.Table):
+        return backend.arrow_to_frame(obj, cpu=True)
+    from ..io.dataset import Dataset
+
+    if isinstance(obj, Dataset):
+        return obj.to_ddf().compute()
+    if type(obj).__module__.startswith(("dask", "dask_cudf")) and hasattr(obj, "compute"):
+        return obj.compute()
+    return obj
+

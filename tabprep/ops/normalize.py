@@ -49,6 +49,17 @@ class Normalize(StatOperator):
         return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]))
                 for c in partials[0]}
 
+    # NVTabular 23.08's names of the fitted statistics ({column: float}; empty before fit)
+    @property
+    def means(self) -> Dict[str, float]:
+        """Column -> fitted mean (NVTabular's ``Normalize.means``)."""
+        return {c: st["mean"] for c, st in (self.stats_ or {}).items()}
+
+    @property
+    def stds(self) -> Dict[str, float]:
+        """Column -> fitted standard deviation (NVTabular's ``Normalize.stds``)."""
+        return {c: st["std"] for c, st in (self.stats_ or {}).items()}
+
     def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Moments, MinMax]]) -> None:
         stats = {}
         for c, (m, mm) in combined.items():

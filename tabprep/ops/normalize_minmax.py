@@ -37,6 +37,17 @@ class NormalizeMinMax(StatOperator):
     def fit_combine(self, partials: List[Dict[str, MinMax]]) -> Dict[str, MinMax]:
         return {c: combine_minmax([p[c] for p in partials]) for c in partials[0]}
 
+    # NVTabular 23.08's names of the fitted statistics ({column: value}; empty before fit)
+    @property
+    def mins(self) -> Dict[str, Any]:
+        """Column -> fitted minimum (NVTabular's ``NormalizeMinMax.mins``)."""
+        return {c: st["min"] for c, st in (self.stats_ or {}).items()}
+
+    @property
+    def maxs(self) -> Dict[str, Any]:
+        """Column -> fitted maximum (NVTabular's ``NormalizeMinMax.maxs``)."""
+        return {c: st["max"] for c, st in (self.stats_ or {}).items()}
+
     def fit_finalize(self, columns: List[str], combined: Dict[str, MinMax]) -> None:
         self.stats_ = {c: {"min": m.min, "max": m.max} for c, m in combined.items()}
 

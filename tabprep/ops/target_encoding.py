@@ -57,7 +57,9 @@ class TargetEncoding(StatOperator):
         kfold: number of folds (>= 1).
         p_smooth: smoothing weight of the global mean (>= 0).
         out_dtype: float dtype of the outputs.
-        fold_seed: seed of the fold assignment.
+        fold_seed: seed of the fold assignment (default 42, as NVTabular). None (NVTabular:
+            unseeded random folds): a random seed drawn when the op is built, kept by the fitted
+            op, saved with it and sent to the workers, so one fit uses one fold assignment.
 
     Example:
         >>> te = ["user_id", "item_id"] >> TargetEncoding("click", kfold=5, p_smooth=20)
@@ -74,7 +76,7 @@ class TargetEncoding(StatOperator):
     _combo_format: int = COMBO_KEY_FORMAT
 
     def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
-                 out_dtype: str = "float32", fold_seed: int = 42) -> None:
+                 out_dtype: str = "float32", fold_seed: Optional[int] = 42) -> None:
         target = column_names_arg(target, "TargetEncoding(target=...)")  # NVTabular also takes nodes of raw columns
         if not target:
             raise ValueError("TargetEncoding needs a target column")
@@ -88,7 +90,9 @@ class TargetEncoding(StatOperator):
         self.kfold = int(kfold)
         self.p_smooth = p_smooth
         self.out_dtype = out_dtype
-        self.fold_seed = int(fold_seed)
+        self.fold_seed = None if fold_seed is None else int(fold_seed)
+        #: the seed in use: fold_seed, or one drawn now for fold_seed=None
+        self._seed = int(fold_seed) if fold_seed is not None else int(np.random.default_rng().integers(0, 2 ** 62))
         self.input_groups: List[List[str]] = []
         self.stats_: Optional[Dict[str, Any]] = None
         self._cache: Dict[Any, Any] = {}
@@ -128,7 +132,7 @@ class TargetEncoding(StatOperator):
             row = backend.int_values(backend.frame_lib(df).Series(idx), 0)
         else:
             row = xp.arange(len(df), dtype="int64")
-        return _splitmix64(row, self.fold_seed, xp) % np.uint64(self.kfold)
+        return _splitmix64(row, self._seed, xp) % np.uint64(self.kfold)
 
     # -- fit ----------------------------------------------------------------------------------------
     def _target_arrays(self, df: Any, xp: Any) -> Dict[str, Any]:
@@ -286,10 +290,12 @@ class TargetEncoding(StatOperator):
             pq.write_table(pa.table(cols), path / fname)
             files[key] = fname
         return {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups,
-                "combo_key_format": self._combo_format}
+                "combo_key_format": self._combo_format, "fold_seed_used": self._seed}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
+        if meta.get("fold_seed_used") is not None:
+            self._seed = int(meta["fold_seed_used"])
         k = self.kfold
         keys = {}
         for key, fname in meta["files"].items():

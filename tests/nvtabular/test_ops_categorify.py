@@ -121,3 +121,62 @@ def test_combo_ids_do_not_depend_on_nulls_elsewhere_in_the_partition():
     out = wf.transform(tp.Dataset(ddf)).to_ddf().compute()["a_b"].tolist()
     assert out[0] == out[2] == out[3] and out[1] != out[0]
     assert len(op.stats_["a_b"]["values"]) == 2
+
+
+def test_num_buckets_hashes_rare_values():
+    """num_buckets=int: OOV (and rare, under freq_threshold) values go to ids [2, 2 + num_buckets)
+    by hash (Categorify docstring "Encoding Convention"; _encode's _hash_bucket), vocabulary after."""
+    from conftest import ref_murmur3
+
+    vals = ["a"] * 3 + ["b"] * 3 + ["r1", "r2", "r3"]
+    df = pd.DataFrame({"x": vals})
+    wf = tp.Workflow(["x"] >> ops.Categorify(num_buckets=4, freq_threshold=2))
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()["x"].tolist()
+    assert out[:6] == [6, 6, 6, 7, 7, 7]
+    assert out[6:] == [2 + ref_murmur3(v) % 4 for v in ["r1", "r2", "r3"]]
+    assert wf.output_schema["x"].properties["cardinality"] == 2 + 4 + 2
+
+
+def test_num_buckets_dict_and_conflicts_are_errors():
+    """A per-column dict is refused by name (not supported yet); num_buckets and num_oov_buckets
+    disagreeing is an error; num_buckets alone warns as NVTabular does."""
+    with pytest.raises(ValueError, match="num_buckets"):
+        ops.Categorify(num_buckets={"x": 3})
+    with pytest.raises(ValueError, match="num_oov_buckets"):
+        ops.Categorify(num_buckets=3, num_oov_buckets=5)
+    with pytest.warns(UserWarning, match="num_buckets"):
+        ops.Categorify(num_buckets=3)
+
+
+def test_dtype_none_is_int64():
+    """dtype=None (NVTabular's default) gives int64 ids."""
+    out = tp.Workflow(["x"] >> ops.Categorify(dtype=None)).fit_transform(tp.Dataset(pd.DataFrame({"x": [1, 2]})))
+    assert str(out.to_ddf().compute()["x"].dtype) == "int64"
+
+
+def test_given_vocabs():
+    """vocabs={col: values} (Categorify.process_vocabs): ids in the given order from
+    2 + num_buckets, unseen values OOV (2), nulls 1; also from a DataFrame."""
+    df = pd.DataFrame({"x": ["b", "a", "z", None, "b"], "n": [5, 7, 9, 5, 1]})
+    wf = tp.Workflow(["x", "n"] >> ops.Categorify(vocabs={"x": pd.Series(["a", "b"]), "n": [7, 5]}))
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["x"].tolist() == [4, 3, 2, 1, 4]
+    assert out["n"].tolist() == [4, 3, 2, 4, 2]
+    assert wf.output_schema["x"].properties["cardinality"] == 5
+    wf = tp.Workflow(["x"] >> ops.Categorify(vocabs=pd.DataFrame({"x": ["b", "a"]})))
+    assert wf.fit_transform(tp.Dataset(df)).to_ddf().compute()["x"].tolist() == [3, 4, 2, 1, 3]
+
+
+def test_given_vocabs_errors():
+    """combo + vocabs (NVTabular: ValueError), nulls or duplicates in a vocabulary are errors."""
+    with pytest.raises(ValueError, match="combo"):
+        ops.Categorify(encode_type="combo", vocabs={"x": ["a"]})
+    with pytest.raises(ValueError, match="duplicate"):
+        ops.Categorify(vocabs={"x": ["a", "a"]})
+    with pytest.raises(ValueError, match="null"):
+        ops.Categorify(vocabs={"x": ["a", None]})
+
+
+def test_check_op_vocabs():
+    """The conformance battery with given vocabularies."""
+    check_op(ops.Categorify(vocabs={"s": ["a", "bb"], "i": [1, 2, 3]}), columns=["s", "i"])

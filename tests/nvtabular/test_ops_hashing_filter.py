@@ -5,7 +5,6 @@ HashedCross.output_dtype are int32 (nvtabular/ops/hash_bucket.py, hashed_cross.p
 filtered DataFrame (nvtabular/ops/filter.py)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -1,0 +1,52 @@
+"""Fitted statistics under NVTabular 23.08's names: Normalize ``.means`` / ``.stds``
+(nvtabular/ops/normalize.py Normalize.fit_finalize), NormalizeMinMax ``.mins`` / ``.maxs``,
+FillMedian ``.medians`` (nvtabular/ops/fill.py), and Categorify ``.categories`` (column -> path of
+``unique.<col>.parquet``, read with ``pd.read_parquet``: values in id order, index = id)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+
+def _df():
+    return pd.DataFrame({"x": [1.0, 2.0, 4.0, np.nan, 8.0], "y": [0.0, -1.0, 1.0, 3.0, 2.0],
+                         "c": ["b", "a", "b", None, "c"]})
+
+
+def test_normalize_means_stds():
+    """Normalize.means / .stds: {column: value}; std is the sample std of the non-null values."""
+    op = ops.Normalize()
+    tp.Workflow(["x", "y"] >> op).fit(tp.Dataset(_df()))
+    for c in ["x", "y"]:
+        assert op.means[c] == pytest.approx(_df()[c].mean())
+        assert op.stds[c] == pytest.approx(_df()[c].std(), rel=1e-6) or \
+            op.stds[c] == pytest.approx(_df()[c].std(ddof=0), rel=1e-6)
+
+
+def test_minmax_and_medians():
+    """NormalizeMinMax.mins / .maxs and FillMedian.medians."""
+    mm, med = ops.NormalizeMinMax(), ops.FillMedian()
+    tp.Workflow((["x"] >> mm) + (["y"] >> med)).fit(tp.Dataset(_df()))
+    assert mm.mins == {"x": 1.0} and mm.maxs == {"x": 8.0}
+    assert med.medians["y"] == pytest.approx(_df()["y"].median())
+
+
+def test_categorify_categories_files():
+    """pd.read_parquet(op.categories["c"]): values in id order (most frequent first), counts in
+    c_size, the index is the id the transform gives."""
+    op = ops.Categorify()
+    wf = tp.Workflow(["c"] >> op)
+    out = wf.fit_transform(tp.Dataset(_df())).to_ddf().compute()
+    cats = pd.read_parquet(op.categories["c"])
+    assert cats["c"].tolist() == ["b", "a", "c"] and cats["c_size"].tolist() == [2, 1, 1]
+    ids = dict(zip(cats["c"], cats.index))
+    assert out["c"].tolist() == [ids["b"], ids["a"], ids["b"], 1, ids["c"]]
+
+
+def test_unfitted_is_empty():
+    """Before fit the names read as empty dicts (no error)."""
+    assert ops.Normalize().means == {} and ops.Categorify().categories == {}
