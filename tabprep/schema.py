@@ -103,9 +103,9 @@ class ColumnSchema:
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
         object.__setattr__(self, "tags", tuple(sorted(set(str(t) for t in self.tags))))
-        # merlin-core keeps a list column's lengths in properties["value_count"] and names a
-        # categorical domain (properties["domain"]["name"]: the vocabulary, else the column); the
-        # fields stay the truth and properties mirror them, so both spellings read the same
+        # merlin-core keeps a list column's lengths in properties["value_count"], and NVTabular's
+        # Categorify names its domain (properties["domain"]["name"]: the vocabulary); the fields
+        # stay the truth and properties mirror them, so both spellings read the same
         props = dict(self.properties)
         vc = self.value_count
         given = props.get("value_count")
@@ -116,8 +116,8 @@ class ColumnSchema:
         else:
             props.pop("value_count", None)
         dom = props.get("domain")
-        if isinstance(dom, dict) and "name" not in dom:
-            props["domain"] = {**dom, "name": str(props.get("vocabulary", self.name))}
+        if isinstance(dom, dict) and "name" not in dom and props.get("vocabulary") is not None:
+            props["domain"] = {**dom, "name": str(props["vocabulary"])}  # Categorify's, as NVTabular names it
         object.__setattr__(self, "value_count", vc)
         object.__setattr__(self, "properties", props)
 
