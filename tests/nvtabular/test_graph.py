@@ -116,3 +116,15 @@ def test_input_output_dtypes_and_fit_schema(df):
     assert wf.input_dtypes == {"b": "str", "c": "float64"}
     assert list(wf.output_dtypes) == ["b", "c"] and wf.output_dtypes["c"] == "float64"
     assert wf.output_dtypes["b"] == wf.output_schema["b"].dtype
+
+
+def test_subworkflows_and_clear_stats(df):
+    """Workflow.subworkflows (names) and clear_stats() (fit again after)."""
+    wf = tp.Workflow(tp.Subgraph("conts", ["c"] >> ops.Normalize()) + ["label"])
+    assert wf.subworkflows == ["conts"]
+    wf.fit(tp.Dataset(df))
+    assert wf.fitted
+    wf.clear_stats()
+    assert not wf.fitted
+    with pytest.raises(RuntimeError, match="fit"):
+        wf.transform(df)
