@@ -336,8 +336,11 @@ class ColumnSelector:
                 self.subgroups.append(n)
             elif isinstance(n, (list, tuple)):
                 self.subgroups.append(ColumnSelector(list(n)))
+            elif isinstance(n, str):
+                self.names.append(n)
             else:
-                self.names.append(str(n))
+                raise TypeError(f"ColumnSelector takes column names, lists of names and selectors, got "
+                                f"{type(n).__name__}: {n!r}")
         for g in list(subgroups or []):
             self.subgroups.append(g if isinstance(g, ColumnSelector) else ColumnSelector(g))
         tags = [tags] if isinstance(tags, str) else list(tags or [])
@@ -365,10 +368,19 @@ class ColumnSelector:
     def select_from(self, schema: "Schema") -> "Schema":
         return schema.select(self.resolve(schema))
 
-    def __add__(self, other: Any) -> "ColumnSelector":
-        other = other if isinstance(other, ColumnSelector) else ColumnSelector(other)
+    def __add__(self, other: Any) -> Any:
+        if not isinstance(other, ColumnSelector):
+            if not (isinstance(other, str) or (isinstance(other, (list, tuple))
+                                               and all(isinstance(x, str) for x in other))):
+                return NotImplemented  # a node: Node.__radd__ merges the selection into the graph
+            other = ColumnSelector(other)
         return ColumnSelector(self.names + [n for n in other.names if n not in self.names],
                               subgroups=self.subgroups + other.subgroups, tags=self.tags + other.tags)
+
+    def __radd__(self, other: Any) -> Any:
+        if isinstance(other, str) or (isinstance(other, (list, tuple)) and all(isinstance(x, str) for x in other)):
+            return ColumnSelector(other) + self
+        return NotImplemented
 
     def __bool__(self) -> bool:
         return bool(self.names or self.subgroups or self.tags)

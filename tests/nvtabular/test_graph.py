@@ -128,3 +128,13 @@ def test_subworkflows_and_clear_stats(df):
     assert not wf.fitted
     with pytest.raises(RuntimeError, match="fit"):
         wf.transform(df)
+
+
+def test_column_selector_merges_with_nodes_and_names():
+    """merlin.dag: ColumnSelector + node, node + ColumnSelector, names + ColumnSelector."""
+    node = ["a"] >> ops.LogOp()
+    assert (tp.ColumnSelector(["b"]) + node).output_columns == ["b", "a"]
+    assert (node + tp.ColumnSelector(["b"])).output_columns == ["a", "b"]
+    assert (["x"] + tp.ColumnSelector(["b"])).names == ["x", "b"]
+    with pytest.raises(TypeError, match="ColumnSelector"):
+        tp.ColumnSelector([1.5])
