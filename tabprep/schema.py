@@ -105,9 +105,9 @@ class ColumnSchema:
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
         object.__setattr__(self, "tags", tuple(sorted(set(str(t) for t in self.tags))))
-        # merlin-core keeps a list column's lengths in properties["value_count"] and names a
-        # categorical domain (properties["domain"]["name"]: the vocabulary, else the column); the
-        # fields stay the truth and properties mirror them, so both spellings read the same
+        # merlin-core keeps a list column's lengths in properties["value_count"], and NVTabular's
+        # Categorify names its domain (properties["domain"]["name"]: the vocabulary); the fields
+        # stay the truth and properties mirror them, so both spellings read the same
         props = dict(self.properties)
         vc = self.value_count
         given = props.get("value_count")
@@ -118,8 +118,8 @@ class ColumnSchema:
         else:
             props.pop("value_count", None)
         dom = props.get("domain")
-        if isinstance(dom, dict) and "name" not in dom:
-            props["domain"] = {**dom, "name": str(props.get("vocabulary", self.name))}
+        if isinstance(dom, dict) and "name" not in dom and props.get("vocabulary") is not None:
+            props["domain"] = {**dom, "name": str(props["vocabulary"])}  # Categorify's, as NVTabular names it
         object.__setattr__(self, "value_count", vc)
         object.__setattr__(self, "properties", props)
 
@@ -338,8 +338,11 @@ class ColumnSelector:
                 self.subgroups.append(n)
             elif isinstance(n, (list, tuple)):
                 self.subgroups.append(ColumnSelector(list(n)))
+            elif isinstance(n, str):
+                self.names.append(n)
             else:
-                self.names.append(str(n))
+                raise TypeError(f"ColumnSelector takes column names, lists of names and selectors, got "
+                                f"{type(n).__name__}: {n!r}")
         for g in list(subgroups or []):
             self.subgroups.append(g if isinstance(g, ColumnSelector) else ColumnSelector(g))
         tags = [tags] if isinstance(tags, str) else list(tags or [])
@@ -367,10 +370,19 @@ class ColumnSelector:
     def select_from(self, schema: "Schema") -> "Schema":
         return schema.select(self.resolve(schema))
 
-    def __add__(self, other: Any) -> "ColumnSelector":
-        other = other if isinstance(other, ColumnSelector) else ColumnSelector(other)
+    def __add__(self, other: Any) -> Any:
+        if not isinstance(other, ColumnSelector):
+            if not (isinstance(other, str) or (isinstance(other, (list, tuple))
+                                               and all(isinstance(x, str) for x in other))):
+                return NotImplemented  # a node: Node.__radd__ merges the selection into the graph
+            other = ColumnSelector(other)
         return ColumnSelector(self.names + [n for n in other.names if n not in self.names],
                               subgroups=self.subgroups + other.subgroups, tags=self.tags + other.tags)
+
+    def __radd__(self, other: Any) -> Any:
+        if isinstance(other, str) or (isinstance(other, (list, tuple)) and all(isinstance(x, str) for x in other)):
+            return ColumnSelector(other) + self
+        return NotImplemented
 
     def __bool__(self) -> bool:
         return bool(self.names or self.subgroups or self.tags)

@@ -195,7 +195,8 @@ def partition_lengths(ds: tp.Dataset) -> List[int]:
 def to_pandas(obj: Any) -> pd.DataFrame:
     """pandas frame of a Dataset / dask frame / cuDF frame, index reset."""
     if isinstance(obj, tp.Dataset):
-        obj = obj.compute()
+        # the partitions as computed (Arrow list columns); Dataset.compute() hands users numpy cells
+        obj = obj.to_ddf().compute()
     elif hasattr(obj, "compute") and hasattr(obj, "npartitions"):
         obj = obj.compute()
     if hasattr(obj, "to_pandas") and not isinstance(obj, pd.DataFrame):

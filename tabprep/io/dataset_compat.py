@@ -77,6 +77,30 @@ class DatasetCompat:
             order = [order[i] for i in idx]
         return _FrameIter(self, cols, order * max(1, int(epochs)))
 
+    @property
+    def partition_lens(self) -> List[int]:
+        """Rows of each partition (merlin-core's; parquet: from the footers, no data read)."""
+        if self.engine == "parquet" and self._ddf is None and self._tables is None:  # type: ignore[attr-defined]
+            return [p.num_rows for p in self.pieces] or [0]  # type: ignore[attr-defined]
+        return [int(n) for n in self.to_ddf().map_partitions(len).compute()]  # type: ignore[attr-defined]
+
+    def repartition(self, npartitions: Optional[int] = None, partition_size: Any = None) -> Any:
+        """A dataset of the same rows in ``npartitions`` partitions (or of about ``partition_size``
+        bytes each), as merlin-core's ``repartition`` (dask's)."""
+        ddf = self.to_ddf().repartition(npartitions=npartitions, partition_size=partition_size)  # type: ignore
+        return type(self)(ddf, schema=self.schema)  # type: ignore[attr-defined]
+
+    def sample_dtypes(self, n: int = 1, annotate_lists: bool = False) -> Dict[str, Any]:
+        """``{column: dtype}`` (merlin-core's; list columns as ``list<elem>`` names, or with
+        ``annotate_lists`` as ``{"dtype", "is_list", "is_ragged"}`` dicts)."""
+        out: Dict[str, Any] = {}
+        for c in self.schema:  # type: ignore[attr-defined]
+            if annotate_lists:
+                out[c.name] = {"dtype": c.dtype, "is_list": c.is_list, "is_ragged": c.is_ragged}
+            else:
+                out[c.name] = f"list<{c.dtype}>" if c.is_list else c.dtype
+        return out
+
     def to_cpu(self) -> Any:
         """Read and compute on the CPU (pandas) from now on (merlin-core's ``to_cpu``). Returns the dataset."""
         return self._move(True)

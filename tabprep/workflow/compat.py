@@ -25,6 +25,18 @@ class WorkflowCompat:
         sch = self.input_schema  # type: ignore[attr-defined]
         return {c: sch[c].dtype for c in self.input_columns if c in sch}  # type: ignore[attr-defined]
 
+    @property
+    def subworkflows(self) -> List[str]:
+        """Names of the :func:`Subgraph` parts of this workflow (NVTabular's)."""
+        return [_SUBGRAPHS[id(n)][0] for n in self.nodes  # type: ignore[attr-defined]
+                if id(n) in _SUBGRAPHS and _SUBGRAPHS[id(n)][1] is n]
+
+    def clear_stats(self) -> None:
+        """Forget every op's fitted statistics (NVTabular's ``clear_stats``); fit again after."""
+        for n in self.stat_nodes:  # type: ignore[attr-defined]
+            n.op.clear()
+        self._output_schema = None
+
     def get_subworkflow(self, name: str) -> Any:
         """The part of the graph named with :func:`Subgraph` as a workflow of its own, sharing this
         workflow's ops (fitted statistics included) and bound to its input schema when known."""

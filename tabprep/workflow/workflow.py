@@ -66,7 +66,9 @@ class Workflow(WorkflowCompat):
     #: the clock of ``op_timer``'s seconds (``time.thread_time`` gives CPU seconds of the op's thread)
     op_clock: Callable[[], float] = staticmethod(time.perf_counter)
 
-    def __init__(self, output: Any) -> None:
+    def __init__(self, output: Any, client: Any = None) -> None:
+        if client is not None:  # NVTabular's (deprecated there too): tabprep uses the current client
+            log.warning("Workflow(client=...) is ignored: tabprep uses the current dask.distributed client, if any")
         self.output_node: Node = as_node(output)
         self.nodes: List[Node] = iter_nodes(self.output_node)
         self._ids = {id(n): f"n{i}" for i, n in enumerate(self.nodes)}

@@ -153,3 +153,14 @@ def test_to_parquet_dtypes_roles_and_shuffle_enum(tmp_path):
         tp.Dataset(df).to_parquet(str(tmp_path / "o2"), dtypes={"nope": "int32"})
     tp.Dataset(df).to_parquet(str(tmp_path / "o3"), shuffle=tp.io.Shuffle.FULL, seed=1)
     assert sorted(pq.read_table(tmp_path / "o3", ignore_prefixes=["_"]).column("a").to_pylist()) == list(range(6))
+
+
+def test_partition_lens_repartition_sample_dtypes(tmp_path):
+    """merlin.io.Dataset.partition_lens, repartition(npartitions=), sample_dtypes()."""
+    _five_row_groups(tmp_path / "d.parquet")
+    ds = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=2)
+    assert ds.partition_lens == [8, 8, 4]
+    re = ds.repartition(npartitions=2)
+    assert re.npartitions == 2 and sum(re.partition_lens) == 20
+    assert re.compute()["a"].tolist() == list(range(20))
+    assert ds.sample_dtypes() == {"a": "int64", "x": "float64", "s": "str"}

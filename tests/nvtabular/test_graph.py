@@ -116,3 +116,25 @@ def test_input_output_dtypes_and_fit_schema(df):
     assert wf.input_dtypes == {"b": "str", "c": "float64"}
     assert list(wf.output_dtypes) == ["b", "c"] and wf.output_dtypes["c"] == "float64"
     assert wf.output_dtypes["b"] == wf.output_schema["b"].dtype
+
+
+def test_subworkflows_and_clear_stats(df):
+    """Workflow.subworkflows (names) and clear_stats() (fit again after)."""
+    wf = tp.Workflow(tp.Subgraph("conts", ["c"] >> ops.Normalize()) + ["label"])
+    assert wf.subworkflows == ["conts"]
+    wf.fit(tp.Dataset(df))
+    assert wf.fitted
+    wf.clear_stats()
+    assert not wf.fitted
+    with pytest.raises(RuntimeError, match="fit"):
+        wf.transform(df)
+
+
+def test_column_selector_merges_with_nodes_and_names():
+    """merlin.dag: ColumnSelector + node, node + ColumnSelector, names + ColumnSelector."""
+    node = ["a"] >> ops.LogOp()
+    assert (tp.ColumnSelector(["b"]) + node).output_columns == ["b", "a"]
+    assert (node + tp.ColumnSelector(["b"])).output_columns == ["a", "b"]
+    assert (["x"] + tp.ColumnSelector(["b"])).names == ["x", "b"]
+    with pytest.raises(TypeError, match="ColumnSelector"):
+        tp.ColumnSelector([1.5])
