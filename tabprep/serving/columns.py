@@ -115,8 +115,14 @@ def scalar(col: ColumnSchema, v: Any, cast: bool, kind: str) -> Any:
             return _cast_to_int(col, v)
         raise _refuse(col, f"{_pytype(v)} ({v!r})")
     if kind == "f":
-        if t is float or t is int:
-            return _round_float(float(v), col.dtype)
+        if t is float:
+            return _round_float(v, col.dtype)
+        if t is int:
+            try:
+                return _round_float(float(v), col.dtype)
+            except OverflowError:  # JSON allows any integer: 2**1100 has no float64
+                raise ServingInputError(f"column {col.name!r} (float): the integer {str(v)[:20]}... "
+                                        f"({len(str(abs(v)))} digits) is beyond the range of float64", col.name) from None
         if isinstance(v, (np.floating, np.integer)) and not isinstance(v, np.bool_):
             return _round_float(float(v), col.dtype)
         if cast:

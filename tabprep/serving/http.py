@@ -27,6 +27,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -68,6 +69,29 @@ def _dumps(obj: Any, flat_values: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+#: a JSON escape of a UTF-16 surrogate (``\ud800``): only a pair of them is a character
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _refuse_surrogates(obj: Any, column: Optional[str] = None) -> None:
+    """422 naming the column whose string holds a lone surrogate (Python's json accepts one,
+    it is no Unicode text: hashing or writing it would fail or silently differ)."""
+    stack = [(obj, column)]
+    while stack:
+        o, col = stack.pop()
+        if isinstance(o, str):
+            try:
+                o.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _HTTPError(422, f"column {col!r}: the string {o[:20]!r} holds a lone UTF-16 surrogate "
+                                      f"(\\ud800-\\udfff without its pair), which is not Unicode text", col) from None
+        elif isinstance(o, dict):
+            stack.extend((v, k if col is None or k not in ("rows", "columns") else col) for k, v in o.items())
+            stack.extend((k, col) for k in o)
+        elif isinstance(o, list):
+            stack.extend((v, col) for v in o)
+
+
 class _HTTPError(Exception):
     def __init__(self, status: int, message: str, column: Optional[str] = None) -> None:
         super().__init__(message)
@@ -89,7 +113,16 @@ class Handler:
                 req = _loads(body)
             except (ValueError, UnicodeDecodeError) as exc:
                 raise _HTTPError(400, f"the body is not valid JSON: {exc}") from None
-            return 200, self._transform(req, cast)
+            except RecursionError:
+                raise _HTTPError(400, "the body is nested too deeply (JSON arrays / objects inside each other); "
+                                      "a request holds rows of column values") from None
+            if _SURROGATE.search(body):
+                _refuse_surrogates(req)
+            try:
+                return 200, self._transform(req, cast)
+            except RecursionError:
+                raise _HTTPError(400, "a value of the body is nested too deeply (lists inside lists); a column "
+                                      "holds a value or a list of values") from None
         except _HTTPError as exc:
             return exc.status, _error(exc.message, exc.column)
         except ServingInputError as exc:

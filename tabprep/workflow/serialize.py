@@ -190,8 +190,7 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
     if not spec_path.exists():
         raise FileNotFoundError(f"{str(root)!r} is not a saved tabprep workflow (no {SPEC_FILE}); "
                                 f"save one with workflow.save(path) or `tabprep fit`")
-    with open(spec_path) as fh:
-        spec = json.load(fh)
+    spec = _read_spec(spec_path)
     if not isinstance(spec, dict) or not isinstance(spec.get("nodes"), list):
         raise ValueError(f"{spec_path} is not a saved tabprep workflow (no list of nodes); it was edited or damaged")
     version = spec.get("format_version", 0)
@@ -212,7 +211,11 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
                 raise ValueError(f"{spec_path}: node {nid!r} cannot be rebuilt ({type(exc).__name__}: {exc}); "
                                  f"the file was edited or damaged") from exc
             built[nid] = node
-        wf = Workflow(built[spec["output"]])
+        out = spec.get("output")
+        if not isinstance(out, str) or out not in built:
+            raise ValueError(f"{spec_path}: the output node {out!r} is not one of its nodes "
+                             f"({', '.join(list(built)[:8])}); the file was edited or damaged")
+        wf = Workflow(built[out])
         names = spec.get("feature_names")
         if isinstance(names, dict):
             wf._spec_names = {wf.node_id(built[nid]): str(name) for nid, name in names.items() if nid in built}
@@ -220,8 +223,38 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
     if profile.is_file():  # checked against stats_files above
         with open(profile) as fh:
             wf.profile_ = json.load(fh)
-    wf._bind(Schema.from_dict(spec["input_schema"]), f"the saved input schema of {display or root}")
+    try:
+        schema = Schema.from_dict(spec["input_schema"])
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        raise ValueError(f"{spec_path}: 'input_schema' is missing or damaged ({type(exc).__name__}: {exc}); "
+                         f"the file was edited or damaged") from None
+    wf._bind(schema, f"the saved input schema of {display or root}")
     return wf
+
+
+def _read_spec(spec_path: Path) -> Any:
+    """workflow.json decoded, or ``ValueError`` naming it and the damage (empty, not text, not
+    JSON, nested too deeply, a number too long): never a raw decoder error."""
+    redo = "restore the folder or save the workflow again"
+    raw = spec_path.read_bytes()
+    if not raw.strip():
+        raise ValueError(f"{spec_path} is empty (an interrupted copy?); {redo}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{spec_path} is not a text file (not UTF-8 at byte {exc.start}): it is binary or damaged; "
+                         f"{redo}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{spec_path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}): it "
+                         f"is truncated or damaged; {redo}") from None
+    except RecursionError:
+        raise ValueError(f"{spec_path} is nested too deeply to be a saved workflow; it was edited or damaged; "
+                         f"{redo}") from None
+    except ValueError as exc:  # a number past Python's digit limit for int()
+        raise ValueError(f"{spec_path} holds a number too long to read ({exc}); it was edited or damaged; "
+                         f"{redo}") from None
 
 
 @contextlib.contextmanager
