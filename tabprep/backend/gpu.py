@@ -494,10 +494,26 @@ class CudfParquetReader:
 @_register(L.list_leaves)
 def _list_leaves(series: Any):
     col = series.list
+    if isinstance(series.dtype.element_type, cudf.ListDtype):
+        # nested lists: one level, as on the CPU (cuDF's .list.leaves flattens every level)
+        return _one_level(series)
     leaves = col.leaves
     lengths = col.len().fillna(0).astype("int64").values
     offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
     return leaves.reset_index(drop=True), offsets
+
+
+def _one_level(series: Any):
+    """(elements, offsets) of the outer level of a nested list series (null rows as empty lists)."""
+    lengths = series.list.len().fillna(0).astype("int64").values
+    offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
+    exploded = series.reset_index(drop=True).explode()
+    # explode gives an empty or null row one null element: keep the elements of non-empty rows only
+    width = cupy.maximum(lengths, 1)
+    starts = cupy.cumsum(width) - width
+    keep = cupy.ones(int(width.sum()), dtype=bool)
+    keep[starts[lengths == 0]] = False
+    return exploded[keep].reset_index(drop=True), offsets
 
 
 @_register(L._list_from_leaves)

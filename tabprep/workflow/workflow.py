@@ -186,7 +186,7 @@ class Workflow:
                     if dep not in inp:
                         inp = inp + input_schema.select([dep])
                 nested = [c for c in n.input_columns if c in inp and inp[c].is_list and inp[c].dtype.startswith("list<")]
-                if nested:
+                if nested and not getattr(n.op, "supports_nested", False):
                     raise TypeError(f"{n.op.label}: column(s) {nested} in {source} hold nested lists (list<list<...>>), "
                                     f"which tabprep's ops and loaders do not support; flatten them to one list level "
                                     f"(or leave them out of the ops: plain selected columns pass through)")

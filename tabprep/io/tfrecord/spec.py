@@ -83,6 +83,9 @@ def spec_for(schema: Schema, batch_size: Optional[int] = None, compression: Opti
         ValueError: bad batch_size/compression, or feature keys collide (a list column
             ``x`` next to a column named ``x__values``/``x__lengths`` when prebatched).
     """
+    from .nested import expand_schema
+
+    schema = expand_schema(schema)   # nested columns: leaf values + one row-lengths feature per inner level
     batch_size = _check_batch_size(batch_size)
     compression = _check_compression(compression)
     features = []
@@ -104,6 +107,7 @@ def spec_for(schema: Schema, batch_size: Optional[int] = None, compression: Opti
             "is_list": bool(col.is_list),
             "shape": shape,
             "keys": keys,
+            **({"nested": col.properties["nested"]} if "nested" in col.properties else {}),
         })
     return {
         "format": "tfrecord",
