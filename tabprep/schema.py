@@ -380,3 +380,27 @@ def check_input_dtypes(fitted: "Schema", given: "Schema", columns: Iterable[str]
             if f.is_list != g.is_list or not dtypes_compatible(f.dtype, g.dtype):
                 bad.append(name)
     return bad
+
+
+def nest_like(out: Schema, inp: Schema, nested: Iterable[str]) -> Schema:
+    """``out`` (an op's output schema) with the columns named like the nested list inputs ``nested``
+    nested as their input: an op element-wise on the leaves gave the leaf dtype, so the levels (and
+    their value counts) come from the input; an op that handles nesting itself (ListSlice on the
+    outer level, ValueCount) kept the dtype, and its ``value_count`` is the outer level's."""
+    nested = set(nested)
+    cols = []
+    for c in out:
+        src = inp[c.name] if c.name in nested and c.name in inp else None
+        if src is None or src.depth < 2:
+            cols.append(c)
+            continue
+        levels = src.depth - 1
+        if c.is_list and c.dtype.count("list<") >= levels:
+            vcs = c.value_counts
+            if vcs and vcs[0] != c.value_count:
+                vcs = [c.value_count] + list(vcs[1:])
+            cols.append(c.with_(value_counts=vcs))
+            continue
+        cols.append(c.with_(dtype="list<" * levels + c.dtype + ">" * levels, is_list=True, is_ragged=src.is_ragged,
+                            value_count=src.value_count, value_counts=src.value_counts))
+    return Schema(cols)

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
-from .ragged import PAD_ID, RaggedBatch, _RaggedColumn, _row_ids, _xp
+from .ragged import PAD_ID, RaggedBatch, _RaggedColumn, _row_ids, _xp, pad_ragged
 
 #: ``sparse_max`` of a nested column: one maximum length per level, or None (detected per chunk)
 DenseSize = Union[int, Tuple[int, ...], None]
@@ -226,8 +226,6 @@ def pad_chunk_column(col: _RaggedColumn, size: DenseSize, name: str = "") -> Any
     if isinstance(col, _NestedColumn):
         lengths = [col.levels[0].lengths] + [lv.values for lv in col.levels]
         return pad_nested(col.values, lengths, _as_shape(size, len(col.levels) + 1, name), name)
-    from .ragged import pad_ragged
-
     return pad_ragged(col, int(size))
 
 

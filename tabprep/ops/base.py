@@ -79,6 +79,11 @@ class Operator:
     #: True when the op accepts list (multi-hot) columns element-wise; False: :meth:`check_input`
     #: refuses list columns with a clear error
     supports_lists: bool = False
+    #: nested list columns (``list<list<...>>``): ``False`` refuses them by name at bind time;
+    #: ``"leaves"``: the op is element-wise on list leaves and the workflow runs it on one flat list
+    #: of leaves per row, then rebuilds the nesting (null rows and null inner lists kept;
+    #: :func:`tabprep.backend.on_leaves`); ``"native"``: the op handles nested columns itself
+    supports_nested: Any = False
     #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
     #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False

@@ -19,6 +19,7 @@ class LogOp(Operator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self) -> None:
         pass

@@ -30,6 +30,7 @@ class Normalize(StatOperator):
 
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self) -> None:
         self.stats_ = None

@@ -27,7 +27,7 @@ class ValueCount(StatOperator):
 
     supports_lists = True
     #: nested lists (list<list<...>>): min / max per level, as ``value_counts`` in the schema
-    supports_nested = True
+    supports_nested = "native"
 
     def __init__(self) -> None:
         self.stats_: Optional[Dict[str, Any]] = None

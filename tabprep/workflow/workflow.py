@@ -14,7 +14,7 @@ from .. import backend
 from .._util import did_you_mean, is_frame
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, kind_mismatch_message
+from ..schema import Schema, check_input_dtypes, kind_mismatch_message, nest_like
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
@@ -192,6 +192,8 @@ class Workflow:
                                     f"(or leave them out of the ops: plain selected columns pass through)")
                 n.op.check_input(inp, n.input_columns)
                 schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
+                if nested:   # outputs of the nested inputs keep their nesting (and per-level counts)
+                    schemas[id(n)] = nest_like(schemas[id(n)], inp, nested)
         self.input_schema = input_schema
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
@@ -250,7 +252,10 @@ class Workflow:
         cols = n.input_columns
         start = self.op_clock() if self.op_timer is not None else 0.0
         try:
-            out = n.op.transform(cols, inp)
+            if getattr(n.op, "supports_nested", False) == "leaves":   # nested lists: on flat leaves per row
+                out = backend.on_leaves(inp, cols, lambda frame: n.op.transform(cols, frame))
+            else:
+                out = n.op.transform(cols, inp)
         except Exception as exc:
             # the user's exception object itself (type, args, attributes intact), with context added
             _add_context(exc, f"{n.op.label} failed on columns {cols}")

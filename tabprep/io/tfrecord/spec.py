@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ..commit import TFRECORD_SPEC_FILE
 from ...schema import ColumnSchema, Schema
+from .nested import expand_schema
 
 #: Name of the spec file written into every TFRecord output folder.
 SPEC_FILE = TFRECORD_SPEC_FILE
@@ -83,8 +84,6 @@ def spec_for(schema: Schema, batch_size: Optional[int] = None, compression: Opti
         ValueError: bad batch_size/compression, or feature keys collide (a list column
             ``x`` next to a column named ``x__values``/``x__lengths`` when prebatched).
     """
-    from .nested import expand_schema
-
     schema = expand_schema(schema)   # nested columns: leaf values + one row-lengths feature per inner level
     batch_size = _check_batch_size(batch_size)
     compression = _check_compression(compression)
