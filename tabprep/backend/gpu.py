@@ -547,6 +547,16 @@ def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_
     return out.rename(name)
 
 
+@_register(L.list_levels)
+def _list_levels(series: Any):
+    offsets = []
+    cur = series
+    while isinstance(cur.dtype, cudf.ListDtype):
+        cur, offs = _list_leaves(cur)
+        offsets.append(offs)
+    return cur, offsets
+
+
 @_register(L.nested_flatten)
 def _nested_flatten(series: Any):
     """cuDF: every level's offsets (null lists empty) and validity, on the device."""

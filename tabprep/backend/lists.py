@@ -76,6 +76,29 @@ nested_rebuild = Dispatch("nested_rebuild", """The nested list series of ``struc
 ``name``: null rows and null inner lists of the original come back null.""")
 
 
+list_levels = Dispatch("list_levels", """(leaf series, [row offsets of every level, outermost first])
+of a (nested) list series: level 0's offsets index level 1's lists, the last level's the leaves.
+
+Null lists at any level are treated as empty; null leaves stay null.""")
+
+
+@list_levels.register(object)
+def _list_levels_pandas(series: Any):
+    # Arrow offsets level by level: no pandas series for the inner levels (the loader's hot path)
+    cur = _arrow_list(series)
+    offsets = []
+    while pa.types.is_list(cur.type) or pa.types.is_large_list(cur.type) or pa.types.is_fixed_size_list(cur.type):
+        if pa.types.is_fixed_size_list(cur.type):
+            cur = cur.cast(pa.list_(cur.type.value_type))
+        if cur.null_count:   # a null list may own a slot range in Arrow: make it empty
+            cur = cur.fill_null(pa.scalar([], type=cur.type))
+        offs = np.asarray(cur.offsets, dtype=np.int64)
+        base = int(offs[0])
+        offsets.append(offs - base if base else offs)
+        cur = cur.values.slice(base, int(offs[-1]) - base)
+    return arrow_to_frame(pa.table({"v": cur}), cpu=True)["v"], offsets
+
+
 def list_depth(series: Any) -> int:
     """List levels of a series: 0 (scalar), 1 (``list<int64>``), 2 (``list<list<int64>>``)..."""
     dtype = series.dtype
@@ -182,4 +205,4 @@ def flatten_nested(df: Any, columns: Any) -> Any:
     return make_frame({c: (nested_flatten(df[c])[0] if c in nested else df[c]) for c in df.columns}, like=df)
 
 
-register_gpu_lazy(list_leaves, _list_from_leaves, nested_flatten, nested_rebuild)
+register_gpu_lazy(list_leaves, _list_from_leaves, nested_flatten, nested_rebuild, list_levels)

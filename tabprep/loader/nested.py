@@ -104,11 +104,7 @@ def nested_column(s: Any, values_fn: Any) -> _NestedColumn:
 
     Null rows and null inner lists count as empty lists; null leaves follow ``values_fn``
     (0 / NaN with a warning, as flat list columns)."""
-    level_offsets: List[Any] = []
-    cur = s
-    while backend.is_list_series(cur):
-        cur, offsets = backend.list_leaves(cur)
-        level_offsets.append(offsets)
+    cur, level_offsets = backend.list_levels(s)
     values = values_fn(cur)
     xp = _xp(values)
     level_offsets = [xp.ascontiguousarray(xp.asarray(o, dtype=xp.int64)) for o in level_offsets]
@@ -123,8 +119,23 @@ def nested_column(s: Any, values_fn: Any) -> _NestedColumn:
 
 def take_nested(col: _NestedColumn, perm: Any, take: Any) -> _NestedColumn:
     """Rows ``perm`` of a nested column (``take`` is :func:`tabprep.loader.ragged.take_ragged`)."""
-    top = take(_RaggedColumn(col.values, col.offsets), perm)
-    return _NestedColumn(top.values, top.offsets, levels=[take(lv, perm) for lv in col.levels])
+    top = _take_level(_RaggedColumn(col.values, col.offsets), perm, take)
+    return _NestedColumn(top.values, top.offsets, levels=[_take_level(lv, perm, take) for lv in col.levels])
+
+
+def _take_level(col: _RaggedColumn, perm: Any, take: Any) -> _RaggedColumn:
+    """Rows ``perm`` of one level: when every row has as many values (fixed-shape data such as the SOK
+    slots), one gather of a ``(rows, width)`` block instead of the per-value ragged gather."""
+    xp = _xp(col.offsets)
+    rows = len(col.offsets) - 1
+    if rows:
+        width = int(col.offsets[1] - col.offsets[0])
+        if int(col.offsets[-1] - col.offsets[0]) == width * rows and bool((_diff(col.offsets) == width).all()):
+            lo = int(col.offsets[0])
+            block = col.values[lo:lo + width * rows].reshape(rows, width)
+            return _RaggedColumn(xp.ascontiguousarray(block[perm]).reshape(-1),
+                                 xp.arange(len(perm) + 1, dtype=xp.int64) * width)
+    return take(col, perm)
 
 
 def _host_offsets(col: _RaggedColumn) -> np.ndarray:
