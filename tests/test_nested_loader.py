@@ -205,3 +205,18 @@ def test_jax_dense_and_nnzs(tmp_path):
 
 # Keras on JAX / PyTorch: tests/keras_backend_check.py's nested_check (run by test_keras_backends.py,
 # one subprocess per backend, shared with the other Keras checks)
+
+
+def test_core_fixed_shape_shuffled_rows_keep_their_keys(tmp_path, backend):
+    # fixed-width levels take the 2-D block gather: every row must still carry its own keys
+    keys = np.arange(40 * 5 * 3).reshape(40, 5, 3)
+    pd.DataFrame({"x": keys.tolist(), "row": np.arange(40)}).to_parquet(tmp_path / "d.parquet", row_group_size=16)
+    loader = DataLoader(str(tmp_path / "d.parquet"), batch_size=7, cat_names=["x"], label_names=["row"], shuffle=True,
+                        seed=5, device="cpu" if backend == "cpu" else 0, buffer_size=16, parts_per_chunk=2)
+    seen = []
+    for batch in loader:
+        ids = _host(batch["row"]).tolist()
+        np.testing.assert_array_equal(_host(batch["x"].values), keys[ids].reshape(-1))
+        assert [a.tolist() for a in map(_host, batch["x"].nested_row_lengths)] == [[5] * len(ids), [3] * 5 * len(ids)]
+        seen += ids
+    assert sorted(seen) == list(range(40)) and seen != list(range(40))
