@@ -123,9 +123,9 @@ class ServingTransform:
         self._out_index = index[id(wf.output_node)]
         self._row_plan = _fuse_elementwise(self._plan, self._out_index)
         self.input_names: List[str] = raw
-        self.input_schema: Schema = flat_schema(wf.input_schema.select(raw))
-        self._in_cols: List[Tuple[str, ColumnSchema, str]] = [(c, self.input_schema[c], kind_of(self.input_schema[c].dtype))
-                                                              for c in raw]
+        self.input_schema: Schema = wf.input_schema.select(raw)
+        leaves = flat_schema(self.input_schema)   # nested columns: described by their leaves inside
+        self._in_cols: List[Tuple[str, ColumnSchema, str]] = [(c, leaves[c], kind_of(leaves[c].dtype)) for c in raw]
         bad = [(c, s.dtype) for c, s, k in self._in_cols if k == "?"]
         if bad:
             raise ServingBuildError(f"cannot serve input columns of dtypes {bad} (ints, floats, bools, strings "
