@@ -90,7 +90,8 @@ def main(argv: Any = None) -> Dict[str, Any]:
     try:
         paths = write(work, args.rows, args.slots, args.nnz, row_group=min(args.piece_rows, args.rows))
         assert np.array_equal(first_batch_keys(paths["nested"], args), first_batch_keys(paths["flat"], args))
-        res: Dict[str, Any] = {"rows": args.rows, "shape": [args.slots, args.nnz], "device": "gpu" if args.gpu else "cpu"}
+        res: Dict[str, Any] = {"rows": args.rows, "shape": [args.slots, args.nnz],
+                               "device": "gpu" if args.gpu else "cpu"}
         for layout, sizes in (("ragged", (None, None)), ("dense", ((args.slots, args.nnz), args.slots * args.nnz))):
             nested = epoch_seconds(paths["nested"], args, sizes[0], args.passes)
             flat = epoch_seconds(paths["flat"], args, sizes[1], args.passes)

@@ -476,7 +476,8 @@ class DataLoader:
                 # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
                 out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
                                                                           and not leaves_are_integers(leaves)))
-                check_fixed(out[name], name, self._output_schema(), "this chunk")
+                check_fixed(out[name], name, self._output_schema(),
+                            "the chunk being read (rows counted before shuffling)")
             elif backend.is_list_series(s):
                 leaves, offsets = backend.list_leaves(s)
                 values = self._values(leaves, name, name in cont)

@@ -79,7 +79,8 @@ def expand_table(table: pa.Table, schema: Schema) -> pa.Table:
         extra = []
         for k in range(1, len(offsets)):
             lengths = np.diff(offsets[k])
-            extra.append((row_lengths_key(c.name, k), pa.LargeListArray.from_arrays(pa.array(row_off), pa.array(lengths))))
+            lengths_list = pa.LargeListArray.from_arrays(pa.array(row_off), pa.array(lengths))
+            extra.append((row_lengths_key(c.name, k), lengths_list))
             row_off = offsets[k][row_off]
         i = table.column_names.index(c.name)
         table = table.set_column(i, c.name, pa.LargeListArray.from_arrays(pa.array(row_off), leaves))
