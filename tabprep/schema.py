@@ -91,7 +91,12 @@ class ColumnSchema:
             ``embedding_dim``, ``num_buckets``, ``domain`` (``{"min": .., "max": ..}``).
         is_list: True for multi-hot (list) columns.
         is_ragged: True when list lengths vary (False for fixed-length lists).
-        value_count: ``{"min": int, "max": int}`` list lengths when known, else None.
+        value_count: ``{"min": int, "max": int}`` list lengths when known, else None (of a
+            nested column: the lengths of its rows, i.e. of the outermost level).
+        value_counts: nested list columns only (``dtype`` ``"list<int64>"`` for
+            ``list<list<int64>>``): ``[{"min": .., "max": ..}, ...]`` per level, outermost first,
+            when known (``ValueCount`` records them); ``[100, 10]`` is :attr:`fixed_shape` when every
+            level has one length. None otherwise (and not written to JSON).
     """
 
     name: str
@@ -101,6 +106,7 @@ class ColumnSchema:
     is_list: bool = False
     is_ragged: bool = False
     value_count: Optional[Dict[str, int]] = None
+    value_counts: Optional[List[Optional[Dict[str, int]]]] = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
@@ -122,6 +128,29 @@ class ColumnSchema:
             props["domain"] = {**dom, "name": str(props["vocabulary"])}  # Categorify's, as NVTabular names it
         object.__setattr__(self, "value_count", vc)
         object.__setattr__(self, "properties", props)
+        if self.value_counts is not None:
+            object.__setattr__(self, "value_counts", [None if v is None else dict(v) for v in self.value_counts])
+
+    @property
+    def depth(self) -> int:
+        """List levels: 0 for a scalar column, 1 for ``list<int64>``, 2 for ``list<list<int64>>``..."""
+        if not self.is_list:
+            return 0
+        return 1 + self.dtype.count("list<")
+
+    @property
+    def leaf_dtype(self) -> str:
+        """The dtype of the innermost values (``dtype`` itself unless the column is nested)."""
+        return self.dtype[self.dtype.rfind("list<") + 5:].rstrip(">") if "list<" in self.dtype else self.dtype
+
+    @property
+    def fixed_shape(self) -> Optional[List[int]]:
+        """Per-level lengths of a nested column whose every level has one length (e.g. ``[100, 10]``),
+        else None."""
+        vcs = self.value_counts
+        if not vcs or any(v is None or v.get("min") is None or v.get("min") != v.get("max") for v in vcs):
+            return None
+        return [int(v["max"]) for v in vcs]
 
     # -- convenience -------------------------------------------------------------
     def with_(self, **changes: Any) -> "ColumnSchema":
@@ -154,7 +183,7 @@ class ColumnSchema:
         return None if value is None else int(value)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "dtype": self.dtype,
             "tags": list(self.tags),
@@ -163,6 +192,10 @@ class ColumnSchema:
             "is_ragged": self.is_ragged,
             "value_count": self.value_count,
         }
+        if self.depth > 1:   # nested lists only: flat columns' JSON stays as it was
+            out["depth"] = self.depth
+            out["value_counts"] = self.value_counts
+        return out
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ColumnSchema":
@@ -174,6 +207,7 @@ class ColumnSchema:
             is_list=bool(data.get("is_list", False)),
             is_ragged=bool(data.get("is_ragged", False)),
             value_count=data.get("value_count"),
+            value_counts=data.get("value_counts"),
         )
 
 
@@ -218,6 +252,7 @@ class Schema:
 
     def __repr__(self) -> str:
         rows = [f"  {c.name}: {c.dtype}{'[list]' if c.is_list else ''} tags={list(c.tags)}"
+                + (f" shape={c.fixed_shape}" if c.fixed_shape else "")
                 + (f" cardinality={c.cardinality}" if c.cardinality is not None else "")
                 for c in self]
         return "Schema(\n" + "\n".join(rows) + "\n)"
@@ -506,6 +541,14 @@ def dtypes_compatible(fitted: str, given: str) -> bool:
 def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = False, fix: str = CAST_HINT) -> str:
     """The message for a refused kind change: names the column, both dtypes and the fix."""
     suffix = "[list]" if is_list else ""
+    fitted_levels, given_levels = normalize_dtype(fitted).count("list<"), str(given).count("list<")
+    # (an object column of arrays, described as strings, has no known nesting: the generic message)
+    if is_list and fitted_levels != given_levels and not str(given).startswith("str"):
+        # list<list<..>> vs list<..>: no cast changes the nesting, so the cast hint would mislead
+        return (f"column {column!r} holds lists nested {given_levels + 1} levels deep ({given}{suffix}) but the "
+                f"workflow was fitted on {fitted_levels + 1} level(s) ({normalize_dtype(fitted)}{suffix}): "
+                f"{'deeper' if given_levels > fitted_levels else 'shallower'} nesting than fitted is refused; "
+                f"give the column the fitted nesting, or refit the workflow on data nested like this")
     return (f"column {column!r}: the workflow was fitted on {normalize_dtype(fitted)}{suffix} values but got "
             f"{given}{suffix}; {fix}")
 
@@ -587,3 +630,27 @@ def check_bucket_dtype(dtype: Any, num_buckets: Any, op: str = "HashBucket") -> 
     items = num_buckets.items() if isinstance(num_buckets, dict) else [(None, num_buckets)]
     for col, nb in items:
         check_id_dtype(dtype, int(nb) - 1, op if col is None else f"{op} column {col!r}", f"{int(nb)} buckets")
+
+
+def nest_like(out: Schema, inp: Schema, nested: Iterable[str]) -> Schema:
+    """``out`` (an op's output schema) with the columns named like the nested list inputs ``nested``
+    nested as their input: an op element-wise on the leaves gave the leaf dtype, so the levels (and
+    their value counts) come from the input; an op that handles nesting itself (ListSlice on the
+    outer level, ValueCount) kept the dtype, and its ``value_count`` is the outer level's."""
+    nested = set(nested)
+    cols = []
+    for c in out:
+        src = inp[c.name] if c.name in nested and c.name in inp else None
+        if src is None or src.depth < 2:
+            cols.append(c)
+            continue
+        levels = src.depth - 1
+        if c.is_list and c.dtype.count("list<") >= levels:
+            vcs = c.value_counts
+            if vcs and vcs[0] != c.value_count:
+                vcs = [c.value_count] + list(vcs[1:])
+            cols.append(c.with_(value_counts=vcs))
+            continue
+        cols.append(c.with_(dtype="list<" * levels + c.dtype + ">" * levels, is_list=True, is_ragged=src.is_ragged,
+                            value_count=src.value_count, value_counts=src.value_counts))
+    return Schema(cols)

@@ -91,7 +91,23 @@ def main() -> None:
     again = keras.saving.load_model(path)
     np.testing.assert_allclose(keras.ops.convert_to_numpy(again(x)), keras.ops.convert_to_numpy(model(x)),
                                rtol=1e-5)
+    nested_check(work)
     print("ok", expected, [round(v, 4) for v in loss])
+
+
+def nested_check(work: str) -> None:
+    """A nested list column (issue #31) on this backend: dense (batch, 4, 3) without sparse_max (fixed
+    shape from the data) and NVTabular's (values, nnzs) with sparse_format="tuple"."""
+    keys = np.arange(6 * 4 * 3).reshape(6, 4, 3)
+    path = os.path.join(work, "nested.parquet")
+    pd.DataFrame({"x": keys.tolist(), "y": np.arange(6)}).to_parquet(path)
+    common = dict(batch_size=6, cont_names=["x"], label_names=["y"], shuffle=False, device="cpu")
+    x, _ = next(iter(KerasSequenceLoader(path, sparse_as_dense=True, **common)))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(x["x"]), keys)
+    x, _ = next(iter(KerasSequenceLoader(path, sparse_format="tuple", **common)))
+    values, nnzs = (keras.ops.convert_to_numpy(t) for t in x["x"])
+    np.testing.assert_array_equal(values.ravel(), keys.ravel())
+    assert nnzs.ravel().tolist() == [12] * 6
 
 
 if __name__ == "__main__":

@@ -82,3 +82,15 @@ def test_example_jax_movielens_loss_falls_one_compile(tmp_path):
                                                "--dir", str(tmp_path)])
     assert res["losses"][-1] < res["losses"][0]
     assert res["compiles"] == 1                      # dense lists + drop_last: one shape, one compile
+
+
+def test_example_sok_split_every_rank_reads_its_keys_in_order(tmp_path, capsys):
+    # the SOK notebook's data path: nested samples.tolist() (100 x 10), passthrough split
+    # (out_files_per_proc and split_per_worker), one KerasSequenceLoader per rank, the reshape;
+    # the example asserts each rank's keys equal its contiguous range of the samples, in order
+    import pytest
+
+    pytest.importorskip("tensorflow")
+    res = _load_example("sok_split").main(["--rows", "64", "--gpu-num", "2", "--batch", "16", "--dir", str(tmp_path)])
+    assert res == {"rows": 64, "ranks": 2, "files": {"out_files_per_proc": 2, "split_per_worker": 2}}
+    assert "every rank read exactly its rows' keys in order" in capsys.readouterr().out

@@ -1,5 +1,5 @@
 """Core DataLoader behaviours NVTabular users rely on (issue #14): stateless workflows attach without
-fit, sparse_as_dense pads only sparse_names, nested lists are refused naming the column."""
+fit, sparse_as_dense pads only sparse_names, nested lists come as leaves + leaves per row."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,10 +32,14 @@ def test_core_sparse_as_dense_only_for_sparse_names(tmp_path):
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_core_nested_lists_refused_with_column_name(tmp_path, shuffle):
-    df = pd.DataFrame({"x": [[[1, 2], [3]], [[4]], [], [[5, 6, 7]]] * 5, "label": np.arange(20)})
+def test_core_nested_lists_give_leaves_and_leaves_per_row(tmp_path, shuffle):
+    # (once refused by name; issue #31) NVTabular's layout: leaf values + leaves per row
+    rows = [[[1, 2], [3]], [[4]], [], [[5, 6, 7]]] * 5
+    df = pd.DataFrame({"x": rows, "label": np.arange(20)})
     df.to_parquet(tmp_path / "d.parquet")
     loader = DataLoader(str(tmp_path / "d.parquet"), batch_size=4, cat_names=["x"], label_names=["label"],
                         shuffle=shuffle, seed=0, device="cpu")
-    with pytest.raises(TypeError, match=r"'x'.*nested"):
-        next(iter(loader))
+    batch = next(iter(loader))
+    want = [rows[i] for i in batch["label"]]
+    assert batch["x"].values.tolist() == [v for r in want for inner in r for v in inner]
+    assert batch["x"].lengths.tolist() == [sum(len(inner) for inner in r) for r in want]

@@ -531,10 +531,26 @@ class CudfParquetReader:
 @_register(L.list_leaves)
 def _list_leaves(series: Any):
     col = series.list
+    if isinstance(series.dtype.element_type, cudf.ListDtype):
+        # nested lists: one level, as on the CPU (cuDF's .list.leaves flattens every level)
+        return _one_level(series)
     leaves = col.leaves
     lengths = col.len().fillna(0).astype("int64").values
     offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
     return leaves.reset_index(drop=True), offsets
+
+
+def _one_level(series: Any):
+    """(elements, offsets) of the outer level of a nested list series (null rows as empty lists)."""
+    lengths = series.list.len().fillna(0).astype("int64").values
+    offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
+    exploded = series.reset_index(drop=True).explode()
+    # explode gives an empty or null row one null element: keep the elements of non-empty rows only
+    width = cupy.maximum(lengths, 1)
+    starts = cupy.cumsum(width) - width
+    keep = cupy.ones(int(width.sum()), dtype=bool)
+    keep[starts[lengths == 0]] = False
+    return exploded[keep].reset_index(drop=True), offsets
 
 
 @_register(L._list_from_leaves)
@@ -566,6 +582,51 @@ def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_
         out = cudf.Series.from_arrow(arr)
     out.index = like.index
     return out.rename(name)
+
+
+@_register(L.list_levels)
+def _list_levels(series: Any):
+    offsets = []
+    cur = series
+    while isinstance(cur.dtype, cudf.ListDtype):
+        cur, offs = _list_leaves(cur)
+        offsets.append(offs)
+    return cur, offsets
+
+
+@_register(L.nested_flatten)
+def _nested_flatten(series: Any):
+    """cuDF: every level's offsets (null lists empty) and validity, on the device."""
+    levels = []
+    cur = series.reset_index(drop=True)
+    while isinstance(cur.dtype, cudf.ListDtype):
+        lengths = cur.list.len().fillna(0).astype("int64").values
+        valid = cur.notna().values if cur.null_count else None
+        levels.append((cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)]), valid))
+        cur = _one_level(cur)[0] if isinstance(cur.dtype.element_type, cudf.ListDtype) \
+            else cur.list.leaves.reset_index(drop=True)
+    row_off = levels[0][0]
+    for offs, _ in levels[1:]:
+        row_off = offs[row_off]
+    flat = _gpu_list_from_leaves(cur, row_off, series, series.name, keep_nulls=True)
+    return flat, (levels, series)
+
+
+@_register(L.nested_rebuild)
+def _nested_rebuild(flat: Any, structure: Any, name: Any):
+    levels, original = structure
+    cur = flat.list.leaves.reset_index(drop=True)
+    for k in range(len(levels) - 1, -1, -1):
+        offs, valid = levels[k]
+        if k == 0:
+            like = original
+        else:   # a stand-in series carrying this level's null mask (only its mask and index are read)
+            like = cudf.Series(cupy.zeros(len(offs) - 1, dtype="int8"))
+            if valid is not None:
+                like = like.where(cudf.Series(valid))
+        cur = _gpu_list_from_leaves(cur, offs, like, None, keep_nulls=valid is not None)
+    cur.index = flat.index
+    return cur.rename(name)
 
 
 # ---------------------------------------------------------------------------

@@ -161,6 +161,11 @@ def echo_description(info: Dict[str, Any]) -> None:
         card = c.get("properties", {}).get("cardinality")
         dim = sizes.get(c["name"], [None, None])[1]
         dtype = c["dtype"] + ("[]" if c.get("is_list") else "")
+        if c.get("depth", 1) > 1:   # nested: leaf dtype, one [] per level ([100] where the level is fixed)
+            vcs = c.get("value_counts") or [None] * c["depth"]
+            dtype = c["dtype"].replace("list<", "").rstrip(">") + "".join(
+                f"[{v['max']}]" if v and v.get("min") is not None and v.get("min") == v.get("max") else "[]"
+                for v in vcs)
         echo(f"  {c['name']:<{w}}  {dtype:<8} {','.join(c.get('tags', [])):<26} "
              f"{card if card is not None else '':>11} {dim if dim is not None else '':>7}")
     if sizes:

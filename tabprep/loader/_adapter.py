@@ -83,7 +83,9 @@ def is_batch_fn(obj: Any) -> bool:
 def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max: Dict[str, int]) -> Dict[str, int]:
     """``{column: max_len}`` of the list columns ``names`` (``sparse_names`` with
     ``sparse_as_dense``), which the adapter pads per batch; the others stay ragged."""
-    out: Dict[str, int] = {}
+    from .nested import dense_size
+
+    out: Dict[str, Any] = {}
     if not names:
         return out
     schema = loader.output_schema
@@ -92,13 +94,7 @@ def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max
         if n not in emitted:
             raise KeyError(f"sparse_names lists {n!r}, which is not among the emitted feature columns "
                            f"{sorted(emitted)}")
-        m = sparse_max.get(n)
-        if m is None and schema is not None and n in schema and schema[n].value_count:
-            m = schema[n].value_count.get("max")
-        if m is None:
-            raise ValueError(f"sparse_as_dense needs the maximum length of list column {n!r}: it is not in the "
-                             f"schema (value_count), pass sparse_max={{{n!r}: N}}")
-        out[n] = int(m)
+        out[n] = dense_size(n, sparse_max.get(n), schema)   # per level for a nested column
     return out
 
 
@@ -315,12 +311,17 @@ class FrameworkLoader(LoaderViews):
         return [arr[j] for j in range(block.shape[0])]
 
     def _list_column(self, name: str, value: RaggedBatch) -> Any:
+        from .nested import NestedBatch, pad_batch
+
         dense = self._dense_columns()
         if name in dense:
-            return self._array(pad_lists(value.values, value.lengths, dense[name]))
+            return self._array(pad_batch(value, dense[name], name))
         xp = backend.array_module(value.values)
-        if self.sparse_format == "nnzs":
+        if self.sparse_format == "nnzs":   # nested too: leaves and leaves per row, as NVTabular
             return self._array(value.values), self._array(value.lengths.astype(xp.int32))
+        if isinstance(value, NestedBatch):  # offsets per level, outermost first (each without its end)
+            return self._array(value.values), tuple(self._array(lengths_to_offsets(lengths, xp))
+                                                    for lengths in value.nested_row_lengths)
         return self._array(value.values), self._array(lengths_to_offsets(value.lengths, xp))
 
     def _convert_batch(self, batch: Dict[str, Any]) -> Any:

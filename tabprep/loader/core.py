@@ -71,6 +71,8 @@ from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation, plan_pieces, 
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
+from .nested import (check_fixed, dense_size, is_nested_series, leaves_are_integers, nested_column,  # noqa: F401
+                     pad_chunk_column)
 from .sources import (FRAME_UNIT_ROWS, reader_cpu, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
                       _ParquetSource, _Piece, _Source, _Unit, reader_options)
 
@@ -365,16 +367,11 @@ class DataLoader:
             self._sparse_names = [n for n in names if n in schema and schema[n].is_list]
         else:
             self._sparse_names = []
-        self._sparse_max: Dict[str, int] = {}
+        self._sparse_max: Dict[str, Any] = {}
         if self.sparse_as_dense:
             for n in self._sparse_names:
-                m = self._sparse_max_arg.get(n)
-                if m is None and schema is not None and n in schema and schema[n].value_count:
-                    m = schema[n].value_count.get("max")
-                if m is None:
-                    raise ValueError(f"sparse_as_dense needs the maximum length of list column {n!r}: it is not in "
-                                     f"the schema (value_count), pass sparse_max={{{n!r}: N}}")
-                self._sparse_max[n] = int(m)
+                # an int per flat list column; per level for a nested one (None: its fixed shape, from the data)
+                self._sparse_max[n] = dense_size(n, self._sparse_max_arg.get(n), schema)
 
     # -- planning --------------------------------------------------------------------------
     def _target_piece_rows(self) -> int:
@@ -468,7 +465,7 @@ class DataLoader:
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
                 # padded in chunk order, gathered with the other columns below
-                columns[name] = pad_ragged(columns[name], m)
+                columns[name] = pad_chunk_column(columns[name], m, name)
         chunk = build_blocks(columns, self._label_names, perm, first, n)
         for c in chunk.columns.values():
             if isinstance(c, _RaggedColumn):
@@ -492,11 +489,14 @@ class DataLoader:
                 s = raw[name]
             else:
                 s = df[name]
-            if backend.is_list_series(s):
+            if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
+                # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
+                out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
+                                                                          and not leaves_are_integers(leaves)))
+                check_fixed(out[name], name, self._output_schema(),
+                            "the chunk being read (rows counted before shuffling)")
+            elif backend.is_list_series(s):
                 leaves, offsets = backend.list_leaves(s)
-                if backend.is_list_series(leaves) or getattr(leaves, "dtype", None) == object:
-                    raise TypeError(f"column {name!r} is a nested list (list<list<...>>): the loader emits one level "
-                                    f"of lists; flatten it in the workflow or write it as one list column")
                 values = self._values(leaves, name, name in cont)
                 xp = _xp(values)
                 out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))

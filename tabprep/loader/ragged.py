@@ -66,7 +66,11 @@ def _row_ids(offsets: Any, nnz: int, xp: Any) -> Any:
 
 
 def take_ragged(col: _RaggedColumn, perm: Any) -> _RaggedColumn:
-    """Rows ``perm`` (an int array on the column's device) of a ragged column."""
+    """Rows ``perm`` (an int array on the column's device) of a ragged column (flat or nested)."""
+    if getattr(col, "levels", None) is not None:
+        from .nested import take_nested
+
+        return take_nested(col, perm, take_ragged)
     xp = _xp(col.offsets)
     lengths = col.lengths[perm]
     offsets = xp.zeros(len(lengths) + 1, dtype=xp.int64)
@@ -106,6 +110,10 @@ _take_aligned = backend.take_aligned
 def _slice(col: Any, a: int, b: int) -> Any:
     """Rows ``[a, b)`` of a chunk column (views)."""
     if isinstance(col, _RaggedColumn):
+        if getattr(col, "levels", None) is not None:
+            from .nested import slice_nested
+
+            return slice_nested(col, a, b)
         host = col.host_offsets if col.host_offsets is not None else col.offsets
         lo, hi = int(host[a]), int(host[b])
         return RaggedBatch(col.values[lo:hi], col.lengths[a:b])
@@ -117,7 +125,11 @@ def _concat_batches(parts: List[Dict[str, Any]]) -> Dict[str, Any]:
         return parts[0]
     out = {}
     for name, first in parts[0].items():
-        if isinstance(first, RaggedBatch):
+        if getattr(first, "levels", None) is not None:
+            from .nested import concat_nested
+
+            out[name] = concat_nested([p[name] for p in parts])
+        elif isinstance(first, RaggedBatch):
             xp = _xp(first.values)
             out[name] = RaggedBatch(xp.concatenate([p[name].values for p in parts]),
                                     xp.concatenate([p[name].lengths for p in parts]))

@@ -122,7 +122,8 @@ else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
     tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
-from ._adapter import LoaderViews, attach_workflow, dense_columns, is_batch_fn, pad_lists, raw_schema  # noqa: E402
+from ._adapter import LoaderViews, attach_workflow, dense_columns, is_batch_fn, pad_lists, raw_schema  # noqa: E402,F401
+from .nested import NestedBatch, pad_batch  # noqa: E402
 
 #: keyword arguments of keras.utils.PyDataset
 _PYDATASET_KWARGS = {"workers", "use_multiprocessing", "max_queue_size"}
@@ -423,7 +424,10 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 if name in dense:
-                    x[name] = _to_backend(pad_lists(value.values, value.lengths, dense[name]))
+                    x[name] = _to_backend(pad_batch(value, dense[name], name))
+                elif self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
+                    x[name] = tf.RaggedTensor.from_nested_row_lengths(
+                        _to_tensor(value.values), [_to_tensor(v) for v in value.nested_row_lengths], validate=False)
                 elif self.ragged:
                     x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
                                                                _to_tensor(value.lengths), validate=False)
@@ -463,10 +467,13 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 dtype = str(value.values.dtype)
+                depth = value.depth if isinstance(value, NestedBatch) else 1
                 if self.ragged:
-                    inputs[name] = keras.Input(shape=(None,), dtype=dtype, name=name, ragged=True)
+                    inputs[name] = keras.Input(shape=(None,) * depth, dtype=dtype, name=name, ragged=True)
                 elif name in self._dense_columns():
-                    inputs[name] = keras.Input(shape=(self._dense_columns()[name],), dtype=dtype, name=name)
+                    size = self._dense_columns()[name]
+                    shape = tuple(self._template_shape(name, value, size)) if depth > 1 else (size,)
+                    inputs[name] = keras.Input(shape=shape, dtype=dtype, name=name)
                 else:
                     values = keras.Input(shape=(1,), dtype=dtype, name=name + "__values")
                     nnzs = keras.Input(shape=(1,), dtype="int32", name=name + "__nnzs")
@@ -478,6 +485,13 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 shape = (1,) if value.ndim == 1 else tuple(value.shape[1:])
                 inputs[name] = keras.Input(shape=shape, dtype=str(value.dtype), name=name)
         return inputs
+
+    @staticmethod
+    def _template_shape(name: str, value: Any, size: Any) -> Any:
+        """Per-level dense shape of a nested column (from the first batch when the schema has none)."""
+        from .nested import pad_batch
+
+        return pad_batch(value, size, name).shape[1:]
 
     def __repr__(self) -> str:
         return repr(self.loader).replace("DataLoader(", "KerasSequenceLoader(", 1)

@@ -124,6 +124,11 @@ class Operator(metaclass=_OperatorType):
     #: True when the op only moves values (Rename, AddMetadata, Filter, LambdaOp's user code):
     #: struct / map / decimal / binary columns may then flow through it; other ops refuse them
     passes_opaque: bool = False
+    #: nested list columns (``list<list<...>>``): ``False`` refuses them by name at bind time;
+    #: ``"leaves"``: the op is element-wise on list leaves and the workflow runs it on one flat list
+    #: of leaves per row, then rebuilds the nesting (null rows and null inner lists kept;
+    #: :func:`tabprep.backend.on_leaves`); ``"native"``: the op handles nested columns itself
+    supports_nested: Any = False
     #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
     #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False

@@ -71,6 +71,7 @@ class Categorify(StatOperator):
 
     output_tags = (Tags.CATEGORICAL,)
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
     #: combined-key format of this op's vocabularies (see :data:`COMBO_KEY_FORMAT`); set by fit / load
     _combo_format: int = COMBO_KEY_FORMAT
     supports_groups = True

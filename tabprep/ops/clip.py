@@ -18,6 +18,7 @@ class Clip(Operator):
     """
 
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self, min_value: Optional[float] = None, max_value: Optional[float] = None) -> None:
         if min_value is None and max_value is None:

@@ -37,6 +37,7 @@ class FillMissing(Operator):
     """
 
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self, fill_val: Any = 0, add_binary_cols: bool = False) -> None:
         self.fill_val = fill_val

@@ -28,6 +28,7 @@ class HashBucket(Operator):
 
     output_tags = (Tags.CATEGORICAL, Tags.HASHED)
     supports_lists = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self, num_buckets: Union[int, Dict[str, int]], dtype: str = "int32",
                  embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:

@@ -51,6 +51,7 @@ class ListSlice(Operator):
     """
 
     supports_lists = True
+    supports_nested = "native"   # nested lists: slices the outer level (the lists of each row)
 
     def __init__(self, start: int, end: Optional[int] = None, pad: bool = False, pad_value: Any = 0.0) -> None:
         if not isinstance(start, (int, np.integer)) or (end is not None and not isinstance(end, (int, np.integer))):

@@ -20,6 +20,7 @@ class LogOp(Operator):
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
     numeric_input = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self) -> None:
         pass

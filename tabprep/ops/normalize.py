@@ -31,6 +31,7 @@ class Normalize(StatOperator):
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
     numeric_input = True
+    supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
     def __init__(self) -> None:
         self.stats_ = None

@@ -26,6 +26,8 @@ class ValueCount(StatOperator):
     """
 
     supports_lists = True
+    #: nested lists (list<list<...>>): min / max per level, as ``value_counts`` in the schema
+    supports_nested = "native"
 
     def __init__(self) -> None:
         self.stats_: Optional[Dict[str, Any]] = None
@@ -37,21 +39,29 @@ class ValueCount(StatOperator):
             if not backend.is_list_series(s):
                 out[c] = None
                 continue
-            _, offsets = backend.list_leaves(s)
-            xp = backend.array_module(offsets)
-            lengths = (offsets[1:] - offsets[:-1])[~xp.asarray(backend.isnull(s))]
-            out[c] = [int(lengths.min()), int(lengths.max())] if lengths.size else None
+            out[c] = _length_bounds(s)
+            if backend.is_list_series(backend.list_leaves(s)[0]):   # nested: [min, max] per level
+                out[c] = [out[c]] + nested_length_bounds(s)
         return out
 
     def fit_combine(self, partials: List[Dict[str, Optional[List[int]]]]) -> Dict[str, Optional[List[int]]]:
-        out: Dict[str, Optional[List[int]]] = {}
+        out: Dict[str, Any] = {}
         for c in partials[0]:
-            parts = [p[c] for p in partials if p[c] is not None]
-            out[c] = [min(p[0] for p in parts), max(p[1] for p in parts)] if parts else None
+            nested = [p[c] for p in partials if p[c] is not None and isinstance(p[c][0], (list, type(None)))]
+            if nested:   # per level; a level with no non-null list in a partition is None there
+                out[c] = [_merge([p[k] for p in nested]) for k in range(len(nested[0]))]
+                continue
+            out[c] = _merge([p[c] for p in partials])
         return out
 
-    def fit_finalize(self, columns: List[str], combined: Dict[str, Optional[List[int]]]) -> None:
-        self.stats_ = {c: (None if v is None else {"min": v[0], "max": v[1]}) for c, v in combined.items()}
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
+        self.stats_ = {}
+        for c, v in combined.items():
+            if v is not None and isinstance(v[0], (list, type(None))):
+                levels = [None if b is None else {"min": b[0], "max": b[1]} for b in v]
+                self.stats_[c] = dict(levels[0] or {}, levels=levels) if levels[0] else None
+            else:
+                self.stats_[c] = None if v is None else {"min": v[0], "max": v[1]}
 
     def transform(self, columns: List[str], df: Any) -> Any:
         return df[list(columns)]
@@ -64,5 +74,31 @@ class ValueCount(StatOperator):
             if col.is_list and vc is not None:
                 col = col.with_(value_count={"min": int(vc["min"]), "max": int(vc["max"])},
                                 is_ragged=vc["min"] != vc["max"])
+                if vc.get("levels"):   # nested: every level's bounds; ragged when any level varies
+                    col = col.with_(value_counts=vc["levels"], is_ragged=col.with_(
+                        value_counts=vc["levels"]).fixed_shape is None)
             out.append(col)
         return Schema(out)
+
+
+def _length_bounds(s: Any) -> Optional[List[int]]:
+    """[min, max] length of the non-null lists of list series ``s`` (None: no non-null list)."""
+    _, offsets = backend.list_leaves(s)
+    xp = backend.array_module(offsets)
+    lengths = (offsets[1:] - offsets[:-1])[~xp.asarray(backend.isnull(s))]
+    return [int(lengths.min()), int(lengths.max())] if lengths.size else None
+
+
+def nested_length_bounds(s: Any) -> List[Optional[List[int]]]:
+    """[min, max] per inner level of a nested list series (null inner lists are not counted)."""
+    out = []
+    inner = backend.list_leaves(s)[0]
+    while backend.is_list_series(inner):
+        out.append(_length_bounds(inner))
+        inner = backend.list_leaves(inner)[0]
+    return out
+
+
+def _merge(parts: List[Optional[List[int]]]) -> Optional[List[int]]:
+    parts = [p for p in parts if p is not None]
+    return [min(p[0] for p in parts), max(p[1] for p in parts)] if parts else None

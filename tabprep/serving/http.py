@@ -32,6 +32,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .columns import ServingInputError
+from .nested import renest
 from .transform import ServingTransform
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,8 @@ class Handler:
                 for k in lengths:
                     rows.append(values[start:start + k])
                     start += k
+                if f"{name}__row_lengths_1" in out:   # a nested column: each row's leaves cut by its lists
+                    rows = nest_rows(rows, out, name)
                 res[name] = rows
             else:
                 res[name] = _tolist(out[name])
@@ -180,6 +183,23 @@ class Handler:
         cols = self._columns(columns, cast)
         flat = [v for vs in cols.values() for v in vs]
         return [{n: cols[n][i] for n in self.names} for i in range(len(rows))], flat
+
+
+def nest_rows(rows: List[List[Any]], out: Dict[str, Any], name: str) -> List[Any]:
+    """Rows of leaves back to nested lists with ``<name>__row_lengths_k`` (see serving/nested.py)."""
+    depth = 1 + sum(1 for k in out if k.startswith(f"{name}__row_lengths_"))
+    counts = [out[f"{name}__row_lengths_{k}"].tolist() for k in range(depth - 1)]
+    pos = [0] * len(counts)
+    nested = []
+    for leaves in rows:
+        structure, n = [], 1
+        for k, lengths in enumerate(counts):   # this row's share of every level
+            mine = lengths[pos[k]:pos[k] + n] if k else [lengths[pos[0]]]
+            pos[k] += n if k else 1
+            structure.append(mine)
+            n = sum(mine)
+        nested.append(renest(leaves, structure))
+    return nested
 
 
 def _tolist(arr: Any) -> List[Any]:

@@ -366,6 +366,9 @@ def _tf_dtype(dtype: str) -> Any:
 def input_specs(st: ServingTransform) -> Dict[str, Any]:
     """``{input name: tf.TensorSpec}`` of the exported model (see the module docstring)."""
     tf = _tf()
+    if getattr(st, "_nested_in", None):
+        raise ServingBuildError(f"nested list columns {sorted(st._nested_in)} cannot be exported as a Keras model yet: "
+                                f"serve them with ServingTransform / tabprep serve")
     specs = {}
     for c, s, k in st._in_cols:
         dt = _tf_dtype(s.dtype)

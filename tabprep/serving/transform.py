@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..schema import ColumnSchema, Schema
+from .nested import (check_elementwise, flat_schema, flatten_batch, flatten_row, flatten_value, nested_columns,
+                     renest, row_lengths_outputs, value_depth)
 from .columns import Col, ServingInputError, batch_column, kind_of, row_value
 from .kernels import ServingBuildError, _Passthrough, check_servable, compile_kernel
 from .stats import ServingStats
@@ -67,6 +69,9 @@ class ServingTransform:
         self.workflow = wf
         self.output_names: List[str] = wanted
         self.output_schema: Schema = wf.output_schema.select(wanted)
+        # nested list columns run as one list of leaves per row (serving/nested.py); {} for flat workflows
+        self._nested_in = nested_columns(wf.input_schema)
+        self._nested_out = {c: d for c, d in nested_columns(self.output_schema).items() if c in self._nested_in}
         self._compile(wf, wanted)
         self.stats: Optional[ServingStats] = ServingStats.for_workflow(wf, self.input_names) if stats else None
 
@@ -96,7 +101,7 @@ class ServingTransform:
                                             f"inputs (serving has no kernel for that yet)")
         self._plan: List[Tuple[str, int, Any]] = []
         index = {id(n): i for i, n in enumerate(nodes)}
-        schemas = wf._node_schemas
+        schemas = {k: flat_schema(v) for k, v in wf._node_schemas.items()} if self._nested_in else wf._node_schemas
         for n in nodes:
             want = needed[id(n)]
             if not want:
@@ -116,21 +121,24 @@ class ServingTransform:
                 in_schema = Schema()
                 for p in n.parents:
                     in_schema = in_schema + schemas[wf.node_id(p)]
+                if self._nested_in:
+                    check_elementwise(n.op, n.input_columns, wf._node_schemas[wf.node_id(n.parents[0])]
+                                      if len(n.parents) == 1 else wf.input_schema)
                 kernel = compile_kernel(n.op, n.input_columns, in_schema, schemas[wf.node_id(n)])
                 self._plan.append(("op", i, ([index[id(p)] for p in n.parents], kernel)))
         self._out_index = index[id(wf.output_node)]
         self._row_plan = _fuse_elementwise(self._plan, self._out_index)
         self.input_names: List[str] = raw
         self.input_schema: Schema = wf.input_schema.select(raw)
-        self._in_cols: List[Tuple[str, ColumnSchema, str]] = [(c, self.input_schema[c], kind_of(self.input_schema[c].dtype))
-                                                              for c in raw]
+        leaves = flat_schema(self.input_schema)   # nested columns: described by their leaves inside
+        self._in_cols: List[Tuple[str, ColumnSchema, str]] = [(c, leaves[c], kind_of(leaves[c].dtype)) for c in raw]
         bad = [(c, s.dtype) for c, s, k in self._in_cols if k == "?"]
         if bad:
             raise ServingBuildError(f"cannot serve input columns of dtypes {bad} (ints, floats, bools, strings "
                                     f"and lists of them are supported)")
         self._list_inputs = {c for c, s, _ in self._in_cols if s.is_list}
         self._outputs = [(c.name, c, np.dtype("O") if c.dtype == "str" else np.dtype(c.dtype))
-                         for c in self.output_schema]
+                         for c in flat_schema(self.output_schema)]
         # one-row fast path: values whose Python type is exactly the fitted kind's need no check
         self._fast_types = [(c, {"i": int, "s": str, "f": float if s.dtype == "float64" else None,
                                  "b": bool}.get(k) if not s.is_list else None, s, k) for c, s, k in self._in_cols]
@@ -222,6 +230,15 @@ class ServingTransform:
         """One row's outputs as Python scalars (lists for list columns; None or NaN for nulls)."""
         if type(row) is not dict and not isinstance(row, Mapping):
             raise ServingInputError(f"a row is an object of column -> value, got {type(row).__name__}")
+        if self._nested_in:   # nested lists: leaves per row through the kernels, then the structure back
+            flat_row, structures = flatten_row(row, self._nested_in)
+            out = self._row_values(flat_row, cast)
+            for c in self._nested_out:
+                out[c] = renest(out[c], structures[c])
+            return out
+        return self._row_values(row, cast)
+
+    def _row_values(self, row: Mapping[str, Any], cast: bool) -> Dict[str, Any]:
         vals = {}
         try:
             for c, fast, s, k in self._fast_types:
@@ -265,6 +282,18 @@ class ServingTransform:
         return res
 
     def _finish_row(self, vals: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        if self._nested_out:   # nested outputs (from row_values): leaves, leaves per row, row lengths
+            vals = dict(vals)
+            extra: Dict[str, np.ndarray] = {}
+            for c, depth in self._nested_out.items():
+                vals[c], structure = flatten_value(c, vals[c], depth)
+                extra.update(row_lengths_outputs(c, [structure]))
+            res = self._finish_flat_row(vals)
+            res.update(extra)
+            return res
+        return self._finish_flat_row(vals)
+
+    def _finish_flat_row(self, vals: Dict[str, Any]) -> Dict[str, np.ndarray]:
         res: Dict[str, np.ndarray] = {}
         for dt, names in self._row_groups:
             arr = _masked([vals[n] for n in names], dt)
@@ -293,6 +322,9 @@ class ServingTransform:
             raise ServingInputError(f"a batch is an object of column -> list of values (or a frame), "
                                     f"got {type(columns).__name__}")
         self._missing(data)
+        structures: Dict[str, Any] = {}
+        if self._nested_in:
+            data, structures = flatten_batch({c: data[c] for c in self.input_names}, self._nested_in)
         cols = {}
         n = None
         for c, s, k in self._in_cols:
@@ -309,6 +341,8 @@ class ServingTransform:
         res: Dict[str, np.ndarray] = {}
         for name, col, dt in self._outputs:
             res.update(_finish_col(name, out[name], col, dt))
+            if name in self._nested_out:
+                res.update(row_lengths_outputs(name, structures[name]))
         return res
 
     def __call__(self, data: Any, cast: bool = False) -> Dict[str, np.ndarray]:
@@ -328,6 +362,8 @@ class ServingTransform:
             if c not in data:
                 continue
             v = data[c]
+            if c in self._nested_in:   # a row's value is nested as fitted; a batch's one level deeper
+                return not hasattr(v, "to_numpy") and value_depth(v) <= self._nested_in[c]
             if not s.is_list:
                 return not isinstance(v, (list, tuple, np.ndarray)) and not hasattr(v, "to_numpy")
             if isinstance(v, (list, tuple)) and v and all(isinstance(x, (list, tuple, np.ndarray)) or x is None

@@ -120,7 +120,8 @@ def run_chain(ops: List[Operator], columns: List[str], inp: Any,
         for i, op in enumerate(ops):
             t = clock() if timer else 0.0
             try:
-                frame = op.transform(declined, frame)
+                frame = backend.on_leaves(frame, declined, lambda f, op=op: op.transform(declined, f)) \
+                    if getattr(op, "supports_nested", False) == "leaves" else op.transform(declined, frame)
             except Exception as exc:
                 _note(exc, op, declined)
                 raise

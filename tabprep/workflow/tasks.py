@@ -62,6 +62,8 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
     out = {}
     for nid, n in zip(ids, targets):
         inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)
+        if getattr(n.op, "supports_nested", False) == "leaves":   # statistics over every leaf once
+            inp = backend.flatten_nested(inp, n.input_columns)
         start = wf.op_clock() if wf.op_timer is not None else 0.0
         out[nid] = n.op.fit_partial(n.input_columns, inp)
         if wf.op_timer is not None:

@@ -14,7 +14,7 @@ from .. import backend
 from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, drift_message, kind_mismatch_message, unit_drift
+from ..schema import Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, unit_drift
 from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
@@ -211,7 +211,7 @@ class Workflow(WorkflowCompat):
                     if dep not in inp:
                         inp = inp + input_schema.select([dep])
                 nested = [c for c in n.input_columns if c in inp and inp[c].is_list and inp[c].dtype.startswith("list<")]
-                if nested:
+                if nested and not getattr(n.op, "supports_nested", False):
                     raise TypeError(f"{n.op.label}: column(s) {nested} in {source} hold nested lists (list<list<...>>), "
                                     f"which tabprep's ops and loaders do not support; flatten them to one list level "
                                     f"(or leave them out of the ops: plain selected columns pass through)")
@@ -219,6 +219,8 @@ class Workflow(WorkflowCompat):
                 schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
                 refuse_duplicate_columns(n.output_columns, f"the output of {n.op.label} on {n.input_columns}",
                                          "a Rename f / postfix that maps each column to its own name")  # issue #30
+                if nested:   # outputs of the nested inputs keep their nesting (and per-level counts)
+                    schemas[id(n)] = nest_like(schemas[id(n)], inp, nested)
         self.input_schema = input_schema
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
@@ -277,7 +279,10 @@ class Workflow(WorkflowCompat):
         cols = n.input_columns
         start = self.op_clock() if self.op_timer is not None else 0.0
         try:
-            out = n.op.transform(cols, inp)
+            if getattr(n.op, "supports_nested", False) == "leaves":   # nested lists: on flat leaves per row
+                out = backend.on_leaves(inp, cols, lambda frame: n.op.transform(cols, frame))
+            else:
+                out = n.op.transform(cols, inp)
         except Exception as exc:
             # the user's exception object itself (type, args, attributes intact), with context added
             _add_context(exc, f"{n.op.label} failed on columns {cols}")

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from ...schema import Schema
 from ..fs import get_fs
+from .nested import expand_schema, expand_table
 from .spec import _check_batch_size, _check_compression, _feature_dtype, spec_for, write_spec
 from . import encoder
 from .encoder import _Column, _concat_columns, _encode_batch, _encode_examples, _to_column
@@ -55,7 +56,8 @@ class TFRecordSink:
                  compression: Optional[str] = None, drop_last: bool = False,
                  storage_options: Optional[Dict[str, Any]] = None) -> None:
         self.path = path
-        self.schema = schema
+        self._nested_schema = schema
+        self.schema = schema = expand_schema(schema)   # a nested column: leaves + row lengths per level
         self.batch_size = _check_batch_size(batch_size)
         self.compression = _check_compression(compression)
         self.drop_last = bool(drop_last)
@@ -89,6 +91,7 @@ class TFRecordSink:
                 self._fh.write(part)
 
     def _columns(self, table: pa.Table) -> List[_Column]:
+        table = expand_table(table, self._nested_schema)
         names = set(table.column_names)
         missing = [c.name for c in self.schema if c.name not in names]
         if missing:

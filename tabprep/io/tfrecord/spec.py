@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from ..commit import TFRECORD_SPEC_FILE
 from ...schema import ColumnSchema, Schema
+from .nested import expand_schema
 
 #: Name of the spec file written into every TFRecord output folder.
 SPEC_FILE = TFRECORD_SPEC_FILE
@@ -83,6 +84,7 @@ def spec_for(schema: Schema, batch_size: Optional[int] = None, compression: Opti
         ValueError: bad batch_size/compression, or feature keys collide (a list column
             ``x`` next to a column named ``x__values``/``x__lengths`` when prebatched).
     """
+    schema = expand_schema(schema)   # nested columns: leaf values + one row-lengths feature per inner level
     batch_size = _check_batch_size(batch_size)
     compression = _check_compression(compression)
     features = []
@@ -104,6 +106,7 @@ def spec_for(schema: Schema, batch_size: Optional[int] = None, compression: Opti
             "is_list": bool(col.is_list),
             "shape": shape,
             "keys": keys,
+            **({"nested": col.properties["nested"]} if "nested" in col.properties else {}),
         })
     return {
         "format": "tfrecord",
