@@ -243,8 +243,11 @@ def test_scalar_columns_of_one_dtype_come_from_one_block(data):
     # of one 2-D tensor (views of one storage), each a contiguous 1-D tensor; the label is apart
     d, wf, offline = data
     for x, y in _itr(d, wf, batch_size=300):   # 300 does not divide the chunks: joined batches too
-        ints = [x[c] for c in ("C1", "C2", "row")]
+        # C1 (Categorify) and row are int64; C2 (HashBucket) is int32 as in NVTabular: a block of its own
+        ints = [x[c] for c in ("C1", "row")]
+        assert x["C2"].dtype == torch.int32 and x["C1"].dtype == torch.int64
         assert len({t.untyped_storage().data_ptr() for t in ints}) == 1
+        assert x["C2"].untyped_storage().data_ptr() != ints[0].untyped_storage().data_ptr()
         assert all(t.is_contiguous() and t.ndim == 1 for t in ints)
         assert y.untyped_storage().data_ptr() != ints[0].untyped_storage().data_ptr()
         ref = offline.loc[x["row"].numpy()]

@@ -14,7 +14,8 @@ from .. import backend
 from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, unit_drift
+from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
+                      unit_drift)
 from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
@@ -487,6 +488,12 @@ class Workflow(WorkflowCompat):
             msgs = [kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), fitted[c].is_list).split("; ")[0]
                     + "; list and scalar columns do not convert: give the fitted layout" for c in lists]
             raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
+        # list<list<..>> vs list<..>: no cast changes the nesting, whatever ``cast`` says (issue #31)
+        nesting = [c for c in bad if fitted[c].is_list and given[c].is_list
+                   and normalize_dtype(fitted[c].dtype).count("list<") != str(_shown_dtype(given[c])).count("list<")]
+        if nesting:
+            raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(
+                kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), True) for c in nesting))
         if bad and not cast:
             # one sentence for all the drifted columns (a csv round trip drifts many at once), the fix once
             raise TypeError(f"{source} does not match the fitted input schema: "
