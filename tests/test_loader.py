@@ -441,3 +441,46 @@ def test_take_block_rows_are_the_gathered_columns():
             np.testing.assert_array_equal(block[j], c[perm])
             assert block[j, first:].ctypes.data % 64 == 0
     np.testing.assert_array_equal(take_block(cols[0], cols, None, 0)[2], cols[2])
+
+
+def test_no_workflow_parquet_columns_read_without_pandas_keep_values_dtypes_and_nulls(tmp_path, caplog):
+    # issue 33 (CPU): with no workflow, null-free numeric columns go from Arrow to the blocks without a
+    # pandas frame; dtypes, values, nulls (0 / NaN with a warning) and row order are as pandas reads them
+    rng = np.random.default_rng(3)
+    frames = []
+    for f in range(3):
+        n = 700 + 150 * f
+        nullable = pd.array(rng.integers(0, 9, n), dtype="Int64")
+        nullable[rng.random(n) < 0.2] = pd.NA
+        df = pd.DataFrame({
+            "i8": rng.integers(-100, 100, n).astype("int8"), "u16": rng.integers(0, 60000, n).astype("uint16"),
+            "i32": rng.integers(-2**31, 2**31 - 1, n).astype("int32"), "i64": rng.integers(-2**62, 2**62, n),
+            "nul": nullable, "f64": rng.normal(size=n) * 1e3, "f32": rng.normal(size=n).astype("float32"),
+            "y": rng.integers(0, 2, n)})
+        df.loc[df.index[::17], "f64"] = np.inf
+        df.loc[df.index[::13], "f32"] = np.nan
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp_path / f"p{f}.parquet"),
+                       row_group_size=250)
+        frames.append(df)
+    ref = pd.concat(frames, ignore_index=True)
+    kw = dict(label_names=["y"], cat_names=["i8", "u16", "i32", "i64", "nul"], cont_names=["f64", "f32"],
+              buffer_size=500, parts_per_chunk=2, device="cpu")
+    with caplog.at_level("WARNING"):
+        got = _collect(list(DataLoader(str(tmp_path), 256, shuffle=False, **kw)))
+    assert "'nul' has nulls" in caplog.text
+    for name in ("i8", "u16", "i32", "i64", "y"):
+        assert got[name].dtype == ref[name].dtype, name
+        np.testing.assert_array_equal(got[name], ref[name].to_numpy())
+    np.testing.assert_array_equal(got["nul"], ref["nul"].fillna(0).to_numpy("int64"))
+    for name in ("f64", "f32"):
+        assert got[name].dtype == np.float32
+        np.testing.assert_array_equal(got[name], ref[name].to_numpy().astype("float32"))
+    # shuffled: the same batches as through the pandas path (an identity transform), every row once
+    shuffled = list(DataLoader(str(tmp_path), 256, shuffle=True, seed=11, **kw))
+    via_pandas = list(DataLoader(str(tmp_path), 256, shuffle=True, seed=11, **kw).map(lambda df: df))
+    assert len(shuffled) == len(via_pandas) == -(-len(ref) // 256)
+    for a, b in zip(shuffled, via_pandas):
+        for name in a:
+            assert a[name].dtype == b[name].dtype
+            np.testing.assert_array_equal(a[name], b[name])
+    assert sorted(_collect(shuffled)["i64"].tolist()) == sorted(ref["i64"].tolist())

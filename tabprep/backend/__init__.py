@@ -52,7 +52,7 @@ from .lists import (flatten_nested, list_depth, list_from_leaves, list_levels, l
                     on_leaves)
 from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
 from .parquet import (COMPRESSIONS, INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame,
-                      empty_frame, parquet_encodings,
+                      empty_frame, frame_column, parquet_encodings,
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
 from .reductions import (any_true, count_order, finite_minmax, finite_moments, finite_moments_minmax, finite_values,
@@ -64,7 +64,7 @@ __all__ = [
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
-    "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "fill_nulls",
+    "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "frame_column", "fill_nulls",
     "finite_minmax", "finite_moments", "finite_moments_minmax", "finite_values",
     "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
     "gpu_total_memory",

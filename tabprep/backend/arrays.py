@@ -525,6 +525,14 @@ def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
     return np.ascontiguousarray(arr)
 
 
+@column_array.register(np.ndarray)
+def _column_array_numpy(arr: np.ndarray, cont: bool, on_nulls: Callable[[], None]) -> np.ndarray:
+    # a null-free numeric column taken from Arrow without pandas (backend.frame_column)
+    if cont and arr.dtype != np.float32:
+        arr = arr.astype(np.float32)
+    return np.ascontiguousarray(arr)
+
+
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
                   float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
                   log1p_int, log1p_float, mod_buckets, take_rows, take_block, column_array)

@@ -443,7 +443,9 @@ class DataLoader:
         # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
         perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
             if self._exact and self.shuffle and expected > 1 else None
-        raw = self._source.stack([self._read_piece(p) for p in pieces])
+        parts = [self._read_piece(p) for p in pieces]
+        # no transform: columns are taken from what the source stacks best (an Arrow table on the CPU)
+        raw = self._source.stack(parts) if self._transform is not None else self._source.stack_columns(parts)
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
                                f"since the loader was created?")
@@ -486,9 +488,9 @@ class DataLoader:
                 if len(raw) != len(df):
                     raise ValueError(f"label {name!r} is passed through from the raw data, but the workflow "
                                      f"dropped rows: add it to the workflow's output")
-                s = raw[name]
+                s = backend.frame_column(raw, name)
             else:
-                s = df[name]
+                s = backend.frame_column(df, name)
             if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
                 # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
                 out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
