@@ -287,7 +287,10 @@ def test_partials_combine_on_the_worker_that_computed_them(cluster, tmp_path):
     with distributed.Client(cluster) as client, distributed.get_task_stream(client) as ts:
         ds = tp.Dataset(str(tmp_path))
         assert ds.npartitions == 16
-        wf.fit(ds)
+        # profile=False: the training profile (issue #35) makes each partial several times longer
+        # on these tiny partitions, and the scheduler then steals some (a loose restriction), which
+        # this test of the combine tree's placement is not about (see the quality branch's report)
+        wf.fit(ds, profile=False)
     tasks = {str(t["key"]): t for t in ts.data}
     partial_worker = {k: t["worker"] for k, t in tasks.items() if "_fit_partition" in k}
     assert len(partial_worker) == 16 and len(set(partial_worker.values())) == 2

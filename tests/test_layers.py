@@ -13,14 +13,14 @@ _spec.loader.exec_module(import_graph)
 #: what each low layer may not import (packages above it, and the top-level package, which
 #: imports the workflow)
 FORBIDDEN = {
-    "io": {"workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep"},
-    "schema": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep"},
-    "hashing": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema"},
-    "backend": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema"},
-    "ops": {"workflow", "loader", "cli", "serving", "serve", "tabprep"},
-    "stats": {"workflow", "ops", "loader", "cli", "serving", "serve", "tabprep"},
-    "workflow": {"loader", "cli", "serving", "serve"},
-    "loader": {"cli", "serving", "serve"},
+    "io": {"workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "quality"},
+    "schema": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "quality"},
+    "hashing": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality"},
+    "backend": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality"},
+    "ops": {"workflow", "loader", "cli", "serving", "serve", "tabprep", "quality"},
+    "stats": {"workflow", "ops", "loader", "cli", "serving", "serve", "tabprep", "quality"},
+    "workflow": {"loader", "cli", "serving", "serve", "quality"},
+    "loader": {"cli", "serving", "serve", "quality"},
 }
 
 

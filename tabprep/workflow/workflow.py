@@ -20,22 +20,11 @@ from .compat import WorkflowCompat
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from ..stats.profile import ProfileStat, StatUnit
+from .profiling import FIT_PROFILE_SAMPLE_ROWS, PROFILE_SAMPLE_ROWS, PROFILE_UNIT, profile_unit  # noqa: F401
 from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
 
-#: the id of the data profile's work item in a fit pass
-PROFILE_UNIT = "profile"
-#: rows the sketches of ``tabprep.quality.profile`` see by default (about)
-PROFILE_SAMPLE_ROWS = 1_000_000
-#: rows the sketches of a fit's training profile see (about; see ``Workflow.fit(profile=...)``):
-#: fewer, so that the profile stays a small share of the fit
-FIT_PROFILE_SAMPLE_ROWS = 250_000
-
-#: ops that read their input columns as ids (an op may say so with a ``reads_ids`` attribute)
-_ID_OPS = frozenset({"Categorify", "HashBucket", "HashedCross", "TargetEncoding", "JoinGroupby", "DropLowCardinality",
-                     "ValueCount"})
-
 log = logging.getLogger(__name__)
+
 
 class Workflow(WorkflowCompat):
     """A graph of column ops, fitted on a dataset and applied to others.
@@ -354,7 +343,7 @@ class Workflow(WorkflowCompat):
             n.op.clear()
         # the fit pass reads only what the stat ops and their ancestors use (not e.g. the label)
         columns = self._raw_columns_for(self.stat_nodes)
-        unit = self._profile_unit(ds, columns, profile)
+        unit = profile_unit(self, ds, columns, profile)
         if unit is not None:  # the profile reads the workflow's input columns (the label too), in the same pass
             columns += [c for c in unit.input_columns if c not in columns]
         # parquet: each task reads its partition itself, so the read and the partial are one task on
@@ -408,38 +397,6 @@ class Workflow(WorkflowCompat):
         if progress is not None:
             progress(stage, len(parts), len(parts))
         adopt_fitted(nodes, fitted, packed)
-
-    def _profile_unit(self, ds: Dataset, columns: List[str], profile: Any) -> Any:
-        """The data profile's work item of a fit (None with ``profile=False``): the input columns
-        the workflow and its fit pass read that ``ds`` has."""
-        if profile is False or profile is None:
-            return None
-        if isinstance(profile, ProfileStat):  # tabprep.quality.profile's own (columns, vocabularies...)
-            return StatUnit(profile, profile.columns)
-        have = set(ds.schema.column_names)
-        cols = [c for c in list(columns) + [c for c in self.input_columns if c not in columns] if c in have]
-        if profile is True:
-            try:
-                import datasketches  # noqa: F401
-            except ImportError:  # a dependency; a broken install still fits, without the profile
-                log.warning("Workflow.fit records no training profile: the datasketches package is missing "
-                            "(pip install datasketches); pass profile=False to silence this")
-                return None
-            rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass)
-            every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
-        else:
-            every = int(profile)
-        return StatUnit(ProfileStat(cols, every, categorical=self._id_columns()), cols)
-
-    def _id_columns(self) -> List[str]:
-        """Raw columns that an op reads as ids (Categorify, hashing, encodings): their profile
-        counts values and skips quantiles, whose order means nothing for ids."""
-        raw = set(self.input_columns)
-        out: List[str] = []
-        for n in self.nodes:
-            if n.kind == "op" and getattr(n.op, "reads_ids", type(n.op).__name__ in _ID_OPS):
-                out += [c for c in n.input_columns if c in raw and c not in out]
-        return out
 
     def _graph_handle(self) -> Any:
         """What the tasks of a fit pass or a transform take as the workflow.
