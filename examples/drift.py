@@ -50,7 +50,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     cols = criteo_columns()
     wf = tp.Workflow((cols["categorical"] >> ops.Categorify())
                      + (cols["continuous"] >> ops.FillMissing() >> ops.Normalize()))
-    wf.fit(train)  # records the training profile (wf.profile_), saved under stats/
+    wf.fit(train, profile=True)  # records the training profile (wf.profile_), saved under stats/
     wf.save(os.path.join(args.out, "workflow"))
 
     same = tp.drift(os.path.join(args.out, "workflow"), fresh)

@@ -34,7 +34,7 @@ def saved(tmp_path_factory):
     d = tmp_path_factory.mktemp("drift")
     _data().to_parquet(d / "train.parquet")
     wf = tp.Workflow((["c", "s"] >> ops.Categorify()) + (["x", "y"] >> ops.FillMissing() >> ops.Normalize()))
-    wf.fit(str(d / "train.parquet"))
+    wf.fit(str(d / "train.parquet"), profile=True)
     wf.save(str(d / "wf"))
     return d
 

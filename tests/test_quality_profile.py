@@ -133,7 +133,7 @@ def test_fit_records_the_training_profile_and_save_load_keeps_it(tmp_path):
     df["label"] = np.arange(len(df)) % 2
     df.to_parquet(tmp_path / "train.parquet")
     wf = tp.Workflow((["c", "s"] >> ops.Categorify()) + (["x"] >> ops.FillMissing() >> ops.Normalize()))
-    wf.fit(str(tmp_path / "train.parquet"))
+    wf.fit(str(tmp_path / "train.parquet"), profile=True)
     assert set(wf.profile_["columns"]) == {"c", "s", "x"}
     assert wf.profile_["columns"]["c"]["kind"] == "category"  # read by Categorify: ids
     assert wf.profile_["columns"]["x"]["nulls"] == int(df["x"].isna().sum())

@@ -22,7 +22,7 @@ def fitted(tmp_path_factory):
     pd.DataFrame({"c": r.integers(0, 100, n), "x": x, "s": np.array(["a", "b"])[r.integers(0, 2, n)]}).to_parquet(
         d / "train.parquet")
     wf = tp.Workflow((["c", "s"] >> ops.Categorify()) + (["x"] >> ops.FillMissing() >> ops.Normalize()))
-    wf.fit(str(d / "train.parquet"))
+    wf.fit(str(d / "train.parquet"), profile=True)
     wf.save(str(d / "wf"))
     return tp.Workflow.load(str(d / "wf")), d
 
@@ -39,7 +39,7 @@ def _requests(seed=1, n=300, oov_share=0.0):
 
 def test_counters_equal_hand_counts_for_rows_and_batches(fitted):
     wf, _ = fitted
-    st = tp.ServingTransform(wf)
+    st = tp.ServingTransform(wf, stats=True)
     rows = _requests()
     for row in rows[:200]:
         st(row)
@@ -61,7 +61,7 @@ def test_stats_and_metrics_endpoints_and_drift_on_them(fitted, tmp_path):
     from tabprep.serving.http import make_app
 
     wf, d = fitted
-    st = tp.ServingTransform(wf)
+    st = tp.ServingTransform(wf, stats=True)
     client = TestClient(make_app(st))
     rows = _requests(seed=2, oov_share=0.3)
     for row in rows:

@@ -87,6 +87,7 @@ class Job:
         #: --storage-option: of every URL the job reads or writes (None: the environment's credentials)
         self.storage_options: Optional[Dict[str, Any]] = opts.get("storage_options")
         self.profile = bool(opts.get("profile"))
+        self.data_profile = bool(opts.get("data_profile"))
         self.client: Any = None
         self.profile_rows: List[Dict[str, Any]] = []
         self._cm: Any = None
@@ -135,7 +136,7 @@ class Job:
             P.collect_and_reset()
         start = time.perf_counter()
         with P.FitTicker(prog):
-            wf.fit(ds, progress=prog)
+            wf.fit(ds, progress=prog, profile=self.data_profile)
         seconds = time.perf_counter() - start
         if self.profile:
             self.profile_rows += P.profile_table("fit", P.gather_times(self.client), wf, round(seconds, 3))

@@ -183,6 +183,9 @@ def write_options(f: Any) -> Any:
 @click.argument("data", nargs=-1, required=True, metavar="DATA...")
 @click.option("-o", "--out", "out", required=True, metavar="WF_DIR", help="Folder to save the fitted workflow to.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing WF_DIR (once the new one is complete).")
+@click.option("--data-profile", is_flag=True,
+              help="Record the training data's profile in the saved workflow (stats/profile.json), the reference "
+                   "of `tabprep drift WF_DIR DATA`.")
 @read_options
 @job_options
 @handle_errors
@@ -262,6 +265,9 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
 @click.option("-o", "--out", "out", required=True, metavar="DIR", help="Output folder of the transformed DATA.")
 @click.option("--workflow-out", metavar="WF_DIR", default=None,
               help="Also save the fitted workflow there (to transform other data later).")
+@click.option("--data-profile", is_flag=True,
+              help="Record the training data's profile in the saved workflow (stats/profile.json), the reference "
+                   "of `tabprep drift WF_DIR DATA`.")
 @write_options
 @read_options
 @job_options

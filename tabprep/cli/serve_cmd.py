@@ -22,13 +22,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--max-body-size", "max_body", type=click.IntRange(min=1), default=1 << 20, show_default=True,
               metavar="BYTES", help="Largest request body accepted (413 above).")
 @click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--stats", is_flag=True, help="Keep live per-column counters (rows, nulls, OOV, out of range): GET /stats, GET /metrics.")
 @storage_options_option
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="More logging.")
 @click.option("--debug", is_flag=True, help="Tracebacks on errors.")
 @handle_errors(sigterm=False)  # uvicorn's own SIGTERM handling finishes requests in flight
 def serve(wf_dir: str, host: str, port: int, workers: int, exclude: Tuple[str, ...], max_body: int,
-          access_log: bool, storage_options: Any, quiet: bool, verbose: bool, debug: bool) -> None:
+          access_log: bool, stats: bool, storage_options: Any, quiet: bool, verbose: bool, debug: bool) -> None:
     """Serve the fitted workflow in WF_DIR over HTTP until interrupted: Ctrl-C or SIGTERM stop
     accepting connections, finish the requests in flight (10 s at most), then exit (with the
     signal's status, as uvicorn does, so a supervisor sees why).
@@ -57,4 +58,4 @@ def serve(wf_dir: str, host: str, port: int, workers: int, exclude: Tuple[str, .
                    f"Ctrl-C to stop", err=True)
         sys.stderr.flush()
     run_server(wf_dir, host=host, port=port, workers=workers, exclude=exclude, max_body=max_body,
-               access_log=access_log, storage_options=storage_options)
+               access_log=access_log, storage_options=storage_options, stats=stats)

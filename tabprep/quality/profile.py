@@ -147,7 +147,7 @@ def load_profile(path: str) -> Profile:
                 return Profile(json.load(fh), p)
     if os.path.isfile(os.path.join(path, "workflow.json")):
         raise FileNotFoundError(f"the saved workflow {path!r} has no training profile (stats/profile.json): fit and "
-                                "save it again with this tabprep (Workflow.fit records one unless profile=False), "
+                                "save it again with this tabprep (Workflow.fit(ds, profile=True), CLI `tabprep fit --data-profile`), "
                                 "or profile its training data with `tabprep profile DATA --out DIR`")
     raise FileNotFoundError(f"{path!r} holds no profile.json (a `tabprep profile` output folder) and is not a "
                             "saved workflow (workflow.json)")
@@ -160,7 +160,7 @@ def as_profile(obj: Any) -> Profile:
         return obj
     if isinstance(obj, Workflow):
         if obj.profile_ is None:
-            raise ValueError("this workflow has no training profile: fit it with profile=True (the default)")
+            raise ValueError("this workflow has no training profile: fit it with profile=True (CLI: tabprep fit --data-profile)")
         return Profile(obj.profile_, "the workflow's training profile")
     if isinstance(obj, dict):
         return Profile(obj)

@@ -398,13 +398,13 @@ def _build(cfg: Dict[str, Any]) -> Any:
     from ..workflow import Workflow
 
     wf = Workflow.load(cfg["wf_dir"], storage_options=cfg.get("storage_options"))
-    st = ServingTransform(wf, exclude=cfg.get("exclude") or ())
+    st = ServingTransform(wf, exclude=cfg.get("exclude") or (), stats=bool(cfg.get("stats")))
     return make_app(st, max_body=cfg.get("max_body", MAX_BODY), name=cfg["wf_dir"])
 
 
 def serve(wf_dir: str, host: str = "127.0.0.1", port: int = 8080, workers: int = 1, exclude: Tuple[str, ...] = (),
           max_body: int = MAX_BODY, access_log: bool = False, graceful_timeout: float = 10.0,
-          storage_options: Optional[Dict[str, Any]] = None) -> None:
+          storage_options: Optional[Dict[str, Any]] = None, stats: bool = False) -> None:
     """Serve ``wf_dir`` (a folder, or a URL such as ``s3://bucket/wf`` read with ``storage_options``)
     until SIGINT/SIGTERM; in-flight requests finish first (up to ``graceful_timeout`` s)."""
     import uvicorn
@@ -412,7 +412,7 @@ def serve(wf_dir: str, host: str = "127.0.0.1", port: int = 8080, workers: int =
     from ..io.fs import is_remote, local_path
 
     cfg = {"wf_dir": wf_dir if is_remote(wf_dir) else os.path.abspath(local_path(wf_dir)), "exclude": list(exclude),
-           "max_body": int(max_body), "storage_options": storage_options}
+           "max_body": int(max_body), "storage_options": storage_options, "stats": bool(stats)}
     app = _build(cfg)  # fails here, before binding, on a bad folder or an op that cannot be served
     _drain_before_shutdown()
     common = dict(host=host, port=port, log_level="warning", access_log=access_log,

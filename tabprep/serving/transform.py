@@ -31,7 +31,7 @@ class ServingTransform:
             ``exclude``). Only the raw columns these need must be in a request.
         exclude: output columns not to compute, typically the label, which a live request does
             not carry (``exclude=["label"]``).
-        stats: keep live skew counters in :attr:`stats` (a :class:`~tabprep.serving.stats.ServingStats`:
+        stats: (default False: about 25 us more per one-row call on a CPU) keep live skew counters in :attr:`stats` (a :class:`~tabprep.serving.stats.ServingStats`:
             per input column rows, nulls, OOV of Categorify columns, numbers outside the training
             range); ``False``: none.
 
@@ -54,7 +54,7 @@ class ServingTransform:
     """
 
     def __init__(self, workflow: Any, outputs: Optional[Sequence[str]] = None, exclude: Sequence[str] = (),
-                 stats: bool = True) -> None:
+                 stats: bool = False) -> None:
         wf = workflow
         wf._require_fitted()
         if wf.input_schema is None:

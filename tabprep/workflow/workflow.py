@@ -314,7 +314,7 @@ class Workflow(WorkflowCompat):
         return [groups[k] for k in sorted(groups)]
 
     def fit(self, dataset: Any, progress: Optional[Callable[[str, int, int], None]] = None,
-            profile: Any = True) -> "Workflow":
+            profile: Any = False) -> "Workflow":
         """Compute every op's statistics over ``dataset``.
 
         One streaming pass over the data per dependency level (ops whose statistics depend on
@@ -330,11 +330,12 @@ class Workflow(WorkflowCompat):
             dataset: a :class:`tabprep.Dataset`, or anything ``Dataset()`` accepts
                 (paths, pandas/cuDF/dask frames).
             progress: optional callback ``(stage, done, total)`` for progress bars.
-            profile: record the profile of the training data (:mod:`tabprep.quality`) in
+            profile: ``True`` records the profile of the training data (:mod:`tabprep.quality`) in
                 ``profile_`` (saved as ``stats/profile.json``), computed in the first pass; its
                 sketches (quantiles, frequent values, distinct count) see every ``k``-th row, ``k``
                 chosen so that they see about :data:`FIT_PROFILE_SAMPLE_ROWS` rows (rows, nulls,
-                min, max, mean and std see all). ``False``: none; an int ``k``: that sampling.
+                min, max, mean and std see all). ``False`` (default): none, since it costs more than a
+                small share of the fit today (docs/guide/data-quality.md); an int ``k``: that sampling.
         """
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
         start = time.perf_counter()
