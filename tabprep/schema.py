@@ -326,7 +326,7 @@ class Schema:
             if backend.is_list_series(s):
                 dtype = s.dtype
                 if hasattr(dtype, "element_type"):  # cudf.ListDtype
-                    inner = str(dtype.element_type)
+                    inner = _cudf_element_name(dtype)
                 else:  # pandas ArrowDtype(list)
                     vt = dtype.pyarrow_dtype.value_type
                     inner = _arrow_dtype_name(vt) if _is_arrow_list(vt) else str(vt)
@@ -428,6 +428,18 @@ class ColumnSelector:
 
     def __repr__(self) -> str:
         return f"ColumnSelector({self.names!r}, subgroups={[g.all_names for g in self.subgroups]!r}, tags={self.tags!r})"
+
+
+def _cudf_element_name(dtype: Any) -> str:
+    """The element dtype of a ``cudf.ListDtype``, nested ones spelled as Arrow's are
+    (``list<int64>`` for a ``list<list<int64>>`` column), so CPU and GPU schemas agree."""
+    inner = dtype.element_type
+    if hasattr(inner, "element_type"):
+        return f"list<{_cudf_element_name(inner)}>"
+    typ = getattr(inner, "pyarrow_dtype", None)
+    if typ is not None and _is_arrow_list(typ):
+        return _arrow_dtype_name(typ)
+    return str(inner)
 
 
 def _is_arrow_list(typ: Any) -> bool:

@@ -168,6 +168,10 @@ def _finite_column(series: Any) -> Any:
     Python and synchronisations (13 columns of 10M rows: 187 ms, against 33 ms here), so
     Normalize's fit paid ~0.1 s per partition whatever the partition's size."""
     global _INF
+    if getattr(series.dtype, "kind", None) in ("M", "m"):
+        # datetimes / timedeltas: their counts (NaT is null), as on the host; libcudf casts no
+        # timestamp to float
+        series = series.astype("int64")
     col = _plc_column(series)
     if col.type().id() != plc.TypeId.FLOAT64:
         col = plc.unary.cast(col, _F64)
@@ -528,10 +532,28 @@ class CudfParquetReader:
 # ---------------------------------------------------------------------------
 # lists
 # ---------------------------------------------------------------------------
+def _is_list_dtype(dtype: Any) -> bool:
+    """A list dtype, as cuDF spells it (``cudf.ListDtype``) or as pandas' ``ArrowDtype(list)``, which
+    cuDF 26 also reports for list columns made by some operations."""
+    if isinstance(dtype, cudf.ListDtype):
+        return True
+    typ = getattr(dtype, "pyarrow_dtype", None)
+    return typ is not None and (pa.types.is_list(typ) or pa.types.is_large_list(typ))
+
+
+def _elements_are_lists(dtype: Any) -> bool:
+    """True for ``list<list<...>>`` in either spelling of :func:`_is_list_dtype`."""
+    if isinstance(dtype, cudf.ListDtype):
+        return _is_list_dtype(dtype.element_type)
+    typ = getattr(dtype, "pyarrow_dtype", None)
+    return typ is not None and _is_list_dtype(typ) and (pa.types.is_list(typ.value_type)
+                                                        or pa.types.is_large_list(typ.value_type))
+
+
 @_register(L.list_leaves)
 def _list_leaves(series: Any):
     col = series.list
-    if isinstance(series.dtype.element_type, cudf.ListDtype):
+    if _elements_are_lists(series.dtype):
         # nested lists: one level, as on the CPU (cuDF's .list.leaves flattens every level)
         return _one_level(series)
     leaves = col.leaves
@@ -588,7 +610,7 @@ def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_
 def _list_levels(series: Any):
     offsets = []
     cur = series
-    while isinstance(cur.dtype, cudf.ListDtype):
+    while _is_list_dtype(cur.dtype):
         cur, offs = _list_leaves(cur)
         offsets.append(offs)
     return cur, offsets
@@ -599,11 +621,11 @@ def _nested_flatten(series: Any):
     """cuDF: every level's offsets (null lists empty) and validity, on the device."""
     levels = []
     cur = series.reset_index(drop=True)
-    while isinstance(cur.dtype, cudf.ListDtype):
+    while _is_list_dtype(cur.dtype):
         lengths = cur.list.len().fillna(0).astype("int64").values
         valid = cur.notna().values if cur.null_count else None
         levels.append((cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)]), valid))
-        cur = _one_level(cur)[0] if isinstance(cur.dtype.element_type, cudf.ListDtype) \
+        cur = _one_level(cur)[0] if _elements_are_lists(cur.dtype) \
             else cur.list.leaves.reset_index(drop=True)
     row_off = levels[0][0]
     for offs, _ in levels[1:]:
