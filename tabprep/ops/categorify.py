@@ -1,6 +1,8 @@
 """Categorify: map categorical values to contiguous integer ids learned from the data."""
 from __future__ import annotations
 
+import os
+
 import threading
 import warnings
 from pathlib import Path
@@ -48,8 +50,10 @@ class Categorify(StatOperator):
             vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
         vocabs: given vocabularies (NVTabular's ``vocabs=``): ``{column: values}`` (a list, numpy
-            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``) or a
-            pandas DataFrame (one column per vocabulary). Values not in it are out of vocabulary;
+            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``; or the
+            path of a parquet / ``.csv`` file whose column ``column``, or only column, holds them
+            in id order, nulls dropped; read when the op is built) or a pandas DataFrame (one
+            column per vocabulary). Values not in it are out of vocabulary;
             nulls and duplicates in it are refused; ``freq_threshold`` / ``max_size`` do not
             apply to it. Not with ``encode_type="combo"``.
         num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1): unseen (and, with
@@ -460,8 +464,8 @@ def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
                         f"{type(vocabs).__name__}")
     out: Dict[str, list] = {}
     for name, values in vocabs.items():
-        if isinstance(values, str):
-            raise TypeError(f"Categorify vocabs[{name!r}] is a string; give the values (a list, array or Series)")
+        if isinstance(values, (str, os.PathLike)):
+            values = _read_vocab_file(str(name), str(values))
         vals = values.tolist() if hasattr(values, "tolist") else list(values)
         vals = [v.item() if hasattr(v, "item") else v for v in vals]
         if any(v is None or (isinstance(v, float) and v != v) for v in vals):
@@ -471,3 +475,29 @@ def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
         out[str(name)] = vals
     return out
 
+
+def _read_vocab_file(name: str, path: str) -> list:
+    """The values of a vocabulary file (NVTabular's ``vocabs={col: path}``), in file order: its
+    column ``name``, or its only column; parquet, or csv by the ``.csv`` suffix. Nulls are
+    dropped (NVTabular's own unique-value files may hold a null row; nulls always get id 1)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Categorify vocabs[{name!r}]: no vocabulary file at {path!r}")
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".csv":
+        from pyarrow import csv as pacsv
+
+        table = pacsv.read_csv(path)
+    elif suffix in (".parquet", ".parq", ".pq", "") or os.path.isdir(path):
+        table = pq.read_table(path)
+    else:
+        raise ValueError(f"Categorify vocabs[{name!r}]: cannot read {path!r}: unknown format {suffix!r}; "
+                         f"give a .parquet or .csv file, or the values (a list, array or Series)")
+    names = [c for c in table.column_names if not c.startswith("__index_level_")]
+    if name in names:
+        column = table.column(name)
+    elif len(names) == 1:
+        column = table.column(names[0])
+    else:
+        raise ValueError(f"Categorify vocabs[{name!r}]: {path!r} has no column {name!r} and more than one column "
+                         f"({names}); name the values column {name!r} or keep one column")
+    return [v for v in column.to_pylist() if v is not None and not (isinstance(v, float) and v != v)]

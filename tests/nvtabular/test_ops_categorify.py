@@ -180,3 +180,35 @@ def test_given_vocabs_errors():
 def test_check_op_vocabs():
     """The conformance battery with given vocabularies."""
     check_op(ops.Categorify(vocabs={"s": ["a", "bb"], "i": [1, 2, 3]}), columns=["s", "i"])
+
+
+def test_given_vocabs_from_files(tmp_path):
+    """vocabs={col: path} (Categorify.process_vocabs' dict of paths; _encode shifts a file's
+    labels from 0 to 2 + num_buckets): the file's values, in file order, are the vocabulary; the
+    column named like the input column, or the file's only column; parquet, or csv by suffix.
+    The values are read when the op is built, so a saved workflow keeps them."""
+    df = pd.DataFrame({"x": ["b", "a", "z", None, "b"], "n": [5, 7, 9, 5, 1]})
+    pd.DataFrame({"x": ["a", "b"], "other": [0, 0]}).to_parquet(tmp_path / "x.parquet")
+    pd.DataFrame({"values": [7, 5]}).to_csv(tmp_path / "n.csv", index=False)
+    op = ops.Categorify(vocabs={"x": str(tmp_path / "x.parquet"), "n": tmp_path / "n.csv"})
+    (tmp_path / "x.parquet").unlink()
+    wf = tp.Workflow(["x", "n"] >> op)
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["x"].tolist() == [4, 3, 2, 1, 4]
+    assert out["n"].tolist() == [4, 3, 2, 4, 2]
+    wf.save(tmp_path / "wf")
+    again = tp.Workflow.load(tmp_path / "wf").transform(tp.Dataset(df)).to_ddf().compute()
+    assert again["x"].tolist() == [4, 3, 2, 1, 4]
+
+
+def test_given_vocab_file_errors(tmp_path):
+    """A missing file, an unknown suffix, or a file without a column of that name (and more than
+    one column) is an error naming the file."""
+    with pytest.raises(FileNotFoundError, match="nope.parquet"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "nope.parquet")})
+    pd.DataFrame({"a": [1], "b": [2]}).to_parquet(tmp_path / "two.parquet")
+    with pytest.raises(ValueError, match=r"two\.parquet.*'x'"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "two.parquet")})
+    (tmp_path / "v.json").write_text("[]")
+    with pytest.raises(ValueError, match=r"\.json"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "v.json")})
