@@ -61,6 +61,8 @@ class Categorify(StatOperator):
             ``num_oov_buckets`` ids): unseen (and, with ``freq_threshold`` / ``max_size``, rare)
             values hash into ``B`` ids.
         dtype: output integer dtype (default int64; None, NVTabular's default, is int64).
+        single_table: NVTabular's option numbering all vocabularies in one range: only False
+            (the default) is accepted; True is a ``ValueError``.
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
         encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
@@ -84,7 +86,16 @@ class Categorify(StatOperator):
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
-                 on_host: bool = False, num_buckets: Optional[int] = None, vocabs: Any = None) -> None:
+                 on_host: bool = False, num_buckets: Union[None, int, Dict[str, int]] = None, vocabs: Any = None,
+                 single_table: bool = False) -> None:
+        if single_table:
+            # NVTabular numbers all columns' vocabularies in one range (fit_finalize's _reset_df_index)
+            # and derives each column's null / OOV ids from its file's first label; tabprep keeps
+            # one id space per vocabulary rather than reproduce that layout approximately
+            raise ValueError("Categorify(single_table=True) is not supported: each vocabulary has its own ids "
+                             "0 (pad), 1 (null), 2.. (OOV), then its values. Use single_table=False (NVTabular's "
+                             "default) and offset the ids of each column yourself if one shared table is needed")
+        self.single_table = False
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
                 # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)

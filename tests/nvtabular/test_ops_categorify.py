@@ -259,3 +259,15 @@ def test_num_buckets_dict_at_serving_time():
     mixed.fit(tp.Dataset(df))
     with pytest.raises(ServingBuildError, match="num_buckets"):
         ServingTransform(mixed)
+
+
+def test_single_table_is_refused_by_name():
+    """single_table=True (Categorify.fit_finalize's _reset_df_index: all columns' ids in one
+    consecutive range, with _encode's null/OOV offsets taken from each file's first label) is not
+    reproduced: a ValueError naming the option, never ids of another layout. single_table=False,
+    NVTabular's default, is accepted."""
+    with pytest.raises(ValueError, match="single_table"):
+        ops.Categorify(single_table=True)
+    out = tp.Workflow(["x"] >> ops.Categorify(single_table=False)).fit_transform(
+        tp.Dataset(pd.DataFrame({"x": ["a", None]}))).to_ddf().compute()
+    assert out["x"].tolist() == [3, 1]
