@@ -279,8 +279,9 @@ class Categorify(StatOperator):
                 freqs = np.zeros(len(values), dtype="int64")
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
-            check_id_dtype(self.dtype, OOV_START + self.oov_buckets(key) + len(values) - 1, f"Categorify column {key!r}",
-                           f"{len(values)} categories (+ {OOV_START + self.oov_buckets(key)} reserved ids)")
+            reserved = OOV_START + self.oov_buckets(key)
+            check_id_dtype(self.dtype, reserved + len(values) - 1, f"Categorify column {key!r}",
+                           f"{len(values)} categories (+ {reserved} reserved ids)")
         self.stats_ = stats
         self._index_cache = {}
 
