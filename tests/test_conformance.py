@@ -276,6 +276,29 @@ def _per_col(fn, kind):
     return ref
 
 
+#: ColumnSimilarity's feature matrices: rows for the ids of i32 (0..29) and u16 (0..8), 6 features
+SIM_LEFT = np.round(np.random.default_rng(5).random((30, 6)) * (np.random.default_rng(6).random((30, 6)) < 0.4), 2)
+SIM_RIGHT = np.round(np.random.default_rng(7).random((9, 6)) * (np.random.default_rng(8).random((9, 6)) < 0.5), 2)
+
+
+def ref_similarity(a: pd.Series, b: pd.Series) -> List[float]:
+    """Cosine similarity of dense rows (0 where a row has no entries)."""
+    def unit(m):
+        n = np.sqrt((m ** 2).sum(axis=1, keepdims=True))
+        return np.divide(m, n, out=np.zeros_like(m), where=n > 0)
+
+    left, right = unit(SIM_LEFT), unit(SIM_RIGHT)
+    return [float("nan") if pd.isna(i) or pd.isna(j) else 0.0 if int(i) >= len(left)
+            else float(left[int(i)] @ right[int(j)]) for i, j in zip(a, b)]
+
+
+def sim_left():
+    """SIM_LEFT as a sparse matrix with empty rows up to id 12345 (an unseen i32 of _unseen)."""
+    import scipy.sparse as sp
+
+    return sp.vstack([sp.csr_matrix(SIM_LEFT), sp.csr_matrix((12346 - len(SIM_LEFT), SIM_LEFT.shape[1]))])
+
+
 CAT_COLS = ["i8", "u16", "u32", "I64", "s", "b"]
 HASH_COLS = ["i32", "u32", "I64", "s", "f32", "b"]
 NUM_COLS = ["i8", "i32", "u32", "I64", "f32", "f64"]
@@ -527,6 +550,11 @@ _add_cases({
         Case(lambda: ops.DropLowCardinality(min_cardinality=3), ["s", "u16", "b", "I64", "idx"],
              lambda t, d: {c: (py_values(d[c]), "exact") for c in ["s", "u16", "b", "I64", "idx"]
                            if ref_distinct(t[c]) >= 3}),
+    ],
+    "ColumnSimilarity": [
+        Case(lambda: ops.ColumnSimilarity(sim_left(), SIM_RIGHT, metric="cosine"), [["i32", "u16"]],
+             lambda t, d: {"i32_u16_sim": (ref_similarity(d["i32"], d["u16"]), "float")},
+             schema_check=_check_tags_props(["i32_u16_sim"], ("continuous",), {})),
     ],
     "HashedCross": [
         Case(lambda: ops.HashedCross(["s", "i32"], num_buckets=101), ["s", "i32"],

@@ -9,6 +9,7 @@ from .add_metadata import (AddMetadata, AddProperties, AddTags, TagAsItemFeature
 from .bucketize import Bucketize
 from .categorify import Categorify
 from .clip import Clip
+from .column_similarity import ColumnSimilarity
 from .difference_lag import DifferenceLag
 from .drop_low_cardinality import DropLowCardinality
 from .dropna import Dropna
@@ -37,6 +38,6 @@ __all__ = [
     "Normalize", "NormalizeMinMax", "Rename", "get_embedding_sizes", "embedding_dim_rule",
     "AddMetadata", "AddProperties", "AddTags", "Bucketize", "DifferenceLag", "DropLowCardinality",
     "HashedCross", "ListSlice", "ReduceDtypeSize", "ValueCount",
-    "TargetEncoding", "JoinGroupby", "JoinExternal", "Groupby", "shuffle_by_key",
+    "TargetEncoding", "JoinGroupby", "JoinExternal", "ColumnSimilarity", "Groupby", "shuffle_by_key",
     "Dropna", "TagAsUserID", "TagAsItemID", "TagAsUserFeatures", "TagAsItemFeatures",
 ]

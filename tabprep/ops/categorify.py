@@ -1,6 +1,8 @@
 """Categorify: map categorical values to contiguous integer ids learned from the data."""
 from __future__ import annotations
 
+import os
+
 import threading
 import warnings
 from pathlib import Path
@@ -48,14 +50,19 @@ class Categorify(StatOperator):
             vocabulary. 0: no limit; int or ``{column: int}``; at least ``2 + num_oov_buckets``.
         num_oov_buckets: number of out-of-vocabulary ids ``B`` (>= 1).
         vocabs: given vocabularies (NVTabular's ``vocabs=``): ``{column: values}`` (a list, numpy
-            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``) or a
-            pandas DataFrame (one column per vocabulary). Values not in it are out of vocabulary;
+            array or Series, in id order: the first value gets id ``2 + num_oov_buckets``; or the
+            path of a parquet / ``.csv`` file whose column ``column``, or only column, holds them
+            in id order, nulls dropped; read when the op is built) or a pandas DataFrame (one
+            column per vocabulary). Values not in it are out of vocabulary;
             nulls and duplicates in it are refused; ``freq_threshold`` / ``max_size`` do not
             apply to it. Not with ``encode_type="combo"``.
-        num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1): unseen (and, with
-            ``freq_threshold`` / ``max_size``, rare) values hash into ``B`` ids. A dict (per
-            column) is refused for now.
+        num_buckets: NVTabular's name of ``num_oov_buckets`` (an int; None: 1), or per
+            vocabulary ``{column: int}`` (NVTabular's; a vocabulary not in it has
+            ``num_oov_buckets`` ids): unseen (and, with ``freq_threshold`` / ``max_size``, rare)
+            values hash into ``B`` ids.
         dtype: output integer dtype (default int64; None, NVTabular's default, is int64).
+        single_table: NVTabular's option numbering all vocabularies in one range: only False
+            (the default) is accepted; True is a ``ValueError``.
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
         encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
@@ -79,18 +86,31 @@ class Categorify(StatOperator):
     def __init__(self, freq_threshold: Union[int, Dict[str, int]] = 0, max_size: Union[int, Dict[str, int]] = 0,
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
-                 on_host: bool = False, num_buckets: Optional[int] = None, vocabs: Any = None) -> None:
+                 on_host: bool = False, num_buckets: Union[None, int, Dict[str, int]] = None, vocabs: Any = None,
+                 single_table: bool = False) -> None:
+        if single_table:
+            # NVTabular numbers all columns' vocabularies in one range (fit_finalize's _reset_df_index)
+            # and derives each column's null / OOV ids from its file's first label; tabprep keeps
+            # one id space per vocabulary rather than reproduce that layout approximately
+            raise ValueError("Categorify(single_table=True) is not supported: each vocabulary has its own ids "
+                             "0 (pad), 1 (null), 2.. (OOV), then its values. Use single_table=False (NVTabular's "
+                             "default) and offset the ids of each column yourself if one shared table is needed")
+        self.single_table = False
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
-                raise ValueError("Categorify(num_buckets={...}): per-column OOV bucket counts are not supported yet; "
-                                 "give one int (NVTabular's num_buckets=int), or one Categorify per bucket count")
-            if isinstance(num_buckets, bool) or int(num_buckets) < 1:
+                # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)
+                for name, n in num_buckets.items():
+                    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 1:
+                        raise ValueError(f"Categorify num_buckets[{name!r}] must be an int >= 1, got {n!r}")
+                num_buckets = {str(k): int(v) for k, v in num_buckets.items()}
+            elif isinstance(num_buckets, bool) or int(num_buckets) < 1:
                 raise ValueError(f"Categorify num_buckets must be an int >= 1 (NVTabular: an int > 1, or None), "
                                  f"got {num_buckets!r}")
-            if int(num_oov_buckets) not in (1, int(num_buckets)):
-                raise ValueError(f"Categorify got num_buckets={num_buckets} and num_oov_buckets={num_oov_buckets}: "
-                                 f"they name the same thing (NVTabular's and tabprep's spelling); give one")
-            num_oov_buckets = int(num_buckets)
+            if not isinstance(num_buckets, dict):
+                if int(num_oov_buckets) not in (1, int(num_buckets)):
+                    raise ValueError(f"Categorify got num_buckets={num_buckets} and num_oov_buckets={num_oov_buckets}: "
+                                     f"they name the same thing (NVTabular's and tabprep's spelling); give one")
+                num_oov_buckets = int(num_buckets)
             if not (max_size or freq_threshold):
                 warnings.warn("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
                               "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
@@ -103,12 +123,16 @@ class Categorify(StatOperator):
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"Categorify dtype must be an integer dtype, got {dtype!r}")
         check_limits("Categorify", {"freq_threshold": freq_threshold, "max_size": max_size})
-        for key, size in (max_size.items() if isinstance(max_size, dict) else [(None, max_size)]):
-            if size and int(size) < OOV_START + int(num_oov_buckets):
+        per_col = num_buckets if isinstance(num_buckets, dict) else {}
+        sizes = max_size.items() if isinstance(max_size, dict) else (
+            [(k, max_size) for k in per_col] + [(None, max_size)])
+        for key, size in sizes:
+            b = per_col.get(key, int(num_oov_buckets))
+            if size and int(size) < OOV_START + b:
                 where = f" for {key!r}" if key is not None else ""
                 raise ValueError(f"Categorify max_size{where} is {size}, but ids 0 (padding), 1 (null) and "
-                                 f"{OOV_START}..{OOV_START + int(num_oov_buckets) - 1} (out-of-vocabulary) always "
-                                 f"exist: max_size must be at least {OOV_START + int(num_oov_buckets)} "
+                                 f"{OOV_START}..{OOV_START + b - 1} (out-of-vocabulary) always "
+                                 f"exist: max_size must be at least {OOV_START + b} "
                                  f"(NVTabular: num_buckets + 2)")
         self.freq_threshold = freq_threshold
         self.max_size = max_size
@@ -136,6 +160,13 @@ class Categorify(StatOperator):
             return list(self._vocab_keys(columns))
         return list(columns)
 
+    def oov_buckets(self, key: str) -> int:
+        """The number of out-of-vocabulary ids of vocabulary ``key``: ``num_buckets[key]`` with a
+        per-column dict (NVTabular's), else ``num_oov_buckets``."""
+        if isinstance(self.num_buckets, dict):
+            return int(self.num_buckets.get(key, self.num_oov_buckets))
+        return self.num_oov_buckets
+
     def _param(self, value: Any, key: str, default: int = 0) -> int:
         if isinstance(value, dict):
             return int(value.get(key, default))
@@ -144,7 +175,8 @@ class Categorify(StatOperator):
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
         super().check_input(input_schema, columns)
         # limits keyed by a name that is no vocabulary would be silently not applied (issue #30)
-        check_keyed_params("Categorify", {"freq_threshold": self.freq_threshold, "max_size": self.max_size},
+        check_keyed_params("Categorify", {"freq_threshold": self.freq_threshold, "max_size": self.max_size,
+                                          "num_buckets": self.num_buckets},
                            self._vocab_keys(columns))
         both = [c for c in singled_in_groups(self.input_groups) if c in columns]
         if both and self.encode_type == "joint":
@@ -200,7 +232,7 @@ class Categorify(StatOperator):
         st = self.stats_[key]
         values = _host(st["values"])
         freqs = st.get("freqs")
-        start = OOV_START + self.num_oov_buckets
+        start = OOV_START + self.oov_buckets(key)
         index = pd.RangeIndex(start, start + len(values), name="labels")
         data = {key: values}
         if freqs is not None:
@@ -236,7 +268,7 @@ class Categorify(StatOperator):
             max_size = self._param(self.max_size, key)
             # NVTabular's max_size bounds the ids (the embedding table): padding, null and the
             # out-of-vocabulary ids come out of it, the vocabulary gets the rest
-            entries = max_size - (OOV_START + self.num_oov_buckets) if max_size else 0
+            entries = max_size - (OOV_START + self.oov_buckets(key)) if max_size else 0
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
             if max_size and entries <= 0:
                 values, freqs = values[:0], freqs[:0]
@@ -247,8 +279,9 @@ class Categorify(StatOperator):
                 freqs = np.zeros(len(values), dtype="int64")
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
-            check_id_dtype(self.dtype, OOV_START + self.num_oov_buckets + len(values) - 1, f"Categorify column {key!r}",
-                           f"{len(values)} categories (+ {OOV_START + self.num_oov_buckets} reserved ids)")
+            reserved = OOV_START + self.oov_buckets(key)
+            check_id_dtype(self.dtype, reserved + len(values) - 1, f"Categorify column {key!r}",
+                           f"{len(values)} categories (+ {reserved} reserved ids)")
         self.stats_ = stats
         self._index_cache = {}
 
@@ -283,17 +316,17 @@ class Categorify(StatOperator):
             return backend.array_module(s).zeros(0, dtype="int64")
         data = backend.int_data(s) if V.is_int_like(s) else None  # values and null mask, read once
         pos = V.index_of(s, self._index(key, s), data=data)
-        ids = pos + (OOV_START + self.num_oov_buckets)  # a fresh array: updated in place below
+        ids = pos + (OOV_START + self.oov_buckets(key))  # a fresh array: updated in place below
         unseen = pos < 0
         if backend.any_true(unseen):
             # copyto(where=): element-wise on cupy, where a boolean-mask assignment is a scan
             # compiled per array size on a fresh GPU worker
             xp = backend.array_module(ids)
             nulls = data[1] if data is not None else backend.isnull(s)
-            if self.num_oov_buckets == 1:
+            if self.oov_buckets(key) == 1:
                 xp.copyto(ids, OOV_START, where=unseen)
             else:
-                h = backend.murmur3(s).astype("int64") % self.num_oov_buckets
+                h = backend.murmur3(s).astype("int64") % self.oov_buckets(key)
                 xp.copyto(ids, OOV_START + h, where=unseen)
             if nulls is not None:
                 # index_of gives -1 for nulls, so they are among the unseen
@@ -327,14 +360,14 @@ class Categorify(StatOperator):
         else:
             return None
         ids = backend.index_of_values(q, self._index(key, q))  # a fresh array: updated in place below
-        base = OOV_START + self.num_oov_buckets
-        unseen = (ids < 0) if self.num_oov_buckets > 1 else None
+        base = OOV_START + self.oov_buckets(key)
+        unseen = (ids < 0) if self.oov_buckets(key) > 1 else None
         ids += base  # absent (-1) becomes OOV_START when there is one out-of-vocabulary id
         if unseen is not None and nulls is not None:
             unseen &= ~nulls
         if unseen is not None and unseen.any():
             hashed = q[unseen] if kind != "f" else q[unseen].astype(np.float64)
-            h = murmur3_32(hashed).astype(np.uint32, copy=False).astype(np.int64) % self.num_oov_buckets
+            h = murmur3_32(hashed).astype(np.uint32, copy=False).astype(np.int64) % self.oov_buckets(key)
             ids[unseen] = OOV_START + h
         if nulls is not None:
             ids[nulls] = NULL_ID
@@ -363,7 +396,7 @@ class Categorify(StatOperator):
     def cardinality(self, key: str) -> Optional[int]:
         if not self.stats_:
             return None
-        return OOV_START + self.num_oov_buckets + len(self.stats_[key]["values"])
+        return OOV_START + self.oov_buckets(key) + len(self.stats_[key]["values"])
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = []
@@ -371,7 +404,7 @@ class Categorify(StatOperator):
             targets = [key] if self.encode_type == "combo" and len(cols) > 1 else cols
             for c in targets:
                 src = input_schema[c] if c in input_schema else input_schema[cols[0]]
-                props = {"num_oov_buckets": self.num_oov_buckets, "vocabulary": key}
+                props = {"num_oov_buckets": self.oov_buckets(key), "vocabulary": key}
                 card = self.cardinality(key)
                 if card is not None:
                     props["cardinality"] = card
@@ -460,8 +493,8 @@ def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
                         f"{type(vocabs).__name__}")
     out: Dict[str, list] = {}
     for name, values in vocabs.items():
-        if isinstance(values, str):
-            raise TypeError(f"Categorify vocabs[{name!r}] is a string; give the values (a list, array or Series)")
+        if isinstance(values, (str, os.PathLike)):
+            values = _read_vocab_file(str(name), str(values))
         vals = values.tolist() if hasattr(values, "tolist") else list(values)
         vals = [v.item() if hasattr(v, "item") else v for v in vals]
         if any(v is None or (isinstance(v, float) and v != v) for v in vals):
@@ -471,3 +504,29 @@ def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
         out[str(name)] = vals
     return out
 
+
+def _read_vocab_file(name: str, path: str) -> list:
+    """The values of a vocabulary file (NVTabular's ``vocabs={col: path}``), in file order: its
+    column ``name``, or its only column; parquet, or csv by the ``.csv`` suffix. Nulls are
+    dropped (NVTabular's own unique-value files may hold a null row; nulls always get id 1)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Categorify vocabs[{name!r}]: no vocabulary file at {path!r}")
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".csv":
+        from pyarrow import csv as pacsv
+
+        table = pacsv.read_csv(path)
+    elif suffix in (".parquet", ".parq", ".pq", "") or os.path.isdir(path):
+        table = pq.read_table(path)
+    else:
+        raise ValueError(f"Categorify vocabs[{name!r}]: cannot read {path!r}: unknown format {suffix!r}; "
+                         f"give a .parquet or .csv file, or the values (a list, array or Series)")
+    names = [c for c in table.column_names if not c.startswith("__index_level_")]
+    if name in names:
+        column = table.column(name)
+    elif len(names) == 1:
+        column = table.column(names[0])
+    else:
+        raise ValueError(f"Categorify vocabs[{name!r}]: {path!r} has no column {name!r} and more than one column "
+                         f"({names}); name the values column {name!r} or keep one column")
+    return [v for v in column.to_pylist() if v is not None and not (isinstance(v, float) and v != v)]

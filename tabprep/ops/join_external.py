@@ -15,6 +15,8 @@ from ..schema import Schema
 from .base import Operator, state_file
 
 _ROW = "__tabprep_row__"
+#: stands for a side table that a saved workflow holds in its state (see ``from_config``)
+_IN_SAVED_STATE = object()
 
 
 class JoinExternal(Operator):
@@ -25,7 +27,7 @@ class JoinExternal(Operator):
     on its own (the side table is broadcast to every task), so any partitioning works.
 
     Args:
-        df_or_path: the side table: a pandas or cuDF DataFrame, or a parquet file / folder /
+        df_or_path: the side table (``df_ext=`` is NVTabular's keyword for it; give one): a pandas or cuDF DataFrame, or a parquet file / folder /
             glob, local or at an fsspec URL (``s3://``, ``gs://``, ``file://``...; read through
             fsspec like a :class:`tabprep.Dataset`'s files, a half-written tabprep folder is
             refused). It is read once per process and backend, and must fit in (device) memory.
@@ -57,8 +59,19 @@ class JoinExternal(Operator):
         >>> joined = ["item_id", "user_id"] >> JoinExternal(items, on="item_id")
     """
 
-    def __init__(self, df_or_path: Any, on: Union[str, Sequence[str]], columns_ext: Optional[Sequence[str]] = None,
-                 how: str = "left", storage_options: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, df_or_path: Any = None, on: Union[str, Sequence[str], None] = None,
+                 columns_ext: Optional[Sequence[str]] = None, how: str = "left",
+                 storage_options: Optional[Dict[str, Any]] = None, *, df_ext: Any = None) -> None:
+        # ``df_ext`` is NVTabular 23.08's keyword for the side table; ``df_or_path`` is tabprep's
+        if df_ext is not None:
+            if df_or_path is not None:
+                raise TypeError("JoinExternal: give the side table once, as df_ext= (NVTabular's name) "
+                                "or df_or_path= (tabprep's), not both")
+            df_or_path = df_ext
+        elif df_or_path is None:
+            raise TypeError("JoinExternal needs the side table: df_ext= (or df_or_path=)")
+        if df_or_path is _IN_SAVED_STATE:  # from_config of a frame side table: load_state brings it
+            df_or_path = None
         if how not in ("left", "inner"):
             raise ValueError(f"JoinExternal how must be 'left' or 'inner', got {how!r}")
         if not on:
@@ -197,6 +210,23 @@ class JoinExternal(Operator):
                 "columns_ext": None if self.columns_ext is None else
                 (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
                 "how": self.how}
+
+    @classmethod
+    def _param_names(cls) -> List[str]:
+        # ``df_ext`` is an alias of ``df_or_path`` (stored there), not a parameter of its own
+        return [n for n in super()._param_names() if n != "df_ext"]
+
+    @property
+    def df_ext(self) -> Any:
+        """NVTabular's name of the side table (``df_or_path``)."""
+        return self.df_or_path
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "JoinExternal":
+        config = dict(config)
+        if config.get("df_or_path") is None:  # an in-memory side table: it is in the saved state
+            config["df_or_path"] = _IN_SAVED_STATE
+        return cls(**config)
 
     def __repr__(self) -> str:
         params = {k: repr(v) for k, v in self.get_params().items()}

@@ -140,8 +140,14 @@ class _Categorify(Kernel):
     def __init__(self, op: Categorify, columns: List[str], in_schema: Schema, out_schema: Schema) -> None:
         super().__init__(op, columns, in_schema, out_schema)
         op._require_fitted()
-        self.base = 2 + op.num_oov_buckets
-        self.B = op.num_oov_buckets
+        keys = op._vocab_keys(columns)
+        counts = {op.oov_buckets(k) for k in keys}
+        if len(counts) > 1:  # the kernel holds one out-of-vocabulary count (self.B)
+            raise ServingBuildError(f"cannot serve Categorify with different num_buckets per column "
+                                    f"({ {k: op.oov_buckets(k) for k in keys} }) in one op: use one Categorify "
+                                    f"per num_buckets value")
+        self.B = counts.pop() if counts else op.num_oov_buckets
+        self.base = 2 + self.B
         self.jobs = []  # (output name, input columns, vocabulary key, combo?)
         self.tables: Dict[str, Any] = {}
         self.getters: Dict[str, Any] = {}

@@ -137,11 +137,41 @@ def test_num_buckets_hashes_rare_values():
     assert wf.output_schema["x"].properties["cardinality"] == 2 + 4 + 2
 
 
-def test_num_buckets_dict_and_conflicts_are_errors():
-    """A per-column dict is refused by name (not supported yet); num_buckets and num_oov_buckets
-    disagreeing is an error; num_buckets alone warns as NVTabular does."""
-    with pytest.raises(ValueError, match="num_buckets"):
-        ops.Categorify(num_buckets={"x": 3})
+def test_num_buckets_dict_per_column(tmp_path):
+    """num_buckets={col: n} (Categorify docstring: "A dictionary may be used if the desired
+    num_buckets behavior varies by column"; _encode: a column not in the dict has 1 OOV id):
+    each column's OOV ids are [2, 2 + n) and its vocabulary starts at 2 + n; across save/load."""
+    from conftest import ref_murmur3
+
+    vals = ["a"] * 3 + ["b"] * 3 + ["r1", "r2", "r3"]
+    df = pd.DataFrame({"x": vals, "y": vals, "z": vals})
+    op = ops.Categorify(num_buckets={"x": 4, "y": 3}, freq_threshold=2)
+    wf = tp.Workflow(["x", "y", "z"] >> op)
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    for col, n in (("x", 4), ("y", 3)):
+        assert out[col].tolist()[:6] == [2 + n] * 3 + [3 + n] * 3
+        assert out[col].tolist()[6:] == [2 + ref_murmur3(v) % n for v in ["r1", "r2", "r3"]]
+        assert wf.output_schema[col].properties["cardinality"] == 2 + n + 2
+    assert out["z"].tolist() == [3] * 3 + [4] * 3 + [2] * 3
+    assert wf.output_schema["z"].properties["cardinality"] == 5
+    assert op.category_frame("x").index[0] == 6
+    wf.save(tmp_path / "wf")
+    again = tp.Workflow.load(tmp_path / "wf").transform(tp.Dataset(df)).to_ddf().compute()
+    pd.testing.assert_frame_equal(again, out)
+
+
+def test_num_buckets_dict_errors():
+    """A dict keyed by a column the op does not encode, or a count below 1, is an error naming it."""
+    df = pd.DataFrame({"x": ["a"]})
+    with pytest.raises(ValueError, match="'nope'"):
+        tp.Workflow(["x"] >> ops.Categorify(num_buckets={"nope": 3})).fit(tp.Dataset(df))
+    with pytest.raises(ValueError, match="'x'"):
+        ops.Categorify(num_buckets={"x": 0})
+
+
+def test_num_buckets_conflicts_are_errors():
+    """num_buckets and num_oov_buckets disagreeing is an error; num_buckets alone warns as
+    NVTabular does."""
     with pytest.raises(ValueError, match="num_oov_buckets"):
         ops.Categorify(num_buckets=3, num_oov_buckets=5)
     with pytest.warns(UserWarning, match="num_buckets"):
@@ -180,3 +210,64 @@ def test_given_vocabs_errors():
 def test_check_op_vocabs():
     """The conformance battery with given vocabularies."""
     check_op(ops.Categorify(vocabs={"s": ["a", "bb"], "i": [1, 2, 3]}), columns=["s", "i"])
+
+
+def test_given_vocabs_from_files(tmp_path):
+    """vocabs={col: path} (Categorify.process_vocabs' dict of paths; _encode shifts a file's
+    labels from 0 to 2 + num_buckets): the file's values, in file order, are the vocabulary; the
+    column named like the input column, or the file's only column; parquet, or csv by suffix.
+    The values are read when the op is built, so a saved workflow keeps them."""
+    df = pd.DataFrame({"x": ["b", "a", "z", None, "b"], "n": [5, 7, 9, 5, 1]})
+    pd.DataFrame({"x": ["a", "b"], "other": [0, 0]}).to_parquet(tmp_path / "x.parquet")
+    pd.DataFrame({"values": [7, 5]}).to_csv(tmp_path / "n.csv", index=False)
+    op = ops.Categorify(vocabs={"x": str(tmp_path / "x.parquet"), "n": tmp_path / "n.csv"})
+    (tmp_path / "x.parquet").unlink()
+    wf = tp.Workflow(["x", "n"] >> op)
+    out = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    assert out["x"].tolist() == [4, 3, 2, 1, 4]
+    assert out["n"].tolist() == [4, 3, 2, 4, 2]
+    wf.save(tmp_path / "wf")
+    again = tp.Workflow.load(tmp_path / "wf").transform(tp.Dataset(df)).to_ddf().compute()
+    assert again["x"].tolist() == [4, 3, 2, 1, 4]
+
+
+def test_given_vocab_file_errors(tmp_path):
+    """A missing file, an unknown suffix, or a file without a column of that name (and more than
+    one column) is an error naming the file."""
+    with pytest.raises(FileNotFoundError, match="nope.parquet"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "nope.parquet")})
+    pd.DataFrame({"a": [1], "b": [2]}).to_parquet(tmp_path / "two.parquet")
+    with pytest.raises(ValueError, match=r"two\.parquet.*'x'"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "two.parquet")})
+    (tmp_path / "v.json").write_text("[]")
+    with pytest.raises(ValueError, match=r"\.json"):
+        ops.Categorify(vocabs={"x": str(tmp_path / "v.json")})
+
+
+def test_num_buckets_dict_at_serving_time():
+    """Online serving gives the offline ids of a per-column num_buckets; one op mixing counts
+    across the columns it serves is refused by name (one Categorify per count serves)."""
+    from tabprep.serving import ServingBuildError, ServingTransform
+
+    df = pd.DataFrame({"x": ["a", "a", "r1", "r2"], "y": ["a", "a", "r1", "r2"]})
+    wf = tp.Workflow((["x"] >> ops.Categorify(num_buckets={"x": 4}, freq_threshold=2))
+                     + (["y"] >> ops.Categorify(num_buckets={"y": 3}, freq_threshold=2)))
+    offline = wf.fit_transform(tp.Dataset(df)).to_ddf().compute()
+    online = ServingTransform(wf).transform_batch({"x": df["x"].to_numpy(), "y": df["y"].to_numpy()})
+    assert online["x"].tolist() == offline["x"].tolist() and online["y"].tolist() == offline["y"].tolist()
+    mixed = tp.Workflow(["x", "y"] >> ops.Categorify(num_buckets={"x": 4, "y": 3}, freq_threshold=2))
+    mixed.fit(tp.Dataset(df))
+    with pytest.raises(ServingBuildError, match="num_buckets"):
+        ServingTransform(mixed)
+
+
+def test_single_table_is_refused_by_name():
+    """single_table=True (Categorify.fit_finalize's _reset_df_index: all columns' ids in one
+    consecutive range, with _encode's null/OOV offsets taken from each file's first label) is not
+    reproduced: a ValueError naming the option, never ids of another layout. single_table=False,
+    NVTabular's default, is accepted."""
+    with pytest.raises(ValueError, match="single_table"):
+        ops.Categorify(single_table=True)
+    out = tp.Workflow(["x"] >> ops.Categorify(single_table=False)).fit_transform(
+        tp.Dataset(pd.DataFrame({"x": ["a", None]}))).to_ddf().compute()
+    assert out["x"].tolist() == [3, 1]

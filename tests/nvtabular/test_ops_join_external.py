@@ -51,3 +51,27 @@ def test_unknown_format_is_named(tmp_path):
     _side().to_json(path)
     with pytest.raises(ValueError, match=r"\.json"):
         _join(str(path))
+
+
+def test_nvtabular_keyword_names(tmp_path):
+    """NVTabular's keywords ``df_ext=``, ``on=``, ``columns_ext=``, ``how=`` (join_external.py's
+    ``__init__``); tabprep's ``df_or_path=`` stays an alias."""
+    side = _side().assign(w=[1, 2, 3])
+    op = ops.JoinExternal(df_ext=side, on="k", columns_ext=["v"], how="inner")
+    wf = tp.Workflow(["k"] >> op)
+    out = wf.fit_transform(tp.Dataset(_data())).to_ddf().compute()
+    assert list(out.columns) == ["k", "v"]
+    assert out["k"].tolist() == [1, 2, 2] and out["v"].tolist() == [10.0, 20.0, 20.0]
+    wf.save(tmp_path / "wf")
+    again = tp.Workflow.load(tmp_path / "wf").transform(tp.Dataset(_data())).to_ddf().compute()
+    assert again["v"].tolist() == [10.0, 20.0, 20.0]
+    alias = tp.Workflow(["k"] >> ops.JoinExternal(df_or_path=_side(), on="k"))
+    assert alias.fit_transform(tp.Dataset(_data())).to_ddf().compute()["v"].tolist()[:2] == [10.0, 20.0]
+
+
+def test_both_side_table_names_is_an_error():
+    """Giving ``df_ext`` and ``df_or_path`` together is ambiguous: an error naming both."""
+    with pytest.raises(TypeError, match="df_ext.*df_or_path|df_or_path.*df_ext"):
+        ops.JoinExternal(_side(), on="k", df_ext=_side())
+    with pytest.raises(TypeError, match="df_ext"):
+        ops.JoinExternal(on="k")
