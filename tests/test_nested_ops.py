@@ -60,7 +60,8 @@ def test_categorify_ids_consistent_with_flat_list_vocabulary(data, backend, tmp_
     pq.write_table(pa.table({"x": pa.array([leaves], type=pa.list_(pa.int64()))}), flat_path)
     flat_wf = tp.Workflow(["x"] >> ops.Categorify())
     flat_wf.fit(tp.Dataset(flat_path))
-    flat_ids = flat_wf.transform(tp.Dataset(flat_path)).to_ddf().compute()["x"].array._pa_array.to_pylist()[0]
+    flat_col = flat_wf.transform(tp.Dataset(flat_path)).to_ddf().compute()["x"]
+    flat_ids = (flat_col.to_arrow() if hasattr(flat_col, "to_arrow") else flat_col.array._pa_array).to_pylist()[0]
     ids = dict(zip(leaves, flat_ids))
     assert got == _map(INTS, lambda v: ids[v])   # null leaf -> 1 in both
     assert ids[None] == 1 and len(set(ids.values())) == len(ids)
