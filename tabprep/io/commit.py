@@ -49,7 +49,8 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Union
 from . import objectstore, recovery
 from .fs import LOCAL, is_remote, local_path
 from .layout import (GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, METADATA_FILE, OUTPUT,  # noqa: F401
-                     SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE, WORKFLOW, WORKFLOW_FILE, FolderKind)
+                     SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE, WORKFLOW, WORKFLOW_FILE, FolderKind,
+                     check_target)
 
 log = logging.getLogger(__name__)
 
@@ -63,30 +64,6 @@ _ACTIVE: Set[str] = recovery.ACTIVE
 
 
 # -- checks ----------------------------------------------------------------------------------
-def check_target(path: PathLike, kind: FolderKind, overwrite: bool) -> None:
-    """Raise ``FileExistsError`` unless a commit of ``kind`` may create or replace ``path``.
-
-    ``path`` may be missing or an empty folder; with ``overwrite``, also a folder holding
-    ``kind``'s markers (one tabprep wrote). Anything else (a file, a folder of someone else's
-    files) is refused with a message naming it: replacing it would delete those files.
-    """
-    p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        return
-    if not p.is_dir():
-        raise FileExistsError(f"{kind.what} {str(p)!r} is an existing file; choose another path")
-    if not any(p.iterdir()):
-        return
-    if not overwrite:
-        raise FileExistsError(f"{kind.what} {str(p)!r} exists and is not empty; pass overwrite=True "
-                              f"(CLI: --overwrite) to replace it, or choose another path")
-    if not kind.owns(p):
-        raise FileExistsError(
-            f"refusing to replace {str(p)!r}: tabprep did not write it (a tabprep {kind.what} holds "
-            f"{' and '.join(kind.markers)}), and replacing it would delete its files. Choose another path, "
-            f"or move that folder away yourself")
-
-
 # -- one folder of a transaction -------------------------------------------------------------
 @dataclass
 class Stage:

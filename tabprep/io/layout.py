@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SCHEMA_FILE = "_schema.json"
 SUCCESS_FILE = "_SUCCESS"
@@ -40,4 +41,28 @@ WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
 GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
 
 __all__ = ["SCHEMA_FILE", "SUCCESS_FILE", "METADATA_FILE", "TFRECORD_SPEC_FILE", "WORKFLOW_FILE", "INCOMPLETE_MARKER",
-           "JOURNAL_FILE", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED"]
+           "JOURNAL_FILE", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED", "check_target"]
+
+
+def check_target(path: Any, kind: FolderKind, overwrite: bool) -> None:
+    """Raise ``FileExistsError`` unless a commit of ``kind`` may create or replace ``path``.
+
+    ``path`` may be missing or an empty folder; with ``overwrite``, also a folder holding
+    ``kind``'s markers (one tabprep wrote). Anything else (a file, a folder of someone else's
+    files) is refused with a message naming it: replacing it would delete those files.
+    """
+    p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        return
+    if not p.is_dir():
+        raise FileExistsError(f"{kind.what} {str(p)!r} is an existing file; choose another path")
+    if not any(p.iterdir()):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{kind.what} {str(p)!r} exists and is not empty; pass overwrite=True "
+                              f"(CLI: --overwrite) to replace it, or choose another path")
+    if not kind.owns(p):
+        raise FileExistsError(
+            f"refusing to replace {str(p)!r}: tabprep did not write it (a tabprep {kind.what} holds "
+            f"{' and '.join(kind.markers)}), and replacing it would delete its files. Choose another path, "
+            f"or move that folder away yourself")

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
-from .layout import GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, OUTPUT, WORKFLOW, FolderKind
+from .layout import GENERATED, INCOMPLETE_MARKER, JOURNAL_FILE, OUTPUT, WORKFLOW, FolderKind, check_target
 
 log = logging.getLogger(__name__)
 
@@ -291,8 +291,6 @@ def recover(path: PathLike, delete: bool = True) -> List[str]:
 
 def _resolve(j: Dict[str, Any], delete: bool) -> List[str]:
     """Roll the (verified) transaction of journal ``j`` back (no record) or forward (record)."""
-    from .commit import check_target
-
     txid = j["txid"]
     record = Path(j["record"])
     members = j["members"]
