@@ -169,20 +169,26 @@ def as_profile(obj: Any) -> Profile:
     raise TypeError(f"expected a Profile, a fitted Workflow or a path, got {type(obj).__name__}")
 
 
-def vocabularies(wf: Workflow) -> Dict[str, List[Any]]:
-    """``{raw column: vocabulary values}`` of the workflow's Categorify ops that read a raw column
-    directly (the OOV reference of a drift check)."""
+def _raw_vocab_stats(wf: Workflow) -> Dict[str, Dict[str, Any]]:
+    """``{raw column: its fitted vocabulary statistics}`` (``values``, ``freqs``) of the workflow's
+    Categorify ops that read a raw column directly; the first op reading a column wins."""
     raw = set(wf.input_columns)
-    out: Dict[str, Any] = {}
+    out: Dict[str, Dict[str, Any]] = {}
     for n in wf.stat_nodes:
         stats = getattr(n.op, "stats_", None)
         if type(n.op).__name__ != "Categorify" or not stats:
             continue
         for c in n.input_columns:
             st = stats.get(c)
-            if c in raw and isinstance(st, dict) and st.get("values") is not None and c not in out:
-                out[c] = st["values"]
+            if c in raw and isinstance(st, dict) and c not in out:
+                out[c] = st
     return out
+
+
+def vocabularies(wf: Workflow) -> Dict[str, List[Any]]:
+    """``{raw column: vocabulary values}`` of the workflow's Categorify ops that read a raw column
+    directly (the OOV reference of a drift check)."""
+    return {c: st["values"] for c, st in _raw_vocab_stats(wf).items() if st.get("values") is not None}
 
 
 def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
@@ -219,14 +225,5 @@ def _vocab_counts(wf: Workflow) -> Dict[str, Any]:
     """``{raw column: value counts of its vocabulary}`` of the Categorify ops on raw columns."""
     import numpy as np
 
-    raw = set(wf.input_columns)
-    out: Dict[str, Any] = {}
-    for n in wf.stat_nodes:
-        stats = getattr(n.op, "stats_", None)
-        if type(n.op).__name__ != "Categorify" or not stats:
-            continue
-        for c in n.input_columns:
-            st = stats.get(c)
-            if c in raw and isinstance(st, dict) and st.get("freqs") is not None and c not in out:
-                out[c] = np.asarray(st["freqs"], dtype=np.int64)
-    return out
+    return {c: np.asarray(st["freqs"], dtype=np.int64) for c, st in _raw_vocab_stats(wf).items()
+            if st.get("freqs") is not None}
