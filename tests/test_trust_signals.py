@@ -37,11 +37,21 @@ def _tabprep(args, cwd: Path, tmpdir: Path) -> subprocess.Popen:
 
 
 def _wait_for(pred, proc: subprocess.Popen, limit: float = 90.0) -> None:
+    """Wait until ``pred()`` holds, then freeze the process (SIGSTOP) right there: a fast machine
+    finishes a small job between two polls, and the test must signal it mid-job, not after."""
     deadline = time.monotonic() + limit
     while not pred():
         assert proc.poll() is None, f"the job ended before the point of the test: {proc.communicate()}"
         assert time.monotonic() < deadline, "the job never got there"
-        time.sleep(0.02)
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGSTOP)
+
+
+def _terminate(proc: subprocess.Popen):
+    """SIGTERM to the frozen process, then let it run: the signal is pending when it resumes."""
+    proc.send_signal(signal.SIGTERM)
+    os.kill(proc.pid, signal.SIGCONT)
+    return proc.communicate(timeout=60)
 
 
 def _reading(pid: int, folder: Path):
@@ -82,8 +92,7 @@ def test_sigterm_during_a_write_removes_its_temporaries(tmp_path, command):
     proc = _tabprep(args, tmp_path, tmpdir)
     try:
         _wait_for(_writing(tmp_path, "out"), proc)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = _terminate(proc)
     finally:
         proc.kill()
         proc.wait()
@@ -95,15 +104,14 @@ def test_sigterm_during_a_write_removes_its_temporaries(tmp_path, command):
 
 
 def test_sigterm_during_fit_leaves_nothing(tmp_path):
-    data = _data(tmp_path / "data")
+    data = _data(tmp_path / "data", files=24)
     (tmp_path / "spec.yaml").write_text(SPEC)
     tmpdir = tmp_path / "TMP"
     tmpdir.mkdir()
     proc = _tabprep(["fit", tmp_path / "spec.yaml", data, "--out", tmp_path / "wf"], tmp_path, tmpdir)
     try:
         _wait_for(_reading(proc.pid, data), proc)  # the fit pass is reading DATA
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = _terminate(proc)
     finally:
         proc.kill()
         proc.wait()
