@@ -15,8 +15,13 @@ _spec.loader.exec_module(import_graph)
 FORBIDDEN = {
     "io": {"workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "quality"},
     "schema": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "quality"},
-    "hashing": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality"},
-    "backend": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality"},
+    # dtypes.py (dtype names, the input contract) sits under schema.py, which re-exports it
+    "dtypes": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality",
+               "backend"},
+    "hashing": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality",
+                "dtypes"},
+    "backend": {"io", "workflow", "ops", "stats", "loader", "cli", "serving", "serve", "tabprep", "schema", "quality",
+                "dtypes"},
     "ops": {"workflow", "loader", "cli", "serving", "serve", "tabprep", "quality"},
     "stats": {"workflow", "ops", "loader", "cli", "serving", "serve", "tabprep", "quality"},
     "workflow": {"loader", "cli", "serving", "serve", "quality"},
