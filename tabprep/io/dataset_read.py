@@ -1,0 +1,154 @@
+"""Reading a :class:`~tabprep.io.dataset.Dataset`'s partitions: one parquet piece as a frame (or
+Arrow table), the dataset-wide nullable int columns (from footer statistics) every partition is
+cast to, the empty frames dask uses as meta, and the read / write timing and file notes of the
+partition tasks. Split out of :mod:`tabprep.io.dataset`, which re-exports these names.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import backend
+from . import fs as fsmod
+from .planning import Piece, read_footer
+
+
+def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable: Dict[str, str],
+                storage_options: Optional[Dict[str, Any]] = None, arrow: bool = False) -> Any:
+    """One partition as a frame; ``arrow`` (CPU): as the Arrow table it is read as (an empty piece
+    still gives the empty frame)."""
+    if not piece.row_groups:
+        return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
+    # a URL: the file system's own path and the (fsspec) file system, built here on the worker
+    path, filesystem = fsmod.arrow_path(piece.path, storage_options)
+    try:
+        if arrow and not piece.more:
+            return backend.read_parquet_table(path, piece.row_groups, columns, filesystem=filesystem)
+        if piece.more:
+            paths = [path] + [fsmod.arrow_path(p, storage_options)[0] for p, _ in piece.more]
+            groups = [piece.row_groups] + [g for _, g in piece.more]
+            frame = backend.read_parquet_pieces(paths, groups, columns, cpu, filesystem=filesystem)
+        else:
+            frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
+    except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
+        where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+        raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
+                         f"The file is corrupt: write it again, or leave it out of the data.") from exc
+    return nullable_frame(frame, nullable)
+
+
+def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, ...], handle: Any,
+              finish: Optional[Callable[[Any, int], Any]], index: int) -> Any:
+    """A partition's task of :meth:`Dataset._table_tasks`: ``fn(read(), handle, *args)``, then
+    ``finish(that, index)`` when given. Read and write seconds go to the workflow's ``op_timer``
+    (as ``(io)`` read / write) when ``handle`` is a workflow that has one."""
+    part = timed_read(read, handle)
+    with source_noted(read):  # raised on a worker, it names the file there as here
+        out = fn(part, handle, *args)
+    del part
+    if finish is None:
+        return out
+    return _io_timed(handle, "write", "write", lambda: finish(out, index), len(out))
+
+
+@contextlib.contextmanager
+def source_noted(read: Any) -> Iterator[None]:
+    """A failure in the block (computing the partition ``read`` reads, a reader of
+    :meth:`Dataset._piece_readers`) gets the note that names its file and row groups; the CLI
+    prints the notes in its one-line error. Nothing for other readers."""
+    try:
+        yield
+    except Exception as exc:
+        _note_source(exc, read)
+        raise
+
+
+def _note_source(exc: BaseException, read: Any) -> None:
+    piece = read.args[0] if isinstance(read, functools.partial) and read.args else None
+    if not isinstance(piece, Piece):
+        return
+    where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+    note = f"in the parquet file {where}, row groups {list(piece.row_groups)}"
+    try:
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:  # pragma: no cover - Python 3.10
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions that refuse attributes
+        pass
+
+
+def timed_read(read: Callable[[], Any], handle: Any) -> Any:
+    """``read()`` (a reader of :meth:`Dataset._piece_readers`), its seconds recorded as the ``(io)``
+    read row of ``handle``'s ``op_timer`` when ``handle`` is a workflow that has one."""
+    return _io_timed(handle, "read parquet", "read", read, len)
+
+
+def _io_timed(handle: Any, label: str, kind: str, call: Callable[[], Any], rows: Any) -> Any:
+    """``call()``, its seconds recorded as an ``(io)`` row of ``handle``'s ``op_timer`` when
+    ``handle`` is a workflow that has one; ``rows``: the row count, or a function of the result."""
+    timer = getattr(handle, "op_timer", None)
+    if timer is None:
+        return call()
+    clock = getattr(handle, "op_clock", time.perf_counter)
+    t0 = clock()
+    res = call()
+    timer("(io)", label, kind, clock() - t0, rows(res) if callable(rows) else rows)
+    return res
+
+
+def nullable_frame(frame: Any, nullable: Dict[str, str]) -> Any:
+    """``frame`` (pandas, or an Arrow table of a partition: converted) with the int columns that hold a null
+    somewhere in the dataset as nullable ints, as :meth:`Dataset.to_ddf` gives every partition (otherwise
+    partitions would disagree on dtypes)."""
+    if isinstance(frame, pa.Table):
+        frame = backend.arrow_to_frame(frame, cpu=True)
+    casts = {c: t for c, t in nullable.items() if c in frame.columns and str(frame[c].dtype) != t}
+    return frame.astype(casts) if casts else frame
+
+
+def _meta_from_file(path: str, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None,
+                    storage_options: Optional[Dict[str, Any]] = None) -> Any:
+    where, filesystem = fsmod.arrow_path(path, storage_options)
+    return _meta_from_schema(pq.read_schema(where, filesystem=filesystem), columns, cpu, nulls)
+
+
+def _meta_from_schema(schema: pa.Schema, columns: Optional[List[str]], cpu: bool, nulls: Optional[set] = None) -> Any:
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+    # int columns that hold a null anywhere in the dataset are nullable ints in every partition
+    return backend.empty_frame(schema, cpu, nulls)
+
+
+def null_columns(files: List[str]) -> set:
+    """Names of the columns that hold at least one null in any of ``files`` (from parquet statistics)."""
+    out: set = set()
+    for f in files:
+        out |= _file_null_columns(f, os.path.getmtime(f))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_null_columns(path: str, mtime: float) -> frozenset:
+    return _footer_null_columns(read_footer(path))
+
+
+def _footer_null_columns(md: Any) -> frozenset:
+    """Columns of one parquet footer that may hold a null (no statistics counts as "may")."""
+    names = []
+    for j in range(md.num_columns):
+        col = md.schema.column(j)
+        for i in range(md.num_row_groups):
+            if md.row_group(i).num_rows == 0:
+                continue  # an empty row group (empty file) has no statistics and holds no null
+            st = md.row_group(i).column(j).statistics
+            if st is None or not st.has_null_count or st.null_count > 0:
+                names.append(col.path.split(".")[0])
+                break
+    return frozenset(names)
