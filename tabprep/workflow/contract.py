@@ -1,0 +1,127 @@
+"""Binding a schema to a :class:`~tabprep.Workflow` (the input columns checked, every node's
+schema computed) and the fitted input schema as a contract on the data a transform is given
+(missing columns, kind changes, casts). Mixed into :class:`tabprep.Workflow`; split out of
+:mod:`tabprep.workflow.workflow`."""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from .. import backend
+from .._util import did_you_mean, refuse_duplicate_columns
+from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
+                      unit_drift)
+
+
+class WorkflowContract:
+    """The schema binding and the input contract of :class:`tabprep.Workflow`."""
+
+    # -- schema ----------------------------------------------------------------------
+    def _bind(self, input_schema: Schema, source: str = "the dataset") -> None:
+        """Check every selected column exists and compute every node's schema."""
+        for n in self.nodes:  # ColumnSelector(tags=...): the schema's tagged columns, fixed from now on
+            n.resolve_tags(input_schema)
+        available = input_schema.column_names
+        for col in self.input_columns:
+            if col not in input_schema:
+                hint = did_you_mean(col, available, sep=", ", capitalize=True)
+                hint = f" {hint}" if hint else ""
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
+                raise KeyError(
+                    f"column {col!r}{where} is not in {source}.{hint} Available columns: {available[:50]}"
+                    + (" ..." if len(available) > 50 else "")
+                )
+        # an op's output columns may depend on fitted statistics (DropLowCardinality): ask again
+        for n in self.nodes:
+            n._out = None
+        schemas: Dict[int, Schema] = {}
+        for n in self.nodes:
+            if n.kind == "select":
+                schemas[id(n)] = input_schema.select(n.columns)
+            elif n.kind == "concat":
+                sch = Schema()
+                for p in n.parents:
+                    sch = sch + schemas[id(p)]
+                schemas[id(n)] = sch
+            elif n.kind == "drop":
+                schemas[id(n)] = schemas[id(n.parents[0])].select(n.output_columns)
+            else:
+                inp = Schema()
+                for p in n.parents:
+                    inp = inp + schemas[id(p)]
+                for dep in n.op.dependencies():
+                    if dep not in inp:
+                        inp = inp + input_schema.select([dep])
+                nested = [c for c in n.input_columns if c in inp and inp[c].is_list and inp[c].dtype.startswith("list<")]
+                if nested and not getattr(n.op, "supports_nested", False):
+                    raise TypeError(f"{n.op.label}: column(s) {nested} in {source} hold nested lists (list<list<...>>), "
+                                    f"which tabprep's ops and loaders do not support; flatten them to one list level "
+                                    f"(or leave them out of the ops: plain selected columns pass through)")
+                n.op.check_input(inp, n.input_columns)
+                schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
+                refuse_duplicate_columns(n.output_columns, f"the output of {n.op.label} on {n.input_columns}",
+                                         "a Rename f / postfix that maps each column to its own name")  # issue #30
+                if nested:   # outputs of the nested inputs keep their nesting (and per-level counts)
+                    schemas[id(n)] = nest_like(schemas[id(n)], inp, nested)
+        self.input_schema = input_schema
+        self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
+        self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
+
+    # -- the input contract ----------------------------------------------------------------
+    def _check_contract(self, given: Schema, source: str, cast: bool) -> Dict[str, str]:
+        """Check ``given`` against the fitted input schema (without re-binding: transform never
+        changes the fitted workflow). Missing columns raise KeyError with close matches; kind
+        changes raise TypeError naming column, dtypes and the fix unless ``cast``. Returns the
+        ``{column: fitted dtype}`` casts to apply (empty unless ``cast``)."""
+        fitted = self.input_schema
+        available = given.column_names
+        for col in self.input_columns:
+            if col not in given:
+                hint = did_you_mean(col, available, sep=", ", capitalize=True)
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
+                raise KeyError(f"column {col!r}{where} is not in {source}.{' ' + hint if hint else ''} "
+                               f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))
+        bad = check_input_dtypes(fitted, given, self.input_columns)
+        lists = [c for c in bad if fitted[c].is_list != given[c].is_list]
+        if lists:
+            msgs = [kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), fitted[c].is_list).split("; ")[0]
+                    + "; list and scalar columns do not convert: give the fitted layout" for c in lists]
+            raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(msgs))
+        # list<list<..>> vs list<..>: no cast changes the nesting, whatever ``cast`` says (issue #31)
+        nesting = [c for c in bad if fitted[c].is_list and given[c].is_list
+                   and normalize_dtype(fitted[c].dtype).count("list<") != str(_shown_dtype(given[c])).count("list<")]
+        if nesting:
+            raise TypeError(f"{source} does not match the fitted input schema: " + "\n".join(
+                kind_mismatch_message(c, fitted[c].dtype, _shown_dtype(given[c]), True) for c in nesting))
+        if bad and not cast:
+            # one sentence for all the drifted columns (a csv round trip drifts many at once), the fix once
+            raise TypeError(f"{source} does not match the fitted input schema: "
+                            + drift_message([(c, fitted[c].dtype, _shown_dtype(given[c])) for c in bad]))
+        casts = {c: fitted[c].dtype for c in bad}
+        # times in another unit: converted to the fitted unit (exactly, or refused) even without cast
+        casts.update({c: fitted[c].dtype for c in self.input_columns
+                      if c in fitted and c in given and not fitted[c].is_list and not given[c].is_list
+                      and unit_drift(fitted[c].dtype, given[c].dtype)})
+        return casts
+
+    def _enforce_contract(self, df: Any, source: str, cast: bool) -> Any:
+        """``df`` checked against the contract (and cast when ``cast``); memoized per dtypes."""
+        key = (tuple(df.columns), tuple(str(d) for d in df.dtypes.tolist()), bool(cast))
+        memo = self.__dict__.setdefault("_contract_memo", {})
+        casts = memo.get(key)
+        if casts is None:
+            refuse_duplicate_columns(key[0], source)
+            wanted = set(self.input_columns)  # once, not per column (5,000 columns: minutes)
+            cols = [c for c in df.columns if c in wanted]
+            casts = self._check_contract(Schema.from_frame(df[cols]) if cols else Schema(), source, cast)
+            if len(memo) > 64:  # a long-lived serving process seeing ever new dtype sets
+                memo.clear()
+            memo[key] = casts
+        if casts:
+            df = df.assign(**{c: backend.cast_safely(df[c], dt, c) for c, dt in casts.items()})
+        return df
+
+
+def _shown_dtype(col: Any) -> str:
+    return col.dtype if col.dtype != "str" else "str (strings)"
