@@ -73,9 +73,20 @@ def test_every_gpu_dispatcher_is_registered_lazily():
     """Each dispatcher with a GPU implementation must load tabprep.backend.gpu on the first
     cuDF / cupy object; a missing registration would send cuDF objects to the pandas code."""
     import inspect
-
-    src = open(inspect.getsourcefile(backend).replace("__init__.py", "gpu.py")).read()
     import re
+    from pathlib import Path
+
+    # gpu.py and its parts (gpu_lists.py, gpu_reductions.py): each part that registers anything must
+    # be imported by gpu.py, the module the lazy loaders import, or its registrations never happen
+    here = Path(inspect.getsourcefile(backend)).parent
+    gpu_src = (here / "gpu.py").read_text()
+    parts = {p.stem: p.read_text() for p in here.glob("gpu_*.py")}
+    registering = {name for name, text in parts.items() if "@_register(" in text or "register_module(GPU_MODULES" in text}
+    assert {"gpu_lists", "gpu_reductions"} <= registering
+    imported = set(re.findall(r"^from \. import ([\w, ]+)", gpu_src, re.M))
+    imported = {m.strip() for line in imported for m in line.split(",")}
+    assert registering <= imported, f"gpu.py does not import {sorted(registering - imported)}"
+    src = gpu_src + "".join(parts[name] for name in sorted(registering))
 
     registered = set(re.findall(r"@_register\((\w+)\.(\w+)\)", src))
     registered |= set(re.findall(r"(\w)\.(\w+)\.register_module\(GPU_MODULES", src))

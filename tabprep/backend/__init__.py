@@ -19,7 +19,8 @@ Modules:
 * :mod:`~tabprep.backend.parquet`: parquet / Arrow reading;
 * :mod:`~tabprep.backend.lists`: list (multi-hot) columns as leaves + offsets;
 * :mod:`~tabprep.backend.lookup`: vocabulary lookups;
-* :mod:`~tabprep.backend.gpu`: the cuDF / cupy implementations of all of the above.
+* :mod:`~tabprep.backend.gpu`: the cuDF / cupy implementations of all of the above (with
+  :mod:`~tabprep.backend.gpu_lists` and :mod:`~tabprep.backend.gpu_reductions`, which it imports).
 
 Conventions:
 * Nulls: a missing value is a null; on float columns NaN counts as null too

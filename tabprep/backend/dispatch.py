@@ -83,6 +83,15 @@ class Dispatch:
         return f"<tabprep.backend dispatch {self.__name__}>"
 
 
+def register_gpu(dispatcher: Dispatch) -> Callable[[Callable], Callable]:
+    """Decorator of the cuDF/cupy modules (``gpu.py``, ``gpu_*.py``): register the function as
+    ``dispatcher``'s implementation for every type of the :data:`GPU_MODULES` libraries."""
+    def wrapper(func: Callable) -> Callable:
+        return dispatcher.register_module(GPU_MODULES, func)
+
+    return wrapper
+
+
 def _load_gpu() -> None:
     from . import gpu  # noqa: F401 - importing registers the cuDF/cupy implementations
 

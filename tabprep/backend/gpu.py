@@ -3,7 +3,8 @@
 Imported lazily, by :class:`~tabprep.backend.dispatch.Dispatch` the first time a cuDF, dask-cuDF
 or cupy object is seen, or by a reader asked for ``cpu=False``: importing tabprep never imports
 cuDF. Each function here is registered on its dispatcher for every type of those libraries (as
-``is_gpu`` tested the type's module).
+``is_gpu`` tested the type's module). The reductions (:mod:`~tabprep.backend.gpu_reductions`) and
+the list functions (:mod:`~tabprep.backend.gpu_lists`) are in modules of their own, imported here.
 
 Nothing here runs in CI (no GPU): the GPU tests (``pytest -m gpu``) cover it.
 """
@@ -14,28 +15,29 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import cudf
 import cupy
-import pylibcudf as plc
 import numpy as np
 import pyarrow as pa
 
 from . import arrays as A
 from . import frames as F
-from . import lists as L
 from . import lookup as K
 from . import parquet as P
 from . import gpu_warmup
-from . import reductions as R
-from .dispatch import GPU_MODULES
+from .dispatch import GPU_MODULES, register_gpu as _register
+# the reductions and the list functions live in their own modules: importing them registers them
+# (their helpers stay importable from here; the device's +inf scalar, gpu_reductions._INF, does not)
+from . import gpu_lists, gpu_reductions  # noqa: F401
+from .gpu_lists import (  # noqa: F401
+    _elements_are_lists, _gpu_list_from_leaves, _is_list_dtype, _list_from_leaves, _list_leaves, _list_levels,
+    _nested_flatten, _nested_rebuild, _one_level,
+)
+from .gpu_reductions import (  # noqa: F401
+    _any_true, _count_order, _cupy_int64, _finite_column, _finite_minmax, _finite_moments, _finite_moments_minmax,
+    _int_counts, _merge_counts, _minmax_of, _moments_of, _plc_column, _sorted_group_counts,
+)
 
 log = logging.getLogger("tabprep.backend")
 gpu_warmup.start()  # pre-builds the hot paths' CuPy kernels while the first partitions are read
-
-
-def _register(dispatcher: Any) -> Callable:
-    def wrapper(func: Callable) -> Callable:
-        return dispatcher.register_module(GPU_MODULES, func)
-
-    return wrapper
 
 
 # ---------------------------------------------------------------------------
@@ -145,162 +147,6 @@ def _murmur3(series: Any, seed: int = 0):
     out = s.hash_values(method="murmur3", seed=seed).values.astype("uint32")
     cupy.copyto(out, 0, where=mask)  # element-wise: a boolean-mask assignment is a size-specific scan
     return out
-
-
-# ---------------------------------------------------------------------------
-# per-partition reductions: libcudf only (no CuPy kernel to compile on a fresh worker)
-# ---------------------------------------------------------------------------
-_F64 = plc.DataType(plc.TypeId.FLOAT64)
-_BOOL8 = plc.DataType(plc.TypeId.BOOL8)
-_INF: Optional[Any] = None  # the float64 +inf scalar on the device, made at the first use
-# libcudf's boolean-mask compaction (rows where the mask is true; null counts as false): renamed
-# apply_retention_mask in cuDF 26.x, where the old name warns
-_retain = getattr(plc.stream_compaction, "apply_retention_mask", None) or plc.stream_compaction.apply_boolean_mask
-
-
-def _finite_column(series: Any) -> Any:
-    """The finite values of ``series`` as a float64 pylibcudf column (nulls, NaN and +-inf dropped,
-    as :func:`tabprep.backend.reductions.finite_values` on the host): ``abs(x) < inf``, which is
-    false for NaN and null for nulls, then libcudf's boolean-mask compaction.
-
-    pylibcudf straight on the column: cuDF's Series layer (nans_to_nulls, where, a scalar pulled
-    back after every reduction) cost about 10 ms per 10M-row column on an H100, almost all of it
-    Python and synchronisations (13 columns of 10M rows: 187 ms, against 33 ms here), so
-    Normalize's fit paid ~0.1 s per partition whatever the partition's size."""
-    global _INF
-    if getattr(series.dtype, "kind", None) in ("M", "m"):
-        # datetimes / timedeltas: their counts (NaT is null), as on the host; libcudf casts no
-        # timestamp to float
-        series = series.astype("int64")
-    col = _plc_column(series)
-    if col.type().id() != plc.TypeId.FLOAT64:
-        col = plc.unary.cast(col, _F64)
-    if _INF is None:
-        _INF = plc.Scalar.from_py(float("inf"), _F64)
-    absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
-    finite = plc.binaryop.binary_operation(absval, _INF, plc.binaryop.BinaryOperator.LESS, _BOOL8)
-    return _retain(plc.Table([col]), finite).columns()[0]
-
-
-def _moments_of(col: Any):
-    """``(count, mean, m2)`` of a float64 pylibcudf column without nulls (libcudf reductions; the
-    mean stays on the device for the deviations)."""
-    n = col.size()
-    if n == 0:
-        return 0, 0.0, 0.0
-    mean = plc.reduce.reduce(col, plc.aggregation.mean(), _F64)
-    d = plc.binaryop.binary_operation(col, mean, plc.binaryop.BinaryOperator.SUB, _F64)
-    sq = plc.binaryop.binary_operation(d, d, plc.binaryop.BinaryOperator.MUL, _F64)
-    m2 = plc.reduce.reduce(sq, plc.aggregation.sum(), _F64)
-    return n, float(mean.to_py()), float(m2.to_py())
-
-
-def _minmax_of(col: Any):
-    if col.size() == 0:
-        return None, None
-    lo, hi = plc.reduce.minmax(col)
-    return float(lo.to_py()), float(hi.to_py())
-
-
-@_register(R.finite_moments)
-def _finite_moments(series: Any):
-    return _moments_of(_finite_column(series))
-
-
-@_register(R.finite_minmax)
-def _finite_minmax(series: Any):
-    return _minmax_of(_finite_column(series))
-
-
-@_register(R.finite_moments_minmax)
-def _finite_moments_minmax(series: Any):
-    col = _finite_column(series)
-    return _moments_of(col), _minmax_of(col)
-
-
-@_register(R.any_true)
-def _any_true(values: Any) -> bool:
-    if len(values) == 0:
-        return False
-    # libcudf's reduction on a zero-copy column of the cupy array: no NVRTC compile on a fresh
-    # worker, and none of cuDF's Series layer (Categorify's transform asks this once per column)
-    return bool(plc.reduce.reduce(_plc_column(values), plc.aggregation.any(), _BOOL8).to_py())
-
-
-# pylibcudf (libcudf's precompiled sorts and group-bys) straight on columns: cuDF's Python layer
-# (value_counts, groupby, sort_values) launches a few CuPy kernels of its own, which a fresh
-# worker compiles with NVRTC
-def _plc_column(x: Any) -> Any:
-    """The pylibcudf column of a cuDF series or a cupy array (zero-copy)."""
-    if isinstance(x, cupy.ndarray):
-        from_cai = getattr(plc.Column, "from_cuda_array_interface", None)
-        if from_cai is not None:
-            return from_cai(x)
-        x = cudf.Series(x)
-    col = x._column
-    return col.plc_column if hasattr(col, "plc_column") else col.to_pylibcudf(mode="read")
-
-
-def _cupy_int64(col: Any) -> Any:
-    """An int64 cupy array of a pylibcudf column without nulls."""
-    if col.type().id() != plc.TypeId.INT64:
-        col = plc.unary.cast(col, plc.DataType(plc.TypeId.INT64))
-    return cudf.Series.from_pylibcudf(col).values
-
-
-def _sorted_group_counts(table: Any, agg: Any) -> tuple:
-    """``(keys, aggregate)`` of a table sorted by its first column (nulls last, excluded): libcudf's
-    sort-based group-by, which on sorted keys is one pass."""
-    key = table.columns()[0]
-    gb = plc.groupby.GroupBy(plc.Table([key]), null_handling=plc.types.NullPolicy.EXCLUDE,
-                             keys_are_sorted=plc.types.Sorted.YES)
-    value = table.columns()[-1]
-    keys, results = gb.aggregate([plc.groupby.GroupByRequest(value, [agg])])
-    return _cupy_int64(keys.columns()[0]), _cupy_int64(results[0].columns()[0])
-
-
-@_register(R.int_counts)
-def _int_counts(series: Any):
-    # libcudf: drop nulls, sort, then a sorted group-by count. 3.7-6.3 ms on 20M int64 on an H100
-    # (30 to 1.9M distinct values), against 3.5-3.9 ms for CuPy's unique, which a fresh worker must
-    # compile (multi-block scans: seconds of NVRTC on the job's thread), and 11-24 ms for cuDF's
-    # value_counts + sort_index (which also launches CuPy kernels). Nulls are dropped first: with
-    # 2% nulls among 12.5M values the sorted group-by took 19.5 ms, against 4.4 ms without them
-    # (and 5.1 ms for CuPy): the 50M-row Criteo fit took 2.4-3.5 s instead of 1.2 s
-    nulls = int(series.null_count)
-    col = _plc_column(series)
-    if nulls:
-        col = plc.stream_compaction.drop_nulls(plc.Table([col]), [0], 1).columns()[0]
-    if col.type().id() != plc.TypeId.INT64:
-        col = plc.unary.cast(col, plc.DataType(plc.TypeId.INT64))
-    srt = plc.sorting.sort(plc.Table([col]), [plc.types.Order.ASCENDING], [plc.types.NullOrder.AFTER])
-    keys, counts = _sorted_group_counts(srt, plc.aggregation.count(plc.types.NullPolicy.EXCLUDE))
-    return keys, counts, nulls
-
-
-@_register(R._merge_counts)
-def _merge_counts(keys_list: Sequence[Any], counts_list: Sequence[Any]):
-    # libcudf: concatenate the runs, sort by key, sorted group-by sum (no CuPy kernel)
-    runs = plc.concatenate.concatenate([plc.Table([_plc_column(k), _plc_column(c)])
-                                        for k, c in zip(keys_list, counts_list)])
-    srt = plc.sorting.sort_by_key(runs, plc.Table([runs.columns()[0]]), [plc.types.Order.ASCENDING],
-                                  [plc.types.NullOrder.AFTER])
-    return _sorted_group_counts(srt, plc.aggregation.sum())
-
-
-@_register(R.count_order)
-def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int = 0):
-    # libcudf's stable sort by descending count: keys ascend already, so ties keep ascending value
-    tbl = plc.Table([_plc_column(keys), _plc_column(counts)])
-    srt = plc.sorting.stable_sort_by_key(tbl, plc.Table([tbl.columns()[1]]), [plc.types.Order.DESCENDING],
-                                         [plc.types.NullOrder.AFTER])
-    values, freqs = (_cupy_int64(c).get() for c in srt.columns())
-    if freq_threshold and freq_threshold > 1:
-        keep = freqs >= freq_threshold  # on the host: counts descend, so this is a prefix
-        values, freqs = values[keep], freqs[keep]
-    if max_size and max_size > 0:
-        values, freqs = values[:max_size], freqs[:max_size]
-    return values, freqs
 
 
 # ---------------------------------------------------------------------------
@@ -527,128 +373,6 @@ class CudfParquetReader:
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return parts[0].reset_index(drop=True) if len(parts) == 1 else F.concat_rows(parts)
-
-
-# ---------------------------------------------------------------------------
-# lists
-# ---------------------------------------------------------------------------
-def _is_list_dtype(dtype: Any) -> bool:
-    """A list dtype, as cuDF spells it (``cudf.ListDtype``) or as pandas' ``ArrowDtype(list)``, which
-    cuDF 26 also reports for list columns made by some operations."""
-    if isinstance(dtype, cudf.ListDtype):
-        return True
-    typ = getattr(dtype, "pyarrow_dtype", None)
-    return typ is not None and (pa.types.is_list(typ) or pa.types.is_large_list(typ))
-
-
-def _elements_are_lists(dtype: Any) -> bool:
-    """True for ``list<list<...>>`` in either spelling of :func:`_is_list_dtype`."""
-    if isinstance(dtype, cudf.ListDtype):
-        return _is_list_dtype(dtype.element_type)
-    typ = getattr(dtype, "pyarrow_dtype", None)
-    return typ is not None and _is_list_dtype(typ) and (pa.types.is_list(typ.value_type)
-                                                        or pa.types.is_large_list(typ.value_type))
-
-
-@_register(L.list_leaves)
-def _list_leaves(series: Any):
-    col = series.list
-    if _elements_are_lists(series.dtype):
-        # nested lists: one level, as on the CPU (cuDF's .list.leaves flattens every level)
-        return _one_level(series)
-    leaves = col.leaves
-    lengths = col.len().fillna(0).astype("int64").values
-    offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
-    return leaves.reset_index(drop=True), offsets
-
-
-def _one_level(series: Any):
-    """(elements, offsets) of the outer level of a nested list series (null rows as empty lists)."""
-    lengths = series.list.len().fillna(0).astype("int64").values
-    offsets = cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)])
-    exploded = series.reset_index(drop=True).explode()
-    # explode gives an empty or null row one null element: keep the elements of non-empty rows only
-    width = cupy.maximum(lengths, 1)
-    starts = cupy.cumsum(width) - width
-    keep = cupy.ones(int(width.sum()), dtype=bool)
-    keep[starts[lengths == 0]] = False
-    return exploded[keep].reset_index(drop=True), offsets
-
-
-@_register(L._list_from_leaves)
-def _list_from_leaves(like: Any, values: Any, offsets: Any, name: Any, keep: bool):
-    return _gpu_list_from_leaves(values, offsets, like, name, keep_nulls=keep)
-
-
-def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_nulls: bool = False):
-    vals = values if isinstance(values, cudf.Series) else cudf.Series(values)
-    offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
-    try:
-        import pylibcudf as plc
-
-        mask, null_count = None, 0
-        if keep_nulls and like.null_count:
-            # same rows as ``like``: reuse its validity bitmask for the null rows
-            src = like._column.to_pylibcudf(mode="read")
-            if src.offset():  # a sliced view: materialize so the bitmask starts at row 0
-                src = like.copy(deep=True)._column.to_pylibcudf(mode="read")
-            mask, null_count = src.null_mask(), src.null_count()
-        col = plc.Column(plc.DataType(plc.TypeId.LIST), len(offs) - 1, None, mask, null_count, 0,
-                         [offs._column.to_pylibcudf(mode="read"), vals._column.to_pylibcudf(mode="read")])
-        out = cudf.Series.from_pylibcudf(col)
-    except (ImportError, AttributeError, TypeError) as exc:
-        # older cuDF: rebuild through Arrow on the host (slower, same result)
-        log.debug("pylibcudf list construction unavailable (%s); using Arrow", exc)
-        nulls = pa.array(like.isna().to_numpy()) if keep_nulls and like.null_count else None
-        arr = pa.ListArray.from_arrays(offs.to_arrow(), vals.to_arrow(), mask=nulls)
-        out = cudf.Series.from_arrow(arr)
-    out.index = like.index
-    return out.rename(name)
-
-
-@_register(L.list_levels)
-def _list_levels(series: Any):
-    offsets = []
-    cur = series
-    while _is_list_dtype(cur.dtype):
-        cur, offs = _list_leaves(cur)
-        offsets.append(offs)
-    return cur, offsets
-
-
-@_register(L.nested_flatten)
-def _nested_flatten(series: Any):
-    """cuDF: every level's offsets (null lists empty) and validity, on the device."""
-    levels = []
-    cur = series.reset_index(drop=True)
-    while _is_list_dtype(cur.dtype):
-        lengths = cur.list.len().fillna(0).astype("int64").values
-        valid = cur.notna().values if cur.null_count else None
-        levels.append((cupy.concatenate([cupy.zeros(1, dtype="int64"), cupy.cumsum(lengths)]), valid))
-        cur = _one_level(cur)[0] if _elements_are_lists(cur.dtype) \
-            else cur.list.leaves.reset_index(drop=True)
-    row_off = levels[0][0]
-    for offs, _ in levels[1:]:
-        row_off = offs[row_off]
-    flat = _gpu_list_from_leaves(cur, row_off, series, series.name, keep_nulls=True)
-    return flat, (levels, series)
-
-
-@_register(L.nested_rebuild)
-def _nested_rebuild(flat: Any, structure: Any, name: Any):
-    levels, original = structure
-    cur = flat.list.leaves.reset_index(drop=True)
-    for k in range(len(levels) - 1, -1, -1):
-        offs, valid = levels[k]
-        if k == 0:
-            like = original
-        else:   # a stand-in series carrying this level's null mask (only its mask and index are read)
-            like = cudf.Series(cupy.zeros(len(offs) - 1, dtype="int8"))
-            if valid is not None:
-                like = like.where(cudf.Series(valid))
-        cur = _gpu_list_from_leaves(cur, offs, like, None, keep_nulls=valid is not None)
-    cur.index = flat.index
-    return cur.rename(name)
 
 
 # ---------------------------------------------------------------------------
