@@ -73,3 +73,17 @@ def test_the_graph_sees_a_violation(tmp_path, monkeypatch):
     assert ("tabprep.io.bad", "tabprep.workflow.workflow", True) in found
     edges, _ = import_graph.graph()
     assert import_graph.cycles(edges) == [("io", "workflow")]
+
+
+#: the project's rule: modules stay under ~600 lines (split by responsibility otherwise)
+MAX_MODULE_LINES = 600
+#: modules over the limit while their split is under way elsewhere (loader/core.py: another branch)
+OVER_LIMIT_FOR_NOW = {"loader/core.py"}
+
+
+def test_modules_stay_under_600_lines():
+    pkg = ROOT / "tabprep"
+    over = {str(p.relative_to(pkg)): n for p in sorted(pkg.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert set(over) <= OVER_LIMIT_FOR_NOW, f"modules over {MAX_MODULE_LINES} lines (split them): " + ", ".join(
+        f"tabprep/{k} ({v})" for k, v in over.items() if k not in OVER_LIMIT_FOR_NOW)
