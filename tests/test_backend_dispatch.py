@@ -81,7 +81,8 @@ def test_every_gpu_dispatcher_is_registered_lazily():
     here = Path(inspect.getsourcefile(backend)).parent
     gpu_src = (here / "gpu.py").read_text()
     parts = {p.stem: p.read_text() for p in here.glob("gpu_*.py")}
-    registering = {name for name, text in parts.items() if "@_register(" in text or "register_module(GPU_MODULES" in text}
+    registering = {name for name, text in parts.items()
+                   if "@_register(" in text or "register_module(GPU_MODULES" in text}
     assert {"gpu_lists", "gpu_reductions"} <= registering
     imported = set(re.findall(r"^from \. import ([\w, ]+)", gpu_src, re.M))
     imported = {m.strip() for line in imported for m in line.split(",")}

@@ -15,14 +15,17 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import cudf
 import cupy
+import pylibcudf as plc
 import numpy as np
 import pyarrow as pa
 
 from . import arrays as A
 from . import frames as F
+from . import lists as L
 from . import lookup as K
 from . import parquet as P
 from . import gpu_warmup
+from . import reductions as R
 from .dispatch import GPU_MODULES, register_gpu as _register
 # the reductions and the list functions live in their own modules: importing them registers them
 # (their helpers stay importable from here; the device's +inf scalar, gpu_reductions._INF, does not)
@@ -32,8 +35,9 @@ from .gpu_lists import (  # noqa: F401
     _nested_flatten, _nested_rebuild, _one_level,
 )
 from .gpu_reductions import (  # noqa: F401
-    _any_true, _count_order, _cupy_int64, _finite_column, _finite_minmax, _finite_moments, _finite_moments_minmax,
-    _int_counts, _merge_counts, _minmax_of, _moments_of, _plc_column, _sorted_group_counts,
+    _BOOL8, _F64, _any_true, _count_order, _cupy_int64, _finite_column, _finite_minmax, _finite_moments,
+    _finite_moments_minmax, _int_counts, _merge_counts, _minmax_of, _moments_of, _plc_column, _retain,
+    _sorted_group_counts,
 )
 
 log = logging.getLogger("tabprep.backend")

@@ -21,11 +21,16 @@ remote storage is read only with ``_SUCCESS`` (its commit, :mod:`tabprep.io.obje
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import refuse_duplicate_columns

@@ -11,10 +11,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import dask
 
 from .. import backend
-from .._util import is_frame, refuse_duplicate_columns
+from .._util import did_you_mean, is_frame, refuse_duplicate_columns
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..schema import Schema
+from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
+                      unit_drift)
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
 from .fusion import plan_chains, run_chain_node
