@@ -164,3 +164,40 @@ def test_partition_lens_repartition_sample_dtypes(tmp_path):
     assert re.npartitions == 2 and sum(re.partition_lens) == 20
     assert re.compute()["a"].tolist() == list(range(20))
     assert ds.sample_dtypes() == {"a": "int64", "x": "float64", "s": "str"}
+
+
+def _written(tmp_path, **kw):
+    """A frame with nulls, an inf and a list column, written by tabprep with every side file."""
+    df = pd.DataFrame({"a": np.arange(30, dtype="int64"), "x": np.linspace(-1, 1, 30), "s": [f"v{i % 4}" for i in range(30)]})
+    df.loc[[2, 9], "x"] = np.nan
+    df.loc[5, "x"] = np.inf
+    out = tmp_path / "out"
+    tp.Dataset(df, npartitions=3).to_parquet(str(out), cats=["s"], conts=["x"], labels=["a"], **kw)
+    return df, out
+
+
+def test_glob_over_an_output_folder_skips_side_files(tmp_path):
+    """merlin.io.Dataset("out/*") reads the data files of a folder NVTabular wrote: files whose
+    names start with ``_`` or ``.`` (``_metadata``, ``_SUCCESS``, ``_file_list.txt``, ...) are not
+    data (pyarrow's and dask's rule)."""
+    df, out = _written(tmp_path, output_files=2)
+    assert {"_metadata", "_SUCCESS", "_file_list.txt"} <= {p.name for p in out.iterdir()}
+    ds = tp.Dataset(str(out / "*"))
+    assert ds.num_rows == 30
+    got = ds.compute().sort_values("a").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got[["a", "x", "s"]], df, check_dtype=False)
+    assert tp.Dataset(str(out / "*"), engine="parquet").num_rows == 30
+
+
+def test_glob_over_worker_folders_reads_their_files(tmp_path):
+    """``"out/*"`` over a per-worker split matches the ``worker_K`` folders: their data files are
+    read (and the side files skipped), every row once."""
+    df, out = _written(tmp_path, split_per_worker=2)
+    got = tp.Dataset(str(out / "*")).compute()
+    assert sorted(got["a"].tolist()) == df["a"].tolist()
+
+
+def test_glob_of_side_files_only_is_an_error(tmp_path):
+    _, out = _written(tmp_path, output_files=1)
+    with pytest.raises(FileNotFoundError, match="_"):
+        tp.Dataset(str(out / "_*"))
