@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator
+from .base import Operator, column_names_arg
 
 AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "var", "median", "nunique")
 #: aggregations whose output is a count (int64)
@@ -76,6 +76,9 @@ class Groupby(Operator):
     def __init__(self, groupby_cols: Union[str, Sequence[str]], sort_cols: Union[None, str, Sequence[str]] = None,
                  aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
                  ascending: bool = True) -> None:
+        # NVTabular also takes nodes / ColumnSelectors of raw columns for these
+        groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)")
+        sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)")
         if not groupby_cols:
             raise ValueError("Groupby needs groupby_cols")
         for names in (aggs.values() if isinstance(aggs, dict) else [aggs]):

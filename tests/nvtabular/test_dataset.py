@@ -201,3 +201,42 @@ def test_glob_of_side_files_only_is_an_error(tmp_path):
     _, out = _written(tmp_path, output_files=1)
     with pytest.raises(FileNotFoundError, match="_"):
         tp.Dataset(str(out / "_*"))
+
+
+def _numpy_cells():
+    """A pandas frame whose list cells are numpy arrays (what NVTabular hands users on the CPU):
+    an empty array, a null row, int64 values."""
+    return pd.DataFrame({"l": [np.array([3, 1, 2]), np.array([], dtype="int64"), None, np.array([7]), np.array([1, 1])],
+                         "y": [0, 1, 0, 1, 1]})
+
+
+def test_transform_frame_of_numpy_cells_gives_numpy_cells():
+    """NVTabular's ``workflow.transform(pandas_frame)`` gives list cells as numpy arrays (each has a
+    ``.dtype``, ``cell * 2`` doubles the values); tabprep gave Python lists, where ``* 2`` repeats
+    the list."""
+    from tabprep import ops
+
+    df = _numpy_cells()
+    wf = tp.Workflow((["l"] >> ops.ListSlice(2)) + ["y"])
+    wf.fit(tp.Dataset(df))
+    out = wf.transform(df)
+    cells = out["l"].tolist()
+    assert isinstance(cells[0], np.ndarray) and cells[0].dtype == np.int64
+    np.testing.assert_array_equal(out["l"][0] * 2, np.array([6, 2]))
+    assert [None if c is None else c.tolist() for c in cells] == [[3, 1], [], None, [7], [1, 1]]
+    assert out["y"].tolist() == [0, 1, 0, 1, 1]
+    # the same cells as the lazy path gives (Dataset.compute)
+    lazy = wf.transform(tp.Dataset(df)).compute()["l"].tolist()
+    assert [None if c is None else c.tolist() for c in lazy] == [None if c is None else c.tolist() for c in cells]
+
+
+def test_transform_frame_keeps_arrow_list_columns_arrow():
+    """A frame whose list column is already an Arrow list column (pandas ArrowDtype) comes back as
+    one: the cells keep the type they were given."""
+    from tabprep import ops
+
+    df = pd.DataFrame({"l": pd.Series(pa.array([[3, 1, 2], [], None], pa.list_(pa.int64())),
+                                      dtype=pd.ArrowDtype(pa.list_(pa.int64())))})
+    out = tp.Workflow(["l"] >> ops.ListSlice(2)).transform(df)
+    assert isinstance(out["l"].dtype, pd.ArrowDtype)
+    assert pa.array(out["l"].array).to_pylist() == [[3, 1], [], None]

@@ -226,3 +226,12 @@ def test_keras_integer_continuous_list_keeps_int64(int_conts):
     vals = np.asarray(x["l__values"]).ravel()
     assert vals.dtype == np.int64 and vals.tolist() == [BIG, 1, 2**40 + 3, BIG + 2, -1, 0, 4, 5, 6]
     assert np.asarray(x["n"]).dtype == np.int64
+
+
+def test_core_loader_reads_a_frame_of_numpy_list_cells():
+    """A pandas frame with numpy-array list cells (what NVTabular's Dataset.compute gives) is a
+    list column for the loader too (it was refused as a column of strings)."""
+    df = pd.DataFrame({"l": [np.array([3, 1, 2]), np.array([], dtype="int64"), np.array([7]), np.array([1, 1])],
+                       "y": [0, 1, 0, 1]})
+    b = next(iter(DataLoader(df, batch_size=4, cat_names=["l"], label_names=["y"], shuffle=False, device="cpu")))
+    assert _rows(b["l"]) == [[3, 1, 2], [], [7], [1, 1]]
