@@ -14,6 +14,7 @@ AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "v
 #: aggregations whose output is a count (int64)
 _COUNTS = ("count", "nunique")
 _warned_dtypes = False
+_warned_null_keys = False
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -159,6 +160,8 @@ class Groupby(Operator):
         agg_map = self._agg_map(columns)
         work = df.reset_index(drop=True)
         n = len(work)
+        if n:
+            _announce_null_keys(work, keys)
         # group numbers in ascending key order (null keys last), then the order within groups
         if n:
             gid = backend.int_values(work[keys].groupby(keys, sort=True, dropna=False).ngroup(), 0)
@@ -255,3 +258,17 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
     on = [keys] if isinstance(keys, str) else list(keys)
     shuffled = ddf.shuffle(on=on, npartitions=npartitions or ddf.npartitions)
     return Dataset(shuffled, cpu=ds.cpu)
+
+
+def _announce_null_keys(work: Any, keys: List[str]) -> None:
+    """Warn (once per process) when rows have a null key: tabprep groups them (the last group);
+    NVTabular 23.08's ``df.groupby(keys)`` drops them (pandas' / cuDF's ``dropna=True``)."""
+    global _warned_null_keys
+    if _warned_null_keys:
+        return
+    nulls = [k for k in keys if bool(backend.isnull(work[k]).any())]
+    if nulls:
+        _warned_null_keys = True
+        warnings.warn(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
+                      f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
+                      f"(or ops.Filter) for NVTabular's result", UserWarning, stacklevel=2)
