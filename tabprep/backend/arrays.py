@@ -504,8 +504,9 @@ def _take_block(like: Any, arrays: Sequence[np.ndarray], perm: Optional[np.ndarr
 
 
 column_array = Dispatch("column_array", """Contiguous numpy / cupy values of a scalar (non-string)
-series for the loader: float32 when ``cont``; nulls become NaN in float columns and 0 in integer /
-bool ones, after calling ``on_nulls()``.""")
+series for the loader: float columns become float32 when ``cont``; integer / bool columns keep their
+dtype (merlin-dataloader 23.08 keeps every column's dtype; a float32 cast would round ids above 2**24);
+nulls become NaN in float columns and 0 in integer / bool ones, after calling ``on_nulls()``.""")
 
 
 @column_array.register(object)
@@ -514,23 +515,24 @@ def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
     np_dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype)) if not isinstance(dtype, np.dtype) else dtype
     if not isinstance(dtype, np.dtype) and s.hasnans:
         on_nulls()
-        if np_dtype.kind in "iub" and not cont:
+        if np_dtype.kind in "iub":
             arr = s.to_numpy(dtype=np_dtype if np_dtype.kind != "b" else np.int8, na_value=0)
         else:
             arr = s.to_numpy(dtype=np.float32 if cont else np.float64, na_value=np.nan)
     else:
         arr = s.to_numpy(dtype=np_dtype)
-    if cont and arr.dtype != np.float32:
-        arr = arr.astype(np.float32)
-    return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(_cont_dtype(arr) if cont else arr)
+
+
+def _cont_dtype(arr: Any) -> Any:
+    """float32 for a continuous column's floats; integers and bools keep their dtype."""
+    return arr if arr.dtype.kind in "iub" or arr.dtype == np.float32 else arr.astype(np.float32)
 
 
 @column_array.register(np.ndarray)
 def _column_array_numpy(arr: np.ndarray, cont: bool, on_nulls: Callable[[], None]) -> np.ndarray:
     # a null-free numeric column taken from Arrow without pandas (backend.frame_column)
-    if cont and arr.dtype != np.float32:
-        arr = arr.astype(np.float32)
-    return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(_cont_dtype(arr) if cont else arr)
 
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,

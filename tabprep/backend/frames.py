@@ -268,6 +268,21 @@ def lists_to_numpy(frame: Any) -> Any:
     return out
 
 
+def has_array_cells(frame: Any) -> bool:
+    """True when a pandas frame has an object column whose list cells are numpy arrays (the first
+    non-null cell decides), the layout NVTabular hands users: ``Workflow.transform(frame)`` then
+    gives its list outputs in the same layout (:func:`lists_to_numpy`)."""
+    if not isinstance(frame, pd.DataFrame):
+        return False
+    for name in frame.columns:
+        s = frame[name]
+        if s.dtype == object:
+            present = s.notna().to_numpy()
+            if present.any() and isinstance(s.iloc[int(present.argmax())], np.ndarray):
+                return True
+    return False
+
+
 def lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
     """Object columns holding Python lists / arrays become Arrow list columns.
 

@@ -222,7 +222,8 @@ def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
         on_nulls()
         s = s.fillna(float("nan") if s.dtype.kind == "f" else 0)
     arr = s.values
-    arr = arr.astype(cupy.float32, copy=False) if cont else arr
+    # continuous floats become float32; integers / bools keep their dtype (as arrays.column_array)
+    arr = arr.astype(cupy.float32, copy=False) if cont and arr.dtype.kind not in "iub" else arr
     return cupy.ascontiguousarray(arr)
 
 

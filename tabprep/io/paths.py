@@ -78,10 +78,20 @@ def _expand_item(fs: Any, item: str) -> List[str]:
             raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
         return found
     if any(ch in item for ch in "*?["):
-        found = fs.glob(item)
-        if not found:
+        matches = fs.glob(item)
+        if not matches:
             raise FileNotFoundError(f"no file matches {item!r}; check the path"
                                     + (f" and the working directory ({os.getcwd()})" if not fs.remote else ""))
+        # names starting with "_" or "." are side files (_metadata, _SUCCESS, _file_list.txt...), not
+        # data: skipped as pyarrow, dask and merlin.io.Dataset do; a matched folder gives its data files
+        found = []
+        for m in matches:
+            if fs.basename(fs.norm(m)).startswith((".", "_")):
+                continue
+            found += _expand_item(fs, m) if fs.isdir(m) else [m]
+        if not found:
+            raise FileNotFoundError(f"{item!r} matches only side files (names starting with '_' or '.', e.g. "
+                                    f"{sorted(matches)[:3]}), which are not read as data; name the data files")
         return found
     if fs.exists(item):
         return [item]

@@ -7,7 +7,7 @@ Nothing here imports a deep-learning framework.
 Layout of one batch, ``(features, labels)``:
 
 * scalar columns: 1-D arrays of ``batch`` rows (categorical ids keep their integer dtype,
-  continuous columns are float32);
+  continuous float columns are float32, integer ones keep their dtype);
 * list columns, per column (``sparse_format``):
 
   - ``"offsets"`` (default): ``(values, offsets)``, flat values and the int64 start of each

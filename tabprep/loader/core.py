@@ -96,8 +96,9 @@ class DataLoader:
         label_names: target columns (default: the columns tagged ``target`` in the schema).
         cat_names / cont_names: categorical / continuous feature columns (default: the columns
             tagged ``categorical`` / ``continuous`` in the workflow's output schema or the
-            dataset's schema). Continuous columns are emitted as float32, categorical ones
-            keep their integer dtype; labels keep theirs.
+            dataset's schema). Continuous float columns are emitted as float32; integer columns
+            (scalar or list, categorical or continuous) and labels keep their dtype, as in
+            merlin-dataloader 23.08.
         engine: ``"parquet"`` or ``"csv"`` when it cannot be told from the file names.
         shuffle: shuffle pieces and rows (default True, as in NVTabular).
         seed: seed of the shuffles (default: a random one drawn once, so epochs differ but a
@@ -511,7 +512,7 @@ class DataLoader:
         return out
 
     def _values(self, s: Any, name: str, cont: bool) -> Any:
-        """Contiguous numpy / cupy values of a scalar series (float32 for continuous columns).
+        """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).
 
         Nulls become NaN in float columns and 0 in integer / bool ones (with a warning)."""
         if backend.is_string_series(s):

@@ -224,7 +224,7 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
     if isinstance(data, Dataset):
         ds = data
     elif _is_frame(data):
-        frame = backend.to_backend(data, cpu)
+        frame = backend.to_backend(backend.lists_to_arrow(data), cpu)  # list cells (numpy / Python) as Arrow lists
         from ..workflow.workflow import schema_of_frame
 
         return _FrameSource(frame, schema or schema_of_frame(frame))

@@ -11,7 +11,7 @@ Each batch is ``(features, labels)`` (just ``features`` when there are no labels
 ``features`` a dict of tensors:
 
 * single-valued columns: shape ``(batch, 1)`` (categorical ids keep their integer dtype,
-  continuous columns are float32);
+  continuous float columns are float32, integer ones keep their dtype);
 * multi-hot (list) columns, by default two entries: ``<name>__values`` (all the rows' values,
   flat, shape ``(nnz, 1)``) and ``<name>__nnzs`` (values per row, int64, ``(batch, 1)``);
   with ``ragged=True`` one ``tf.RaggedTensor`` of shape ``(batch, None)``; with

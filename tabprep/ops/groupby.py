@@ -8,12 +8,13 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
-from .base import Operator
+from .base import Operator, column_names_arg
 
 AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "var", "median", "nunique")
 #: aggregations whose output is a count (int64)
 _COUNTS = ("count", "nunique")
 _warned_dtypes = False
+_warned_null_keys = False
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -76,6 +77,9 @@ class Groupby(Operator):
     def __init__(self, groupby_cols: Union[str, Sequence[str]], sort_cols: Union[None, str, Sequence[str]] = None,
                  aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
                  ascending: bool = True) -> None:
+        # NVTabular also takes nodes / ColumnSelectors of raw columns for these
+        groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)")
+        sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)")
         if not groupby_cols:
             raise ValueError("Groupby needs groupby_cols")
         for names in (aggs.values() if isinstance(aggs, dict) else [aggs]):
@@ -156,6 +160,8 @@ class Groupby(Operator):
         agg_map = self._agg_map(columns)
         work = df.reset_index(drop=True)
         n = len(work)
+        if n:
+            _announce_null_keys(work, keys)
         # group numbers in ascending key order (null keys last), then the order within groups
         if n:
             gid = backend.int_values(work[keys].groupby(keys, sort=True, dropna=False).ngroup(), 0)
@@ -252,3 +258,17 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
     on = [keys] if isinstance(keys, str) else list(keys)
     shuffled = ddf.shuffle(on=on, npartitions=npartitions or ddf.npartitions)
     return Dataset(shuffled, cpu=ds.cpu)
+
+
+def _announce_null_keys(work: Any, keys: List[str]) -> None:
+    """Warn (once per process) when rows have a null key: tabprep groups them (the last group);
+    NVTabular 23.08's ``df.groupby(keys)`` drops them (pandas' / cuDF's ``dropna=True``)."""
+    global _warned_null_keys
+    if _warned_null_keys:
+        return
+    nulls = [k for k in keys if bool(backend.isnull(work[k]).any())]
+    if nulls:
+        _warned_null_keys = True
+        warnings.warn(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
+                      f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
+                      f"(or ops.Filter) for NVTabular's result", UserWarning, stacklevel=2)

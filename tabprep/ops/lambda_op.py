@@ -12,7 +12,7 @@ import pandas as pd
 from .. import backend
 from ..registry import function_path, resolve_function
 from ..schema import ColumnSchema, Schema, normalize_dtype
-from .base import Operator
+from .base import Operator, column_names_arg
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ class LambdaOp(Operator):
         if not callable(f):
             raise TypeError(f"LambdaOp needs a callable, got {type(f).__name__}")
         self.f = f
-        self.dependency = dependency
+        # NVTabular also takes a node / ColumnSelector of raw columns
+        self.dependency = column_names_arg(dependency, "LambdaOp(dependency=...)")
         self.dtype = dtype
         self.tags = tags
         self.properties = properties

@@ -217,8 +217,10 @@ def raw_column_names(obj: Any, what: str = "an op's argument") -> List[str]:
         computed = [n for n in iter_nodes(obj) if n.kind == "op" or (n.kind == "select" and n.tags)]
         if computed:
             raise TypeError(f"{what}: the node {obj!r} holds columns computed by an op (or selected by tag), but "
-                            f"this argument names raw input columns, read as they are in the data; pass a "
-                            f"selection of raw columns (e.g. the names {obj.output_columns})")
+                            f"this argument names raw input columns, read as they are in the data (NVTabular "
+                            f"computes such a node first; tabprep does not, see docs/migration.md); pass a "
+                            f"selection of raw columns (e.g. the names {obj.output_columns}), or compute the "
+                            f"column in a first workflow (wf1.transform(ds)) and name it in the second")
         return obj.output_columns
     if isinstance(obj, (list, tuple)):
         return [n for x in obj for n in raw_column_names(x, what)]

@@ -399,8 +399,10 @@ class Workflow(WorkflowContract, WorkflowCompat):
             if self.input_schema is not None:
                 check_objects(self, data, "the frame")
             # a user's frame may hold Python lists / numpy arrays in cells: one Arrow list column, as
-            # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow)
-            return self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
+            # Dataset(frame) makes it (here, not in transform_frame: loaders' chunks come from Arrow);
+            # numpy-array cells in give numpy-array cells out (NVTabular's layout, as Dataset.compute)
+            out = self.transform_frame(backend.lists_to_arrow(data), out_of_fold=out_of_fold, cast=cast)
+            return backend.lists_to_numpy(out) if backend.has_array_cells(data) else out
         ds = data if isinstance(data, Dataset) else Dataset(data)
         if self.input_schema is None:  # stateless and never bound: this dataset defines the contract
             self._bind(ds.schema, ds.describe())

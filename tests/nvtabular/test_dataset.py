@@ -164,3 +164,79 @@ def test_partition_lens_repartition_sample_dtypes(tmp_path):
     assert re.npartitions == 2 and sum(re.partition_lens) == 20
     assert re.compute()["a"].tolist() == list(range(20))
     assert ds.sample_dtypes() == {"a": "int64", "x": "float64", "s": "str"}
+
+
+def _written(tmp_path, **kw):
+    """A frame with nulls, an inf and a list column, written by tabprep with every side file."""
+    df = pd.DataFrame({"a": np.arange(30, dtype="int64"), "x": np.linspace(-1, 1, 30), "s": [f"v{i % 4}" for i in range(30)]})
+    df.loc[[2, 9], "x"] = np.nan
+    df.loc[5, "x"] = np.inf
+    out = tmp_path / "out"
+    tp.Dataset(df, npartitions=3).to_parquet(str(out), cats=["s"], conts=["x"], labels=["a"], **kw)
+    return df, out
+
+
+def test_glob_over_an_output_folder_skips_side_files(tmp_path):
+    """merlin.io.Dataset("out/*") reads the data files of a folder NVTabular wrote: files whose
+    names start with ``_`` or ``.`` (``_metadata``, ``_SUCCESS``, ``_file_list.txt``, ...) are not
+    data (pyarrow's and dask's rule)."""
+    df, out = _written(tmp_path, output_files=2)
+    assert {"_metadata", "_SUCCESS", "_file_list.txt"} <= {p.name for p in out.iterdir()}
+    ds = tp.Dataset(str(out / "*"))
+    assert ds.num_rows == 30
+    got = ds.compute().sort_values("a").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got[["a", "x", "s"]], df, check_dtype=False)
+    assert tp.Dataset(str(out / "*"), engine="parquet").num_rows == 30
+
+
+def test_glob_over_worker_folders_reads_their_files(tmp_path):
+    """``"out/*"`` over a per-worker split matches the ``worker_K`` folders: their data files are
+    read (and the side files skipped), every row once."""
+    df, out = _written(tmp_path, split_per_worker=2)
+    got = tp.Dataset(str(out / "*")).compute()
+    assert sorted(got["a"].tolist()) == df["a"].tolist()
+
+
+def test_glob_of_side_files_only_is_an_error(tmp_path):
+    _, out = _written(tmp_path, output_files=1)
+    with pytest.raises(FileNotFoundError, match="_"):
+        tp.Dataset(str(out / "_*"))
+
+
+def _numpy_cells():
+    """A pandas frame whose list cells are numpy arrays (what NVTabular hands users on the CPU):
+    an empty array, a null row, int64 values."""
+    return pd.DataFrame({"l": [np.array([3, 1, 2]), np.array([], dtype="int64"), None, np.array([7]), np.array([1, 1])],
+                         "y": [0, 1, 0, 1, 1]})
+
+
+def test_transform_frame_of_numpy_cells_gives_numpy_cells():
+    """NVTabular's ``workflow.transform(pandas_frame)`` gives list cells as numpy arrays (each has a
+    ``.dtype``, ``cell * 2`` doubles the values); tabprep gave Python lists, where ``* 2`` repeats
+    the list."""
+    from tabprep import ops
+
+    df = _numpy_cells()
+    wf = tp.Workflow((["l"] >> ops.ListSlice(2)) + ["y"])
+    wf.fit(tp.Dataset(df))
+    out = wf.transform(df)
+    cells = out["l"].tolist()
+    assert isinstance(cells[0], np.ndarray) and cells[0].dtype == np.int64
+    np.testing.assert_array_equal(out["l"][0] * 2, np.array([6, 2]))
+    assert [None if c is None else c.tolist() for c in cells] == [[3, 1], [], None, [7], [1, 1]]
+    assert out["y"].tolist() == [0, 1, 0, 1, 1]
+    # the same cells as the lazy path gives (Dataset.compute)
+    lazy = wf.transform(tp.Dataset(df)).compute()["l"].tolist()
+    assert [None if c is None else c.tolist() for c in lazy] == [None if c is None else c.tolist() for c in cells]
+
+
+def test_transform_frame_keeps_arrow_list_columns_arrow():
+    """A frame whose list column is already an Arrow list column (pandas ArrowDtype) comes back as
+    one: the cells keep the type they were given."""
+    from tabprep import ops
+
+    df = pd.DataFrame({"l": pd.Series(pa.array([[3, 1, 2], [], None], pa.list_(pa.int64())),
+                                      dtype=pd.ArrowDtype(pa.list_(pa.int64())))})
+    out = tp.Workflow(["l"] >> ops.ListSlice(2)).transform(df)
+    assert isinstance(out["l"].dtype, pd.ArrowDtype)
+    assert pa.array(out["l"].array).to_pylist() == [[3, 1], [], None]

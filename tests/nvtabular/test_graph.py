@@ -2,6 +2,8 @@
 Workflow calls around it. Expected values are written out or computed with pandas in the test."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -138,3 +140,37 @@ def test_column_selector_merges_with_nodes_and_names():
     assert (["x"] + tp.ColumnSelector(["b"])).names == ["x", "b"]
     with pytest.raises(TypeError, match="ColumnSelector"):
         tp.ColumnSelector([1.5])
+
+
+def _derived():
+    return ["label"] >> ops.LambdaOp(lambda s: (s > 0).astype("int8"))
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda d: ["b"] >> ops.TargetEncoding(d), "TargetEncoding(target=...)"),
+    (lambda d: ["b"] >> ops.JoinGroupby(cont_cols=d), "JoinGroupby(cont_cols=...)"),
+    (lambda d: ["c"] >> ops.DifferenceLag(partition_cols=[d]), "DifferenceLag(partition_cols=...)"),
+    (lambda d: ["a", "c"] >> ops.Groupby(groupby_cols=d), "Groupby(groupby_cols=...)"),
+    (lambda d: ["a", "c"] >> ops.Groupby(groupby_cols=["a"], sort_cols=d), "Groupby(sort_cols=...)"),
+    (lambda d: ["c"] >> ops.LambdaOp(lambda s, df: s, dependency=d), "LambdaOp(dependency=...)"),
+])
+def test_node_computed_by_an_op_as_argument_is_refused_by_name(make, what):
+    """NVTabular's ops with dependencies (TargetEncoding's target, JoinGroupby's cont_cols,
+    DifferenceLag's partition_cols, Groupby's groupby_cols, LambdaOp's dependency) also take a node
+    an op computes; tabprep reads these arguments from the raw columns, so such a node is refused
+    with a TypeError naming the op and the argument (docs/migration.md), never read raw silently."""
+    with pytest.raises(TypeError, match=re.escape(what) + ".*computed by an op.*first workflow"):
+        make(_derived())
+
+
+def test_raw_nodes_as_groupby_and_lambda_arguments(df):
+    """Groupby(groupby_cols=node) and LambdaOp(dependency=node) with nodes of raw columns read those
+    columns (they raised "'int' object is not iterable")."""
+    key = tp.Workflow(["a"]).output_node
+    df = df.dropna(subset=["a"])   # (null keys: see test_ops_groupby.py)
+    out = tp.Workflow(["a", "label"] >> ops.Groupby(groupby_cols=key, aggs={"label": ["sum"]})).transform(df)
+    ref = df.groupby("a")["label"].sum()
+    assert dict(zip(out["a"], out["label_sum"])) == ref.to_dict()
+    lab = tp.Workflow(["label"]).output_node
+    got = tp.Workflow(["c"] >> ops.LambdaOp(lambda s, frame: s * frame["label"], dependency=lab)).transform(df)
+    np.testing.assert_array_equal(got["c"].to_numpy(), (df["c"] * df["label"]).to_numpy())

@@ -149,3 +149,89 @@ def test_jax_loader_next_and_map(data):
     loader.map(lambda x, y: (x, y + 1))
     x, y = next(loader)
     np.testing.assert_array_equal(np.asarray(y).ravel(), df["y"].to_numpy()[:20] + 1)
+
+
+# ---------------------------------------------------------------------------------------
+# dtypes of continuous columns
+# ---------------------------------------------------------------------------------------
+BIG = 2**24 + 1   # the first integer float32 cannot hold
+
+
+@pytest.fixture
+def int_conts(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({
+        "n": pa.array([BIG, 2**40 + 3, -7, 0, 5, BIG + 2], pa.int64()),
+        "l": pa.array([[BIG, 1], [], [2**40 + 3], [BIG + 2, -1, 0], [4], [5, 6]], pa.list_(pa.int64())),
+        "l32": pa.array([[1], [2, 3], [], [4], [5], [6]], pa.list_(pa.int32())),
+        "f": pa.array([0.1, 1e-9, 3.0, -2.5, 1e10 + 1, 7.0], pa.float64()),
+        "y": pa.array([0, 1, 0, 1, 0, 1], pa.int64()),
+    })
+    path = tmp_path / "ints.parquet"
+    pq.write_table(table, path, row_group_size=3)
+    return str(path)
+
+
+def _rows(col) -> list:
+    from tabprep.backend import to_numpy
+
+    vals, lens = to_numpy(col.values).ravel(), to_numpy(col.lengths).ravel()
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    return [vals[offs[i]:offs[i + 1]].tolist() for i in range(len(lens))]
+
+
+def test_core_integer_continuous_columns_keep_their_dtype(int_conts, backend):
+    """merlin-dataloader 23.08 (NVTabular 23.08's loaders) converts every column with its own
+    dtype (``_to_tensor`` is ``to_numpy()`` / ``to_cupy()``): integer columns under ``cont_names``,
+    scalar or list, stay integers, so ids above 2**24 are not rounded. Float columns are float32
+    (a documented tabprep difference, docs/migration.md)."""
+    from tabprep.backend import to_numpy
+
+    loader = DataLoader(int_conts, batch_size=6, label_names=["y"], cont_names=["n", "l", "l32", "f"],
+                        shuffle=False, device="cpu" if backend == "cpu" else 0)
+    b = next(iter(loader))
+    n = to_numpy(b["n"]).ravel()
+    assert n.dtype == np.int64
+    assert n.tolist() == [BIG, 2**40 + 3, -7, 0, 5, BIG + 2]
+    assert to_numpy(b["l"].values).dtype == np.int64
+    assert _rows(b["l"]) == [[BIG, 1], [], [2**40 + 3], [BIG + 2, -1, 0], [4], [5, 6]]
+    assert to_numpy(b["l32"].values).dtype == np.int32
+    assert _rows(b["l32"]) == [[1], [2, 3], [], [4], [5], [6]]
+    f = to_numpy(b["f"]).ravel()
+    assert f.dtype == np.float32
+    np.testing.assert_array_equal(f, np.array([0.1, 1e-9, 3.0, -2.5, 1e10 + 1, 7.0], "float32"))
+
+
+@pytest.mark.torch
+def test_torch_integer_continuous_list_keeps_int64(int_conts):
+    """TorchAsyncItr(conts=[an int64 list column]): values int64, not float32 (merlin-dataloader 23.08)."""
+    TorchAsyncItr = _torch()
+    itr = TorchAsyncItr(int_conts, batch_size=6, conts=["n", "l"], labels=["y"], device="cpu")
+    x, _ = next(iter(itr))
+    values, offsets = x["l"]
+    assert values.dtype.is_floating_point is False and str(values.dtype) == "torch.int64"
+    assert values.numpy().ravel().tolist() == [BIG, 1, 2**40 + 3, BIG + 2, -1, 0, 4, 5, 6]
+    assert str(x["n"].dtype) == "torch.int64" and x["n"].numpy().ravel().tolist()[:2] == [BIG, 2**40 + 3]
+
+
+@pytest.mark.tf
+def test_keras_integer_continuous_list_keeps_int64(int_conts):
+    """KerasSequenceLoader(cont_names=[an int64 list column]): the values stay int64."""
+    KerasSequenceLoader = _keras()
+    loader = KerasSequenceLoader(int_conts, batch_size=6, label_names=["y"], cont_names=["n", "l"], shuffle=False,
+                                 reader_kwargs={"cpu": True})
+    x, _ = loader[0]
+    vals = np.asarray(x["l__values"]).ravel()
+    assert vals.dtype == np.int64 and vals.tolist() == [BIG, 1, 2**40 + 3, BIG + 2, -1, 0, 4, 5, 6]
+    assert np.asarray(x["n"]).dtype == np.int64
+
+
+def test_core_loader_reads_a_frame_of_numpy_list_cells():
+    """A pandas frame with numpy-array list cells (what NVTabular's Dataset.compute gives) is a
+    list column for the loader too (it was refused as a column of strings)."""
+    df = pd.DataFrame({"l": [np.array([3, 1, 2]), np.array([], dtype="int64"), np.array([7]), np.array([1, 1])],
+                       "y": [0, 1, 0, 1]})
+    b = next(iter(DataLoader(df, batch_size=4, cat_names=["l"], label_names=["y"], shuffle=False, device="cpu")))
+    assert _rows(b["l"]) == [[3, 1, 2], [], [7], [1, 1]]

@@ -77,3 +77,25 @@ def test_check_op():
         warnings.simplefilter("ignore", UserWarning)
         check_op(ops.Groupby("session", sort_cols="ts", aggs={"x": ["std", "median"], "item": ["nunique", "first"]},
                              ascending=False), data=df, columns=["session", "x", "item"])
+
+
+def test_null_key_group_is_announced(backend):
+    """NVTabular 23.08 groups with ``df.groupby(groupby_cols)`` (pandas' and cuDF's default
+    ``dropna=True``), so rows with a null key are dropped; tabprep keeps them as one last group
+    (a documented difference): the transform warns, naming the key and how to drop them."""
+    import tabprep.ops.groupby as G
+
+    G._warned_null_keys = False
+    df = pd.DataFrame({"session": [1.0, None, 1.0, 2.0, None], "item": [10, 11, 12, 13, 14]})
+    wf = tp.Workflow(["session", "item"] >> ops.Groupby("session", aggs={"item": ["list"]}))
+    with pytest.warns(UserWarning, match=r"null key.*\['session'\].*Dropna"):
+        out = to_pandas(wf.transform(make_dataset(df, backend, nparts=1, empties=False)))
+    assert out["session"].isna().tolist() == [False, False, True]
+    assert [list(v) for v in out["item_list"]] == [[10, 12], [13], [11, 14]]
+    # rows dropped first (NVTabular's result): no null group, no warning
+    G._warned_null_keys = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        kept = to_pandas(tp.Workflow(["session", "item"] >> ops.Dropna() >> ops.Groupby("session", aggs={"item": ["list"]}))
+                         .transform(make_dataset(df, backend, nparts=1, empties=False)))
+    assert kept["session"].tolist() == [1.0, 2.0]
