@@ -76,6 +76,53 @@ def _to_jax(arr: Any) -> jax.Array:
     return jax.dlpack.from_dlpack(arr)
 
 
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def _int32_domain(schema: Any, name: str) -> bool:
+    """True when the schema bounds ``name`` within int32 (a domain with both ends)."""
+    try:
+        domain = (schema[name].properties or {}).get("domain") or {}
+    except (KeyError, TypeError, AttributeError):
+        return False
+    lo, hi = domain.get("min"), domain.get("max")
+    return lo is not None and hi is not None and _INT32[0] <= lo and hi <= _INT32[1]
+
+
+def _check_int32_range(name: str, value: Any) -> None:
+    """Refuse 64-bit integers JAX would narrow to int32 (x64 off): one min/max per batch, only
+    for 64-bit / uint32 integer columns without a schema bound."""
+    values = getattr(value, "values", value)   # a ragged batch: its leaves
+    dtype = getattr(values, "dtype", None)
+    if dtype is None or dtype.kind not in "iu" or (dtype.itemsize < 8 and dtype != np.uint32) or not len(values):
+        return
+    lo, hi = values.min(), values.max()
+    if int(lo) < _INT32[0] or int(hi) > _INT32[1]:
+        bad = int(hi) if int(hi) > _INT32[1] else int(lo)
+        raise OverflowError(
+            f"column {name!r} holds {bad}, beyond int32, and JAX runs with 64-bit types off "
+            f"(jax_enable_x64=False, its default), which would drop the high bits silently. Fix: "
+            f"jax.config.update('jax_enable_x64', True) before creating arrays, or map the column "
+            f"to small ids (ops.Categorify / ops.HashBucket) in the workflow")
+
+
+def check_int_ranges(adapter: Any, batch: Any) -> None:
+    """Refuse a batch holding integers JAX would narrow: with ``jax_enable_x64`` off (JAX's
+    default) int64 becomes int32 by dropping the high bits. Columns whose schema bounds them
+    within int32 (a fitted vocabulary's domain: Categorify, HashBucket ids) are not checked; the
+    list of the others is kept on ``adapter`` (a framework loader). Nothing with 64-bit types on."""
+    if jax.config.jax_enable_x64:
+        return
+    names = getattr(adapter, "_jax_unbounded", None)
+    if names is None:
+        loader = adapter.loader
+        names = adapter._jax_unbounded = [
+            n for n in loader.cat_names + loader.cont_names + loader.label_names
+            if not _int32_domain(adapter.output_schema, n)]
+    for name in names:
+        _check_int32_range(name, batch[name])
+
+
 class JaxLoader(FrameworkLoader):
     """Batches of a (transformed) dataset as ``jax.Array``.
 
@@ -106,6 +153,10 @@ class JaxLoader(FrameworkLoader):
             mesh = jax.sharding.Mesh(np.array(devs), ("batch",))
             self.sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
             self.devices = devs
+
+    def _convert_on_device(self, batch: Any) -> Any:
+        check_int_ranges(self, batch)
+        return super()._convert_on_device(batch)
 
     def _block_columns(self, block: Any) -> List[jax.Array]:
         cols = block_columns(block)

@@ -414,8 +414,9 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         done: Dict[str, Any] = {}
         if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
-            from .jax import block_columns
+            from .jax import block_columns, check_int_ranges
 
+            check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
             for names, block in getattr(batch, "blocks", ()):
                 done.update(zip(names, block_columns(block, keep_dims=True)))
         dense = self._dense_columns()

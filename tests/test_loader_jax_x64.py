@@ -1,0 +1,81 @@
+"""JAX with 64-bit types off (its default) turns int64 into int32 by dropping the high bits: the
+JAX loader must refuse such values by name instead of handing training silently different ids."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+jax = pytest.importorskip("jax")
+pytestmark = pytest.mark.jax
+
+import tabprep as tp  # noqa: E402
+from tabprep import ops  # noqa: E402
+from tabprep.loader.jax import JaxLoader  # noqa: E402
+
+BIG = 2**40 + 3
+
+
+def _frame(big_value: int) -> pd.DataFrame:
+    return pd.DataFrame({"user": np.array([1, big_value, 7, 9], dtype="int64"),
+                         "x": np.array([0.5, 1.5, 2.5, 3.5]),
+                         "y": np.array([0.0, 1.0, 0.0, 1.0], dtype="float32")})
+
+
+@pytest.mark.parametrize("role", ["cats", "conts"])
+def test_int64_beyond_int32_is_refused_naming_column_and_fix(role):
+    assert not jax.config.jax_enable_x64   # the default this test is about
+    names = {"cats": ["user"], "conts": ["x"]} if role == "cats" else {"cats": [], "conts": ["user", "x"]}
+    loader = JaxLoader(tp.Dataset(_frame(BIG)), batch_size=4, labels=["y"], **names)
+    with pytest.raises(OverflowError) as err:
+        next(iter(loader))
+    msg = str(err.value)
+    assert "'user'" in msg and "jax_enable_x64" in msg and str(BIG) in msg
+
+
+def test_int64_within_int32_passes_with_the_same_values():
+    loader = JaxLoader(tp.Dataset(_frame(2**31 - 1)), batch_size=4, cats=["user"], conts=["x"], labels=["y"])
+    x, y = next(iter(loader))
+    assert np.asarray(x["user"]).tolist() == [1, 2**31 - 1, 7, 9]
+    assert np.asarray(y).tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+def test_categorify_ids_need_no_check_and_pass():
+    # ids of a fitted Categorify are bounded by its vocabulary (the schema's domain): within int32
+    df = _frame(BIG)
+    wf = tp.Workflow((["user"] >> ops.Categorify()) + ["x", "y"])
+    out = wf.fit_transform(tp.Dataset(df)).compute()
+    loader = JaxLoader(tp.Dataset(out), batch_size=4, cats=["user"], conts=["x"], labels=["y"])
+    x, _ = next(iter(loader))
+    assert np.asarray(x["user"]).tolist() == out["user"].tolist()
+
+
+def test_list_leaves_beyond_int32_are_refused():
+    df = pd.DataFrame({"tags": pd.Series([[1, 2], [BIG], [3]]), "y": np.array([0.0, 1.0, 0.0], dtype="float32")})
+    loader = JaxLoader(tp.Dataset(df), batch_size=3, cats=["tags"], labels=["y"])
+    with pytest.raises(OverflowError, match="'tags'.*jax_enable_x64"):
+        next(iter(loader))
+
+
+def test_keras_on_jax_refuses_too(tmp_path):
+    # Keras' backend is chosen at its import: a fresh process with KERAS_BACKEND=jax
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = textwrap.dedent(f"""
+        import numpy as np, pandas as pd, tabprep as tp
+        from tabprep.loader.keras import KerasSequenceLoader
+        df = pd.DataFrame({{"user": np.array([1, {BIG}], dtype="int64"), "y": np.array([0.0, 1.0], dtype="float32")}})
+        loader = KerasSequenceLoader(tp.Dataset(df), batch_size=2, cat_names=["user"], cont_names=[], label_names=["y"])
+        try:
+            loader[0]
+        except OverflowError as exc:
+            print("REFUSED", exc)
+        else:
+            print("PASSED SILENTLY")
+    """)
+    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": root, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
+    assert "REFUSED" in out.stdout and "'user'" in out.stdout and "jax_enable_x64" in out.stdout, out.stdout + out.stderr
