@@ -189,8 +189,12 @@ def _host_values(arr: Any, step: int) -> np.ndarray:
         if step > 1:
             values = values[first::step]
         if c.null_count:
-            mask = null_mask(c)
-            values = values[~(mask[first::step] if step > 1 else mask)]
+            if step > 1:  # the validity bits of the sampled rows only (a gather, not the whole bitmap)
+                pos = np.arange(c.offset + first, c.offset + len(c), step)
+                bits = np.frombuffer(c.buffers()[0], dtype=np.uint8)
+                values = values[((bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).view(bool)]
+            else:
+                values = values[~null_mask(c)]
         out.append(values)
     if not out:
         return np.zeros(0, dtype=dtype)
