@@ -165,16 +165,17 @@ def test_hll_registers_do_not_depend_on_the_path():
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint64", "float64"])
 def test_sampled_partial_of_a_chunked_column_matches_pandas(dtype):
     # the host path: every 3rd row of the partition across chunk boundaries (chunks of 5, 7, 1,
-    # 0 and 40 rows), nulls dropped; ids in [0, 2**32) and outside it (negative, >= 2**32)
+    # 0 and 40 rows, each at an offset of its buffers), nulls dropped; ids in [0, 2**32) and outside it (negative, >= 2**32)
     from tabprep.stats.profile import column_partial
 
     r = np.random.default_rng(4)
     vals = r.choice(np.array([0, 1, 7, 2**32 - 1, 2**32 + 5, 3, 3, 3] + ([-4] if dtype[0] != "u" else [9])), 53)
     vals = vals.astype(dtype)
     nulls = r.random(53) < 0.2
+    base = pa.array(vals, mask=nulls)
     chunks, at = [], 0
-    for size in (5, 7, 1, 0, 40):
-        chunks.append(pa.array(vals[at:at + size], mask=nulls[at:at + size]))
+    for size in (5, 7, 1, 0, 40):  # slices of one array: chunks at offsets 5, 12, 13... of its buffers
+        chunks.append(base.slice(at, size))
         at += size
     col = pa.chunked_array(chunks, type=chunks[0].type)
     sample = pd.Series(vals[::3])[~nulls[::3]]
