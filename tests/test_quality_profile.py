@@ -165,7 +165,8 @@ def test_hll_registers_do_not_depend_on_the_path():
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint64", "float64"])
 def test_sampled_partial_of_a_chunked_column_matches_pandas(dtype):
     # the host path: every 3rd row of the partition across chunk boundaries (chunks of 5, 7, 1,
-    # 0 and 40 rows, each at an offset of its buffers), nulls dropped; ids in [0, 2**32) and outside it (negative, >= 2**32)
+    # 0 and 40 rows, each at an offset of its buffers), nulls dropped; ids in [0, 2**32) and
+    # outside it (negative, >= 2**32)
     from tabprep.stats.profile import column_partial
 
     r = np.random.default_rng(4)
