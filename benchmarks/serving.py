@@ -111,6 +111,9 @@ def main(argv: Any = None) -> Dict[str, Any]:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--no-http", action="store_true", help="skip the HTTP part")
     ap.add_argument("--only-http", action="store_true", help="skip the in-process part")
+    ap.add_argument("--stats", action="store_true",
+                    help="also time one-row calls with the live skew counters (ServingTransform(stats=True)), "
+                         "interleaved with calls without them")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -179,6 +182,28 @@ def _in_process(args: Any, st: Any, wf: Any, frame: Any, rows: List[Any], feats:
     res["one_row"] = {"p50": pct(times, 50), "p99": pct(times, 99), "baseline_p50": pct(base, 50),
                       "baseline_p99": pct(base, 99)}
     res["one_row"]["speedup_p50"] = res["one_row"]["baseline_p50"] / res["one_row"]["p50"]
+    if args.stats:  # the counters' cost: the same rows through two transforms, call after call
+        from tabprep.serving import ServingTransform
+
+        on = ServingTransform(wf, exclude=["label"], stats=True)
+        for r in rows[:200]:
+            on(r)
+        t_off, t_on = [], []
+        for k in range(args.calls):
+            r = rows[k % n_rows]
+            t0 = pc()
+            st(r)
+            t1 = pc()
+            on(r)
+            t_on.append(pc() - t1)
+            t_off.append(t1 - t0)
+        t0 = pc()
+        on.stats.to_dict()  # (counts what is still buffered)
+        res["one_row_stats"] = {"p50_off": pct(t_off, 50), "p50_on": pct(t_on, 50), "p99_off": pct(t_off, 99),
+                                "p99_on": pct(t_on, 99), "mean_off": float(np.mean(t_off)),
+                                "mean_on": float(np.mean(t_on)), "final_flush_s": pc() - t0}
+        res["one_row_stats"]["p50_extra_us"] = (res["one_row_stats"]["p50_on"] - res["one_row_stats"]["p50_off"]) * 1e6
+        res["one_row_stats"]["mean_extra_us"] = (res["one_row_stats"]["mean_on"] - res["one_row_stats"]["mean_off"]) * 1e6
 
     # -- in process, 1000 rows
     # numpy arrays hold no nulls (the frame's nulls read as 0 here); the frame path reads pandas' masks
@@ -213,6 +238,11 @@ def _in_process(args: Any, st: Any, wf: Any, frame: Any, rows: List[Any], feats:
     print(f"  1000 rows transform_batch(numpy arrays) p50 {fmt_us(b['arrays_p50'])} (min {fmt_us(b['arrays_min'])}, "
           f"p99 {fmt_us(b['arrays_p99'])}), (pandas frame) p50 {fmt_us(b['frame_p50'])}  |  wf.transform(frame) "
           f"{fmt_us(b['baseline_p50'])}")
+    if "one_row_stats" in res:
+        s = res["one_row_stats"]
+        print(f"  1 row    stats=True p50 {fmt_us(s['p50_on'])} vs stats=False {fmt_us(s['p50_off'])} "
+              f"(+{s['p50_extra_us']:.1f} us; mean +{s['mean_extra_us']:.1f} us; p99 {fmt_us(s['p99_on'])} vs "
+              f"{fmt_us(s['p99_off'])})")
 
 
 def _http(args: Any, st: Any, wf_dir: str, rows: List[Any], res: Dict[str, Any]) -> None:

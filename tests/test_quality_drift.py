@@ -128,6 +128,9 @@ def test_a_workflow_without_a_profile_is_named(tmp_path):
     wf.save(str(tmp_path / "wf"))
     with pytest.raises(FileNotFoundError, match="no training profile"):
         tp.drift(str(tmp_path / "wf"), pd.DataFrame({"a": [1.0]}))
+    # the fitted Workflow object itself: the same advice, not an empty path
+    with pytest.raises(ValueError, match=r"no training profile: fit it with profile=True"):
+        tp.drift(wf, pd.DataFrame({"a": [1.0]}))
 
 
 def test_example_drift_flags_exactly_the_planted_columns(tmp_path, capsys):

@@ -152,7 +152,54 @@ def test_profile_names_a_missing_column():
 
 
 def test_hll_registers_do_not_depend_on_the_path():
-    # the scatter-max (few values) and the bincount (many) give the same registers; duplicates
-    # never change one
+    # registers from a reference written here (a loop over the hashes); duplicates never change one
     h = hash64(np.arange(20_000, dtype=np.int64) * 31)
+    ref = np.zeros(4096, dtype=np.uint8)
+    for x in h[:3000].tolist():
+        rest = x & ((1 << 52) - 1)
+        ref[x >> 52] = max(ref[x >> 52], 52 - rest.bit_length() + 1)
+    assert np.array_equal(HLL.of_hashes(h[:3000]).registers, ref)
     assert np.array_equal(HLL.of_hashes(h).registers, HLL.of_hashes(np.concatenate([h, h])).registers)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint64", "float64"])
+def test_sampled_partial_of_a_chunked_column_matches_pandas(dtype):
+    # the host path: every 3rd row of the partition across chunk boundaries (chunks of 5, 7, 1,
+    # 0 and 40 rows, each at an offset of its buffers), nulls dropped; ids in [0, 2**32) and
+    # outside it (negative, >= 2**32)
+    from tabprep.stats.profile import column_partial
+
+    r = np.random.default_rng(4)
+    vals = r.choice(np.array([0, 1, 7, 2**32 - 1, 2**32 + 5, 3, 3, 3] + ([-4] if dtype[0] != "u" else [9])), 53)
+    vals = vals.astype(dtype)
+    nulls = r.random(53) < 0.2
+    base = pa.array(vals, mask=nulls)
+    chunks, at = [], 0
+    for size in (5, 7, 1, 0, 40):  # slices of one array: chunks at offsets 5, 12, 13... of its buffers
+        chunks.append(base.slice(at, size))
+        at += size
+    col = pa.chunked_array(chunks, type=chunks[0].type)
+    sample = pd.Series(vals[::3])[~nulls[::3]]
+    for categorical in (False, True):
+        p = column_partial(col, 3, vocab=pd.Index(np.array([3, 7], dtype=dtype)), categorical=categorical)
+        assert (p.rows, p.nulls) == (53, int(nulls.sum()))
+        if dtype != "float64":
+            got = dict(zip(p.freq.keys.tolist(), p.freq.counts.tolist()))
+            assert got == {k: 3 * v for k, v in sample.value_counts().items()}
+            assert p.freq.n == 3 * len(sample)
+        assert p.oov == 3 * int((~sample.isin([3, 7])).sum())
+        assert np.array_equal(p.hll.registers, HLL.of_hashes(hash64(sample.unique())).registers)
+        if not categorical or dtype == "float64":
+            full = pd.Series(vals)[~nulls]
+            assert p.minmax.min == full.min() and p.minmax.max == full.max() and p.moments.count == len(full)
+            from tabprep.stats.sketches import kll_load
+
+            sk = kll_load(p.kll)
+            assert sk.n == len(sample) and sk.get_min_value() == sample.min() and sk.get_max_value() == sample.max()
+
+
+def test_top_values_break_ties_by_value():
+    f = Frequent.merge([Frequent.of_values(np.array([9, 9, 5, 5, 7])), Frequent.of_values(np.array([1, 1, 3]))])
+    assert f.top(5) == [(1, 2), (5, 2), (9, 2), (3, 1), (7, 1)]
+    s = Frequent.of_values(np.array(["b", "a", "c", "a", "b"], dtype=object))
+    assert s.top(3) == [("a", 2), ("b", 2), ("c", 1)]

@@ -80,3 +80,39 @@ def test_stats_and_metrics_endpoints_and_drift_on_them(fitted, tmp_path):
     assert rep.columns["c"]["metrics"]["oov_rate"] == pytest.approx(oov / len(rows))
     assert sorted(rep.drifted) == ["c", "s", "x"], {c: e["metrics"] for c, e in rep.columns.items()}
     assert rep.columns["x"]["exceeded"] == ["null_rate"]
+
+
+def test_buffered_row_counters_equal_a_per_value_reference():
+    # observe_row buffers rows and counts them with numpy; every read (to_dict, prometheus) sees
+    # every row observed so far. Reference: the per-value rules written out here.
+    from tabprep.serving.stats import FLUSH_ROWS, ServingStats
+
+    r = np.random.default_rng(5)
+    vocab = {"c": [1, 2, 3, 2**70], "s": ["a", "b"], "l": [10, 11]}
+    st = ServingStats(["c", "s", "x", "l", "m"], vocabs=vocab, ranges={"x": (0.0, 1.0), "m": (0, 5)})
+    rows = []
+    for i in range(FLUSH_ROWS * 2 + 37):
+        rows.append({"c": [None, 1, 2, 9, 2**70, 2**71][i % 6], "s": [None, "a", "zz"][i % 3],
+                     "x": [None, float("nan"), float(r.normal(0.5, 1))][i % 3],
+                     "l": [None, [10, 12, None], [], [11]][i % 4],
+                     "m": [3, 7.5, None, "odd"][i % 4] if i % 2 else 2})  # (mixed: per value)
+    ref = {"nulls": dict.fromkeys(st.columns, 0), "oov": {"c": 0, "s": 0, "l": 0}, "out_of_range": {"x": 0, "m": 0}}
+    for i, row in enumerate(rows):
+        st.observe_row(row)
+        for c, v in row.items():
+            if v is None or (isinstance(v, float) and v != v):
+                ref["nulls"][c] += 1
+            elif c in ("c", "s"):
+                ref["oov"][c] += v not in vocab[c]
+            elif c == "l":
+                ref["oov"][c] += sum(x is not None and x not in vocab[c] for x in v)
+            elif c == "x":
+                ref["out_of_range"][c] += not 0.0 <= v <= 1.0
+            elif c == "m" and not isinstance(v, str):
+                ref["out_of_range"][c] += not 0 <= v <= 5
+        if i in (5, FLUSH_ROWS, len(rows) - 1):
+            doc = st.to_dict()
+            assert doc["rows"] == i + 1
+            for key in ("nulls", "oov", "out_of_range"):
+                assert {c: doc["columns"][c][key] for c in ref[key]} == ref[key], (i, key)
+    assert f'tabprep_rows_total {len(rows)}' in st.prometheus()

@@ -203,9 +203,9 @@ def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
     if wf is None and isinstance(obj, (str, os.PathLike)) and os.path.isfile(os.path.join(os.fspath(obj), "workflow.json")):
         wf = Workflow.load(os.fspath(obj))
     if wf is not None:
-        prof = as_profile(wf) if wf.profile_ is not None else None
-        if prof is None:
-            load_profile(os.fspath(obj) if not isinstance(obj, Workflow) else "")  # raises the helpful error
+        if wf.profile_ is None:  # raises the helpful error (the folder's or the object's)
+            as_profile(obj) if isinstance(obj, Workflow) else load_profile(os.fspath(obj))
+        prof = as_profile(wf)
         prof = Profile(json.loads(json.dumps(prof.doc)), prof.source)  # (a copy: the expected OOV goes in)
         for c, counts in _vocab_counts(wf).items():
             if c in prof.columns and counts.size:

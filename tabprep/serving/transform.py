@@ -31,7 +31,7 @@ class ServingTransform:
             ``exclude``). Only the raw columns these need must be in a request.
         exclude: output columns not to compute, typically the label, which a live request does
             not carry (``exclude=["label"]``).
-        stats: (default False: about 25 us more per one-row call on a CPU) keep live skew counters in :attr:`stats` (a :class:`~tabprep.serving.stats.ServingStats`:
+        stats: (default False; ~1 us more at the one-row p50, the rows counted in batches of 256) keep live skew counters in :attr:`stats` (a :class:`~tabprep.serving.stats.ServingStats`:
             per input column rows, nulls, OOV of Categorify columns, numbers outside the training
             range); ``False``: none.
 
