@@ -92,6 +92,8 @@ def main() -> None:
     np.testing.assert_allclose(keras.ops.convert_to_numpy(again(x)), keras.ops.convert_to_numpy(model(x)),
                                rtol=1e-5)
     nested_check(work)
+    if keras.backend.backend() == "jax":
+        x64_check()
     print("ok", expected, [round(v, 4) for v in loss])
 
 
@@ -108,6 +110,23 @@ def nested_check(work: str) -> None:
     values, nnzs = (keras.ops.convert_to_numpy(t) for t in x["x"])
     np.testing.assert_array_equal(values.ravel(), keys.ravel())
     assert nnzs.ravel().tolist() == [12] * 6
+
+
+def x64_check() -> None:
+    """Keras on JAX with 64-bit types off (JAX's default) would drop int64's high bits: refused by
+    name (tests/test_loader_jax_x64.py covers the JAX loader in process)."""
+    import tabprep as tp
+
+    big = 2**40 + 3
+    df = pd.DataFrame({"user": np.array([1, big], dtype="int64"), "y": np.array([0.0, 1.0], dtype="float32")})
+    loader = KerasSequenceLoader(tp.Dataset(df), batch_size=2, cat_names=["user"], cont_names=[],
+                                 label_names=["y"], device="cpu")
+    try:
+        loader[0]
+    except OverflowError as exc:
+        assert "'user'" in str(exc) and "jax_enable_x64" in str(exc) and str(big) in str(exc), exc
+    else:
+        raise AssertionError("an int64 beyond int32 passed to Keras on JAX without an error")
 
 
 if __name__ == "__main__":
