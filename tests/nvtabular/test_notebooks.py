@@ -122,6 +122,13 @@ def test_01_getting_started(tmp_path, monkeypatch):
     assert schema.select_by_tag(Tags.REGRESSION).column_names == ["rating"]
     assert schema["userId"].properties["domain"]["max"] == max(users.values())
     assert schema["movieId"].properties["domain"]["max"] == max(movies.values())
+    assert got["userId"].dtype == np.int64 and got["movieId"].dtype == np.int64  # Categorify's default
+    # DLRMModel sizes its embedding tables from these: pad, null, OOV + the values; NVTabular's
+    # _emb_sz_rule for the width.
+    sizes = tp.get_embedding_sizes(workflow)
+    for col, vocab in (("userId", users), ("movieId", movies)):
+        n = 3 + len(vocab)
+        assert tuple(sizes[col]) == (n, min(max(16, round(1.6 * n ** 0.56)), 512))
 
     # In place of mm.DLRMModel(train_transformed.schema, ...).fit(train_transformed, batch_size=1024):
     # the schema's categorical ids and target in batches of 1024 (all 168 rows in one).
@@ -204,6 +211,7 @@ def test_02_advanced_workflow():
         got_genres = [None if c is None else [int(v) for v in c] for c in got["genres"]]
         assert got_genres == want_genres
         assert got["binary_rating"].dtype == bool
+        assert all(c.dtype == np.int64 for c in got["genres"] if c is not None)
         assert got["binary_rating"].tolist() == (frame["rating"] > 3).tolist()
 
     schema = train_transformed.schema
@@ -264,6 +272,7 @@ def test_03_cpu_path(tmp_path, monkeypatch):
             for c in ("userId", "movieId", "zipcode"):
                 assert out[c].tolist() == want[c], c
             assert out["age"].tolist() == _bucket(frame["age"], [0, 10, 21, 45])
+            assert all(out[c].dtype == np.int64 for c in out.columns)
         assert got_v["zipcode"].tolist()[2] == 1  # the null zipcode
         assert 2 in got["userId"].tolist() and 2 in got["zipcode"].tolist()  # below the threshold
 
