@@ -77,6 +77,25 @@ class DatasetCompat:
             order = [order[i] for i in idx]
         return _FrameIter(self, cols, order * max(1, int(epochs)))
 
+    def head(self, n: int = 5, npartitions: int = 1) -> Any:
+        """The first ``n`` rows as one frame (merlin-core binds dask's ``head``: by default only
+        the first partition is read, so fewer rows come back, with dask's warning, when it is
+        shorter; ``npartitions=-1`` reads as many as needed). List cells as in :meth:`compute`."""
+        out = self.to_ddf().head(int(n), npartitions=npartitions)  # type: ignore[attr-defined]
+        return backend.lists_to_numpy(out.reset_index(drop=True))
+
+    def tail(self, n: int = 5) -> Any:
+        """The last ``n`` rows of the last partition (dask's ``tail``, as merlin-core binds it)."""
+        out = self.to_ddf().tail(int(n))  # type: ignore[attr-defined]
+        return backend.lists_to_numpy(out.reset_index(drop=True))
+
+    def shuffle_by_keys(self, keys: Any, hive_data: Any = None, npartitions: Optional[int] = None) -> Any:
+        """Not provided: raises ``NotImplementedError`` saying what to use instead."""
+        raise NotImplementedError(
+            f"Dataset.shuffle_by_keys({keys!r}) is not provided by tabprep (docs/migration.md, Dataset): "
+            "no tabprep op needs rows of one key in one partition beforehand (ops.Groupby shuffles by its "
+            "keys itself), so drop the call; to write files grouped by key, sort or group in a workflow")
+
     @property
     def partition_lens(self) -> List[int]:
         """Rows of each partition (merlin-core's; parquet: from the footers, no data read)."""

@@ -117,6 +117,40 @@ class Node:
                 raise ValueError(self.kind)
         return list(self._out)
 
+    @property
+    def graph(self) -> Any:
+        """The graph up to this node as a ``graphviz.Digraph`` (NVTabular's ``node.graph``, which
+        notebooks display): one vertex per selection, op, ``+`` and ``-``, and the output columns.
+        Needs the ``graphviz`` Python package (imported here only); rendering it to an image needs
+        Graphviz's ``dot`` program, ``.source`` does not."""
+        try:
+            import graphviz
+        except ImportError as exc:  # pragma: no cover - graphviz is a dev dependency
+            raise ImportError("node.graph needs the graphviz package: pip install graphviz") from exc
+        dot = graphviz.Digraph()
+        ids: Dict[int, str] = {}
+
+        def visit(node: "Node") -> str:
+            if id(node) in ids:  # a node feeding several others is drawn once
+                return ids[id(node)]
+            name = ids[id(node)] = str(len(ids))
+            if node.kind == "select":
+                label = str(list(node.columns) or list(node.tags))
+            elif node.kind == "op":
+                label = str(node.op.label)
+            elif node.kind == "concat":
+                label = "+"
+            else:
+                label = f"- {list(node.columns)}"
+            dot.node(name, label)
+            for parent in node.parents:
+                dot.edge(visit(parent), name)
+            return name
+
+        dot.node("output", f"output cols={self.output_columns}")
+        dot.edge(visit(self), "output")
+        return dot
+
     def __repr__(self) -> str:
         if self.kind == "select":
             return f"Select({list(self.columns)})"
