@@ -37,7 +37,12 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterable, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":
+    # benchmarks/profile.py shadows the standard library's ``profile``, which torch imports (through
+    # cProfile) when --train builds its optimizer: this script's folder leaves the import path
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.dirname(HERE))
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402
