@@ -520,17 +520,13 @@ def _arrow_chunks(arr: Any) -> list:
 def _arrow_values(arr: Any) -> np.ndarray:
     """One numpy array of a null-free numeric Arrow array's values (a copy when it has several chunks)."""
     chunks = _arrow_chunks(arr)
-    if len(chunks) == 1:
-        return chunks[0]
-    return np.concatenate(chunks) if chunks else np.empty(0, block_dtype(arr))
+    return chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.empty(0, block_dtype(arr))
 
 
 def _fill(row: np.ndarray, parts: Sequence[np.ndarray]) -> None:
     """Copy ``parts`` one after the other into ``row``."""
-    pos = 0
-    for part in parts:
+    for pos, part in zip(np.cumsum([0] + [len(p) for p in parts[:-1]]), parts):
         row[pos:pos + len(part)] = part
-        pos += len(part)
 
 
 @take_block.register(object)
@@ -546,9 +542,9 @@ def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], fi
     # (and reads Arrow's chunks as they are, with no concatenation), one index array for all columns
     indices = None
     if perm is not None and dtype.kind in _ARROW_TAKE_KINDS:
-        indices = pa.array(perm.astype(np.uint32 if n < 2 ** 32 else np.int64, copy=False))
-    if indices is not None:
         import pyarrow.compute as pc
+
+        indices = pa.array(perm.astype(np.uint32 if n < 2 ** 32 else np.int64, copy=False))
     for j, arr in enumerate(arrays):
         arrow = isinstance(arr, (pa.Array, pa.ChunkedArray))
         if indices is not None:
