@@ -46,7 +46,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":
+    # benchmarks/profile.py shadows the standard library's ``profile``, which TensorFlow's import of
+    # IPython reaches (through cProfile): this script's folder leaves the import path
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.dirname(HERE))
 
 import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402

@@ -78,7 +78,7 @@ def test_the_graph_sees_a_violation(tmp_path, monkeypatch):
 #: the project's rule: modules stay under ~600 lines (split by responsibility otherwise)
 MAX_MODULE_LINES = 600
 #: modules over the limit while their split is under way elsewhere (loader/core.py: another branch)
-OVER_LIMIT_FOR_NOW = {"loader/core.py"}
+OVER_LIMIT_FOR_NOW: set = set()
 
 
 def test_modules_stay_under_600_lines():

@@ -443,6 +443,37 @@ def test_take_block_rows_are_the_gathered_columns():
     np.testing.assert_array_equal(take_block(cols[0], cols, None, 0)[2], cols[2])
 
 
+def test_take_block_gathers_arrow_chunks_and_numpy_alike():
+    # issue 33 (CPU): the no-workflow chunk's columns reach take_block as Arrow chunked arrays (one chunk
+    # per row group, sliced ones too), mixed with numpy columns; every dtype's rows are numpy's gather
+    from tabprep.backend import take_block
+
+    rng = np.random.default_rng(9)
+    n = 1003
+    cases = {
+        "int8": rng.integers(-128, 128, n).astype("int8"),
+        "uint64": rng.integers(0, 2**63, n, dtype="uint64") * 2 + 1,
+        "float64": np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n) * 1e300),
+        "bool": rng.random(n) < 0.5,
+    }
+    cases["float64"][::7] = np.inf
+    cases["float64"][::11] = -np.inf
+    perm = rng.permutation(n)
+    for dtype, values in cases.items():
+        other = rng.permutation(values)
+        # chunks of uneven length, the middle one a slice of a bigger array (a non-zero offset)
+        chunked = pa.chunked_array([pa.array(values[:100]), pa.array(np.concatenate([values[:5], values[100:700]]))
+                                    .slice(5), pa.array(values[700:])]) if dtype != "bool" else values
+        for p in (perm, None):
+            for first in (0, 3):
+                block = take_block(chunked, [chunked, other], p, first)
+                expect = [values, other] if p is None else [values[p], other[p]]
+                assert block.dtype == values.dtype and block.shape == (2, n), dtype
+                for j in range(2):
+                    np.testing.assert_array_equal(block[j], expect[j], err_msg=dtype)
+                    assert block[j, first:].ctypes.data % 64 == 0
+
+
 def test_no_workflow_parquet_columns_read_without_pandas_keep_values_dtypes_and_nulls(tmp_path, caplog):
     # issue 33 (CPU): with no workflow, null-free numeric columns go from Arrow to the blocks without a
     # pandas frame; dtypes, values, nulls (0 / NaN with a warning) and row order are as pandas reads them

@@ -57,6 +57,11 @@ def _is_list_series(series: Any) -> bool:
         or pa.types.is_fixed_size_list(dtype.pyarrow_dtype))
 
 
+@is_list_series.register((pa.Array, pa.ChunkedArray))
+def _is_list_arrow(arr: Any) -> bool:
+    return pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type) or pa.types.is_fixed_size_list(arr.type)
+
+
 is_string_series = Dispatch("is_string_series", "True for string columns on either backend.")
 
 
@@ -65,6 +70,11 @@ def _is_string_series(series: Any) -> bool:
     dtype = series.dtype
     return pd.api.types.is_string_dtype(dtype) or (
         isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype))
+
+
+@is_string_series.register((pa.Array, pa.ChunkedArray))
+def _is_string_arrow(arr: Any) -> bool:
+    return pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
 
 
 def is_float_series(series: Any) -> bool:
@@ -445,96 +455,11 @@ def _mod_buckets(h: Any, nb: int) -> Any:
     return mod_uint32(h, nb)
 
 
-# ---------------------------------------------------------------------------
-# loader arrays
-# ---------------------------------------------------------------------------
-#: alignment of the batch arrays made on the CPU: TensorFlow's CPU kernels need 64-byte aligned
-#: buffers, and aligned arrays can be handed to it through DLPack without a copy
-ALIGN = 64
-
-
-def take_aligned(arr: np.ndarray, perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
-    """``arr[perm]`` (or a copy of ``arr``) in a new array whose row ``first_row`` starts on an
-    :data:`ALIGN`-byte boundary: batches start at that row plus multiples of ``batch_size``, so
-    their slices are aligned whenever ``batch_size * row bytes`` is a multiple of :data:`ALIGN`."""
-    shape = ((len(perm) if perm is not None else len(arr)),) + arr.shape[1:]
-    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
-    nbytes = int(np.prod(shape, dtype=np.int64)) * arr.dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    off = (-(buf.ctypes.data + first_row * row_bytes)) % ALIGN
-    out = buf[off:off + nbytes].view(arr.dtype).reshape(shape)
-    if perm is None:
-        np.copyto(out, arr)
-    else:
-        np.take(arr, perm, axis=0, out=out, mode="clip")   # indices are valid; "clip" avoids a buffered copy
-    return out
-
-
-take_rows = Dispatch("take_rows", """Rows ``perm`` (None: all) of a batch array, as the loader's chunks
-hold them: on the CPU a new array aligned at row ``first_row`` (:func:`take_aligned`); on the GPU
-``arr[perm]`` (``arr`` itself when ``perm`` is None; ``perm`` on the device).""")
-take_rows.register(object, take_aligned)
-
-take_block = Dispatch("take_block", """One 2-D block ``(len(arrays), rows)`` of same-dtype 1-D arrays, row ``j``
-holding ``arrays[j][perm]`` (``perm`` None: all rows, in order): the loader keeps a chunk's columns of
-one dtype and role (features / labels) in one block, so a batch is one slice of it and reaches a
-framework in one DLPack hand-off. Dispatched on ``like`` (``arrays[0]``). On the CPU each row's element
-``first_row`` starts on an :data:`ALIGN`-byte boundary and rows are :data:`ALIGN`-byte multiples apart
-(batch slices stay aligned, as :func:`take_aligned` makes them); on the GPU a plain ``(k, rows)``
-array.""")
-
-
-@take_block.register(object)
-def _take_block(like: Any, arrays: Sequence[np.ndarray], perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
-    dtype = arrays[0].dtype
-    n = len(perm) if perm is not None else len(arrays[0])
-    size = dtype.itemsize
-    # a row stride of whole ALIGN-byte units (ALIGN is a multiple of every numeric itemsize)
-    unit = max(ALIGN // size, 1) if ALIGN % size == 0 else ALIGN
-    stride = max(-(-n // unit) * unit, unit)
-    buf = np.empty(len(arrays) * stride * size + ALIGN, dtype=np.uint8)
-    off = (-(buf.ctypes.data + first_row * size)) % ALIGN
-    out = buf[off:off + len(arrays) * stride * size].view(dtype).reshape(len(arrays), stride)[:, :n]
-    for j, arr in enumerate(arrays):
-        if perm is None:
-            np.copyto(out[j], arr)
-        else:
-            np.take(arr, perm, out=out[j], mode="clip")   # indices are valid; "clip" avoids a buffered copy
-    return out
-
-
-column_array = Dispatch("column_array", """Contiguous numpy / cupy values of a scalar (non-string)
-series for the loader: float columns become float32 when ``cont``; integer / bool columns keep their
-dtype (merlin-dataloader 23.08 keeps every column's dtype; a float32 cast would round ids above 2**24);
-nulls become NaN in float columns and 0 in integer / bool ones, after calling ``on_nulls()``.""")
-
-
-@column_array.register(object)
-def _column_array(s: Any, cont: bool, on_nulls: Callable[[], None]) -> Any:
-    dtype = s.dtype
-    np_dtype = np.dtype(getattr(dtype, "numpy_dtype", dtype)) if not isinstance(dtype, np.dtype) else dtype
-    if not isinstance(dtype, np.dtype) and s.hasnans:
-        on_nulls()
-        if np_dtype.kind in "iub":
-            arr = s.to_numpy(dtype=np_dtype if np_dtype.kind != "b" else np.int8, na_value=0)
-        else:
-            arr = s.to_numpy(dtype=np.float32 if cont else np.float64, na_value=np.nan)
-    else:
-        arr = s.to_numpy(dtype=np_dtype)
-    return np.ascontiguousarray(_cont_dtype(arr) if cont else arr)
-
-
-def _cont_dtype(arr: Any) -> Any:
-    """float32 for a continuous column's floats; integers and bools keep their dtype."""
-    return arr if arr.dtype.kind in "iub" or arr.dtype == np.float32 else arr.astype(np.float32)
-
-
-@column_array.register(np.ndarray)
-def _column_array_numpy(arr: np.ndarray, cont: bool, on_nulls: Callable[[], None]) -> np.ndarray:
-    # a null-free numeric column taken from Arrow without pandas (backend.frame_column)
-    return np.ascontiguousarray(_cont_dtype(arr) if cont else arr)
+# the loader's batch arrays live in batch_arrays.py; their names stay importable from here
+from .batch_arrays import (ALIGN, _aligned_empty, _arrow_chunks, _arrow_values, _column_array_numpy,  # noqa: E402,F401
+                           _cont_dtype, block_dtype, column_array, take_aligned, take_block, take_rows)
 
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
                   float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
-                  log1p_int, log1p_float, mod_buckets, take_rows, take_block, column_array)
+                  log1p_int, log1p_float, mod_buckets)

@@ -157,10 +157,11 @@ def parquet_reader(cpu: bool) -> Any:
 
 
 frame_column = Dispatch("frame_column", """Column ``name`` of a frame for the loader: ``frame[name]`` for a pandas /
-cuDF frame; of an Arrow table (the CPU loader's chunk when no workflow is attached), a numpy array for
-a null-free integer or float column (no pandas series is made: the columns go straight into the
-loader's blocks), else the pandas series :func:`arrow_to_frame` makes of it (nulls, lists, strings,
-dictionaries keep pandas' handling).""")
+cuDF frame; of an Arrow table (the CPU loader's chunk when no workflow is attached), the Arrow column
+itself (a ``pyarrow.ChunkedArray``, one chunk per row group read) for a null-free integer or float column:
+no pandas series and no concatenation is made, the loader's gather (:func:`~tabprep.backend.take_block`)
+reads the chunks as they are; else the pandas series :func:`arrow_to_frame` makes of it (nulls, lists,
+strings, dictionaries keep pandas' handling).""")
 
 
 @frame_column.register(pa.Table)
@@ -168,8 +169,7 @@ def _arrow_frame_column(table: pa.Table, name: str) -> Any:
     col = table.column(name)
     typ = col.type
     if (pa.types.is_integer(typ) or pa.types.is_float32(typ) or pa.types.is_float64(typ)) and col.null_count == 0:
-        # one copy when the column has several chunks (row groups), none when it has one
-        return col.to_numpy()
+        return col
     return arrow_to_frame(table.select([name]), cpu=True)[name]
 
 

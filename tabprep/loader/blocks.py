@@ -64,10 +64,10 @@ def build_blocks(columns: Dict[str, Any], labels: Sequence[str], perm: Optional[
     for name, col in columns.items():
         if isinstance(col, _RaggedColumn):
             out[name] = col if perm is None else take_ragged(col, perm)
-        elif col.ndim != 1:   # a list column made dense, (rows, max_len)
+        elif getattr(col, "ndim", 1) != 1:   # a list column made dense, (rows, max_len)
             out[name] = backend.take_rows(col, perm, first)
-        else:
-            groups.setdefault((name in label_set, col.dtype.str), []).append(name)
+        else:   # numpy / cupy, or an Arrow column on the CPU (backend.frame_column)
+            groups.setdefault((name in label_set, backend.block_dtype(col).str), []).append(name)
     blocks: List[_Block] = []
     for names in groups.values():
         arrays = [columns[n] for n in names]

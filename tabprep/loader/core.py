@@ -50,7 +50,9 @@ array (numpy on the CPU, cupy on the GPU):
 See :mod:`tabprep.loader.tensorflow` for the Keras adapter.
 
 Modules, by stage: :mod:`~tabprep.loader.sources` (units, reading),
-:mod:`~tabprep.loader.planning` (pieces, shards), :mod:`~tabprep.loader.prefetch` (background
+:mod:`~tabprep.loader.planning` (pieces, shards, the seeded orders of pieces and rows),
+:mod:`~tabprep.loader.chunks` (a chunk's read, transform, arrays and shuffle),
+:mod:`~tabprep.loader.blocks` (2-D blocks, batch slices), :mod:`~tabprep.loader.prefetch` (background
 threads, batches), :mod:`~tabprep.loader.ragged` (batch containers, list columns); this module
 holds :class:`DataLoader` and re-exports their names. Backend differences (pandas / cuDF, numpy /
 cupy, host / device) are :mod:`tabprep.backend` calls.
@@ -66,8 +68,10 @@ import numpy as np
 from .. import backend
 from .._util import did_you_mean
 from ..schema import Schema, Tags
-from .blocks import Batch, build_blocks
-from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation, plan_pieces, shard_rows, slice_rows, _trim_piece  # noqa: F401 - re-exported
+from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
+from .chunks import _ChunkPreparation
+from .planning import (PERMUTATIONS, _EpochPlan, chunk_permutation, plan_epoch, plan_pieces, rank_pieces,  # noqa: F401
+                       shard_rows, slice_rows, _trim_piece)
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
@@ -82,7 +86,7 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------
 # the loader
 # ---------------------------------------------------------------------------------------
-class DataLoader:
+class DataLoader(_ChunkPreparation):
     """Batches of a parquet dataset, transformed online by an attached workflow.
 
     Args:
@@ -382,19 +386,14 @@ class DataLoader:
         return max(int(mem / self._source.row_bytes(self._read_columns)), 1)
 
     def _plan_rank(self) -> None:
-        units = self._source.units
         self._piece_rows = self._target_piece_rows()
-        pieces = plan_pieces(units, self._piece_rows)
-        total = sum(p.num_rows for p in pieces)
-        self.dataset_rows = total
-        mine: List[_Piece] = []
-        for lo, hi in shard_rows(total, self.global_size, self.global_rank, self.drop_last):
-            mine += slice_rows(pieces, units, lo, hi)
-        self._pieces = mine
-        self._num_rows = sum(p.num_rows for p in mine)
+        self.dataset_rows, self._pieces = rank_pieces(self._source.units, self._piece_rows, self.global_size,
+                                                      self.global_rank, self.drop_last)
+        self._num_rows = sum(p.num_rows for p in self._pieces)
         self._plans = {}
-        log.debug("loader plan: %d rows in %d pieces (target %d rows/piece), rank %d/%d gets %d rows in %d pieces",
-                  total, len(pieces), self._piece_rows, self.global_rank, self.global_size, self._num_rows, len(mine))
+        log.debug("loader plan: %d rows, target %d rows/piece, rank %d/%d gets %d rows in %d pieces",
+                  self.dataset_rows, self._piece_rows, self.global_rank, self.global_size, self._num_rows,
+                  len(self._pieces))
 
     def _epoch_seed(self, epoch: int) -> Any:
         if epoch not in self._epoch_seeds:
@@ -407,16 +406,7 @@ class DataLoader:
         self._ensure_ready()
         if epoch in self._plans:
             return self._plans[epoch]
-        seed = self._epoch_seed(epoch)
-        pieces = list(self._pieces)
-        if self.shuffle and len(pieces) > 1:
-            order = np.random.default_rng(seed + [0]).permutation(len(pieces))
-            pieces = [pieces[i] for i in order]
-        chunks = [pieces[i:i + self.parts_per_chunk] for i in range(0, len(pieces), self.parts_per_chunk)]
-        offsets = [0]
-        for c in chunks:
-            offsets.append(offsets[-1] + sum(p.num_rows for p in c))
-        plan = _EpochPlan(epoch, seed, chunks, offsets)
+        plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk)
         self._plans = {k: v for k, v in self._plans.items() if k >= epoch - 1}
         self._plans[epoch] = plan
         return plan
@@ -427,104 +417,6 @@ class DataLoader:
         if self.drop_last:
             return self._num_rows // self.batch_size
         return -(-self._num_rows // self.batch_size)
-
-    # -- chunk preparation (runs in the prefetch thread) ----------------------------------------
-    def _read_piece(self, piece: _Piece) -> Any:
-        units = [self._source.units[i] for i in piece.units]
-        df = self._source.read_part(units, self._read_columns)
-        full = sum(u.num_rows for u in units)
-        if piece.start or piece.stop != full:
-            df = backend.slice_rows(df, piece.start, piece.stop)
-        return df
-
-    def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
-        pieces = plan.chunks[k]
-        expected = plan.offsets[k + 1] - plan.offsets[k]
-        # the chunk's row order is drawn on the host while its pieces are read and transformed
-        # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
-        perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
-            if self._exact and self.shuffle and expected > 1 else None
-        parts = [self._read_piece(p) for p in pieces]
-        # no transform: columns are taken from what the source stacks best (an Arrow table on the CPU)
-        raw = self._source.stack(parts) if self._transform is not None else self._source.stack_columns(parts)
-        if len(raw) != expected:
-            raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
-                               f"since the loader was created?")
-        df = raw
-        if self._transform is not None:
-            df = self._transform(raw)
-            if self._exact and len(df) != len(raw):
-                raise ValueError(f"the mapped transform returned {len(df)} rows for {len(raw)} input rows; the "
-                                 f"loader needs row-preserving transforms (use a tabprep Workflow with Filter to "
-                                 f"drop rows)")
-        columns = self._to_columns(df, raw)
-        n = len(df)
-        perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
-        if perm is not None:
-            perm = self._device.index_array(perm)
-        # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
-        # on are 64-byte aligned (backend.take_block), so the TF adapter hands them over without a copy
-        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
-        if self.sparse_as_dense:
-            for name, m in self._sparse_max.items():
-                # padded in chunk order, gathered with the other columns below
-                columns[name] = pad_chunk_column(columns[name], m, name)
-        chunk = build_blocks(columns, self._label_names, perm, first, n)
-        for c in chunk.columns.values():
-            if isinstance(c, _RaggedColumn):
-                c.row_lengths = c.offsets[1:] - c.offsets[:-1]
-                c.host_offsets = backend.to_numpy(c.offsets)
-        # one wait per chunk: its arrays are complete before the consumer's thread slices them
-        self._device.synchronize()
-        return chunk
-
-    def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
-        return chunk_permutation(plan, k, n) if self.shuffle else None
-
-    def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
-        out: Dict[str, Any] = {}
-        cont = set(self._cont_names)
-        for name in self._cat_names + self._cont_names + self._label_names:
-            if name in self._passthrough:
-                if len(raw) != len(df):
-                    raise ValueError(f"label {name!r} is passed through from the raw data, but the workflow "
-                                     f"dropped rows: add it to the workflow's output")
-                s = backend.frame_column(raw, name)
-            else:
-                s = backend.frame_column(df, name)
-            if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
-                # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
-                out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
-                                                                          and not leaves_are_integers(leaves)))
-                check_fixed(out[name], name, self._output_schema(),
-                            "the chunk being read (rows counted before shuffling)")
-            elif backend.is_list_series(s):
-                leaves, offsets = backend.list_leaves(s)
-                values = self._values(leaves, name, name in cont)
-                xp = _xp(values)
-                out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
-                if name not in self._sparse_names:
-                    self._sparse_names.append(name)
-                    if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
-                        raise ValueError(f"list column {name!r} needs sparse_max={{{name!r}: N}} for sparse_as_dense")
-            else:
-                out[name] = self._values(s, name, name in cont)
-        return out
-
-    def _values(self, s: Any, name: str, cont: bool) -> Any:
-        """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).
-
-        Nulls become NaN in float columns and 0 in integer / bool ones (with a warning)."""
-        if backend.is_string_series(s):
-            raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
-                            f"Categorify or HashBucket in the workflow")
-        return backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
-
-    def _warn_nulls(self, name: str, s: Any) -> None:
-        if name not in self._warned_nulls:
-            self._warned_nulls.add(name)
-            log.warning("column %r has nulls: emitted as NaN (floats) or 0 (integers); fill them in the workflow "
-                        "(FillMissing / Categorify)", name)
 
     # -- batches -----------------------------------------------------------------------------
     def _reset_iteration(self) -> None:

@@ -73,6 +73,33 @@ class _EpochPlan:
         return self.offsets[-1]
 
 
+def rank_pieces(units: Sequence[_Unit], piece_rows: int, global_size: int, global_rank: int,
+                drop_last: bool) -> Tuple[int, List[_Piece]]:
+    """``(dataset rows, this rank's pieces)``: the dataset's pieces of about ``piece_rows`` rows, and
+    the ones covering rank ``global_rank``'s shard of rows (:func:`shard_rows`: equal lengths per rank,
+    wrapped around or trimmed as :mod:`tabprep.loader.core` describes). The same on every rank and epoch."""
+    pieces = plan_pieces(units, piece_rows)
+    total = sum(p.num_rows for p in pieces)
+    mine: List[_Piece] = []
+    for lo, hi in shard_rows(total, global_size, global_rank, drop_last):
+        mine += slice_rows(pieces, units, lo, hi)
+    return total, mine
+
+
+def plan_epoch(pieces: Sequence[_Piece], epoch: int, seed: Any, shuffle: bool, parts_per_chunk: int) -> "_EpochPlan":
+    """The chunks of one epoch: a rank's ``pieces`` in a seeded random order (``shuffle``; drawn from
+    ``seed + [0]`` with numpy), grouped ``parts_per_chunk`` at a time, and the first row of each."""
+    pieces = list(pieces)
+    if shuffle and len(pieces) > 1:
+        order = np.random.default_rng(seed + [0]).permutation(len(pieces))
+        pieces = [pieces[i] for i in order]
+    chunks = [pieces[i:i + parts_per_chunk] for i in range(0, len(pieces), parts_per_chunk)]
+    offsets = [0]
+    for c in chunks:
+        offsets.append(offsets[-1] + sum(p.num_rows for p in c))
+    return _EpochPlan(epoch, seed, chunks, offsets)
+
+
 #: draws chunks' row permutations beside the threads that read and transform the chunks (numpy
 #: releases the GIL while it shuffles: ~60 ms per 4M rows no longer adds to a chunk's time)
 PERMUTATIONS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tabprep-loader-perm")

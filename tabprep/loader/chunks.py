@@ -1,0 +1,145 @@
+"""Chunk preparation of a loader: read a chunk's pieces, transform, take columns as arrays, shuffle
+into blocks. Runs in the loader's prefetch threads.
+
+Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow, step 4):
+:class:`_ChunkPreparation` is a base of :class:`~tabprep.loader.core.DataLoader` and reads the
+loader's resolved configuration (source, columns, transform, device); the row orders come from
+:mod:`~tabprep.loader.planning` (drawn with numpy on the host, so the same on the CPU and the GPU).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from .. import backend
+from .blocks import build_blocks
+from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
+from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation
+from .ragged import _Chunk, _RaggedColumn, _xp
+from .sources import _Piece
+
+log = logging.getLogger("tabprep.loader.core")
+
+
+class _ChunkPreparation:
+    """The chunk-preparation steps of :class:`~tabprep.loader.core.DataLoader` (a base class: the
+    attributes used here are the loader's)."""
+
+    _source: Any
+    _device: Any
+    _read_columns: Optional[List[str]]
+    _transform: Optional[Callable[[Any], Any]]
+    _exact: bool
+    shuffle: bool
+    batch_size: int
+    sparse_as_dense: bool
+    _label_names: List[str]
+    _cat_names: List[str]
+    _cont_names: List[str]
+    _passthrough: List[str]
+    _sparse_names: List[str]
+    _sparse_names_arg: Optional[List[str]]
+    _sparse_max: Dict[str, Any]
+    _warned_nulls: set
+
+    def _output_schema(self) -> Any:
+        raise NotImplementedError
+
+    def _read_piece(self, piece: _Piece) -> Any:
+        units = [self._source.units[i] for i in piece.units]
+        df = self._source.read_part(units, self._read_columns)
+        full = sum(u.num_rows for u in units)
+        if piece.start or piece.stop != full:
+            df = backend.slice_rows(df, piece.start, piece.stop)
+        return df
+
+    def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
+        pieces = plan.chunks[k]
+        expected = plan.offsets[k + 1] - plan.offsets[k]
+        # the chunk's row order is drawn on the host while its pieces are read and transformed
+        # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
+        perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
+            if self._exact and self.shuffle and expected > 1 else None
+        parts = [self._read_piece(p) for p in pieces]
+        # no transform: columns are taken from what the source stacks best (an Arrow table on the CPU)
+        raw = self._source.stack(parts) if self._transform is not None else self._source.stack_columns(parts)
+        if len(raw) != expected:
+            raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
+                               f"since the loader was created?")
+        df = raw
+        if self._transform is not None:
+            df = self._transform(raw)
+            if self._exact and len(df) != len(raw):
+                raise ValueError(f"the mapped transform returned {len(df)} rows for {len(raw)} input rows; the "
+                                 f"loader needs row-preserving transforms (use a tabprep Workflow with Filter to "
+                                 f"drop rows)")
+        columns = self._to_columns(df, raw)
+        n = len(df)
+        perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
+        if perm is not None:
+            perm = self._device.index_array(perm)
+        # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
+        # on are 64-byte aligned (backend.take_block), so the TF adapter hands them over without a copy
+        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        if self.sparse_as_dense:
+            for name, m in self._sparse_max.items():
+                # padded in chunk order, gathered with the other columns below
+                columns[name] = pad_chunk_column(columns[name], m, name)
+        chunk = build_blocks(columns, self._label_names, perm, first, n)
+        for c in chunk.columns.values():
+            if isinstance(c, _RaggedColumn):
+                c.row_lengths = c.offsets[1:] - c.offsets[:-1]
+                c.host_offsets = backend.to_numpy(c.offsets)
+        # one wait per chunk: its arrays are complete before the consumer's thread slices them
+        self._device.synchronize()
+        return chunk
+
+    def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
+        return chunk_permutation(plan, k, n) if self.shuffle else None
+
+    def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        cont = set(self._cont_names)
+        for name in self._cat_names + self._cont_names + self._label_names:
+            if name in self._passthrough:
+                if len(raw) != len(df):
+                    raise ValueError(f"label {name!r} is passed through from the raw data, but the workflow "
+                                     f"dropped rows: add it to the workflow's output")
+                s = backend.frame_column(raw, name)
+            else:
+                s = backend.frame_column(df, name)
+            if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
+                # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
+                out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
+                                                                          and not leaves_are_integers(leaves)))
+                check_fixed(out[name], name, self._output_schema(),
+                            "the chunk being read (rows counted before shuffling)")
+            elif backend.is_list_series(s):
+                leaves, offsets = backend.list_leaves(s)
+                values = self._values(leaves, name, name in cont)
+                xp = _xp(values)
+                out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
+                if name not in self._sparse_names:
+                    self._sparse_names.append(name)
+                    if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
+                        raise ValueError(f"list column {name!r} needs sparse_max={{{name!r}: N}} for sparse_as_dense")
+            else:
+                out[name] = self._values(s, name, name in cont)
+        return out
+
+    def _values(self, s: Any, name: str, cont: bool) -> Any:
+        """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).
+
+        Nulls become NaN in float columns and 0 in integer / bool ones (with a warning)."""
+        if backend.is_string_series(s):
+            raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
+                            f"Categorify or HashBucket in the workflow")
+        return backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
+
+    def _warn_nulls(self, name: str, s: Any) -> None:
+        if name not in self._warned_nulls:
+            self._warned_nulls.add(name)
+            log.warning("column %r has nulls: emitted as NaN (floats) or 0 (integers); fill them in the workflow "
+                        "(FillMissing / Categorify)", name)
