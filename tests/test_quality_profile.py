@@ -203,3 +203,40 @@ def test_top_values_break_ties_by_value():
     assert f.top(5) == [(1, 2), (5, 2), (9, 2), (3, 1), (7, 1)]
     s = Frequent.of_values(np.array(["b", "a", "c", "a", "b"], dtype=object))
     assert s.top(3) == [("a", 2), ("b", 2), ("c", 1)]
+
+
+@pytest.mark.parametrize("dtype,scale,huge_junk", [("int64", 1000, False), ("int64", 1000, True), ("int64", 2**40, False),
+                                                   ("uint64", 2**62, False), ("uint64", 1000, False), ("int32", 1000, False)])
+def test_exact_int_moments_ignore_what_null_slots_hold(dtype, scale, huge_junk, monkeypatch):
+    # the int moments read every slot of the values buffer and subtract the null slots: the null
+    # slots here hold garbage (huge values, the minimum, negatives), chunks start at offsets of
+    # their buffers; reference: Python's exact integers over the valid values only
+    from fractions import Fraction
+
+    from tabprep.stats.profile import column_partial
+
+    r = np.random.default_rng(7)
+    n = 400
+    vals = r.integers(0, scale, n).astype(dtype)
+    nulls = r.random(n) < 0.3
+    junk = vals.copy()
+    planted = [np.iinfo(dtype).max, 0, 5, np.iinfo(dtype).min] if huge_junk else [0, 5, 2000, 3]
+    junk[nulls] = np.array(planted, dtype=dtype)[np.arange(nulls.sum()) % 4]
+    validity = pa.py_buffer(np.packbits(~nulls, bitorder="little").tobytes())
+    base = pa.Array.from_buffers(pa.from_numpy_dtype(np.dtype(dtype)), n, [validity, pa.py_buffer(junk.tobytes())])
+    assert base.null_count == int(nulls.sum())
+    col = pa.chunked_array([base.slice(0, 3), base.slice(3, 0), base.slice(3, 190), base.slice(193)])
+    good = [int(v) for v in vals[~nulls]]
+    if dtype in ("int64", "uint64") and scale <= 1000 and not huge_junk:  # the int64 path itself, no fallback
+        import tabprep.stats.profile as prof
+
+        monkeypatch.setattr(prof, "_exact_moments", lambda col: pytest.fail("fell back to Arrow's kernels"))
+    k, s1, s2 = len(good), sum(good), sum(v * v for v in good)
+    p = column_partial(col)
+    assert p.moments.count == k and p.minmax.min == float(min(good)) and p.minmax.max == float(max(good))
+    if scale <= 1000:  # the exact path: correctly rounded mean and M2
+        assert p.moments.mean == float(Fraction(s1, k))
+        assert p.moments.m2 == float(Fraction(k * s2 - s1 * s1, k))
+    else:  # large values: Arrow's float kernels
+        assert p.moments.mean == pytest.approx(float(Fraction(s1, k)), rel=1e-12)
+        assert p.moments.m2 == pytest.approx(float(Fraction(k * s2 - s1 * s1, k)), rel=1e-9)

@@ -188,13 +188,10 @@ def _host_values(arr: Any, step: int) -> np.ndarray:
         values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
         if step > 1:
             values = values[first::step]
-        if c.null_count:
-            if step > 1:  # the validity bits of the sampled rows only (a gather, not the whole bitmap)
-                pos = np.arange(c.offset + first, c.offset + len(c), step)
-                bits = np.frombuffer(c.buffers()[0], dtype=np.uint8)
-                values = values[((bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1).view(bool)]
-            else:
-                values = values[~null_mask(c)]
+        if c.null_count:  # (unpacking the whole bitmap, then striding it, is ~2x faster than a
+            # gather of the sampled rows' bits)
+            valid = ~null_mask(c)
+            values = values[valid[first::step] if step > 1 else valid]
         out.append(values)
     if not out:
         return np.zeros(0, dtype=dtype)
@@ -224,17 +221,13 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
     OOV), their distinct values feed the HLL, and the KLL sketch gets the sorted values (its
     compactions sort less; any input order keeps its error bound). Same partial as the Arrow path."""
     rows, nulls, nan, inf = len(col), col.null_count, 0, 0
-    exact = col
     if kind == "float":
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
-        finite = pc.is_finite(col)
-        inf = rows - nulls - nan - int(pc.sum(finite).as_py() or 0)
+        inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
-        if nan or inf:
-            exact = pc.filter(col, finite)  # the finite values (nulls dropped too)
     moments = minmax = kll = freq = None
     if kind != "category":
-        moments, minmax = _exact_moments(exact)
+        moments, minmax = _host_moments(col, nan or inf)
     vals = _host_values(col, sample_every) if sample is None else _host_values(sample, 1)
     if kind == "float" and (nan or inf):
         vals = vals[np.isfinite(vals)]
@@ -254,6 +247,40 @@ def _array(col: Any) -> Any:
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     return col
+
+
+def _host_moments(col: Any, non_finite: int) -> "tuple[Moments, MinMax]":
+    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
+    ints: min and max from Arrow's kernel, then the sum and the sum of squares of every slot of
+    the values buffer (numpy, no copy) less those of the null slots (a small gather), in int64:
+    exact while ``slots * max(|value|)**2 < 2**63`` over every slot (checked), the mean and M2
+    then the exact rationals rounded once (Python's int division rounds correctly). Other
+    columns (floats, NaN/inf to drop, narrow ints, larger values): :func:`_exact_moments`. A
+    gather of the non-null values into a new array cost more than Arrow's passes (fresh pages)."""
+    from ..backend.columns import null_mask
+
+    if non_finite or col.type not in (pa.int64(), pa.uint64()):
+        exact = pc.filter(col, pc.is_finite(col)) if non_finite else col
+        return _exact_moments(exact)
+    n = len(col) - col.null_count
+    if n == 0:
+        return Moments(0, 0.0, 0.0), MinMax(None, None)
+    mm = pc.min_max(col)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    big = max(abs(lo), abs(hi))
+    s1 = s2 = 0
+    for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        if len(c) == 0:
+            continue
+        v = np.frombuffer(c.buffers()[1], dtype=np.int64, count=len(c), offset=c.offset * 8)
+        junk = v[null_mask(c)] if c.null_count else v[:0]  # (whatever the null slots hold)
+        if junk.size:
+            big = max(big, abs(int(junk.min())), abs(int(junk.max())))
+        if big >= 1 << 31 or len(c) * big * big >= 1 << 63:  # the int64 sums could overflow
+            return _exact_moments(col)
+        s1 += int(v.sum()) - int(junk.sum())
+        s2 += int(np.dot(v, v)) - int(np.dot(junk, junk))
+    return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(float(lo), float(hi))
 
 
 def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
