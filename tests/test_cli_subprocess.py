@@ -6,7 +6,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +24,11 @@ needs_synthetic = pytest.mark.skipif(not HAS_SYNTHETIC, reason="tabprep.io.synth
 
 
 def tabprep_cmd():
-    exe = shutil.which("tabprep")
-    return [exe] if exe else [sys.executable, "-m", "tabprep.cli"]
+    # the console script installed with *this* interpreter (a venv's bin/), not the first `tabprep`
+    # on PATH: `venv/bin/python -m pytest` without activating the venv would otherwise run another
+    # Python's script (a pyenv shim), which cannot import tabprep
+    exe = Path(sys.executable).with_name("tabprep" + (".exe" if os.name == "nt" else ""))
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "tabprep.cli"]
 
 
 def sh(*args, code: int = 0, cwd=None) -> subprocess.CompletedProcess:
