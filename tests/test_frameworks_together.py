@@ -94,7 +94,9 @@ def frameworks(monkeypatch):
 
     monkeypatch.setattr(_frameworks, "_preloaded", None)
     monkeypatch.setattr(_frameworks, "_warned", False)
-    monkeypatch.delitem(sys.modules, "triton", raising=False)
+    # as if triton were not imported yet (earlier tests in this process may have trained torch models)
+    for name in ("triton", "triton._C.libtriton"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
     return _frameworks
 
 
