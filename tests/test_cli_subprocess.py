@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 import tabprep as tp
 from tabprep.cli.main import cli
+from tabprep.workflow.spec import op_signature
 
 from test_cli import SPEC, write_data
 
@@ -91,7 +92,7 @@ def test_exit_codes_process(work, tmp_path):
     proc = sh("fit", bad, work / "data", "--out", tmp_path / "wf", code=2)
     assert proc.stderr.strip() == (f"error: {bad} line 3: Categorify has no parameter 'freq_treshold' in "
                                    f"features[0].ops[0].Categorify.freq_treshold; did you mean 'freq_threshold'? "
-                                   f"signature: {tp.workflow.spec.op_signature(tp.ops.Categorify)}")
+                                   f"signature: {op_signature(tp.ops.Categorify)}")
     bad.write_text("features:\n  - columns: [C9]\n")
     proc = sh("fit-transform", bad, work / "data", "--out", tmp_path / "o", "-q", code=1)
     assert proc.stderr.startswith("error: column 'C9'") and proc.stdout == ""
