@@ -56,9 +56,9 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     cache = tempfile.mkdtemp(prefix="tabprep-startup-pycache-")
     env["PYTHONPYCACHEPREFIX"] = cache
-    if args.no_bytecode_cache:
+    if args.no_bytecode_cache:   # the installed packages keep their bytecode; the checkout's is not written
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="tabprep-startup-empty-")
+        del env["PYTHONPYCACHEPREFIX"]
     sys.path.insert(0, str(repo))
     from tabprep.cli.main import cli
     import click
@@ -68,14 +68,13 @@ def main() -> None:
     rows = [("python -c pass", py + ["-c", "pass"]), ("python -c 'import click'", py + ["-c", "import click"]),
             ("tabprep --help", py + ["-m", "tabprep.cli", "--help"])]
     rows += [(f"tabprep {c} --help", py + ["-m", "tabprep.cli", c, "--help"]) for c in commands]
-    print(f"bytecode: {'not cached (compiled on every run)' if args.no_bytecode_cache else 'cached (' + cache + ')'}")
+    print(f"bytecode: {'of the checkout not cached (compiled on every run)' if args.no_bytecode_cache else 'cached (' + cache + ')'}")
     print(f"{'command':32} {'wall median s':>14} {'wall min s':>11} {'CPU median s':>13}")
     for name, cmd in rows:
         timed(cmd, 1, env, repo)                            # warm-up: fills the bytecode cache, the page cache
         med, best, cpu = timed(cmd, args.runs, env, repo)  # cwd: `python -m` puts it first on sys.path
         print(f"{name:32} {med:14.3f} {best:11.3f} {cpu:13.3f}", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(env["PYTHONPYCACHEPREFIX"], ignore_errors=True)
 
 
 if __name__ == "__main__":
