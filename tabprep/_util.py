@@ -5,7 +5,6 @@ pandas nor cuDF), so any module may use it without creating an import cycle.
 """
 from __future__ import annotations
 
-import difflib
 from typing import Any, Dict, Iterable, List
 
 
@@ -20,6 +19,8 @@ def is_frame(obj: Any) -> bool:
 
 def close_matches(word: str, choices: Iterable[str], cutoff: float = 0.5) -> List[str]:
     """Up to three of ``choices`` that look like ``word`` (difflib ratio >= ``cutoff``), best first."""
+    import difflib   # here: the CLI imports this module for --help (startup, #32)
+
     return difflib.get_close_matches(word, list(choices), n=3, cutoff=cutoff)
 
 

@@ -27,7 +27,13 @@ import pandas as pd
 import pytest
 
 import tabprep as tp
+from tabprep._frameworks import preload_triton
 from tabprep.backend import has_cudf
+
+# Tests import TensorFlow directly, and later ones train torch models in the same process: load
+# PyPI torch's triton first, as tabprep's own loaders do, or the first torch optimizer after a
+# TensorFlow test aborts the whole run (tabprep/_frameworks.py, tests/test_frameworks_together.py)
+preload_triton()
 
 @pytest.fixture(autouse=True)
 def _restore_tabprep_logger():

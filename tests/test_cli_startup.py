@@ -5,6 +5,7 @@ Timings: ``python benchmarks/cli_startup.py`` (goal: every help <= 0.2 s).
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -47,6 +48,36 @@ def test_help_of_every_command_imports_no_data_libraries() -> None:
             "serve"} <= set(report["commands"])
     loaded = {args: mods for args, mods in report["heavy"].items() if mods}
     assert not loaded, f"these helps import data libraries (move the imports into the command body): {loaded}"
+
+
+#: standard-library modules that cost milliseconds each and that only a running command needs
+#: (logging pulls traceback, string, weakref...): --help must not import them either
+LIGHT_BUT_NOT_FREE = ("logging", "json", "difflib", "traceback", "signal", "select")
+
+STDLIB_PROBE = """
+import sys
+before = set(sys.modules)   # what the interpreter's start (site, .pth files) already imported
+from tabprep.cli.main import cli
+import click
+names = cli.list_commands(click.Context(cli))
+seen = {}
+for args in [["--help"]] + [[n, "--help"] for n in names]:
+    try:
+        cli.main(args=args, prog_name="tabprep", standalone_mode=False)
+    except SystemExit:
+        pass
+    seen[" ".join(args)] = sorted(m for m in %r if m in sys.modules and m not in before)
+print(repr(seen))   # repr, not json: the probe must not import json itself
+""" % (LIGHT_BUT_NOT_FREE,)
+
+
+def test_help_imports_no_stdlib_module_only_commands_need() -> None:
+    proc = _run(STDLIB_PROBE)
+    assert proc.returncode == 0, proc.stderr
+    seen = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+    assert len(seen) >= 12, seen
+    loaded = {args: mods for args, mods in seen.items() if mods}
+    assert not loaded, f"these helps import modules only a running command needs (import them in the body): {loaded}"
 
 
 def test_help_output_lists_lazy_commands() -> None:

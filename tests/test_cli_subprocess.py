@@ -6,7 +6,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from click.testing import CliRunner
 
 import tabprep as tp
 from tabprep.cli.main import cli
+from tabprep.workflow.spec import op_signature
 
 from test_cli import SPEC, write_data
 
@@ -25,8 +25,11 @@ needs_synthetic = pytest.mark.skipif(not HAS_SYNTHETIC, reason="tabprep.io.synth
 
 
 def tabprep_cmd():
-    exe = shutil.which("tabprep")
-    return [exe] if exe else [sys.executable, "-m", "tabprep.cli"]
+    # the console script installed with *this* interpreter (a venv's bin/), not the first `tabprep`
+    # on PATH: `venv/bin/python -m pytest` without activating the venv would otherwise run another
+    # Python's script (a pyenv shim), which cannot import tabprep
+    exe = Path(sys.executable).with_name("tabprep" + (".exe" if os.name == "nt" else ""))
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "tabprep.cli"]
 
 
 def sh(*args, code: int = 0, cwd=None) -> subprocess.CompletedProcess:
@@ -89,7 +92,7 @@ def test_exit_codes_process(work, tmp_path):
     proc = sh("fit", bad, work / "data", "--out", tmp_path / "wf", code=2)
     assert proc.stderr.strip() == (f"error: {bad} line 3: Categorify has no parameter 'freq_treshold' in "
                                    f"features[0].ops[0].Categorify.freq_treshold; did you mean 'freq_threshold'? "
-                                   f"signature: {tp.workflow.spec.op_signature(tp.ops.Categorify)}")
+                                   f"signature: {op_signature(tp.ops.Categorify)}")
     bad.write_text("features:\n  - columns: [C9]\n")
     proc = sh("fit-transform", bad, work / "data", "--out", tmp_path / "o", "-q", code=1)
     assert proc.stderr.startswith("error: column 'C9'") and proc.stdout == ""

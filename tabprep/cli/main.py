@@ -17,7 +17,6 @@ or help lists it, so its top too imports only click, the standard library and :m
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import time
@@ -26,7 +25,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import click
 
 from .._version import __version__
-from . import progress as P
 from .runtime import (check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
                       output_options, read_options, resolve_inputs, setup_logging, storage_options_option)
 
@@ -90,6 +88,7 @@ prepare_outputs = _deferred(".job", "prepare_outputs")
 rate = _deferred(".job", "rate")
 writer_kwargs = _deferred(".job", "writer_kwargs")
 run_demo = _deferred(".demo_cmd", "run_demo")
+P = _DeferredModule("tabprep.cli.progress")   # progress bars and counts: used by command bodies only
 
 
 def __getattr__(name: str) -> Any:
@@ -408,6 +407,8 @@ def inspect(path: str, as_json: bool, allow_pickle: bool, trusted: bool, storage
         with remote_errors(p, "read"):
             info = describe_output(path, storage_options)
     if as_json:
+        import json
+
         click.echo(json.dumps(info, indent=2, default=str))
     elif not quiet:
         echo_description(info)

@@ -2,7 +2,6 @@
 drift.json + a self-contained index.html). Heavy imports stay inside the commands."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -152,4 +151,6 @@ def describe_profile(profile: Optional[Dict[str, Any]]) -> Optional[Dict[str, An
 
 
 def _dump(doc: Any) -> str:
+    import json   # here: `tabprep --help` imports this module for the command's short help
+
     return json.dumps(doc, indent=1)

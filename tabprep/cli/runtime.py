@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
-import select
-import signal
 import sys
 import threading
-import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -24,7 +20,6 @@ import click
 
 from .._util import did_you_mean
 
-log = logging.getLogger("tabprep.cli")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -51,6 +46,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    import signal   # here, not at the top: `tabprep --help` imports this module (startup, #32)
 
     def raise_terminated(signum: int, frame: Any) -> None:
         # once: a second SIGTERM must not interrupt the cleanup the first one started (a
@@ -218,6 +214,8 @@ def handle_errors(fn: Optional[Callable] = None, *, sigterm: bool = True) -> Any
 
             end_open_bar()
             if debug:
+                import traceback
+
                 traceback.print_exc(file=sys.stderr)
             usage = isinstance(exc, (UsageProblem, SpecError))
             msg = one_line(exc)
@@ -235,6 +233,8 @@ def stdout_reader_gone() -> bool:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (a test runner's buffer)
         return False
+    import select
+
     if not hasattr(select, "poll"):  # Windows: cannot ask; stdout is by far the likeliest pipe
         return True
     poller = select.poll()
@@ -272,26 +272,37 @@ def one_line(exc: BaseException) -> str:
     return text
 
 
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
+@functools.lru_cache(maxsize=None)
+def _stderr_handler_class() -> type:
+    """The handler class, made on first use: ``logging`` (with ``traceback``, ``string``...) is
+    imported by a command that runs, not by ``--help`` (startup, #32)."""
+    import logging
 
-    def __init__(self) -> None:
-        super().__init__()
+    class _StderrHandler(logging.StreamHandler):
+        """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
 
-    @property
-    def stream(self) -> Any:  # type: ignore[override]
-        return sys.stderr
+        def __init__(self) -> None:
+            super().__init__()
 
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
+        @property
+        def stream(self) -> Any:  # type: ignore[override]
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
+    return _StderrHandler
 
 
 def setup_logging(verbose: bool, quiet: bool) -> None:
+    import logging
+
     level = logging.INFO if verbose else (logging.ERROR if quiet else logging.WARNING)
     logger = logging.getLogger("tabprep")
-    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
-        handler = _StderrHandler()
+    handler_class = _stderr_handler_class()
+    if not any(isinstance(h, handler_class) for h in logger.handlers):
+        handler = handler_class()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(level)

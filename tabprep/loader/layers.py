@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
-import keras
-import numpy as np
-from keras import ops
+from .._frameworks import preload_triton
 
-from ..ops.embeddings import embedding_dim_rule
+preload_triton()   # before Keras imports TensorFlow: see tabprep._frameworks
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+from keras import ops  # noqa: E402
+
+from ..ops.embeddings import embedding_dim_rule  # noqa: E402
 from ..schema import Schema, Tags
 
 _COMBINERS = ("mean", "sum")

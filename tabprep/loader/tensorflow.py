@@ -107,8 +107,10 @@ def configure_tensorflow(memory_allocation: Union[None, float, str] = None, devi
         return None
 
 
+from .._frameworks import preload_triton  # noqa: E402
 from ._adapter import share_gpu_with_jax  # noqa: E402
 
+preload_triton()       # PyTorch's triton before TensorFlow's LLVM, or torch.optim aborts this process later
 share_gpu_with_jax()   # Keras on JAX: keep XLA from claiming 75% of the GPU that cuDF also uses
 
 import keras  # noqa: E402  (imports TensorFlow on its TensorFlow backend, which does not touch the GPU yet)

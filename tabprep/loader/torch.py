@@ -32,10 +32,17 @@ import logging
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
-import torch
-import torch.utils.data
 
-from ._adapter import FrameworkLoader
+from .._frameworks import preload_triton
+
+# triton's library before anything imports TensorFlow later; a warning if TensorFlow came first
+# (torch.optim would then abort the process: see tabprep._frameworks)
+preload_triton(warn=True)
+
+import torch  # noqa: E402
+import torch.utils.data  # noqa: E402
+
+from ._adapter import FrameworkLoader  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .._frameworks import preload_triton
 from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DropLowCardinality, FillMissing,
                    HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, Rename, ValueCount)
 from .columns import kind_of
@@ -54,6 +55,7 @@ class _T:
 
 
 def _tf():
+    preload_triton()   # PyTorch's triton before TensorFlow's LLVM (tabprep._frameworks)
     import tensorflow as tf
 
     return tf
@@ -458,6 +460,7 @@ def to_keras(workflow: Any, outputs: Any = None, exclude: Any = ()) -> Any:
     Raises:
         ServingBuildError: an op cannot be served or exported exactly.
     """
+    preload_triton()
     import keras
 
     st = ServingTransform(workflow, outputs=outputs, exclude=exclude)

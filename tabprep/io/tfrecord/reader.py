@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from ..._frameworks import preload_triton
 from ...schema import Schema
 from .spec import LENGTHS_SUFFIX, VALUES_SUFFIX, _check_batch_size, load_spec, spec_for
 
@@ -12,6 +13,7 @@ from .spec import LENGTHS_SUFFIX, VALUES_SUFFIX, _check_batch_size, load_spec, s
 # reading (needs TensorFlow)
 # --------------------------------------------------------------------------------------
 def _tf() -> Any:
+    preload_triton()   # PyTorch's triton before TensorFlow's LLVM (tabprep._frameworks)
     try:
         import tensorflow as tf
     except ImportError as err:  # pragma: no cover - depends on the environment
