@@ -6,7 +6,6 @@ Timings: ``python benchmarks/cli_startup.py`` (goal: every help <= 0.2 s).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import subprocess
 import sys
@@ -18,20 +17,28 @@ REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("pandas", "numpy", "pyarrow", "dask", "distributed", "fsspec", "yaml", "scipy")
 FRAMEWORKS = ("tensorflow", "torch", "jax", "keras", "cudf", "cupy", "dask_cudf")
 
+#: standard-library modules that cost milliseconds each and that only a running command needs
+#: (logging pulls traceback, string, weakref...): --help must not import them either
+LIGHT_BUT_NOT_FREE = ("logging", "json", "difflib", "traceback", "signal", "select")
+
+#: every command's --help in one interpreter: the data libraries loaded after each (any), and the
+#: standard-library modules above loaded beyond what the interpreter's start had already imported
 PROBE = """
-import json, sys
+import sys
+before = set(sys.modules)   # what the interpreter's start (site, .pth files) already imported
 from tabprep.cli.main import cli
 import click
 names = cli.list_commands(click.Context(cli))
-seen = {}
+heavy, light = {}, {}
 for args in [["--help"]] + [[n, "--help"] for n in names]:
     try:
         cli.main(args=args, prog_name="tabprep", standalone_mode=False)
     except SystemExit:
         pass
-    seen[" ".join(args)] = sorted(m for m in %r if m in sys.modules)
-print(json.dumps({"commands": names, "heavy": seen}))
-""" % (HEAVY,)
+    heavy[" ".join(args)] = sorted(m for m in %r if m in sys.modules)
+    light[" ".join(args)] = sorted(m for m in %r if m in sys.modules and m not in before)
+print(repr({"commands": names, "heavy": heavy, "light": light}))   # repr, not json: no json import
+""" % (HEAVY, LIGHT_BUT_NOT_FREE)
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -39,42 +46,23 @@ def _run(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_help_of_every_command_imports_no_data_libraries() -> None:
+@pytest.fixture(scope="module")
+def helps() -> dict:
     proc = _run(PROBE)
     assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+
+
+def test_help_of_every_command_imports_no_data_libraries(helps: dict) -> None:
     # the lazily registered commands are listed (and their modules importable)
     assert {"fit", "transform", "fit-transform", "convert", "check", "inspect", "generate", "demo",
-            "serve"} <= set(report["commands"])
-    loaded = {args: mods for args, mods in report["heavy"].items() if mods}
+            "serve"} <= set(helps["commands"])
+    loaded = {args: mods for args, mods in helps["heavy"].items() if mods}
     assert not loaded, f"these helps import data libraries (move the imports into the command body): {loaded}"
 
 
-#: standard-library modules that cost milliseconds each and that only a running command needs
-#: (logging pulls traceback, string, weakref...): --help must not import them either
-LIGHT_BUT_NOT_FREE = ("logging", "json", "difflib", "traceback", "signal", "select")
-
-STDLIB_PROBE = """
-import sys
-before = set(sys.modules)   # what the interpreter's start (site, .pth files) already imported
-from tabprep.cli.main import cli
-import click
-names = cli.list_commands(click.Context(cli))
-seen = {}
-for args in [["--help"]] + [[n, "--help"] for n in names]:
-    try:
-        cli.main(args=args, prog_name="tabprep", standalone_mode=False)
-    except SystemExit:
-        pass
-    seen[" ".join(args)] = sorted(m for m in %r if m in sys.modules and m not in before)
-print(repr(seen))   # repr, not json: the probe must not import json itself
-""" % (LIGHT_BUT_NOT_FREE,)
-
-
-def test_help_imports_no_stdlib_module_only_commands_need() -> None:
-    proc = _run(STDLIB_PROBE)
-    assert proc.returncode == 0, proc.stderr
-    seen = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+def test_help_imports_no_stdlib_module_only_commands_need(helps: dict) -> None:
+    seen = helps["light"]
     assert len(seen) >= 12, seen
     loaded = {args: mods for args, mods in seen.items() if mods}
     assert not loaded, f"these helps import modules only a running command needs (import them in the body): {loaded}"
