@@ -260,12 +260,25 @@ def lists_to_numpy(frame: Any) -> Any:
                                                  or pa.types.is_fixed_size_list(dtype.pyarrow_dtype)):
             cells = frame[name].array.__arrow_array__().to_numpy()  # pyarrow: one numpy array per row
             converted[name] = pd.Series(cells, index=frame.index, name=name, dtype=object)
+    return _with_columns(frame, converted)
+
+
+def _with_columns(frame: pd.DataFrame, converted: dict) -> pd.DataFrame:
+    """``frame`` with the columns of ``converted`` replaced (a shallow copy; ``frame`` itself when
+    nothing was converted)."""
     if not converted:
         return frame
     out = frame.copy(deep=False)
     for name, col in converted.items():
         out[name] = col
     return out
+
+
+def _first_cell(s: pd.Series) -> Any:
+    """The first non-null cell of an object column (None when all are null): it decides what the
+    column holds, without a copy of the column."""
+    present = s.notna().to_numpy()
+    return s.iloc[int(present.argmax())] if present.any() else None
 
 
 def has_array_cells(frame: Any) -> bool:
@@ -276,10 +289,8 @@ def has_array_cells(frame: Any) -> bool:
         return False
     for name in frame.columns:
         s = frame[name]
-        if s.dtype == object:
-            present = s.notna().to_numpy()
-            if present.any() and isinstance(s.iloc[int(present.argmax())], np.ndarray):
-                return True
+        if s.dtype == object and isinstance(_first_cell(s), np.ndarray):
+            return True
     return False
 
 
@@ -296,20 +307,14 @@ def lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
         s = frame[name]
         if s.dtype != object:
             continue
-        present = s.notna().to_numpy()  # the first non-null cell decides (no copy of the column)
-        if present.any() and isinstance(s.iloc[int(present.argmax())], (list, tuple, np.ndarray)):
+        if isinstance(_first_cell(s), (list, tuple, np.ndarray)):
             try:
                 arr = pa.array([None if v is None or (isinstance(v, float) and v != v) else list(v) for v in s])
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise TypeError(f"column {name!r} holds lists that Arrow cannot type ({exc}); make every element "
                                 f"the same type (e.g. all ints or all strings)") from None
             converted[name] = pd.Series(pd.arrays.ArrowExtensionArray(arr), index=s.index, name=name)
-    if not converted:
-        return frame
-    out = frame.copy(deep=False)
-    for name, col in converted.items():
-        out[name] = col
-    return out
+    return _with_columns(frame, converted)
 
 
 def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> Any:
