@@ -40,8 +40,8 @@ from typing import Any, Callable, Dict, Iterable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":
-    # benchmarks/profile.py shadows the standard library's ``profile``, which torch imports (through
-    # cProfile) when --train builds its optimizer: this script's folder leaves the import path
+    # this script's folder leaves the import path: a benchmark named like a standard library module
+    # shadows it (benchmarks/profile.py did, before it became data_profile.py; cProfile imports it)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 sys.path.insert(0, os.path.dirname(HERE))
 

@@ -48,8 +48,8 @@ import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":
-    # benchmarks/profile.py shadows the standard library's ``profile``, which TensorFlow's import of
-    # IPython reaches (through cProfile): this script's folder leaves the import path
+    # this script's folder leaves the import path: a benchmark named like a standard library module
+    # shadows it (benchmarks/profile.py did, before it became data_profile.py; cProfile imports it)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 sys.path.insert(0, os.path.dirname(HERE))
 

@@ -87,3 +87,15 @@ def test_modules_stay_under_600_lines():
             if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
     assert set(over) <= OVER_LIMIT_FOR_NOW, f"modules over {MAX_MODULE_LINES} lines (split them): " + ", ".join(
         f"tabprep/{k} ({v})" for k, v in over.items() if k not in OVER_LIMIT_FOR_NOW)
+
+
+def test_no_script_shadows_a_standard_library_module():
+    """A script runs with its folder first on the import path: ``benchmarks/profile.py`` made every
+    benchmark that reached ``cProfile`` (torch's optimizers, TensorFlow's IPython import,
+    ``loader_stages.py``) fail with "module 'profile' has no attribute 'run'"."""
+    import sys
+
+    folders = [ROOT / "benchmarks", ROOT / "examples"]
+    shadowing = sorted(str(p.relative_to(ROOT)) for d in folders for p in d.glob("*.py")
+                       if p.stem in sys.stdlib_module_names)
+    assert shadowing == []

@@ -106,9 +106,28 @@ def _list_levels(series: Any):
     return cur, offsets
 
 
+def _empty_like_type(typ: pa.DataType, index: Any, name: Any):
+    """A zero-row cuDF series of Arrow type ``typ`` (dtypes of zero-row frames -- dask's ``meta`` -- are
+    built from Arrow types, not through the level-by-level kernels, whose empty intermediates need
+    not keep the leaf type)."""
+    out = cudf.Series.from_arrow(pa.array([], type=typ))
+    out.index = index
+    return out.rename(name)
+
+
+def _arrow_type(series: Any) -> pa.DataType:
+    return series.iloc[:0].to_arrow().type
+
+
 @_register(L.nested_flatten)
 def _nested_flatten(series: Any):
     """cuDF: every level's offsets (null lists empty) and validity, on the device."""
+    if len(series) == 0:
+        typ, depth = _arrow_type(series), 0
+        while pa.types.is_list(typ) or pa.types.is_large_list(typ):
+            typ, depth = typ.value_type, depth + 1
+        levels = [(cupy.zeros(1, dtype="int64"), None) for _ in range(depth)]
+        return _empty_like_type(pa.list_(typ), series.index, series.name), (levels, series)
     levels = []
     cur = series.reset_index(drop=True)
     while _is_list_dtype(cur.dtype):
@@ -127,6 +146,11 @@ def _nested_flatten(series: Any):
 @_register(L.nested_rebuild)
 def _nested_rebuild(flat: Any, structure: Any, name: Any):
     levels, original = structure
+    if len(flat) == 0:   # the leaf type the op gave, nested as deep as the original
+        typ = _arrow_type(flat).value_type
+        for _ in levels:
+            typ = pa.list_(typ)
+        return _empty_like_type(typ, flat.index, name)
     cur = flat.list.leaves.reset_index(drop=True)
     for k in range(len(levels) - 1, -1, -1):
         offs, valid = levels[k]

@@ -10,7 +10,7 @@
 * drift anchors: a second sample of the same distribution flags nothing; planted shifts (I2
   scaled x3, 30% of C5's values moved to unseen ids, I7's nulls 2% -> 40%) flag exactly I2, C5, I7.
 
-    python3 benchmarks/profile.py --rows 2000000 --files 8 --repeat 2 --baseline-rows 100000
+    python3 benchmarks/data_profile.py --rows 2000000 --files 8 --repeat 2 --baseline-rows 100000
 """
 from __future__ import annotations
 

@@ -1,0 +1,59 @@
+"""``tp.profile`` on cuDF next to one cuDF read pass of the same files (issue #35's GPU goal:
+50M Criteo rows profiled in <= 1.5x the read).
+
+    python benchmarks/scale.py --gpu --rows 50000000 --generate-only --gen-procs 32 --data-root /dev/shm/tb
+    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2
+
+Prints the median seconds of each and the ratio. Both run in the same process after one
+warm-up of each (cuDF's first read and the profile's first pass compile and allocate).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import time
+
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path.pop(0)   # benchmarks/profile.py would shadow the standard library's profile module
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True, help="folder of parquet files")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+
+    import cudf
+
+    import tabprep as tp
+
+    files = sorted(glob.glob(os.path.join(args.data, "*.parquet")))
+    rows = sum(len(cudf.read_parquet(f, columns=["label"])) for f in files)
+
+    def read() -> None:
+        for f in files:
+            df = cudf.read_parquet(f)
+            del df
+
+    def prof() -> None:
+        tp.profile(tp.Dataset(files, cpu=False))
+
+    times = {}
+    for name, fn in (("cuDF read", read), ("tp.profile", prof)):
+        fn()   # warm-up
+        runs = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - t)
+        times[name] = statistics.median(runs)
+        print(f"  {name:<12} {times[name]:8.2f} s  (runs {', '.join(f'{r:.2f}' for r in runs)})", flush=True)
+    print(f"{rows:,} rows, {len(files)} files: profile / read = {times['tp.profile'] / times['cuDF read']:.2f}x "
+          f"(goal <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()
