@@ -13,11 +13,7 @@ import argparse
 import glob
 import os
 import statistics
-import sys
 import time
-
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.pop(0)   # benchmarks/profile.py would shadow the standard library's profile module
 
 
 def main() -> None:
