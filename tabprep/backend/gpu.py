@@ -337,7 +337,12 @@ def read_csv(files: Sequence[str], blocksize: int, **kwargs: Any) -> Any:
 # parquet / Arrow
 # ---------------------------------------------------------------------------
 def arrow_to_frame(table: pa.Table):
-    return cudf.DataFrame.from_arrow(table)
+    df = cudf.DataFrame.from_arrow(table)
+    if table.num_rows == 0:   # list columns typed at every level (dask's meta; see gpu_lists.empty_series)
+        for name in df.columns:
+            if gpu_lists._is_list_dtype(df[name].dtype):
+                df[name] = gpu_lists.empty_series(df[name].dtype, df.index, name)
+    return df
 
 
 def _fs_kwargs(filesystem: Any) -> dict:

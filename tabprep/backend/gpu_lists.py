@@ -106,28 +106,36 @@ def _list_levels(series: Any):
     return cur, offsets
 
 
-def _empty_like_type(typ: pa.DataType, index: Any, name: Any):
-    """A zero-row cuDF series of Arrow type ``typ`` (dtypes of zero-row frames -- dask's ``meta`` -- are
-    built from Arrow types, not through the level-by-level kernels, whose empty intermediates need
-    not keep the leaf type)."""
-    out = cudf.Series.from_arrow(pa.array([], type=typ))
-    out.index = index
-    return out.rename(name)
+def empty_series(dtype: Any, index: Any = None, name: Any = None):
+    """A zero-row cuDF series of ``dtype`` whose device column has the types at every level.
+
+    A zero-row list column from Arrow (``cudf.DataFrame.from_arrow``: dask's ``meta`` frames) has
+    children of libcudf's EMPTY type under a correct Python dtype; the first kernel that rebuilds the
+    column from pylibcudf (``from_pylibcudf``, as the list functions here do) reads the EMPTY leaves
+    as strings, and e.g. ``Clip`` then fails with "Expected bytes, got numpy.float64" (issue #31).
+    ``column_empty`` allocates each level's child with its own type."""
+    from cudf.core.column import column_empty
+
+    if not isinstance(dtype, cudf.ListDtype) and _is_list_dtype(dtype):
+        dtype = cudf.ListDtype.from_arrow(dtype.pyarrow_dtype)
+    out = cudf.Series._from_column(column_empty(0, dtype), name=name)
+    if index is not None:
+        out.index = index
+    return out
 
 
-def _arrow_type(series: Any) -> pa.DataType:
-    return series.iloc[:0].to_arrow().type
+def _leaf_dtype(dtype: Any) -> Any:
+    if not isinstance(dtype, cudf.ListDtype) and _is_list_dtype(dtype):
+        dtype = cudf.ListDtype.from_arrow(dtype.pyarrow_dtype)
+    return dtype.leaf_type
 
 
 @_register(L.nested_flatten)
 def _nested_flatten(series: Any):
     """cuDF: every level's offsets (null lists empty) and validity, on the device."""
-    if len(series) == 0:
-        typ, depth = _arrow_type(series), 0
-        while pa.types.is_list(typ) or pa.types.is_large_list(typ):
-            typ, depth = typ.value_type, depth + 1
-        levels = [(cupy.zeros(1, dtype="int64"), None) for _ in range(depth)]
-        return _empty_like_type(pa.list_(typ), series.index, series.name), (levels, series)
+    if len(series) == 0:   # typed at every level (see empty_series)
+        levels = [(cupy.zeros(1, dtype="int64"), None) for _ in range(L.list_depth(series))]
+        return empty_series(cudf.ListDtype(_leaf_dtype(series.dtype)), series.index, series.name), (levels, series)
     levels = []
     cur = series.reset_index(drop=True)
     while _is_list_dtype(cur.dtype):
@@ -147,10 +155,10 @@ def _nested_flatten(series: Any):
 def _nested_rebuild(flat: Any, structure: Any, name: Any):
     levels, original = structure
     if len(flat) == 0:   # the leaf type the op gave, nested as deep as the original
-        typ = _arrow_type(flat).value_type
+        dtype = _leaf_dtype(flat.dtype)
         for _ in levels:
-            typ = pa.list_(typ)
-        return _empty_like_type(typ, flat.index, name)
+            dtype = cudf.ListDtype(dtype)
+        return empty_series(dtype, flat.index, name)
     cur = flat.list.leaves.reset_index(drop=True)
     for k in range(len(levels) - 1, -1, -1):
         offs, valid = levels[k]
