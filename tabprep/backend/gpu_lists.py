@@ -71,7 +71,9 @@ def _list_from_leaves(like: Any, values: Any, offsets: Any, name: Any, keep: boo
 
 
 def _gpu_list_from_leaves(values: Any, offsets: Any, like: Any, name: Any, keep_nulls: bool = False):
-    vals = values if isinstance(values, cudf.Series) else cudf.Series(values)
+    # nan_as_null=False: a NaN leaf (log1p(-2), a NaN input) stays NaN, as the CPU's pa.array of the same
+    # numpy values keeps it (cuDF's default turns NaN into null: the GPU gave None where the CPU gave nan)
+    vals = values if isinstance(values, cudf.Series) else cudf.Series(values, nan_as_null=False)
     offs = cudf.Series(cupy.asarray(offsets).astype("int32"))
     try:
         import pylibcudf as plc
