@@ -163,6 +163,7 @@ def test_node_computed_by_an_op_as_argument_is_a_dependency(make, names):
     assert node.deps == (derived,)
     wf = tp.Workflow(node)
     assert derived in wf.nodes and wf.nodes.index(derived) < wf.nodes.index(node)
+    assert "style=dashed" in node.graph.source  # node.graph draws the dependency edge, dashed
     if names is not None:
         assert wf.output_columns == names
 

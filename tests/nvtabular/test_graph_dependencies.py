@@ -134,14 +134,36 @@ def test_a_dependency_that_also_feeds_a_fused_chain_is_computed_once_for_both(df
     clipped = filled >> ops.Clip(min_value=0, max_value=60)
     wf = tp.Workflow(clipped + (["user"] >> ops.JoinGroupby(cont_cols=filled, stats=["sum"])))
     df.to_parquet(tmp_path / "d.parquet", index=False)
+    outs = []
     for data in (tp.Dataset(df), tp.Dataset(str(tmp_path / "d.parquet"))):
-        out = to_pandas(wf.fit(data).transform(data))
+        outs.append(to_pandas(wf.fit(data).transform(data)))
+    wf.transform(tp.Dataset(str(tmp_path / "d.parquet"))).to_parquet(str(tmp_path / "out"))  # the writer's Arrow path
+    outs.append(pd.read_parquet(tmp_path / "out"))
+    for out in outs:
         f = df["price"].fillna(0.0)
         np.testing.assert_allclose(out["price"].to_numpy("float64"), f.clip(0, 60).to_numpy())
         v = f.where(np.isfinite(f))
         keys = df["user"].fillna("<null>")
         sums = pd.DataFrame({"k": keys, "v": v}).groupby("k")["v"].sum()
         np.testing.assert_allclose(out["user_price_sum"].to_numpy("float64"), keys.map(sums).to_numpy(), rtol=1e-6)
+
+
+def test_a_dependency_is_computed_once_per_frame(df):
+    """A node read by two ops as an argument and also selected is computed once per transform."""
+    calls = []
+
+    def binary(t):
+        calls.append(len(t))
+        return (t > 3).astype("int64")
+
+    target = ["rating"] >> ops.LambdaOp(binary, dtype="int64")
+    wf = tp.Workflow((["user"] >> ops.TargetEncoding(target)) + (["session"] >> ops.JoinGroupby(cont_cols=target))
+                     + target)
+    wf.fit(tp.Dataset(df))
+    calls.clear()
+    out = wf.transform(df)
+    assert calls == [len(df)]
+    assert list(out.columns)[-1] == "rating" and "TE_user_rating" in out and "session_rating_mean" in out
 
 
 def _saved_workflow():
