@@ -13,6 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 from tabprep import ops
@@ -59,6 +61,23 @@ def test_target_encoding_of_a_target_computed_by_a_lambda(df, backend):
     # the raw rating would give other numbers: the dependency is really the computed one
     raw = _te_reference(df["user"], df["rating"], 2)
     assert not np.allclose(want, raw)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]),
+                          st.one_of(st.none(), st.floats(-5, 5, allow_nan=False))), min_size=1, max_size=40),
+       st.integers(1, 4))
+def test_out_of_fold_encoding_of_a_computed_target_equals_the_two_workflow_baseline(rows, nparts):
+    """Property: fit_transform (out-of-fold values, per row's fold) with a computed target equals
+    TargetEncoding of the same target computed beforehand in pandas and given as a raw column."""
+    df = pd.DataFrame(rows, columns=["k", "r"]).astype({"r": "float64"})
+    target = ["r"] >> ops.FillMissing(fill_val=0.0) >> ops.LambdaOp(lambda t: (t > 1).astype("int64"))
+    got = tp.Workflow(["k"] >> ops.TargetEncoding(target, kfold=3, p_smooth=1))
+    got = to_pandas(got.fit_transform(make_dataset(df, nparts=nparts)))
+    pre = df.assign(r=(df["r"].fillna(0.0) > 1).astype("int64"))
+    base = tp.Workflow(["k"] >> ops.TargetEncoding("r", kfold=3, p_smooth=1))
+    base = to_pandas(base.fit_transform(make_dataset(pre, nparts=nparts)))
+    pd.testing.assert_frame_equal(got, base)
 
 
 def test_target_computed_by_a_stat_op_is_fitted_in_an_earlier_pass(df, backend):
