@@ -241,6 +241,14 @@ def test_a_dependency_naming_an_input_column_of_the_op_is_refused(df):
         ["rating", "user"] >> ops.TargetEncoding(rating)
 
 
+def test_a_dependency_with_other_rows_is_refused_by_name(df):
+    """A dependency that filtered rows cannot line up with the op's rows: ValueError naming the op."""
+    target = ["rating"] >> ops.Filter(lambda f: f["rating"] > 2)
+    wf = tp.Workflow(["user"] >> ops.TargetEncoding(target))
+    with pytest.raises(ValueError, match="TargetEncoding.*rows.*Filter"):
+        wf.fit(tp.Dataset(df))
+
+
 def test_a_graph_cycle_through_dependencies_is_refused():
     """A cycle (a node made a dependency of itself by editing the graph) is refused by Workflow."""
     from tabprep.ops.node import Node
