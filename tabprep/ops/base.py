@@ -356,17 +356,19 @@ def _json_params(params: Any, label: str) -> Any:
     return params
 
 
-def column_names_arg(value: Any, what: str) -> Any:
-    """An op argument that names raw input columns, given as NVTabular allows: names, a node of
-    raw columns or a ColumnSelector (see :func:`tabprep.ops.node.raw_column_names`); names and
-    lists of names are returned as given, the others as their list of names."""
+def column_names_arg(value: Any, what: str, owner: Optional["Operator"] = None) -> Any:
+    """An op argument that names columns beside the op's inputs, given as NVTabular allows: names,
+    a node or a ColumnSelector (see :func:`tabprep.ops.node.raw_column_names`); names and lists of
+    names are returned as given, the others as their list of names. A node computed by an op is
+    recorded on ``owner`` (the op being built, ``self``), whose node then computes it first (a
+    dependency edge); without ``owner`` such a node is refused."""
     if isinstance(value, str) or value is None:
         return value
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return value
     from .node import raw_column_names
 
-    return raw_column_names(value, what)
+    return raw_column_names(value, what, owner)
 
 
 def tags_for(op: Operator) -> tuple:

@@ -29,6 +29,8 @@ class DifferenceLag(Operator):
 
     Args:
         partition_cols: the key column(s); read from the raw input if not among the selected columns.
+            Nodes may stand for columns (``partition_cols=[node]``): a node computed by ops is
+            computed first and its output columns are the keys.
         shift: an int (non-zero) or a list of ints: one output column per shift.
 
     Example:
@@ -38,7 +40,7 @@ class DifferenceLag(Operator):
     output_tags = (Tags.CONTINUOUS,)
 
     def __init__(self, partition_cols: Union[str, Sequence[str]], shift: Union[int, Sequence[int]] = 1) -> None:
-        partition_cols = column_names_arg(partition_cols, "DifferenceLag(partition_cols=...)")  # NVTabular also takes nodes of raw columns
+        partition_cols = column_names_arg(partition_cols, "DifferenceLag(partition_cols=...)", self)  # names, or nodes (see column_names_arg)
         cols = [partition_cols] if isinstance(partition_cols, str) else list(partition_cols)
         if not cols or not all(isinstance(c, str) for c in cols):
             raise ValueError(f"DifferenceLag needs partition column names, got {partition_cols!r}")

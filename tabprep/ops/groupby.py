@@ -78,8 +78,8 @@ class Groupby(Operator):
                  aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
                  ascending: bool = True) -> None:
         # NVTabular also takes nodes / ColumnSelectors of raw columns for these
-        groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)")
-        sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)")
+        groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)", self)
+        sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)", self)
         if not groupby_cols:
             raise ValueError("Groupby needs groupby_cols")
         for names in (aggs.values() if isinstance(aggs, dict) else [aggs]):

@@ -39,7 +39,8 @@ class JoinGroupby(StatOperator):
     (counts, sums, M2 merged with Chan's formula, min, max), computed in one pass.
 
     Args:
-        cont_cols: continuous column name(s) to summarize.
+        cont_cols: continuous column name(s) to summarize, or a node (NVTabular's ``cont_cols=node``:
+            computed first, its output columns summarized under their names).
         stats: any of ``"count", "sum", "mean", "std", "var", "min", "max"``.
     """
 
@@ -51,7 +52,7 @@ class JoinGroupby(StatOperator):
 
     def __init__(self, cont_cols: Union[str, Sequence[str]],
                  stats: Sequence[str] = ("count", "sum", "mean", "std", "min", "max")) -> None:
-        cont_cols = column_names_arg(cont_cols, "JoinGroupby(cont_cols=...)")  # NVTabular also takes nodes of raw columns
+        cont_cols = column_names_arg(cont_cols, "JoinGroupby(cont_cols=...)", self)  # names, or nodes (see column_names_arg)
         stats_list = [stats] if isinstance(stats, str) else list(stats)
         bad = [s for s in stats_list if s not in STATS]
         if bad or not stats_list:

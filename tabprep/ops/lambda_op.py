@@ -62,8 +62,8 @@ class LambdaOp(Operator):
         if not callable(f):
             raise TypeError(f"LambdaOp needs a callable, got {type(f).__name__}")
         self.f = f
-        # NVTabular also takes a node / ColumnSelector of raw columns
-        self.dependency = column_names_arg(dependency, "LambdaOp(dependency=...)")
+        # NVTabular also takes a node / ColumnSelector; a computed node becomes a dependency
+        self.dependency = column_names_arg(dependency, "LambdaOp(dependency=...)", self)
         self.dtype = dtype
         self.tags = tags
         self.properties = properties

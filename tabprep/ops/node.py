@@ -1,8 +1,15 @@
 """The column graph: selections, op chains (``>>``), merges (``+``) and drops (``-``).
 
 Nodes are immutable once built and only ever point at nodes that already exist, so a
-cycle cannot be expressed. Output column order is deterministic: a merge lists its
-parents' columns in order, and an op lists its outputs in the order of its inputs.
+cycle cannot be expressed (:func:`iter_nodes` still refuses one, e.g. from an edited graph).
+Output column order is deterministic: a merge lists its parents' columns in order, and an op
+lists its outputs in the order of its inputs.
+
+An op node may also have *dependencies* (``deps``): nodes computed by ops that the op takes as
+an argument naming columns (NVTabular's ``TargetEncoding(target_node)``,
+``JoinGroupby(cont_cols=node)``, ``DifferenceLag(partition_cols=[node])``). They are computed
+before the op, which reads their output columns under the nodes' output names beside its
+inputs; they are not outputs of the op (merlin.dag's ``Node.dependencies``).
 """
 from __future__ import annotations
 
@@ -23,14 +30,18 @@ class Node:
       * ``"op"``: applies ``op`` to the merged columns of ``parents``;
       * ``"concat"``: merges the columns of ``parents`` side by side;
       * ``"drop"``: the columns of its one parent less ``columns``.
+
+    ``deps`` (op nodes only): nodes whose output columns the op reads beside its inputs (see the
+    module docstring); :attr:`upstream` is ``parents + deps``.
     """
 
-    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags")
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps")
 
     def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
                  columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = (),
-                 tags: Sequence[str] = ()) -> None:
+                 tags: Sequence[str] = (), deps: Sequence["Node"] = ()) -> None:
         self.kind = kind
+        self.deps: Tuple[Node, ...] = tuple(deps)
         #: a "select" by tag (ColumnSelector(tags=...)): the schema's columns carrying any of these
         #: tags join ``columns`` when the workflow is bound to a schema (fit / bind_schema)
         self.tags: Tuple[str, ...] = tuple(tags)
@@ -57,7 +68,9 @@ class Node:
         if other.supports_groups:
             groups = [g for p in _leaf_selects(self) for g in p.groups]
             other.input_groups = [list(g) for g in groups]
-        return Node("op", parents=[self], op=other)
+        # nodes the op's constructor took as arguments (column_names_arg): the node's dependencies
+        deps = other.__dict__.pop("_dependency_nodes", ())
+        return attach_dependencies(Node("op", parents=[self], op=other), deps)
 
     def __add__(self, other: Any) -> "Node":
         if _is_empty_selection(other):  # NVTabular: node + [] is the node
@@ -96,6 +109,26 @@ class Node:
         return as_node(other) - self
 
     # -- columns ---------------------------------------------------------------------
+    @property
+    def upstream(self) -> Tuple["Node", ...]:
+        """The nodes computed before this one: its parents, then its dependencies."""
+        return self.parents + self.deps if self.deps else self.parents
+
+    def dependency_sources(self) -> Dict[str, "Node"]:
+        """``{column: dependency node}`` of the op's argument columns (``op.dependencies()``) that
+        a dependency node computes; the op's other argument columns are read from the raw input."""
+        if not self.deps:
+            return {}
+        wanted = set(self.op.dependencies())
+        return {c: d for d in self.deps for c in d.output_columns if c in wanted}
+
+    def raw_dependencies(self) -> List[str]:
+        """The op's argument columns read from the raw input (those no dependency node computes)."""
+        if self.kind != "op":
+            return []
+        computed = self.dependency_sources()
+        return [c for c in self.op.dependencies() if c not in computed]
+
     @property
     def input_columns(self) -> List[str]:
         """Merged output columns of the parents (what an op node receives)."""
@@ -145,6 +178,8 @@ class Node:
             dot.node(name, label)
             for parent in node.parents:
                 dot.edge(visit(parent), name)
+            for dep in node.deps:  # an op's argument: dashed, as it is not among the op's inputs
+                dot.edge(visit(dep), name, style="dashed")
             return name
 
         dot.node("output", f"output cols={self.output_columns}")
@@ -233,32 +268,75 @@ def _is_empty_selection(obj: Any) -> bool:
     return isinstance(obj, (list, tuple)) and len(obj) == 0 or (isinstance(obj, ColumnSelector) and not obj)
 
 
-def raw_column_names(obj: Any, what: str = "an op's argument") -> List[str]:
-    """Column names of ``obj`` used where an op takes raw input columns (NVTabular lets nodes stand
-    for them: ``TargetEncoding(target_node)``, ``JoinGroupby(cont_cols=node)``): a name, a
-    :class:`ColumnSelector`, a node that selects raw columns (selections, merges and drops of them),
-    or a list of those. A node whose columns an op computed is refused: the op reads raw columns,
-    so its values would silently differ from the node's."""
+def raw_column_names(obj: Any, what: str = "an op's argument", owner: Optional[Operator] = None) -> List[str]:
+    """Column names of ``obj`` used where an op takes columns beside its inputs (NVTabular lets
+    nodes stand for them: ``TargetEncoding(target_node)``, ``JoinGroupby(cont_cols=node)``): a name,
+    a :class:`ColumnSelector`, a node, or a list of those.
+
+    A node of raw columns (selections, merges and drops of them) stands for its names. A node whose
+    columns an op computed gives its output names and, with ``owner`` (the op whose argument it
+    is), is recorded on it: the op's node gets it as a dependency, computed first (see
+    :func:`attach_dependencies`). Without ``owner`` (a column group of nodes) such a node is
+    refused with ``TypeError``, as is a selection by tag (no names before the schema is known)."""
     obj = _as_names(obj)
     if isinstance(obj, str):
         return [obj]
     if isinstance(obj, ColumnSelector):
         if obj.tags:
-            raise TypeError(f"{what}: a ColumnSelector by tags cannot name raw columns before the data's schema "
+            raise TypeError(f"{what}: a ColumnSelector by tags cannot name columns before the data's schema "
                             f"is known; give the column names")
         return obj.all_names
     if isinstance(obj, Node):
-        computed = [n for n in iter_nodes(obj) if n.kind == "op" or (n.kind == "select" and n.tags)]
-        if computed:
-            raise TypeError(f"{what}: the node {obj!r} holds columns computed by an op (or selected by tag), but "
-                            f"this argument names raw input columns, read as they are in the data (NVTabular "
-                            f"computes such a node first; tabprep does not, see docs/migration.md); pass a "
-                            f"selection of raw columns (e.g. the names {obj.output_columns}), or compute the "
-                            f"column in a first workflow (wf1.transform(ds)) and name it in the second")
+        upstream = iter_nodes(obj)
+        if any(n.kind == "select" and n.tags for n in upstream):
+            raise TypeError(f"{what}: the node {obj!r} selects columns by tag, which names no columns before the "
+                            f"data's schema is known; give the column names (or a node selecting them by name)")
+        if any(n.kind == "op" for n in upstream):
+            if owner is None:
+                raise TypeError(f"{what}: the node {obj!r} holds columns computed by an op, but here columns are "
+                                f"read as they are in the data; pass a selection of raw columns (e.g. the names "
+                                f"{obj.output_columns}), or compute the column in a first workflow "
+                                f"(wf1.transform(ds)) and name it in the second")
+            found = owner.__dict__.setdefault("_dependency_nodes", [])
+            if not any(d is obj for d in found):
+                found.append(obj)
         return obj.output_columns
     if isinstance(obj, (list, tuple)):
-        return [n for x in obj for n in raw_column_names(x, what)]
+        return [n for x in obj for n in raw_column_names(x, what, owner)]
     raise TypeError(f"{what}: cannot use {type(obj).__name__} {obj!r} as column names")
+
+
+def attach_dependencies(node: Node, deps: Sequence[Node]) -> Node:
+    """Make ``deps`` the dependencies of the op node ``node`` (see :class:`Node`); returns ``node``.
+
+    ``ValueError`` when the graph cannot mean one thing: a dependency column that is also one of the
+    op's input columns (NVTabular would silently give the op the dependency's values in place of its
+    input's), two dependencies computing the same column, or a cycle (the node upstream of its own
+    dependency)."""
+    deps = tuple(deps)
+    if not deps:
+        return node
+    label = node.op.label
+    wanted = set(node.op.dependencies())
+    seen: Dict[str, Node] = {}
+    inputs = set(node.input_columns)
+    for d in deps:
+        if node is d or id(node) in upstream_ids([d]):
+            raise ValueError(f"{label}: its argument node depends on the op's own node (a cycle); an op cannot "
+                             f"read its own output")
+        for c in d.output_columns:
+            if c not in wanted:
+                continue
+            if c in inputs:
+                raise ValueError(f"{label}: its argument node computes the column {c!r}, which is also one of the "
+                                 f"columns the op transforms ({node.input_columns}); the op's frame cannot hold both. "
+                                 f"Rename the argument's column (node >> ops.Rename(postfix='_target'))")
+            if c in seen and seen[c] is not d:
+                raise ValueError(f"{label}: two argument nodes compute the column {c!r}; rename one of them "
+                                 f"(>> ops.Rename(postfix='_2'))")
+            seen[c] = d
+    node.deps = deps
+    return node
 
 
 def _leaf_selects(node: Node) -> List[Node]:
@@ -308,19 +386,35 @@ def _merge(lists: List[List[str]], check: bool = False) -> List[str]:
 
 
 def iter_nodes(output: Node) -> List[Node]:
-    """All nodes reachable from ``output``, parents before children (deterministic order)."""
+    """All nodes reachable from ``output`` through parents and dependencies, each after the nodes it
+    reads (deterministic order; a graph without dependencies keeps its parents-first order).
+    ``ValueError`` on a cycle."""
     order: List[Node] = []
     seen = set()
-
-    def visit(n: Node) -> None:
-        if id(n) in seen:
-            return
+    active = set()
+    stack: List[Tuple[Node, int]] = [(output, 0)]  # (node, next upstream index): no recursion limit
+    while stack:
+        n, i = stack.pop()
+        if i == 0:
+            if id(n) in seen:
+                continue
+            if id(n) in active:
+                raise ValueError(f"the graph has a cycle through {n!r}: a node is among its own inputs or "
+                                 f"dependencies")
+            active.add(id(n))
+        up = n.upstream
+        if i < len(up):
+            stack.append((n, i + 1))
+            p = up[i]
+            if id(p) in active:
+                raise ValueError(f"the graph has a cycle through {p!r}: a node is among its own inputs or "
+                                 f"dependencies")
+            if id(p) not in seen:
+                stack.append((p, 0))
+            continue
+        active.discard(id(n))
         seen.add(id(n))
-        for p in n.parents:
-            visit(p)
         order.append(n)
-
-    visit(output)
     return order
 
 
@@ -332,7 +426,7 @@ def upstream_ids(targets: Iterable[Node]) -> set:
         n = stack.pop()
         if id(n) not in needed:
             needed.add(id(n))
-            stack.extend(n.parents)
+            stack.extend(n.upstream)
     return needed
 
 

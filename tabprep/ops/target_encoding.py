@@ -49,7 +49,8 @@ class TargetEncoding(StatOperator):
     values are then the full-data values).
 
     The target column is read from the raw input (a dependency), so it must be present in
-    every dataset the workflow transforms. Rows with a null (NaN) or +-inf target are ignored by the
+    every dataset the workflow transforms; a node as ``target`` (``labels >> LambdaOp(...)``,
+    as NVTabular) is computed first and its output columns are the targets, under its names. Rows with a null (NaN) or +-inf target are ignored by the
     statistics; list columns are not supported.
 
     Args:
@@ -77,7 +78,7 @@ class TargetEncoding(StatOperator):
 
     def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
                  out_dtype: str = "float32", fold_seed: Optional[int] = 42) -> None:
-        target = column_names_arg(target, "TargetEncoding(target=...)")  # NVTabular also takes nodes of raw columns
+        target = column_names_arg(target, "TargetEncoding(target=...)", self)  # names, or nodes (see column_names_arg)
         if not target:
             raise ValueError("TargetEncoding needs a target column")
         if int(kfold) < 1:

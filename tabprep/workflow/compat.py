@@ -99,8 +99,9 @@ def _without(n: Node, drop: set, new: Dict[int, Optional[Node]]) -> Optional[Nod
         for p in kept[1:]:
             out = Node("concat", parents=[out, p])
         return out
+    # an op's dependency nodes are kept whole: the op keeps reading its argument (as a raw dependency)
     copy = Node(n.kind, parents=kept, op=n.op, columns=[c for c in n.columns if c not in drop], groups=n.groups,
-                tags=n.tags)
+                tags=n.tags, deps=n.deps)
     if n.kind == "op" and getattr(n.op, "input_groups", None):
         n.op.input_groups = [list(g) for g in n.op.input_groups if not set(g) & drop] or []
     if n.kind == "op" and not copy.input_columns:

@@ -25,7 +25,7 @@ class WorkflowContract:
             if col not in input_schema:
                 hint = did_you_mean(col, available, sep=", ", capitalize=True)
                 hint = f" {hint}" if hint else ""
-                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.raw_dependencies()]
                 where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
                 raise KeyError(
                     f"column {col!r}{where} is not in {source}.{hint} Available columns: {available[:50]}"
@@ -49,9 +49,11 @@ class WorkflowContract:
                 inp = Schema()
                 for p in n.parents:
                     inp = inp + schemas[id(p)]
+                sources = n.dependency_sources()  # argument columns computed by dependency nodes
                 for dep in n.op.dependencies():
                     if dep not in inp:
-                        inp = inp + input_schema.select([dep])
+                        src = sources.get(dep)
+                        inp = inp + (schemas[id(src)] if src is not None else input_schema).select([dep])
                 nested = [c for c in n.input_columns if c in inp and inp[c].is_list and inp[c].dtype.startswith("list<")]
                 if nested and not getattr(n.op, "supports_nested", False):
                     raise TypeError(f"{n.op.label}: column(s) {nested} in {source} hold nested lists (list<list<...>>), "
@@ -78,7 +80,7 @@ class WorkflowContract:
         for col in self.input_columns:
             if col not in given:
                 hint = did_you_mean(col, available, sep=", ", capitalize=True)
-                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.op.dependencies()]
+                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.raw_dependencies()]
                 where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
                 raise KeyError(f"column {col!r}{where} is not in {source}.{' ' + hint if hint else ''} "
                                f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))

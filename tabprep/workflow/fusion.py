@@ -65,7 +65,7 @@ def plan_chains(nodes: Sequence[Node], needed: set, wanted: set) -> Dict[int, Li
     children: Dict[int, List[Node]] = defaultdict(list)
     for n in nodes:
         if id(n) in needed:
-            for p in n.parents:
+            for p in n.upstream:  # a node read as an op's argument too is materialized (ends its chain)
                 children[id(p)].append(n)
     chains: Dict[int, List[Node]] = {}
     taken: set = set()

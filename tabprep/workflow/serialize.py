@@ -46,6 +46,7 @@ from ..ops.base import _LOADING, Operator, StatOperator, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..registry import load_policy, resolve_function
 from ..schema import Schema
+from ..ops.node import attach_dependencies
 from .node import Node
 from .workflow import Workflow
 
@@ -83,6 +84,8 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
         for n in wf.nodes:
             nid = wf.node_id(n)
             entry: Dict[str, Any] = {"id": nid, "kind": n.kind, "parents": [wf.node_id(p) for p in n.parents]}
+            if n.deps:  # nodes the op reads as an argument (TargetEncoding(target_node)): computed first
+                entry["deps"] = [wf.node_id(d) for d in n.deps]
             if n.kind in ("select", "drop"):
                 entry["columns"] = list(n.columns)
             if n.groups:
@@ -269,6 +272,15 @@ def _loading_state(spec_path: Path, verified: Optional[Set[Path]]) -> Iterator[N
 def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow_pickle: bool) -> tuple:
     spec_path = root / SPEC_FILE
     parents = [built[p] for p in entry["parents"]]
+    deps = entry.get("deps") or []
+    if not isinstance(deps, list) or not all(isinstance(d, str) and d in built for d in deps):
+        # nodes are saved in topological order: a dependency is always an earlier node
+        raise ValueError(f"{spec_path}: node {entry['id']!r} depends on {deps!r}, which are not all earlier nodes "
+                         f"(a dependency on itself or on a later node is a cycle); the file was edited or damaged")
+    deps = [built[d] for d in deps]
+    if deps and entry["kind"] != "op":
+        raise ValueError(f"{spec_path}: node {entry['id']!r} of kind {entry['kind']!r} depends on nodes; only ops "
+                         f"have dependencies; the file was edited or damaged")
     kind = entry["kind"]
     if kind == "select":
         return entry["id"], Node("select", columns=entry["columns"], groups=[tuple(g) for g in entry.get("groups", [])])
@@ -314,6 +326,7 @@ def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow
         for p in parents[1:]:
             merged = merged + p
         node = merged >> op
+    attach_dependencies(node, deps)
     if "state" in entry:
         state = entry["state"]
         if not isinstance(state, dict):

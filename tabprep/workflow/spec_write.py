@@ -25,6 +25,11 @@ def workflow_to_spec(wf: Any, path: Union[None, str, os.PathLike] = None) -> Dic
         SpecError: an op cannot be expressed in a spec (a lambda or local function, a
             non-JSON parameter, an op class that cannot be imported by name).
     """
+    for n in wf.nodes:
+        if n.deps:  # a spec's steps name raw columns only: the dependency edge would be lost silently
+            raise SpecError(f"{n.op.label} takes a node computed by ops as an argument "
+                            f"({', '.join(repr(d) for d in n.deps)}), which a spec cannot express; save the "
+                            f"workflow with wf.save(path) instead (workflow.json keeps the dependency)")
     spec = _SpecWriter(wf).run()
     if path is not None:
         text = spec_to_json(spec) if str(path).endswith(".json") else spec_to_yaml(spec)

@@ -45,7 +45,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
         return out
     by_id = wf.nodes_by_id()
     targets = [by_id[i] for i in ids]
-    needed = [p for t in targets for p in t.parents]
+    needed = [p for t in targets for p in t.upstream]
     token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
     try:
         if isinstance(df, pa.Table):
@@ -61,7 +61,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
         _OUT_OF_FOLD.reset(token)
     out = {}
     for nid, n in zip(ids, targets):
-        inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df)
+        inp = wf._op_input(n, [cache[id(p)] for p in n.parents], df, [cache[id(d)] for d in n.deps])
         if getattr(n.op, "supports_nested", False) == "leaves":   # statistics over every leaf once
             inp = backend.flatten_nested(inp, n.input_columns)
         start = wf.op_clock() if wf.op_timer is not None else 0.0

@@ -96,7 +96,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         """Raw columns the workflow reads (selections and op dependencies), in first-use order."""
         cols: Dict[str, None] = {}  # an ordered set: linear in the number of columns (issue #30)
         for n in self.nodes:
-            extra = list(n.columns) if n.kind == "select" else (n.op.dependencies() if n.kind == "op" else [])
+            extra = list(n.columns) if n.kind == "select" else n.raw_dependencies()
             for c in extra:
                 cols.setdefault(c, None)
         return list(cols)
@@ -110,12 +110,12 @@ class Workflow(WorkflowContract, WorkflowCompat):
             if id(n) in keep:
                 continue
             keep.add(id(n))
-            stack.extend(n.parents)
+            stack.extend(n.upstream)
         cols: List[str] = []
         for n in self.nodes:
             if id(n) not in keep:
                 continue
-            extra = list(n.columns) if n.kind == "select" else (n.op.dependencies() if n.kind == "op" else [])
+            extra = list(n.columns) if n.kind == "select" else n.raw_dependencies()
             for c in extra:
                 if c not in cols:
                     cols.append(c)
@@ -195,17 +195,34 @@ class Workflow(WorkflowContract, WorkflowCompat):
                 n = chain[-1]
                 out = run_chain_node(self, chain, [cache[id(p)] for p in chain[0].parents], df)
             else:
-                out = self._run_op(n, [cache[id(p)] for p in n.parents], df)
+                out = self._run_op(n, [cache[id(p)] for p in n.parents], df, [cache[id(d)] for d in n.deps])
             cache[id(n)] = out
         return cache
 
-    def _op_input(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
+    def _op_input(self, n: Node, parent_outputs: List[Any], df: Any, dep_outputs: Sequence[Any] = ()) -> Any:
+        """The frame ``n``'s op reads: its parents' outputs merged, then its argument columns
+        (``op.dependencies()``): those its dependency nodes computed (``dep_outputs``, in
+        ``n.deps`` order), the others from the raw frame ``df``."""
         if len(parent_outputs) == 1:
             inp = parent_outputs[0]
         else:
             _check_same_rows(parent_outputs)
             inp = backend.concat_columns(parent_outputs)
-        deps = [d for d in n.op.dependencies() if d not in inp.columns]
+        if n.deps:
+            sources = n.dependency_sources()
+            parts = [inp]
+            for d, out in zip(n.deps, dep_outputs):
+                cols = [c for c in out.columns if sources.get(c) is d]
+                if not cols:
+                    continue
+                if len(out) != len(inp):
+                    raise ValueError(f"{n.op.label} reads {cols} computed by its argument node, which has "
+                                     f"{len(out)} rows where its input has {len(inp)} (a Filter in one of them?); "
+                                     f"apply Filter after {n.op.label}")
+                parts.append(out[cols])
+            if len(parts) > 1:
+                inp = backend.concat_columns(parts)
+        deps = [d for d in n.raw_dependencies() if d not in inp.columns]
         if deps:
             if len(inp) != len(df):
                 raise ValueError(f"{n.op.label} reads {deps} from the raw input, but rows were filtered before it; "
@@ -213,8 +230,8 @@ class Workflow(WorkflowContract, WorkflowCompat):
             inp = backend.concat_columns([inp, df[deps]])
         return inp
 
-    def _run_op(self, n: Node, parent_outputs: List[Any], df: Any) -> Any:
-        inp = self._op_input(n, parent_outputs, df)
+    def _run_op(self, n: Node, parent_outputs: List[Any], df: Any, dep_outputs: Sequence[Any] = ()) -> Any:
+        inp = self._op_input(n, parent_outputs, df, dep_outputs)
         cols = n.input_columns
         start = self.op_clock() if self.op_timer is not None else 0.0
         try:
@@ -254,7 +271,8 @@ class Workflow(WorkflowContract, WorkflowCompat):
     def _stat_levels(self) -> List[List[Node]]:
         level: Dict[int, int] = {}
         for n in self.nodes:
-            up = max((level[id(p)] for p in n.parents), default=0)
+            # an op's dependency nodes count as its parents: their statistics are fitted first
+            up = max((level[id(p)] for p in n.upstream), default=0)
             is_stat = n.kind == "op" and isinstance(n.op, StatOperator)
             level[id(n)] = up + (1 if is_stat else 0)
         groups: Dict[int, List[Node]] = defaultdict(list)

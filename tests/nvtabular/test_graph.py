@@ -77,8 +77,7 @@ def test_nodes_as_op_arguments(df):
     out = tp.Workflow(te_node + jg_node + dl_node).fit_transform(tp.Dataset(df), out_of_fold=False).compute()
     # target mean per b (kfold=1, no smoothing): x -> 0.5, y -> 1, z -> 0
     assert out["TE_b_label"].tolist()[:4] == [0.5, 1.0, 0.5, 0.0]
-    with pytest.raises(TypeError, match="computed by an op"):
-        ops.TargetEncoding(["label"] >> ops.LogOp())
+    assert not te_node.deps and not jg_node.deps and not dl_node.deps  # raw selections: names only
 
 
 def test_combo_group_of_nodes(df):
@@ -146,21 +145,27 @@ def _derived():
     return ["label"] >> ops.LambdaOp(lambda s: (s > 0).astype("int8"))
 
 
-@pytest.mark.parametrize("make, what", [
-    (lambda d: ["b"] >> ops.TargetEncoding(d), "TargetEncoding(target=...)"),
-    (lambda d: ["b"] >> ops.JoinGroupby(cont_cols=d), "JoinGroupby(cont_cols=...)"),
-    (lambda d: ["c"] >> ops.DifferenceLag(partition_cols=[d]), "DifferenceLag(partition_cols=...)"),
-    (lambda d: ["a", "c"] >> ops.Groupby(groupby_cols=d), "Groupby(groupby_cols=...)"),
-    (lambda d: ["a", "c"] >> ops.Groupby(groupby_cols=["a"], sort_cols=d), "Groupby(sort_cols=...)"),
-    (lambda d: ["c"] >> ops.LambdaOp(lambda s, df: s, dependency=d), "LambdaOp(dependency=...)"),
+@pytest.mark.parametrize("make, names", [
+    (lambda d: ["b"] >> ops.TargetEncoding(d), ["TE_b_label"]),
+    (lambda d: ["b"] >> ops.JoinGroupby(cont_cols=d, stats=["sum"]), ["b_label_sum"]),
+    (lambda d: ["c"] >> ops.DifferenceLag(partition_cols=[d]), ["c_difference_lag_1"]),
+    (lambda d: ["a", "c"] >> ops.Groupby(groupby_cols=d), None),
+    (lambda d: ["c"] >> ops.LambdaOp(lambda s, df: s, dependency=d), ["c"]),
 ])
-def test_node_computed_by_an_op_as_argument_is_refused_by_name(make, what):
-    """NVTabular's ops with dependencies (TargetEncoding's target, JoinGroupby's cont_cols,
-    DifferenceLag's partition_cols, Groupby's groupby_cols, LambdaOp's dependency) also take a node
-    an op computes; tabprep reads these arguments from the raw columns, so such a node is refused
-    with a TypeError naming the op and the argument (docs/migration.md), never read raw silently."""
-    with pytest.raises(TypeError, match=re.escape(what) + ".*computed by an op.*first workflow"):
-        make(_derived())
+def test_node_computed_by_an_op_as_argument_is_a_dependency(make, names):
+    """NVTabular's ops with column arguments (TargetEncoding's target, JoinGroupby's cont_cols,
+    DifferenceLag's partition_cols, Groupby's groupby_cols, LambdaOp's dependency) take a node an
+    op computes: the node becomes a dependency of the op's node (computed first, named by its
+    output columns), not a raw column the data must hold (tests/nvtabular/test_graph_dependencies.py
+    checks the values)."""
+    derived = _derived()
+    node = make(derived)
+    assert node.deps == (derived,)
+    wf = tp.Workflow(node)
+    assert derived in wf.nodes and wf.nodes.index(derived) < wf.nodes.index(node)
+    assert "style=dashed" in node.graph.source  # node.graph draws the dependency edge, dashed
+    if names is not None:
+        assert wf.output_columns == names
 
 
 def test_raw_nodes_as_groupby_and_lambda_arguments(df):
