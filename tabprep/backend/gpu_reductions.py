@@ -172,3 +172,30 @@ def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int 
     if max_size and max_size > 0:
         values, freqs = values[:max_size], freqs[:max_size]
     return values, freqs
+
+
+@_register(R.profile_exact)
+def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
+    """Rows, nulls (NaN included), NaN, +-inf, moments and extrema of the finite values of each of
+    ``columns`` of a cuDF frame, on the device (``numeric``: those that get moments); list and other
+    nested columns are left to the host (absent from the result)."""
+    out = {}
+    num = set(numeric)
+    for c in columns:
+        s = df[c]
+        if isinstance(s.dtype, (cudf.ListDtype, cudf.StructDtype)):
+            continue
+        rows, nulls = len(s), int(s.null_count)
+        nan = inf = 0
+        moments = minmax = None
+        if c in num:
+            col = _plc_column(s)
+            if col.type().id() in (plc.TypeId.FLOAT32, plc.TypeId.FLOAT64):
+                isnan = plc.unary.is_nan(col)
+                nan = int(plc.reduce.reduce(isnan, plc.aggregation.sum(), plc.DataType(plc.TypeId.INT64)).to_py() or 0)
+            finite = _finite_column(s)
+            moments, minmax = _moments_of(finite), _minmax_of(finite)
+            inf = rows - nulls - nan - moments[0]
+        out[c] = (rows, nulls + nan, nan, inf, moments, minmax)
+    return out
+

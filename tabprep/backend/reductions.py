@@ -197,5 +197,18 @@ def _count_order(keys: np.ndarray, counts: np.ndarray, freq_threshold: int = 0,
     return keys[order].astype("int64", copy=False), counts[order].astype("int64", copy=False)
 
 
+profile_exact = Dispatch("profile_exact", """The exact part of a data profile's partial, computed where a
+partition lives: ``{column: (rows, nulls, nan, inf, moments, minmax)}`` for the scalar columns of a
+device frame (``nulls`` counts NaN too, ``moments`` is ``(count, mean, m2)`` and ``minmax`` ``(min,
+max)`` of the finite values, both None for a non-numeric column), or None where the host computes
+the whole partial from the partition's Arrow table (pandas frames, Arrow tables). On the GPU this
+lets the profile copy to the host only the rows its sketches sample (``tabprep.stats.profile``).""")
+
+
+@profile_exact.register(object)
+def _profile_exact(df: Any, columns: Any, numeric: Any) -> None:
+    return None
+
+
 register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts, _merge_counts,
-                  count_order)
+                  count_order, profile_exact)
