@@ -14,7 +14,7 @@ import tabprep as tp
 from tabprep import ops
 from tabprep.stats.sketches import HLL, Frequent, hash64
 
-from conftest import make_dataset
+from conftest import GPU_SKIP, make_dataset
 
 
 def _frame(n=3000, seed=0):
@@ -240,3 +240,84 @@ def test_exact_int_moments_ignore_what_null_slots_hold(dtype, scale, huge_junk, 
     else:  # large values: Arrow's float kernels
         assert p.moments.mean == pytest.approx(float(Fraction(s1, k)), rel=1e-12)
         assert p.moments.m2 == pytest.approx(float(Fraction(k * s2 - s1 * s1, k)), rel=1e-9)
+
+
+def _numpy_exact(df, numeric):
+    """The exact part of each column's partial, computed here with numpy/pandas (the reference the
+    device path must give): rows, nulls (NaN included), NaN, inf, (count, mean, M2) and (min, max)
+    of the finite values."""
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        rows = len(s)
+        if c in numeric:
+            v = s.to_numpy(dtype="float64", na_value=np.nan)
+            nan = 0  # a pandas frame holds no NaN apart from its nulls (the Arrow conversion's rule)
+            nulls = int(s.isna().sum())
+            fin = v[np.isfinite(v)]
+            inf = int(np.isinf(v).sum())
+            mom = (fin.size, float(fin.mean()) if fin.size else 0.0, float(((fin - fin.mean()) ** 2).sum()) if fin.size else 0.0)
+            mm = (float(fin.min()), float(fin.max())) if fin.size else (None, None)
+            out[c] = (rows, nulls, nan, inf, mom, mm)
+        else:
+            out[c] = (rows, int(s.isna().sum()), 0, 0, None, None)
+    return out
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_device_path_assembly_equals_the_whole_partition_path(every):
+    """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
+    copied to the host) assembles the same partial as the host path over the whole partition:
+    checked on the CPU with the exact part computed by numpy here."""
+    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+    from tabprep.stats.sketches import kll_load
+
+    df = _frame(1000, seed=5)
+    df.loc[[3, 7], "x"] = [np.inf, -np.inf]
+    numeric = ["x", "i"]
+    vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
+    got = partial_with_exact(df, list(df.columns), _numpy_exact(df, numeric), every, vocabs, ["c"])
+    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
+    for c in df.columns:
+        g, w = got[c], want[c]
+        assert (g.kind, g.rows, g.nulls, g.nan, g.inf, g.sample_every, g.oov) == \
+               (w.kind, w.rows, w.nulls, w.nan, w.inf, w.sample_every, w.oov), c
+        assert (g.moments is None) == (w.moments is None) and (g.minmax is None) == (w.minmax is None), c
+        if w.moments is not None:
+            assert g.moments.count == w.moments.count
+            assert g.moments.mean == pytest.approx(w.moments.mean, rel=1e-12)
+            assert g.moments.m2 == pytest.approx(w.moments.m2, rel=1e-9)
+            assert (g.minmax.min, g.minmax.max) == (w.minmax.min, w.minmax.max)
+        if w.freq is not None:
+            assert g.freq.keys.tolist() == w.freq.keys.tolist() and g.freq.counts.tolist() == w.freq.counts.tolist()
+            assert (g.freq.n, g.freq.error) == (w.freq.n, w.freq.error)
+        assert g.hll.registers.tolist() == w.hll.registers.tolist(), c
+        if w.kll is not None:
+            gk, wk = kll_load(g.kll), kll_load(w.kll)
+            assert gk.n == wk.n
+            if wk.n:
+                # KLL compacts with random bits: the medians agree within the sketches' rank error
+                assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_gpu_profile_equals_cpu_profile_with_sampling(tmp_path, monkeypatch):
+    """cuDF partitions: exact fields from the device, sketches from the strided sample; the same
+    profile as the CPU's on the same single partition (sample_every 4)."""
+    from tabprep.workflow import workflow as wfmod
+
+    df = _frame(4000, seed=9)
+    path = str(tmp_path / "p.parquet")
+    df.to_parquet(path)
+    monkeypatch.setattr(wfmod, "PROFILE_SAMPLE_ROWS", 1000)  # 4000 rows -> every 4th row sketched
+    cpu = tp.profile(tp.Dataset(path, cpu=True), categorical=["c"])
+    gpu = tp.profile(tp.Dataset(path, cpu=False), categorical=["c"])
+    assert gpu.doc["sample_every"] == cpu.doc["sample_every"] == 4
+    for c in df.columns:
+        a, b = gpu[c], cpu[c]
+        for key in ("count", "nulls", "nan", "inf", "min", "max", "distinct", "top", "frequent_n", "oov"):
+            assert a.get(key) == b.get(key), (c, key)
+        for key in ("mean", "std"):
+            if b.get(key) is not None:
+                assert a[key] == pytest.approx(b[key], rel=1e-9), (c, key)

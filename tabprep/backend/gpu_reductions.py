@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 import cudf
 import cupy
+import numpy as np
 import pylibcudf as plc
 
 from . import reductions as R
@@ -183,8 +184,8 @@ def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
     num = set(numeric)
     for c in columns:
         s = df[c]
-        if isinstance(s.dtype, (cudf.ListDtype, cudf.StructDtype)):
-            continue
+        if not isinstance(s.dtype, np.dtype) or s.dtype.kind not in "iufbO":
+            continue   # lists, structs, decimals, datetimes, categoricals: the host's whole-column path
         rows, nulls = len(s), int(s.null_count)
         nan = inf = 0
         moments = minmax = None

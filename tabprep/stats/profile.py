@@ -21,7 +21,7 @@ see every value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -341,6 +341,51 @@ def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[
             for name in table.column_names}
 
 
+def partial_frame(df: Any, columns: Sequence[str], sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
+                  categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
+    """:func:`partial_table` of a partition in any form (Arrow table, pandas or cuDF frame).
+
+    Where the partition lives on a device (``backend.profile_exact`` answers), the exact part
+    (rows, nulls, NaN, inf, moments, extrema) is computed there and only the rows the sketches
+    sample (every ``sample_every``-th, as on the host) are copied to the host; the partial is the
+    one the host computes from the whole partition, up to the rounding of the moments' sums."""
+    if isinstance(df, pa.Table):
+        return partial_table(df.select(list(columns)), sample_every, vocabs, categorical)
+    cats = set(categorical)
+    numeric = [c for c in columns if c not in cats and getattr(df[c].dtype, "kind", "O") in "iuf"]
+    exact = backend.profile_exact(df, list(columns), numeric)
+    if not exact:
+        return partial_table(as_table(df, columns), sample_every, vocabs, categorical)
+    return partial_with_exact(df, columns, exact, sample_every, vocabs, categorical)
+
+
+def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], sample_every: int = 1,
+                       vocabs: Optional[Dict[str, Any]] = None, categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
+    """The partials of ``columns`` of the frame ``df``: for a column in ``exact`` (``{column: (rows,
+    nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
+    strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact``; the others
+    (list columns, ...) from the whole frame."""
+    parts: Dict[str, ColumnPartial] = {}
+    host = [c for c in columns if c not in exact]
+    if host:
+        parts.update(partial_table(as_table(df, host), sample_every, vocabs, categorical))
+    dev = [c for c in columns if c in exact]
+    if dev:
+        frame = df[dev]
+        sample = frame if sample_every == 1 else frame.iloc[::sample_every]
+        sampled = partial_table(as_table(sample, dev), 1, vocabs, categorical)
+        for c in dev:
+            rows, nulls, nan, inf, mom, mm = exact[c]
+            p = sampled[c]
+            parts[c] = replace(
+                p, rows=rows, nulls=nulls, nan=nan, inf=inf,
+                moments=Moments(*mom) if p.moments is not None and mom is not None else p.moments,
+                minmax=MinMax(*mm) if p.minmax is not None and mm is not None else p.minmax,
+                freq=None if p.freq is None else _scaled(p.freq, sample_every),
+                oov=None if p.oov is None else p.oov * sample_every, sample_every=sample_every)
+    return {c: parts[c] for c in columns}
+
+
 def combine_tables(parts: Sequence[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
     names: List[str] = []
     for p in parts:
@@ -455,7 +500,7 @@ class ProfileStat:
         self.profile_: Optional[Dict[str, Any]] = None
 
     def fit_partial(self, columns: Sequence[str], df: Any) -> Dict[str, ColumnPartial]:
-        return partial_table(as_table(df, columns), self.sample_every, self.vocabs, self.categorical)
+        return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
 
     def fit_combine(self, parts: List[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
         return combine_tables(parts)
