@@ -8,8 +8,8 @@ from typing import Any, Dict
 
 from .. import backend
 from .._util import did_you_mean, refuse_duplicate_columns
-from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
-                      unit_drift)
+from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, merge_column_schemas, nest_like,
+                      normalize_dtype, unit_drift)
 
 
 class WorkflowContract:
@@ -42,6 +42,14 @@ class WorkflowContract:
                 sch = Schema()
                 for p in n.parents:
                     sch = sch + schemas[id(p)]
+                if sum(len(schemas[id(p)]) for p in n.parents) != len(sch):
+                    # a column from several branches: the later one's values, both schemas merged
+                    # (NVTabular's rule, see Node.concat_sources)
+                    cols: Dict[str, Any] = {}
+                    for p in n.parents:
+                        for c in schemas[id(p)]:
+                            cols[c.name] = merge_column_schemas(cols[c.name], c) if c.name in cols else c
+                    sch = Schema([cols[c] for c in n.output_columns])
                 schemas[id(n)] = sch
             elif n.kind == "drop":
                 schemas[id(n)] = schemas[id(n.parents[0])].select(n.output_columns)
