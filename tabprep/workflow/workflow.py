@@ -308,7 +308,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         # int dtypes). Other data: the dask frame's partitions.
         parts = ds._piece_readers(columns, arrow=True)
         if parts is None:
-            ddf = ds.to_ddf(columns=columns)
+            ddf = ds._to_ddf(columns=columns)
             parts, meta = ddf.to_delayed(), ddf._meta
         else:  # no dask frame to build (on a GPU client 0.2-0.5 s of every fit)
             meta = ds.meta_frame(columns)
