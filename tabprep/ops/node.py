@@ -8,6 +8,7 @@ several parents of a merge output comes from the last of them, at its place ther
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..schema import ColumnSelector, Schema
@@ -383,6 +384,19 @@ def shadowed_columns(output: Node) -> List[Tuple[str, Node, Node]]:
                 if _origin(p, c) != _origin(winner, c):
                     found.append((c, _carrier(p, c), _carrier(winner, c)))
     return found
+
+
+def warn_shadowed(output: Node) -> None:
+    """Warn about each column that two branches of a ``+`` compute differently: the later branch's
+    values are kept, as NVTabular 23.08 does silently (docs/migration.md, notebook 02). Called when
+    a workflow is built, and again when a tag selection is resolved on the data's schema."""
+    for col, earlier, later in shadowed_columns(output):
+        warnings.warn(
+            f"column {col!r} is output by two branches of a '+' merge that compute it differently, "
+            f"{describe_branch(earlier)} and later {describe_branch(later)}: as in NVTabular 23.08, the "
+            f"later branch's values are kept (its schema merged over the earlier one's). To keep the other, "
+            f"leave {col!r} out of the later branch (node[[...]] or node - [{col!r}]) or rename one of "
+            f"them (>> ops.Rename(postfix='_x'))", UserWarning, stacklevel=3)
 
 
 def iter_nodes(output: Node) -> List[Node]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-import warnings
 from collections import defaultdict
 from types import MappingProxyType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
@@ -20,7 +19,7 @@ from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_m
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
 from .fusion import plan_chains, run_chain_node
-from .node import Node, as_node, describe_branch, iter_nodes, shadowed_columns, upstream_ids
+from .node import Node, as_node, iter_nodes, upstream_ids, warn_shadowed
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
 from .profiling import FIT_PROFILE_SAMPLE_ROWS, PROFILE_SAMPLE_ROWS, PROFILE_UNIT, profile_unit  # noqa: F401
 from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
@@ -73,7 +72,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         self.op_timer: Optional[Callable[[str, str, str, float, int], None]] = None
         # check that the graph's columns resolve (duplicate names across merges etc.)
         self.output_node.output_columns  # noqa: B018
-        _warn_shadowed(self.output_node)
+        warn_shadowed(self.output_node)
 
     # -- introspection ---------------------------------------------------------------
     def node_id(self, node: Node) -> str:
@@ -550,16 +549,3 @@ def _add_context(exc: BaseException, note: str) -> None:
             exc.__cause__ = OpContext(note)
     except AttributeError:  # pragma: no cover - exceptions that refuse attributes: leave them as they are
         pass
-
-
-def _warn_shadowed(output: Node) -> None:
-    """Warn about each column that two branches of a ``+`` compute differently: the later branch's
-    values are kept, as NVTabular 23.08 does silently (docs/migration.md, notebook 02)."""
-    for col, earlier, later in shadowed_columns(output):
-        warnings.warn(
-            f"column {col!r} is output by two branches of a '+' merge that compute it differently, "
-            f"{describe_branch(earlier)} and later {describe_branch(later)}: as in NVTabular 23.08, the "
-            f"later branch's values are kept (its schema merged over the earlier one's). To keep the other, "
-            f"leave {col!r} out of the later branch (node[[...]] or node - [{col!r}]) or rename one of "
-            f"them (>> ops.Rename(postfix='_x'))", UserWarning, stacklevel=3)
-

@@ -72,3 +72,18 @@ def test_same_values_twice_do_not_warn(df):
     assert again.output_columns == ["b", "c"]
     got = again.transform(tp.Dataset(df)).compute()
     np.testing.assert_array_equal(got["c"].to_numpy(), df["c"].clip(upper=5.0).to_numpy())
+
+
+def test_a_tag_selection_resolved_at_fit_warns_too(df):
+    """A column that reaches a '+' through a ColumnSelector(tags=...) is known only once the data's
+    schema is: the warning comes at fit, and the later branch's values are kept."""
+    schema = tp.Schema([tp.ColumnSchema("a", dtype="str"), tp.ColumnSchema("b", dtype="int64"),
+                        tp.ColumnSchema("c", dtype="float64", tags=(tp.Tags.CONTINUOUS,))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to say before the tags are resolved
+        wf = tp.Workflow((["c"] >> ops.Clip(max_value=1.0)) + (tp.ColumnSelector(tags=[tp.Tags.CONTINUOUS])
+                                                               >> ops.FillMissing(fill_val=-1.0)))
+    with pytest.warns(UserWarning, match=r"column 'c'.*\['c'\] >> Clip and later .*FillMissing"):
+        wf.fit(tp.Dataset(df, schema=schema))
+    got = wf.transform(tp.Dataset(df)).compute()
+    assert got["c"].tolist() == df["c"].fillna(-1.0).tolist()
