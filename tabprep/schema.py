@@ -404,6 +404,28 @@ class ColumnSelector:
         return f"ColumnSelector({self.names!r}, subgroups={[g.all_names for g in self.subgroups]!r}, tags={self.tags!r})"
 
 
+#: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas
+#: drops the earlier schema's tags that collide with the later one's
+_TAG_COLLISIONS = {
+    "categorical": ("continuous", "embedding"),
+    "continuous": ("categorical", "embedding", "id"),
+    "embedding": ("continuous", "categorical", "id"),
+    "id": ("continuous", "embedding"),
+}
+
+
+def merge_column_schemas(earlier: ColumnSchema, later: ColumnSchema) -> ColumnSchema:
+    """One column output by two branches of a ``+`` merge, whose later branch's values are kept:
+    merlin-core 23.08's ``ColumnSchema.__merge__`` (the later dtype, shape and list-ness; the
+    earlier tags less those colliding with the later ones, plus the later ones; the properties of
+    both, the later winning a key)."""
+    drop = {t for tag in later.tags for t in _TAG_COLLISIONS.get(tag, ())}
+    tags = tuple(t for t in earlier.tags if t not in drop) + tuple(later.tags)
+    props = {k: v for k, v in earlier.properties.items() if k != "value_count"}
+    props.update(later.properties)
+    return later.with_(tags=tags, properties=props)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}

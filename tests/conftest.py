@@ -201,8 +201,9 @@ def partition_lengths(ds: tp.Dataset) -> List[int]:
 def to_pandas(obj: Any) -> pd.DataFrame:
     """pandas frame of a Dataset / dask frame / cuDF frame, index reset."""
     if isinstance(obj, tp.Dataset):
-        # the partitions as computed (Arrow list columns); Dataset.compute() hands users numpy cells
-        obj = obj.to_ddf().compute()
+        # the partitions as tabprep computes them (Arrow list columns: _to_ddf, tabprep's internal
+        # frame); Dataset.compute() and to_ddf() hand users numpy cells
+        obj = obj._to_ddf().compute()
     elif hasattr(obj, "compute") and hasattr(obj, "npartitions"):
         obj = obj.compute()
     if hasattr(obj, "to_pandas") and not isinstance(obj, pd.DataFrame):

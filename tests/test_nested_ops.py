@@ -35,7 +35,7 @@ def _run(path, selection, backend_name, save_dir=None):
     if save_dir is not None:
         wf.save(save_dir)
         wf = tp.Workflow.load(save_dir)
-    out = wf.transform(ds).to_ddf().compute()  # Arrow list cells (compute() gives numpy cells)
+    out = wf.transform(ds)._to_ddf().compute()  # Arrow list cells (compute() and to_ddf() give numpy cells)
     order = np.argsort(np.asarray(out["row"].to_numpy() if hasattr(out["row"], "to_numpy") else out["row"]))
     col = out[selection.output_columns[0] if hasattr(selection, "output_columns") else "x"]
     values = col.to_arrow().to_pylist() if hasattr(col, "to_arrow") else col.array._pa_array.to_pylist()
@@ -60,7 +60,7 @@ def test_categorify_ids_consistent_with_flat_list_vocabulary(data, backend, tmp_
     pq.write_table(pa.table({"x": pa.array([leaves], type=pa.list_(pa.int64()))}), flat_path)
     flat_wf = tp.Workflow(["x"] >> ops.Categorify())
     flat_wf.fit(tp.Dataset(flat_path))
-    flat_col = flat_wf.transform(tp.Dataset(flat_path)).to_ddf().compute()["x"]
+    flat_col = flat_wf.transform(tp.Dataset(flat_path))._to_ddf().compute()["x"]
     flat_ids = (flat_col.to_arrow() if hasattr(flat_col, "to_arrow") else flat_col.array._pa_array).to_pylist()[0]
     ids = dict(zip(leaves, flat_ids))
     assert got == _map(INTS, lambda v: ids[v])   # null leaf -> 1 in both

@@ -25,7 +25,7 @@ def fitted(tmp_path_factory):
     wf.fit(tp.Dataset(str(d / "d.parquet")))
     wf.save(str(d / "wf"))
     wf = tp.Workflow.load(str(d / "wf"))
-    offline = wf.transform(tp.Dataset(str(d / "d.parquet"))).to_ddf().compute()
+    offline = wf.transform(tp.Dataset(str(d / "d.parquet")))._to_ddf().compute()
     return wf, offline["x"].array._pa_array.to_pylist()
 
 

@@ -64,3 +64,14 @@ def test_inexact_ops_are_refused():
     wf = tp.Workflow(["g"] >> ops.DifferenceLag(partition_cols=["f"])).fit(df)
     with pytest.raises(ServingBuildError, match="DifferenceLag"):
         to_keras(wf)
+
+
+def test_categorify_single_table_in_keras_equals_offline():
+    """Categorify(single_table=True): each vocabulary's ids shifted into the shared range in-graph too."""
+    train = pd.DataFrame({"a": ["x", "y", "x", None], "b": ["y", "z", "z", "z"], "i": [5, 6, 5, 7]})
+    wf = tp.Workflow(["a", "b", "i"] >> ops.Categorify(single_table=True)).fit(train)
+    frame = pd.DataFrame({"a": ["y", "q", None], "b": ["z", "x", "y"], "i": [7, 8, 5]})
+    want = offline_columns(wf, frame)
+    assert want["i"].tolist() == [3 + 2 + 2 + 2, 2, 3 + 2 + 2]  # after a's 2 and b's 2 values: 5, then 7
+    model = to_keras(wf)
+    assert_same(keras_outputs(model(keras_inputs(ServingTransform(wf), frame)), list(want)), want, "keras model")

@@ -420,8 +420,10 @@ def test_rename_of_two_columns_to_one_name_is_refused():
     df = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
     with pytest.raises(ValueError, match=r"(?s)duplicate column.*'z'"):
         tp.Workflow(["a", "b"] >> ops.Rename(f=lambda c: "z")).fit(df)
-    with pytest.raises(ValueError, match=r"(?s)duplicate column.*'a'"):
-        tp.Workflow(["a"] + (["b"] >> ops.Rename(f=lambda c: "a"))).fit(df)
+    # across a '+': NVTabular's rule, the later branch's values, with a warning naming the column
+    with pytest.warns(UserWarning, match=r"(?s)column 'a'.*later branch's values are kept"):
+        wf = tp.Workflow(["a"] + (["b"] >> ops.Rename(f=lambda c: "a")))
+    assert wf.fit(df).transform(df)["a"].tolist() == [3, 4]
 
 
 def test_a_frame_with_duplicate_column_names_is_refused():

@@ -100,11 +100,16 @@ def test_missing_column_keyerror_names_it_with_close_matches():
         wf.transform(df.drop(columns=["label"]))
 
 
-def test_duplicate_output_names_across_plus_is_a_clear_error():
-    with pytest.raises(ValueError, match="'s'.*more than one branch"):
-        tp.Workflow((["s"] >> ops.Categorify()) + ["s"])
-    with pytest.raises(ValueError, match="'x_r'"):
-        tp.Workflow((["x"] >> ops.Rename(postfix="_r")) + (["x"] >> ops.LogOp() >> ops.Rename(postfix="_r")))
+def test_duplicate_output_names_across_plus_warn_and_keep_the_later_branch():
+    """NVTabular 23.08's rule (tests/nvtabular/test_graph_merge.py), with a warning naming the column."""
+    with pytest.warns(UserWarning, match="'s'.*two branches.*later branch's values are kept"):
+        wf = tp.Workflow((["s"] >> ops.Categorify()) + ["s"])
+    df = pd.DataFrame({"s": ["u", None, "v"], "x": [0.0, 1.0, 3.0]})
+    got = wf.fit_transform(df)["s"]  # the raw branch, the later one
+    assert got.tolist()[::2] == ["u", "v"] and pd.isna(got.iloc[1])
+    with pytest.warns(UserWarning, match="'x_r'"):
+        wf = tp.Workflow((["x"] >> ops.Rename(postfix="_r")) + (["x"] >> ops.LogOp() >> ops.Rename(postfix="_r")))
+    assert wf.fit_transform(df)["x_r"].tolist() == pytest.approx(np.log1p([0.0, 1.0, 3.0]).tolist())
 
 
 def test_op_instance_cannot_be_reused_in_two_chains():

@@ -45,8 +45,9 @@ from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDe
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
                    tune_malloc, tune_malloc_in_worker, use_rmm_pool)
 from .dispatch import Dispatch
-from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, cast_keep_nulls, cast_safely, concat_columns,
-                     concat_rows, empty_frame_like, frame_to_arrow, from_host, has_array_cells, lists_to_arrow, lists_to_numpy, make_frame,
+from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, arrow_list_columns, cast_keep_nulls,
+                     cast_safely, concat_columns, concat_rows, empty_frame_like, frame_to_arrow, from_host,
+                     has_array_cells, lists_to_arrow, lists_to_numpy, make_frame,
                      move_like, new_series, non_string_objects, non_string_objects_message, nullable_columns,
                      nullable_int_dtypes, on_one_backend, read_csv, set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import (flatten_nested, list_depth, list_from_leaves, list_levels, list_leaves, nested_flatten, nested_rebuild,
@@ -72,7 +73,7 @@ __all__ = [
     "has_cudf", "host_memory_bytes", "index_of", "int_counts", "int_data", "int_log1p32", "int_values", "is_cpu",
     "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
     "flatten_nested", "list_depth", "list_from_leaves", "list_levels", "list_leaves", "nested_flatten",
-    "nested_rebuild", "on_leaves", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
+    "nested_rebuild", "on_leaves", "arrow_list_columns", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
     "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",
     "nullable_int_dtypes", "on_one_backend",
     "parquet_reader", "quiet", "read_csv", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",

@@ -244,23 +244,31 @@ def _to_dask_pandas(frame: Any, npartitions: int) -> Any:
     return dd.from_pandas(lists_to_arrow(frame), npartitions=npartitions, sort=False)
 
 
+def arrow_list_columns(frame: Any) -> list:
+    """Names of a pandas frame's Arrow list columns (pandas ``ArrowDtype`` of a list type); [] for
+    other frames (cuDF's list columns are typed already)."""
+    if not isinstance(frame, pd.DataFrame):
+        return []
+    out = []
+    for name, dtype in frame.dtypes.items():
+        if isinstance(dtype, pd.ArrowDtype) and (pa.types.is_list(dtype.pyarrow_dtype)
+                                                 or pa.types.is_large_list(dtype.pyarrow_dtype)
+                                                 or pa.types.is_fixed_size_list(dtype.pyarrow_dtype)):
+            out.append(name)
+    return out
+
+
 def lists_to_numpy(frame: Any) -> Any:
     """Arrow list columns of a pandas frame as object columns of numpy arrays (a null row: None),
     which is what NVTabular / merlin-core hand users on the CPU (pyarrow's ``to_pandas``): each cell
     has ``.dtype``. Other columns and cuDF frames (typed list columns already) are returned as is.
-    For frames handed to users only (``Dataset.compute``, ``Workflow.transform(frame)``); tabprep's
-    own paths keep the Arrow columns (one buffer per column instead of an array per row)."""
-    if not isinstance(frame, pd.DataFrame):
-        return frame
+    For frames handed to users only (``Dataset.compute`` / ``to_ddf``, ``Workflow.transform(frame)``);
+    tabprep's own paths keep the Arrow columns (one buffer per column instead of an array per row)."""
     converted = {}
-    for name in frame.columns:
-        dtype = frame[name].dtype
-        if isinstance(dtype, pd.ArrowDtype) and (pa.types.is_list(dtype.pyarrow_dtype)
-                                                 or pa.types.is_large_list(dtype.pyarrow_dtype)
-                                                 or pa.types.is_fixed_size_list(dtype.pyarrow_dtype)):
-            cells = frame[name].array.__arrow_array__().to_numpy()  # pyarrow: one numpy array per row
-            converted[name] = pd.Series(cells, index=frame.index, name=name, dtype=object)
-    return _with_columns(frame, converted)
+    for name in arrow_list_columns(frame):
+        cells = frame[name].array.__arrow_array__().to_numpy()  # pyarrow: one numpy array per row
+        converted[name] = pd.Series(cells, index=frame.index, name=name, dtype=object)
+    return _with_columns(frame, converted) if converted else frame
 
 
 def _with_columns(frame: pd.DataFrame, converted: dict) -> pd.DataFrame:

@@ -244,31 +244,31 @@ class Dataset(DatasetCompat):
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
             return base
-        return Schema.from_frame(self.to_ddf()._meta)
+        return Schema.from_frame(self._to_ddf()._meta)
 
     @property
     def num_rows(self) -> int:
         if self.engine == "parquet":
             return sum(p.num_rows for p in self.pieces)
-        return int(self.to_ddf().map_partitions(len).sum().compute())
+        return int(self._to_ddf().map_partitions(len).sum().compute())
 
     @property
     def npartitions(self) -> int:
-        """Partitions of :meth:`to_ddf`'s frame (of parquet data and its transforms: from the
+        """Partitions of :meth:`_to_ddf`'s frame (of parquet data and its transforms: from the
         files' pieces, without building the frame)."""
         if self._ddf is None:
             if self.engine == "parquet":
                 return max(1, len(self.pieces))  # no piece: to_ddf gives one empty partition
             if self._tables is not None:
                 return self._tables[0].npartitions  # a transform keeps its source's partitions
-        return self.to_ddf().npartitions
+        return self._to_ddf().npartitions
 
     def meta_frame(self, columns: Optional[Sequence[str]] = None) -> Any:
-        """An empty frame of ``columns`` (default all) with :meth:`to_ddf`'s partition dtypes (dask's
+        """An empty frame of ``columns`` (default all) with :meth:`_to_ddf`'s partition dtypes (dask's
         ``meta``); for parquet data without building the dask frame."""
         if self.engine == "parquet" and self._ddf is None:
             return self._parquet_meta(list(columns) if columns is not None else self.schema.column_names)[0]
-        return self.to_ddf(columns=columns)._meta
+        return self._to_ddf(columns=columns)._meta
 
     # -- partitions ------------------------------------------------------------------------
     @property
@@ -281,7 +281,23 @@ class Dataset(DatasetCompat):
         return self._pieces
 
     def to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
-        """The dask (or dask-cuDF) DataFrame; ``columns`` limits what is read."""
+        """The dask (or dask-cuDF) DataFrame, as NVTabular (merlin-core) hands it to users;
+        ``columns`` limits what is read.
+
+        On the CPU, list columns are object columns of numpy arrays (one per row; a null row:
+        None) in every partition and in the meta, as :meth:`compute` gives them (pyarrow's
+        ``to_pandas``). tabprep's own reads, transforms and writes use :meth:`_to_ddf`, whose
+        pandas partitions keep Arrow list columns (one buffer per column, no array per row)."""
+        ddf = self._to_ddf(columns)
+        meta = ddf._meta
+        if not backend.arrow_list_columns(meta):
+            return ddf
+        return ddf.map_partitions(backend.lists_to_numpy, meta=backend.lists_to_numpy(meta),
+                                  token="tabprep-numpy-list-cells")
+
+    def _to_ddf(self, columns: Optional[Sequence[str]] = None) -> Any:
+        """The dask (or dask-cuDF) DataFrame as tabprep computes on it (pandas partitions hold list
+        columns as Arrow list columns); ``columns`` limits what is read. See :meth:`to_ddf`."""
         if self._ddf is None and self._ddf_factory is not None:
             self._ddf = self._ddf_factory()
         if self._ddf is not None:
@@ -328,7 +344,7 @@ class Dataset(DatasetCompat):
     def _table_tasks(self, finish: Optional[Callable[[Any, int], Any]] = None) -> Optional[List[Any]]:
         """For a transform of parquet data (see :meth:`_from_ddf`): one ``dask.delayed`` per partition
         that reads it, computes it (on the CPU from its Arrow table when the ops allow, else as
-        :meth:`to_ddf`'s frame) and, with ``finish``, returns ``finish(result, partition_index)``
+        :meth:`_to_ddf`'s frame) and, with ``finish``, returns ``finish(result, partition_index)``
         (the writer's write of the partition). None for other datasets.
 
         One task per partition, not a read task, a transform task and a write task: on a
@@ -350,7 +366,7 @@ class Dataset(DatasetCompat):
 
     def _piece_readers(self, columns: Sequence[str], arrow: bool = False) -> Optional[List[Any]]:
         """One picklable no-argument callable per partition of a parquet dataset, reading ``columns``
-        as :meth:`to_ddf`'s partition (``arrow=True`` on the CPU: as the Arrow table it is read as;
+        as :meth:`_to_ddf`'s partition (``arrow=True`` on the CPU: as the Arrow table it is read as;
         an empty piece gives the empty frame). None for other datasets."""
         if self.engine != "parquet" or self._ddf is not None:
             return None
@@ -363,7 +379,7 @@ class Dataset(DatasetCompat):
                                   storage_options=self.storage_options, arrow=arrow and self.cpu) for p in pieces]
 
     def _nullable_dtypes(self, columns: Sequence[str]) -> Dict[str, str]:
-        """The nullable int dtypes :meth:`to_ddf`'s pandas partitions of ``columns`` are cast to."""
+        """The nullable int dtypes :meth:`_to_ddf`'s pandas partitions of ``columns`` are cast to."""
         if self.engine != "parquet" or not self.cpu:
             return {}
         return self._parquet_meta(list(columns))[1]
@@ -372,8 +388,8 @@ class Dataset(DatasetCompat):
         """The whole dataset as one pandas / cuDF DataFrame (it must fit in memory).
 
         On the CPU, list columns come as object columns of numpy arrays (a null row: None), as
-        NVTabular gives them; ``to_ddf()``'s partitions keep Arrow list columns."""
-        out = self.to_ddf().compute()
+        NVTabular gives them (and :meth:`to_ddf`'s partitions)."""
+        out = self._to_ddf().compute()
         return backend.lists_to_numpy(out.reset_index(drop=True))
 
     # -- output ---------------------------------------------------------------------------

@@ -40,11 +40,11 @@ class _FrameIter:
         self.ds, self.columns, self.indices = ds, columns, indices
 
     def __len__(self) -> int:
-        ddf = self.ds.to_ddf(columns=self.columns)
+        ddf = self.ds._to_ddf(columns=self.columns)
         return int(sum(len(ddf.get_partition(i)) for i in self.indices))
 
     def __iter__(self) -> Iterator[Any]:
-        ddf = self.ds.to_ddf(columns=self.columns)
+        ddf = self.ds._to_ddf(columns=self.columns)
         for i in self.indices:
             yield backend.lists_to_numpy(ddf.get_partition(i).compute().reset_index(drop=True))
 
@@ -81,12 +81,12 @@ class DatasetCompat:
         """The first ``n`` rows as one frame (merlin-core binds dask's ``head``: by default only
         the first partition is read, so fewer rows come back, with dask's warning, when it is
         shorter; ``npartitions=-1`` reads as many as needed). List cells as in :meth:`compute`."""
-        out = self.to_ddf().head(int(n), npartitions=npartitions)  # type: ignore[attr-defined]
+        out = self._to_ddf().head(int(n), npartitions=npartitions)  # type: ignore[attr-defined]
         return backend.lists_to_numpy(out.reset_index(drop=True))
 
     def tail(self, n: int = 5) -> Any:
         """The last ``n`` rows of the last partition (dask's ``tail``, as merlin-core binds it)."""
-        out = self.to_ddf().tail(int(n))  # type: ignore[attr-defined]
+        out = self._to_ddf().tail(int(n))  # type: ignore[attr-defined]
         return backend.lists_to_numpy(out.reset_index(drop=True))
 
     def shuffle_by_keys(self, keys: Any, hive_data: Any = None, npartitions: Optional[int] = None) -> Any:
@@ -101,12 +101,12 @@ class DatasetCompat:
         """Rows of each partition (merlin-core's; parquet: from the footers, no data read)."""
         if self.engine == "parquet" and self._ddf is None and self._tables is None:  # type: ignore[attr-defined]
             return [p.num_rows for p in self.pieces] or [0]  # type: ignore[attr-defined]
-        return [int(n) for n in self.to_ddf().map_partitions(len).compute()]  # type: ignore[attr-defined]
+        return [int(n) for n in self._to_ddf().map_partitions(len).compute()]  # type: ignore[attr-defined]
 
     def repartition(self, npartitions: Optional[int] = None, partition_size: Any = None) -> Any:
         """A dataset of the same rows in ``npartitions`` partitions (or of about ``partition_size``
         bytes each), as merlin-core's ``repartition`` (dask's)."""
-        ddf = self.to_ddf().repartition(npartitions=npartitions, partition_size=partition_size)  # type: ignore
+        ddf = self._to_ddf().repartition(npartitions=npartitions, partition_size=partition_size)  # type: ignore
         return type(self)(ddf, schema=self.schema)  # type: ignore[attr-defined]
 
     def sample_dtypes(self, n: int = 1, annotate_lists: bool = False) -> Dict[str, Any]:
@@ -136,7 +136,7 @@ class DatasetCompat:
             self.__dict__.pop("_meta_memo", None)
             self._pieces = None  # type: ignore[attr-defined]
         else:
-            ddf = self.to_ddf()  # type: ignore[attr-defined]
+            ddf = self._to_ddf()  # type: ignore[attr-defined]
             meta = backend.to_backend(ddf._meta, cpu)
             self._ddf = ddf.map_partitions(backend.to_backend, cpu, meta=meta)  # type: ignore[attr-defined]
             self._ddf_factory = None  # type: ignore[attr-defined]
@@ -206,7 +206,7 @@ def prepare_output(ds: Any, dtypes: Optional[Dict[str, Any]], cats: Any, conts: 
         new_schema = Schema(c.with_(dtype=str(np.dtype(dtypes[c.name])) if not isinstance(dtypes[c.name], str)
                                     else dtypes[c.name]) if c.name in dtypes else c for c in schema)
         casts = {c: dtypes[c] for c in dtypes}
-        ddf = ds.to_ddf()
+        ddf = ds._to_ddf()
         ddf = ddf.map_partitions(lambda df: df.astype(casts), meta=ddf._meta.astype(casts))
         ds = type(ds)(ddf, schema=new_schema)
     roles = None

@@ -311,7 +311,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         tasks = ds._table_tasks(finish) if hasattr(ds, "_table_tasks") else None
         if tasks is None:  # other sources (csv, in-memory frames): the partitions of the dask frame
             write_fn = dask.delayed(finish, pure=False)
-            tasks = [write_fn(part, i) for i, part in enumerate(ds.to_ddf().to_delayed())]
+            tasks = [write_fn(part, i) for i, part in enumerate(ds._to_ddf().to_delayed())]
         dask_options = backend.compute_options(not ds.cpu)
         results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
         backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written

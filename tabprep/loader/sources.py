@@ -236,9 +236,9 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
                               storage_options=getattr(ds, "storage_options", None))
     if ds.engine == "memory" and not ds.files:
         # an in-memory Dataset: slice the frame itself rather than computing dask partitions
-        frame = ds.to_ddf().compute()
+        frame = ds._to_ddf().compute()
         return _make_source(frame, cpu if cpu is not None else ds.cpu, None, None, schema or ds.schema)
-    return _DaskSource(ds.to_ddf(), ds.cpu, schema or ds.schema)
+    return _DaskSource(ds._to_ddf(), ds.cpu, schema or ds.schema)
 
 
 from .._util import is_frame as _is_frame  # noqa: E402 - one definition for the package

@@ -61,8 +61,13 @@ class Categorify(StatOperator):
             ``num_oov_buckets`` ids): unseen (and, with ``freq_threshold`` / ``max_size``, rare)
             values hash into ``B`` ids.
         dtype: output integer dtype (default int64; None, NVTabular's default, is int64).
-        single_table: NVTabular's option numbering all vocabularies in one range: only False
-            (the default) is accepted; True is a ``ValueError``.
+        single_table: NVTabular's option: one id range, one embedding table, for all the op's
+            vocabularies (plain columns in selection order, then joint groups, as NVTabular's
+            ``grouped_names``). Ids 0 (pad), 1 (null)
+            and ``2 .. 1+B`` (out of vocabulary) are shared; each vocabulary's values follow the
+            previous one's (NVTabular's ``fit_finalize``). Every column's ``cardinality`` (and
+            embedding size) is the shared table's. Not with ``max_size``, nor with ``num_buckets``
+            differing per column (``ValueError``). Default False: one id space per vocabulary.
         embedding_dim: overrides the embedding-size heuristic; an int or ``{column: int}``.
         encode_type: ``"joint"`` (default) gives each column, or each ``[["a", "b"]]`` group,
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
@@ -88,14 +93,18 @@ class Categorify(StatOperator):
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
                  on_host: bool = False, num_buckets: Union[None, int, Dict[str, int]] = None, vocabs: Any = None,
                  single_table: bool = False) -> None:
-        if single_table:
-            # NVTabular numbers all columns' vocabularies in one range (fit_finalize's _reset_df_index)
-            # and derives each column's null / OOV ids from its file's first label; tabprep keeps
-            # one id space per vocabulary rather than reproduce that layout approximately
-            raise ValueError("Categorify(single_table=True) is not supported: each vocabulary has its own ids "
-                             "0 (pad), 1 (null), 2.. (OOV), then its values. Use single_table=False (NVTabular's "
-                             "default) and offset the ids of each column yourself if one shared table is needed")
-        self.single_table = False
+        if single_table and max_size:
+            # NVTabular's max_size caps each column's table; the shared table holds all of them
+            raise ValueError("Categorify(single_table=True) cannot take max_size: max_size bounds each column's "
+                             "embedding table, and single_table gives all columns one table whose ids exceed it. "
+                             "Cap the vocabularies with freq_threshold, or use single_table=False")
+        self.single_table = bool(single_table)
+        if self.single_table:
+            # NVTabular 23.08's own paths disagree here (docs/migration.md); say which numbers differ
+            warnings.warn("Categorify(single_table=True): tabprep gives nulls id 1 and unseen values id 2.. in every "
+                          "column, and every column the shared table's embedding size; NVTabular 23.08 gives each "
+                          "column's null and OOV the ids of its first two vocabulary values and sizes each table "
+                          "by its own column (see docs/migration.md)", UserWarning, stacklevel=2)
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
                 # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)
@@ -178,6 +187,10 @@ class Categorify(StatOperator):
         check_keyed_params("Categorify", {"freq_threshold": self.freq_threshold, "max_size": self.max_size,
                                           "num_buckets": self.num_buckets},
                            self._vocab_keys(columns))
+        if self.single_table and len({self.oov_buckets(k) for k in self._vocab_keys(columns)}) > 1:
+            raise ValueError(f"Categorify(single_table=True): num_buckets gives the vocabularies different "
+                             f"out-of-vocabulary counts ({ {k: self.oov_buckets(k) for k in self._vocab_keys(columns)} }), "
+                             f"but the shared table has one OOV range 2..1+B: give one int num_buckets")
         both = [c for c in singled_in_groups(self.input_groups) if c in columns]
         if both and self.encode_type == "joint":
             raise ValueError(f"Categorify(encode_type='joint'): column(s) {both} are selected alone and inside a "
@@ -232,7 +245,7 @@ class Categorify(StatOperator):
         st = self.stats_[key]
         values = _host(st["values"])
         freqs = st.get("freqs")
-        start = OOV_START + self.oov_buckets(key)
+        start = OOV_START + self.oov_buckets(key) + self.id_offset(key)
         index = pd.RangeIndex(start, start + len(values), name="labels")
         data = {key: values}
         if freqs is not None:
@@ -285,6 +298,30 @@ class Categorify(StatOperator):
         self.stats_ = stats
         self._index_cache = {}
 
+    def id_offset(self, key: str) -> int:
+        """How far vocabulary ``key``'s ids are shifted: 0, or with ``single_table`` the number of
+        values of the vocabularies before it (NVTabular 23.08's ``_reset_df_index``)."""
+        if not self.single_table:
+            return 0
+        return self._single_table()[0][key]
+
+    def _single_table(self) -> Any:
+        """``({key: offset}, size of the shared table)``, computed once per fitted ``stats_``."""
+        self._require_fitted()
+        cached = getattr(self, "_table_layout", None)
+        if cached is not None and cached[0] is self.stats_:
+            return cached[1]
+        offsets, total = {}, 0
+        for key, st in self.stats_.items():  # key order: the selection's (kept by keyed fits and saves)
+            offsets[key] = total
+            total += len(st["values"])
+        oov = max((self.oov_buckets(k) for k in self.stats_), default=self.num_oov_buckets)
+        check_id_dtype(self.dtype, OOV_START + oov + total - 1, "Categorify(single_table=True)",
+                       f"{total} categories in the shared table (+ {OOV_START + oov} reserved ids)")
+        layout = (offsets, OOV_START + oov + total)
+        self._table_layout = (self.stats_, layout)
+        return layout
+
     def clear(self) -> None:
         self.stats_ = None
         self._index_cache = {}
@@ -316,7 +353,7 @@ class Categorify(StatOperator):
             return backend.array_module(s).zeros(0, dtype="int64")
         data = backend.int_data(s) if V.is_int_like(s) else None  # values and null mask, read once
         pos = V.index_of(s, self._index(key, s), data=data)
-        ids = pos + (OOV_START + self.oov_buckets(key))  # a fresh array: updated in place below
+        ids = pos + (OOV_START + self.oov_buckets(key) + self.id_offset(key))  # a fresh array: updated below
         unseen = pos < 0
         if backend.any_true(unseen):
             # copyto(where=): element-wise on cupy, where a boolean-mask assignment is a scan
@@ -360,12 +397,15 @@ class Categorify(StatOperator):
         else:
             return None
         ids = backend.index_of_values(q, self._index(key, q))  # a fresh array: updated in place below
-        base = OOV_START + self.oov_buckets(key)
-        unseen = (ids < 0) if self.oov_buckets(key) > 1 else None
-        ids += base  # absent (-1) becomes OOV_START when there is one out-of-vocabulary id
+        offset = self.id_offset(key)
+        base = OOV_START + self.oov_buckets(key) + offset
+        unseen = (ids < 0) if self.oov_buckets(key) > 1 or offset else None
+        ids += base  # absent (-1) becomes OOV_START when there is one out-of-vocabulary id and no offset
+        if unseen is not None and self.oov_buckets(key) == 1:
+            ids[unseen] = OOV_START
         if unseen is not None and nulls is not None:
             unseen &= ~nulls
-        if unseen is not None and unseen.any():
+        if unseen is not None and self.oov_buckets(key) > 1 and unseen.any():
             hashed = q[unseen] if kind != "f" else q[unseen].astype(np.float64)
             h = murmur3_32(hashed).astype(np.uint32, copy=False).astype(np.int64) % self.oov_buckets(key)
             ids[unseen] = OOV_START + h
@@ -396,6 +436,8 @@ class Categorify(StatOperator):
     def cardinality(self, key: str) -> Optional[int]:
         if not self.stats_:
             return None
+        if self.single_table:  # every column's table is the shared one
+            return self._single_table()[1]
         return OOV_START + self.oov_buckets(key) + len(self.stats_[key]["values"])
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
@@ -460,6 +502,7 @@ class Categorify(StatOperator):
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_index_cache"] = {}  # rebuilt lazily where the op runs
+        state.pop("_table_layout", None)
         return state
 
     def state_for_workers(self, state: Dict[str, Any]) -> Dict[str, Any]:

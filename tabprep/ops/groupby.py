@@ -254,7 +254,7 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
     from ..io.dataset import Dataset
 
     ds = data if isinstance(data, Dataset) else Dataset(data)
-    ddf = ds.to_ddf()
+    ddf = ds._to_ddf()
     on = [keys] if isinstance(keys, str) else list(keys)
     shuffled = ddf.shuffle(on=on, npartitions=npartitions or ddf.npartitions)
     return Dataset(shuffled, cpu=ds.cpu)

@@ -288,7 +288,7 @@ def _as_side_table(obj: Any) -> Any:
     from ..io.dataset import Dataset
 
     if isinstance(obj, Dataset):
-        return obj.to_ddf().compute()
+        return obj._to_ddf().compute()
     if type(obj).__module__.startswith(("dask", "dask_cudf")) and hasattr(obj, "compute"):
         return obj.compute()
     return obj

@@ -3,7 +3,9 @@
 Nodes are immutable once built and only ever point at nodes that already exist, so a
 cycle cannot be expressed (:func:`iter_nodes` still refuses one, e.g. from an edited graph).
 Output column order is deterministic: a merge lists its parents' columns in order, and an op
-lists its outputs in the order of its inputs.
+lists its outputs in the order of its inputs. A column that several parents of a merge output
+comes from the last of them, at its place there (NVTabular 23.08's rule; the workflow warns when
+the two compute it differently, see :func:`shadowed_columns`).
 
 An op node may also have *dependencies* (``deps``): nodes computed by ops that the op takes as
 an argument naming columns (NVTabular's ``TargetEncoding(target_node)``,
@@ -13,6 +15,7 @@ inputs; they are not outputs of the op (merlin.dag's ``Node.dependencies``).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..schema import ColumnSelector, Schema
@@ -109,6 +112,18 @@ class Node:
         return as_node(other) - self
 
     # -- columns ---------------------------------------------------------------------
+    def concat_sources(self) -> List[List[str]]:
+        """A ``"concat"`` node's columns taken from each parent, in parent order: a column output by
+        several parents comes from the last of them (NVTabular 23.08's rule, see
+        :func:`_merge_later_wins`), so an earlier parent's copy is not read."""
+        later: set = set()
+        takes: List[List[str]] = []
+        for p in reversed(self.parents):
+            cols = p.output_columns
+            takes.append([c for c in cols if c not in later])
+            later.update(cols)
+        return takes[::-1]
+
     @property
     def upstream(self) -> Tuple["Node", ...]:
         """The nodes computed before this one: its parents, then its dependencies."""
@@ -142,7 +157,7 @@ class Node:
             elif self.kind == "op":
                 self._out = list(self.op.output_column_names(self.input_columns))
             elif self.kind == "concat":
-                self._out = _merge([p.output_columns for p in self.parents], check=True)
+                self._out = _merge_later_wins([p.output_columns for p in self.parents])
             elif self.kind == "drop":
                 dropped = set(self.columns)
                 self._out = [c for c in self.parents[0].output_columns if c not in dropped]
@@ -369,20 +384,97 @@ def _dedupe(names: Iterable[str]) -> List[str]:
     return out
 
 
-def _merge(lists: List[List[str]], check: bool = False) -> List[str]:
+def _merge(lists: List[List[str]]) -> List[str]:
     out: List[str] = []
     seen = set()
     for cols in lists:
         for c in cols:
-            if c in seen:
-                if check:
-                    raise ValueError(
-                        f"duplicate column {c!r}: it is produced by more than one branch of a '+' merge; keep one branch, "
-                        f"or rename one of them (>> ops.Rename(postfix='_x'))")
-                continue
-            seen.add(c)
-            out.append(c)
+            if c not in seen:
+                seen.add(c)
+                out.append(c)
     return out
+
+
+def _merge_later_wins(lists: List[List[str]]) -> List[str]:
+    """The columns of a ``+`` merge of branches outputting ``lists``, as NVTabular 23.08 orders them
+    (merlin-core's ``Schema.__add__``, applied branch by branch): a column that a later branch also
+    outputs moves to that branch's place, since the later branch's values are the ones kept."""
+    out: List[str] = []
+    for cols in lists:
+        if not out:
+            out = _dedupe(cols)
+            continue
+        again = set(cols)
+        if again.isdisjoint(out):
+            out = out + _dedupe(cols)
+        else:
+            out = [c for c in out if c not in again] + _dedupe(cols)
+    return out
+
+
+def _carrier(node: Node, column: str) -> Node:
+    """The first node above ``node`` (itself included) that is not a ``+`` merge, along the
+    branch that ``node``'s ``column`` comes from."""
+    while node.kind == "concat":
+        node = next(p for p, taken in zip(node.parents, node.concat_sources()) if column in taken)
+    return node
+
+
+def _origin(node: Node, column: str) -> Tuple[str, Any]:
+    """Where ``node``'s ``column`` is computed: ``("raw", column)`` for a raw column passed along
+    (same values whichever branch carries it), else ``("op", id of the op node)``."""
+    while True:
+        node = _carrier(node, column)
+        if node.kind == "select":
+            return ("raw", column)
+        if node.kind == "op":
+            return ("op", id(node))
+        node = node.parents[0]  # a drop passes its parent's column along
+
+
+def describe_branch(node: Node) -> str:
+    """``['movieId'] >> JoinExternal >> Categorify``: a branch's chain of ops from its selection
+    (for messages)."""
+    labels: List[str] = []
+    while node.kind in ("op", "drop") and len(node.parents) == 1:
+        if node.kind == "op":
+            labels.append(node.op.label)
+        node = node.parents[0]
+    head = repr(list(node.columns)) if node.kind == "select" else "(" + " + ".join(
+        describe_branch(p) for p in node.parents) + ")"
+    return " >> ".join([head] + labels[::-1])
+
+
+def shadowed_columns(output: Node) -> List[Tuple[str, Node, Node]]:
+    """``(column, earlier branch, later branch)`` for every column that two branches of a ``+``
+    merge compute differently (a raw column selected twice is not listed); each branch is the node
+    that carries the column into the merge. NVTabular 23.08, and tabprep, keep the later branch's
+    values; the caller warns."""
+    found: List[Tuple[str, Node, Node]] = []
+    for n in iter_nodes(output):
+        if n.kind != "concat" or len(n.parents) < 2:
+            continue
+        takes = n.concat_sources()
+        for i, p in enumerate(n.parents[:-1]):
+            kept = set(takes[i])
+            for c in [c for c in p.output_columns if c not in kept]:
+                winner = next(q for q, t in zip(n.parents[i + 1:], takes[i + 1:]) if c in t)
+                if _origin(p, c) != _origin(winner, c):
+                    found.append((c, _carrier(p, c), _carrier(winner, c)))
+    return found
+
+
+def warn_shadowed(output: Node) -> None:
+    """Warn about each column that two branches of a ``+`` compute differently: the later branch's
+    values are kept, as NVTabular 23.08 does silently (docs/migration.md, notebook 02). Called when
+    a workflow is built, and again when a tag selection is resolved on the data's schema."""
+    for col, earlier, later in shadowed_columns(output):
+        warnings.warn(
+            f"column {col!r} is output by two branches of a '+' merge that compute it differently, "
+            f"{describe_branch(earlier)} and later {describe_branch(later)}: as in NVTabular 23.08, the "
+            f"later branch's values are kept (its schema merged over the earlier one's). To keep the other, "
+            f"leave {col!r} out of the later branch (node[[...]] or node - [{col!r}]) or rename one of "
+            f"them (>> ops.Rename(postfix='_x'))", UserWarning, stacklevel=3)
 
 
 def iter_nodes(output: Node) -> List[Node]:

@@ -210,12 +210,12 @@ class _Builder:
             init = tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(values), dtype=tf.int64))
             table = tf.lookup.StaticHashTable(init, default_value=-1)
             self.tables.append(table)
-            jobs += [(c, table) for c in cols]
-        base, B = 2 + op.num_oov_buckets, op.num_oov_buckets
+            jobs += [(c, table, 2 + op.num_oov_buckets + op.id_offset(key)) for c in cols]  # single_table shifts
+        B = op.num_oov_buckets
 
         def run(cols: Dict[str, _T]) -> Dict[str, _T]:
             out = {}
-            for c, table in jobs:
+            for c, table, base in jobs:
                 t = cols[c]
                 q = tf.cast(t.values, tf.int64) if t.kind in "ib" else t.values
                 pos = table.lookup(q)

@@ -148,6 +148,8 @@ class _Categorify(Kernel):
                                     f"per num_buckets value")
         self.B = counts.pop() if counts else op.num_oov_buckets
         self.base = 2 + self.B
+        #: the first vocabulary id per vocabulary (single_table shifts each: Categorify.id_offset)
+        self.base_of = {k: self.base + op.id_offset(k) for k in keys}
         self.jobs = []  # (output name, input columns, vocabulary key, combo?)
         self.tables: Dict[str, Any] = {}
         self.getters: Dict[str, Any] = {}
@@ -173,7 +175,8 @@ class _Categorify(Kernel):
         self.ids_by_value: Dict[str, Dict[Any, int]] = {}
         for key, table in self.tables.items():
             if isinstance(table, IntTable) and table.size <= DICT_MAX:
-                ids = dict(zip(_vocab_order(table).tolist(), range(self.base, self.base + table.size)))
+                first = self.base_of[key]
+                ids = dict(zip(_vocab_order(table).tolist(), range(first, first + table.size)))
                 ids[None] = 1
                 self.ids_by_value[key] = ids
         self.getters = {k: getter(t) for k, t in self.tables.items()}
@@ -188,14 +191,14 @@ class _Categorify(Kernel):
         # computed in one pass (26 Criteo columns: a few numpy calls in all instead of per column)
         self.hashed_jobs = [(name, src[0], self.tables[key]) for name, src, key, combo in self.jobs
                             if not combo and isinstance(self.tables[key], IntTable)
-                            and self.tables[key].hashed is not None]
+                            and self.tables[key].hashed is not None and self.base_of[key] == self.base]
         done = {name for name, _, _ in self.hashed_jobs}
         self.other_jobs = [job for job in self.jobs if job[0] not in done]
 
     def _encoder(self, key: str, kind: str) -> Callable[[Any], int]:
         """One checked value (None: null) -> its id. With ``.direct = (dict, default)`` when that
         is all it does: the flat row plan then probes the dict itself, with no call."""
-        table, base, one = self.tables[key], self.base, self._one
+        table, base, one = self.tables[key], self.base_of[key], self._one
         ids = self.ids_by_value.get(key)
         if ids is not None:
             get = ids.get
@@ -219,7 +222,7 @@ class _Categorify(Kernel):
             if x is None:
                 return 1
             p = tget(x, -1)
-            return p + base if p >= 0 else one(x, table, kind)
+            return p + base if p >= 0 else one(x, table, kind, base)
 
         return encode
 
@@ -228,7 +231,7 @@ class _Categorify(Kernel):
         return self.encoders[c]
 
     # batch
-    def _encode(self, col: Col, table: Any, kind: str) -> np.ndarray:
+    def _encode(self, col: Col, table: Any, kind: str, base: int) -> np.ndarray:
         v = col.values
         if isinstance(table, ObjectTable):
             q = v.astype(object) if v.dtype.kind != "O" else v
@@ -237,7 +240,7 @@ class _Categorify(Kernel):
         else:
             pos = table.lookup(v.astype(np.int64, copy=False))
             nulls = col.mask
-        ids = pos + self.base
+        ids = pos + base
         unseen = pos < 0
         if unseen.any():
             if self.B == 1:
@@ -277,10 +280,10 @@ class _Categorify(Kernel):
         for name, src, key, combo in self.other_jobs:
             if combo:
                 keys = _combo_keys([cols[c] for c in src], [self.kinds[c] for c in src], self.combo_format)
-                out[name] = Col(self._encode(Col(keys), self.tables[key], "s"))
+                out[name] = Col(self._encode(Col(keys), self.tables[key], "s", self.base_of[key]))
                 continue
             col = cols[src[0]]
-            out[name] = col.with_values(self._encode(col, self.tables[key], self.kinds[src[0]]))
+            out[name] = col.with_values(self._encode(col, self.tables[key], self.kinds[src[0]], self.base_of[key]))
         return out
 
     # one row
@@ -289,7 +292,6 @@ class _Categorify(Kernel):
 
     def row(self, vals: Dict[str, Any]) -> Dict[str, Any]:
         out = {}
-        base = self.base
         for name, c, _, _, _ in self.row_jobs:
             v, fn = vals[c], self.encoders[name]
             if v is None and self.is_list[c]:
@@ -304,14 +306,14 @@ class _Categorify(Kernel):
                 out[name] = 1
                 continue
             p = table.get(k)
-            out[name] = p + base if p >= 0 else self._oov(k, "s")
+            out[name] = p + self.base_of[name] if p >= 0 else self._oov(k, "s")
         return {name: out[name] for name in self.outputs}
 
-    def _one(self, v: Any, table: Any, kind: str) -> int:
+    def _one(self, v: Any, table: Any, kind: str, base: int) -> int:
         if v is None or (kind == "f" and v != v):
             return 1
         p = table.get(int(v) if kind == "b" else v)
-        return p + self.base if p >= 0 else self._oov(v, kind)
+        return p + base if p >= 0 else self._oov(v, kind)
 
 
 def _vocab_order(table: IntTable) -> np.ndarray:

@@ -85,9 +85,9 @@ class ServingTransform:
             want = needed[id(n)]
             if not want:
                 continue
-            if n.kind == "concat":
-                for p in n.parents:
-                    needed[id(p)] |= want & set(p.output_columns)
+            if n.kind == "concat":  # a column from several branches: the last one's (Node.concat_sources)
+                for p, taken in zip(n.parents, n.concat_sources()):
+                    needed[id(p)] |= want & set(taken)
             elif n.kind == "drop":
                 needed[id(n.parents[0])] |= want
             elif n.kind == "op":
@@ -191,7 +191,7 @@ class ServingTransform:
                 env[i] = out
             elif kind == "select":
                 env[i] = {c: env_inputs[c] for c in arg}
-            elif kind == "concat":  # a merge's parents never share a column (the graph refuses that)
+            elif kind == "concat":  # parents share no needed column (see the plan: Node.concat_sources)
                 if len(arg) == 1:
                     env[i] = env[arg[0]]
                 else:

@@ -8,8 +8,9 @@ from typing import Any, Dict
 
 from .. import backend
 from .._util import did_you_mean, refuse_duplicate_columns
-from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
-                      unit_drift)
+from ..ops.node import warn_shadowed
+from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, merge_column_schemas, nest_like,
+                      normalize_dtype, unit_drift)
 
 
 class WorkflowContract:
@@ -18,8 +19,13 @@ class WorkflowContract:
     # -- schema ----------------------------------------------------------------------
     def _bind(self, input_schema: Schema, source: str = "the dataset") -> None:
         """Check every selected column exists and compute every node's schema."""
+        tagged = any(n.kind == "select" and n.tags for n in self.nodes)
         for n in self.nodes:  # ColumnSelector(tags=...): the schema's tagged columns, fixed from now on
             n.resolve_tags(input_schema)
+        if tagged:  # the columns a tag selection brought in may now come from two branches
+            for n in self.nodes:
+                n._out = None
+            warn_shadowed(self.output_node)
         available = input_schema.column_names
         for col in self.input_columns:
             if col not in input_schema:
@@ -42,6 +48,14 @@ class WorkflowContract:
                 sch = Schema()
                 for p in n.parents:
                     sch = sch + schemas[id(p)]
+                if sum(len(schemas[id(p)]) for p in n.parents) != len(sch):
+                    # a column from several branches: the later one's values, both schemas merged
+                    # (NVTabular's rule, see Node.concat_sources)
+                    cols: Dict[str, Any] = {}
+                    for p in n.parents:
+                        for c in schemas[id(p)]:
+                            cols[c.name] = merge_column_schemas(cols[c.name], c) if c.name in cols else c
+                    sch = Schema([cols[c] for c in n.output_columns])
                 schemas[id(n)] = sch
             elif n.kind == "drop":
                 schemas[id(n)] = schemas[id(n.parents[0])].select(n.output_columns)

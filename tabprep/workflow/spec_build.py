@@ -47,11 +47,16 @@ def workflow_from_spec(spec: Any) -> Any:
     node: Optional[Node] = None
     for i in outputs:
         part = builder.build(i)
-        try:
-            node = part if node is None else node + part
-            node.output_columns  # noqa: B018 - duplicate output columns raise here
-        except ValueError as exc:
-            raise loc.error("duplicate output columns", ("features", i), str(exc)) from None
+        if node is not None:
+            # a spec lists its features side by side: a column output by two of them is an error here
+            # (a Python graph's '+' keeps the later branch's, NVTabular's rule, with a warning)
+            have = set(node.output_columns)
+            again = [c for c in part.output_columns if c in have]
+            if again:
+                raise loc.error("duplicate output columns", ("features", i),
+                                f"duplicate column {again[0]!r}: it is output by more than one feature; keep it in "
+                                f"one, or rename it in one of them (ops: [{{Rename: {{postfix: _x}}}}])")
+        node = part if node is None else node + part
     wf = Workflow(node)
     names = {}
     for i, n in builder.nodes.items():

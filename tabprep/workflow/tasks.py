@@ -239,7 +239,7 @@ def for_workers(wf: "Workflow") -> "Workflow":
 
 def _transform_frame(ds: Any, columns: List[str], wf: Any, out_of_fold: bool, cast: bool, meta: Any) -> Any:
     """The dask frame of a lazy transform (see :meth:`Workflow.transform`)."""
-    return ds.to_ddf(columns=columns).map_partitions(_transform_partition, wf, out_of_fold, cast, meta=meta,
+    return ds._to_ddf(columns=columns).map_partitions(_transform_partition, wf, out_of_fold, cast, meta=meta,
                                                      enforce_metadata=False, transform_divisions=False,
                                                      align_dataframes=False)
 

@@ -19,7 +19,7 @@ from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_m
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
 from .fusion import plan_chains, run_chain_node
-from .node import Node, as_node, iter_nodes, upstream_ids
+from .node import Node, as_node, iter_nodes, upstream_ids, warn_shadowed
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
 from .profiling import FIT_PROFILE_SAMPLE_ROWS, PROFILE_SAMPLE_ROWS, PROFILE_UNIT, profile_unit  # noqa: F401
 from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
@@ -72,6 +72,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         self.op_timer: Optional[Callable[[str, str, str, float, int], None]] = None
         # check that the graph's columns resolve (duplicate names across merges etc.)
         self.output_node.output_columns  # noqa: B018
+        warn_shadowed(self.output_node)
 
     # -- introspection ---------------------------------------------------------------
     def node_id(self, node: Node) -> str:
@@ -184,6 +185,10 @@ class Workflow(WorkflowContract, WorkflowCompat):
                 out = df[list(n.columns)]
             elif n.kind == "concat":
                 parts = [cache[id(p)] for p in n.parents]
+                takes = n.concat_sources()
+                if any(len(t) != len(p.output_columns) for t, p in zip(takes, n.parents)):
+                    # a column output by several branches: the last one's values (NVTabular's rule)
+                    parts = [part[t] for part, t in zip(parts, takes) if t]
                 _check_same_rows(parts)
                 out = backend.concat_columns(parts)
                 out = out[n.output_columns] if list(out.columns) != n.output_columns else out
@@ -320,7 +325,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         # int dtypes). Other data: the dask frame's partitions.
         parts = ds._piece_readers(columns, arrow=True)
         if parts is None:
-            ddf = ds.to_ddf(columns=columns)
+            ddf = ds._to_ddf(columns=columns)
             parts, meta = ddf.to_delayed(), ddf._meta
         else:  # no dask frame to build (on a GPU client 0.2-0.5 s of every fit)
             meta = ds.meta_frame(columns)

@@ -240,3 +240,31 @@ def test_transform_frame_keeps_arrow_list_columns_arrow():
     out = tp.Workflow(["l"] >> ops.ListSlice(2)).transform(df)
     assert isinstance(out["l"].dtype, pd.ArrowDtype)
     assert pa.array(out["l"].array).to_pylist() == [[3, 1], [], None]
+
+
+def test_to_ddf_partitions_hold_numpy_list_cells(tmp_path):
+    """merlin-core's Dataset.to_ddf() on the CPU (pyarrow's to_pandas): list columns are object
+    columns of numpy arrays, in the partitions and in the meta; a null row is None. Read back from
+    parquet, from a transform, and from a pandas frame with Arrow list columns."""
+    table = pa.table({"l": pa.array([[1, 2], None, [], [3]], pa.list_(pa.int64())),
+                      "s": pa.array([["a"], ["b", None], None, []], pa.list_(pa.string())),
+                      "x": [1.0, np.nan, np.inf, 4.0]})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=2)
+    ds = tp.Dataset(str(tmp_path / "d.parquet"), row_groups_per_part=1)
+    ddf = ds.to_ddf()
+    assert ddf.npartitions == 2
+    assert ddf._meta["l"].dtype == object and ddf._meta["s"].dtype == object
+    got = ddf.compute()
+    assert got["l"].iloc[0].dtype == np.int64 and got["l"].iloc[0].tolist() == [1, 2]
+    assert got["l"].iloc[1] is None and len(got["l"].iloc[2]) == 0
+    assert got["s"].iloc[1].tolist() == ["b", None]
+    assert got["x"].iloc[2] == np.inf
+    # partition-wise, as a user's map_partitions sees them
+    dtypes = ddf.map_partitions(lambda p: pd.Series([type(c).__name__ for c in p["l"]]), meta=("t", object))
+    assert dtypes.compute().tolist() == ["ndarray", "NoneType", "ndarray", "ndarray"]
+    assert ddf.get_partition(1).compute()["l"].iloc[1].tolist() == [3]
+    # a transform's output, and a frame given with Arrow list columns
+    out = tp.Workflow(["l"] >> tp.ops.Categorify()).fit_transform(ds).to_ddf().compute()
+    assert out["l"].iloc[0].dtype == np.int64 and out["l"].iloc[0].tolist() == [3, 4] and out["l"].iloc[1] is None
+    arrow_frame = table.to_pandas(types_mapper=pd.ArrowDtype)
+    assert tp.Dataset(arrow_frame).to_ddf().compute()["l"].iloc[0].dtype == np.int64

@@ -13,6 +13,8 @@ cells of notebook 03 (``LocalCUDACluster``, rmm pools, ``nvidia-smi``) are skipp
 """
 from __future__ import annotations
 
+import warnings
+
 import graphviz
 import numpy as np
 import pandas as pd
@@ -162,7 +164,7 @@ def _notebook_02_nodes(movies, genres_columns=None):
     return userId, movieId, genres, binary_rating
 
 
-def test_02_advanced_workflow():
+def test_02_advanced_workflow(tmp_path):
     cols = ["userId", "movieId", "rating", "timestamp"]
     # The notebook shuffles and cuts at row 600_000; here the first 168 rows keep distinct counts.
     data = pd.concat([_ratings(seed=2), _ratings(seed=3).iloc[:20], _valid()])[cols].reset_index(drop=True)
@@ -178,16 +180,40 @@ def test_02_advanced_workflow():
         train_ds.shuffle_by_keys("userId")
 
     # The notebook's graph as written: the join outputs `movieId` (its key, in columns_ext) as well
-    # as `genres`, so `movieId` comes from two branches of the `+`. NVTabular 23.08 keeps the later
-    # branch's data (the join's Categorify(freq_threshold=10)) under the earlier branch's tags;
-    # tabprep refuses the ambiguous merge by name (docs/migration.md).
+    # as `genres`, so `movieId` comes from two branches of the `+`. NVTabular 23.08 (merlin-core's
+    # LocalExecutor._merge_upstream_columns, Schema.__add__) keeps the later branch's values (the
+    # join's Categorify(freq_threshold=10)) and merges the schemas (tags of both, the later one's
+    # properties); tabprep does the same and warns, naming the column and both branches.
     userId, movieId, genres, binary_rating = _notebook_02_nodes(movies)
-    with pytest.raises(ValueError, match="duplicate column 'movieId'"):
-        tp.Workflow(userId + movieId + genres + binary_rating)
+    with pytest.warns(UserWarning, match=r"'movieId'.*\['movieId'\] >> Categorify >> AddTags and later "
+                                         r"\['movieId'\] >> JoinExternal >> Categorify.*values are kept"):
+        workflow = tp.Workflow(userId + movieId + genres + binary_rating)
+    train_transformed = workflow.fit_transform(train_ds)
+    valid_transformed = workflow.transform(valid_ds)
+    assert list(valid_transformed.compute().head().columns) == ["userId", "movieId", "genres", "binary_rating"]
+    items_10 = _ids(train["movieId"], freq_threshold=10)  # the join branch's vocabulary
+    assert 0 < len(items_10) < train["movieId"].nunique()
+    for frame, got in ((train, train_transformed.compute()), (valid, valid_transformed.compute())):
+        assert got["movieId"].tolist() == _encode(frame["movieId"], items_10)
+        assert got["userId"].tolist() == _encode(frame["userId"], _ids(train["userId"]))
+    schema = train_transformed.schema
+    assert "movieId" in schema.select_by_tag(Tags.ITEM_ID).column_names  # both branches' tags
+    assert "movieId" in schema.select_by_tag(Tags.CATEGORICAL).column_names
+    assert schema["movieId"].properties["domain"]["max"] == max(items_10.values())
+    assert tp.get_embedding_sizes(workflow)["movieId"][0] == 3 + len(items_10)
+    # after save / load: the same ids (serving: tests/nvtabular/test_graph.py; no JoinExternal kernel)
+    got_v = valid_transformed.compute()
+    workflow.save(tmp_path / "wf")
+    with pytest.warns(UserWarning, match="'movieId'.*values are kept"):
+        loaded = tp.Workflow.load(tmp_path / "wf", trusted=True)  # the notebook's rating_to_binary
+    assert loaded.transform(valid_ds).compute()["movieId"].tolist() == got_v["movieId"].tolist()
+    assert loaded.output_schema["movieId"] == schema["movieId"]
 
     # The same graph with the join's output narrowed to `genres` (node["genres"], NVTabular's spelling).
     userId, movieId, genres, binary_rating = _notebook_02_nodes(movies, "genres")
-    workflow = tp.Workflow(userId + movieId + genres + binary_rating)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one branch per column: no warning
+        workflow = tp.Workflow(userId + movieId + genres + binary_rating)
     train_transformed = workflow.fit_transform(train_ds)
     valid_transformed = workflow.transform(valid_ds)
     head = valid_transformed.compute().head()

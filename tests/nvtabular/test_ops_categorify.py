@@ -261,13 +261,99 @@ def test_num_buckets_dict_at_serving_time():
         ServingTransform(mixed)
 
 
-def test_single_table_is_refused_by_name():
-    """single_table=True (Categorify.fit_finalize's _reset_df_index: all columns' ids in one
-    consecutive range, with _encode's null/OOV offsets taken from each file's first label) is not
-    reproduced: a ValueError naming the option, never ids of another layout. single_table=False,
-    NVTabular's default, is accepted."""
-    with pytest.raises(ValueError, match="single_table"):
-        ops.Categorify(single_table=True)
+def _single_table_reference(train: pd.DataFrame, frame: pd.DataFrame, groups, B: int = 1) -> dict:
+    """Categorify(single_table=True), as NVTabular 23.08's fit_finalize lays it out
+    (_reset_df_index: each vocabulary's ids continue after the previous one's) with the id
+    convention NVTabular documents: 0 pad, 1 null, 2..1+B OOV, shared by all columns. ``groups``:
+    the vocabularies in column order, each a list of the columns sharing it (joint groups)."""
+    out, start = {}, 2 + B
+    for cols in groups:
+        counts = Counter(v for c in cols for v in train[c] if v is not None and v == v)
+        order = sorted(counts, key=lambda v: (-counts[v], v))
+        ids = {v: start + i for i, v in enumerate(order)}
+        start += len(order)
+        for c in cols:
+            out[c] = [1 if v is None or v != v else ids.get(v, 2) for v in frame[c]]
+    out["_size"] = start
+    return out
+
+
+def test_single_table_one_id_range_for_all_columns(tmp_path, backend):
+    """NVTabular 23.08 Categorify(single_table=True) (fit_finalize's _reset_df_index, checked by its
+    test_categorify_single_table: a later column's ids lie above the earlier columns'): one id range
+    for all the op's vocabularies, null 1 and OOV 2 (NVTabular's documented convention), every
+    column's embedding table the shared one; save/load and serving give the same ids."""
+    train = pd.DataFrame({"Authors": [None, "User_A", "User_A", "User_E", "User_B", "User_C", "User_A"],
+                          "Engaging_User": [None, "User_B", "User_B", "User_A", "User_D", "User_D", "User_B"],
+                          "p": [10, 20, 20, 30, 10, 20, 40]})
+    valid = pd.DataFrame({"Authors": ["User_B", "User_Z", None], "Engaging_User": ["User_A", "User_D", "User_Q"],
+                          "p": [40, 50, 10]})
+    with pytest.warns(UserWarning, match=r"single_table=True.*null.*id 1.*NVTabular 23.08.*migration"):
+        node = ["Authors", "Engaging_User", "p"] >> ops.Categorify(single_table=True)
+    wf = tp.Workflow(node)
+    got = to_pandas(wf.fit_transform(make_dataset(train, backend, nparts=3)).compute())
+    got_v = to_pandas(wf.transform(make_dataset(valid, backend, nparts=2)).compute())
+    cols = ["Authors", "Engaging_User", "p"]
+    groups = [[c] for c in cols]
+    want, want_v = _single_table_reference(train, train, groups), _single_table_reference(train, valid, groups)
+    for c in cols:
+        assert got[c].tolist() == want[c], c
+        assert got_v[c].tolist() == want_v[c], c
+    # NVTabular's own check: each column's vocabulary ids lie above the previous column's
+    assert min(v for v in got["Engaging_User"] if v > 2) > max(got["Authors"])
+    size = want["_size"]
+    assert all(tp.get_embedding_sizes(wf)[c][0] == size for c in cols)
+    assert all(wf.output_schema[c].properties["domain"]["max"] == size - 1 for c in cols)
+    # the vocabulary files as NVTabular's op.categories: the index is the id
+    frame = node.op.category_frame("Engaging_User")
+    assert frame.index[0] == 3 + 4 and frame["Engaging_User"].tolist()[0] == "User_B"
+    wf.save(tmp_path / "wf")
+    loaded = tp.Workflow.load(tmp_path / "wf")
+    assert to_pandas(loaded.transform(tp.Dataset(valid)).compute()).equals(got_v)
+    served = tp.ServingTransform(loaded)(valid)
+    for c in cols:
+        assert np.asarray(served[c]).ravel().tolist() == want_v[c], c
+    row = tp.ServingTransform(loaded).transform_row(valid.iloc[1].to_dict())
+    assert [int(np.asarray(row[c]).ravel()[0]) for c in cols] == [want_v[c][1] for c in cols]
+
+
+def test_single_table_with_groups_lists_and_buckets():
+    """A joint group is one vocabulary (one block of the shared range); list columns are encoded
+    element-wise; with num_buckets=3 the OOV ids 2..4 are shared and the vocabularies start at 5."""
+    train = pd.DataFrame({"a": ["x", "y", "x", None], "b": ["y", "z", None, "z"], "n": [1.5, np.nan, 1.5, np.inf],
+                          "l": [[1, 2], [2], None, [3, 2]]})
+    valid = pd.DataFrame({"a": ["z", "w"], "b": ["x", None], "n": [np.inf, -1.0], "l": [[2, 9], []]})
+    with pytest.warns(UserWarning, match="num_buckets"):
+        op = ops.Categorify(single_table=True, num_buckets=3)
+    wf = tp.Workflow([["a", "b"], "n", "l"] >> op)
+    wf.fit(tp.Dataset(train))
+    got = wf.transform(tp.Dataset(valid)).compute()
+    # the vocabularies in NVTabular's grouped_names order: plain columns, then groups
+    nv = {1.5: 5, np.inf: 6}       # n: 1.5 twice, inf once
+    lv = {2: 7, 1: 8, 3: 9}        # l's elements: 2 three times, then 1 and 3 once
+    ab = {"x": 10, "y": 11, "z": 12}  # a and b together: x, y, z twice each (ties by value)
+    assert got["a"].tolist()[0] == ab["z"] and 2 <= got["a"].tolist()[1] <= 4  # w: hashed into the OOV ids
+    assert got["b"].tolist() == [ab["x"], 1]
+    assert got["n"].tolist()[0] == nv[np.inf] and 2 <= got["n"].tolist()[1] <= 4
+    first = list(got["l"].iloc[0])
+    assert first[0] == lv[2] and 2 <= first[1] <= 4 and len(got["l"].iloc[1]) == 0
+    single, multi = tp.get_embedding_sizes(wf, multihot=True)
+    assert {c: s[0] for c, s in {**single, **multi}.items()} == {"a": 13, "b": 13, "n": 13, "l": 13}
+
+
+def test_single_table_passes_check_op():
+    check_op(ops.Categorify(single_table=True))
+
+
+def test_single_table_refusals_name_the_option():
+    """max_size bounds each column's table, which one shared table cannot honour; per-column
+    num_buckets would give the columns different OOV ranges in the shared one."""
+    with pytest.raises(ValueError, match="single_table.*max_size"):
+        ops.Categorify(single_table=True, max_size=10)
+    df = pd.DataFrame({"a": ["x"], "b": ["y"]})
+    with pytest.raises(ValueError, match="single_table.*num_buckets"):
+        tp.Workflow(["a", "b"] >> ops.Categorify(single_table=True, num_buckets={"a": 2, "b": 3},
+                                                   freq_threshold=1)).fit(df)
     out = tp.Workflow(["x"] >> ops.Categorify(single_table=False)).fit_transform(
         tp.Dataset(pd.DataFrame({"x": ["a", None]}))).to_ddf().compute()
     assert out["x"].tolist() == [3, 1]
