@@ -515,3 +515,30 @@ def test_no_workflow_parquet_columns_read_without_pandas_keep_values_dtypes_and_
             assert a[name].dtype == b[name].dtype
             np.testing.assert_array_equal(a[name], b[name])
     assert sorted(_collect(shuffled)["i64"].tolist()) == sorted(ref["i64"].tolist())
+
+
+def test_cpu_batches_outlive_their_loader_writable_and_unchanged(tmp_path):
+    # issue 33 (CPU): a chunk's blocks come from Arrow's memory pool, which recycles freed memory:
+    # batches kept by the caller must keep their memory (values unchanged while later epochs and
+    # loaders allocate), stay writable numpy arrays, and 64-byte aligned where a batch starts a block
+    import gc
+
+    rng = np.random.default_rng(21)
+    n = 5000
+    df = pd.DataFrame({"a": rng.integers(-2**40, 2**40, n), "b": rng.integers(0, 9, n).astype("int32"),
+                       "f": rng.normal(size=n).astype("float32"), "y": rng.integers(0, 2, n)})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp_path / "d.parquet"), row_group_size=700)
+    kw = dict(label_names=["y"], cat_names=["a", "b"], cont_names=["f"], buffer_size=1500, device="cpu")
+    loader = DataLoader(str(tmp_path), 512, shuffle=False, **kw)
+    kept = list(loader)
+    del loader
+    gc.collect()
+    for seed in range(3):   # more chunks allocated (and freed) from the same pool
+        for bt in DataLoader(str(tmp_path), 512, shuffle=True, seed=seed, **kw):
+            for v in bt.values():
+                v[:] = 0
+    got = _collect(kept)
+    for name in ("a", "b", "f", "y"):
+        np.testing.assert_array_equal(got[name], df[name].to_numpy())
+    assert all(isinstance(v, np.ndarray) and v.flags.writeable for bt in kept for v in bt.values())
+    assert kept[0]["a"].ctypes.data % 64 == 0 and kept[0]["f"].ctypes.data % 64 == 0

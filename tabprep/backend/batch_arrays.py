@@ -23,7 +23,10 @@ def _aligned_empty(shape: Tuple[int, ...], dtype: np.dtype, first_byte: int) -> 
     """An uninitialised C-contiguous array of ``shape`` whose byte ``first_byte`` starts on an
     :data:`ALIGN`-byte boundary."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    # from Arrow's memory pool (mimalloc): it keeps freed chunks for the next ones, where a large
+    # np.empty is a fresh mmap whose pages fault on first write (about a third of a chunk's copy
+    # into its block); the array keeps the Arrow buffer alive, which returns to the pool with it
+    buf = np.frombuffer(pa.allocate_buffer(nbytes + ALIGN), dtype=np.uint8)
     off = (-(buf.ctypes.data + first_byte)) % ALIGN
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
@@ -48,7 +51,8 @@ hold them: on the CPU a new array aligned at row ``first_row`` (:func:`take_alig
 take_rows.register(object, take_aligned)
 
 take_block = Dispatch("take_block", """One 2-D block ``(len(arrays), rows)`` of same-dtype 1-D arrays, row ``j``
-holding ``arrays[j][perm]`` (``perm`` None: all rows, in order): the loader keeps a chunk's columns of
+holding ``arrays[j][perm]`` (``perm`` None: all rows, in order; else valid row indices, not
+bounds-checked on the CPU: the loader passes a permutation of the rows): the loader keeps a chunk's columns of
 one dtype and role (features / labels) in one block, so a batch is one slice of it and reaches a
 framework in one DLPack hand-off. Dispatched on ``like`` (``arrays[0]``). On the CPU each row's element
 ``first_row`` starts on an :data:`ALIGN`-byte boundary and rows are :data:`ALIGN`-byte multiples apart
@@ -105,7 +109,9 @@ def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], fi
         arrow = isinstance(arr, (pa.Array, pa.ChunkedArray))
         if indices is not None:
             # numpy values go to Arrow without a copy (no mask: NaN stays a value, not a null)
-            _fill(out[j], _arrow_chunks(pc.take(arr if arrow else pa.array(arr), indices)))
+            # no bounds check: ``perm`` is a permutation of the chunk's rows (a pass over the
+            # indices per column saved, about a sixth of the gather)
+            _fill(out[j], _arrow_chunks(pc.take(arr if arrow else pa.array(arr), indices, boundscheck=False)))
         elif perm is None:
             _fill(out[j], _arrow_chunks(arr) if arrow else [arr])
         else:   # indices are valid; "clip" avoids a buffered copy
