@@ -7,7 +7,10 @@ on the same :class:`~tabprep.backend.dispatch.Dispatch` objects. Split from
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+import contextlib
+import sys
+import threading
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -19,14 +22,69 @@ from .dispatch import Dispatch, register_gpu_lazy
 ALIGN = 64
 
 
+class BufferPool:
+    """Host buffers of a loader's chunks, handed out again once no array made from them is alive.
+
+    A chunk's blocks are tens of MB; memory fresh from the allocator (a new mapping, or pages the
+    allocator gave back) faults on its first write, which costs about as much as the copy into it.
+    The pool keeps up to ``max_buffers`` buffers and reuses one only when nothing but the pool
+    references it (CPython's reference count: every numpy view of it, and every DLPack tensor made
+    from those, holds a reference), so batches a caller keeps are never overwritten. One pool per
+    epoch of a loader (:class:`~tabprep.loader.prefetch._ChunkStream`): it goes with the epoch.
+    """
+
+    def __init__(self, max_buffers: int = 16) -> None:
+        self._bufs: list = []
+        self._max = int(max_buffers)
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """A uint8 buffer of at least ``nbytes`` bytes (at most a quarter more when reused)."""
+        with self._lock:
+            bufs = self._bufs
+            spare = None
+            for i in range(len(bufs)):
+                # 2 references: the pool's list and getrefcount's argument; no array of it is alive
+                if sys.getrefcount(bufs[i]) == 2:
+                    if nbytes <= len(bufs[i]) <= nbytes + nbytes // 4:
+                        return bufs[i]
+                    spare = i if spare is None else spare
+            buf = _new_buffer(nbytes)
+            if len(bufs) < self._max:
+                bufs.append(buf)
+            elif spare is not None:   # a free buffer of another size makes room
+                bufs[spare] = buf
+            return buf
+
+
+_current = threading.local()
+
+
+@contextlib.contextmanager
+def block_buffers(pool: Optional[BufferPool]) -> Iterator[None]:
+    """Within the block, this thread's aligned arrays (:func:`take_block`, :func:`take_aligned`) come
+    from ``pool`` (None: new buffers)."""
+    prev = getattr(_current, "pool", None)
+    _current.pool = pool
+    try:
+        yield
+    finally:
+        _current.pool = prev
+
+
+def _new_buffer(nbytes: int) -> np.ndarray:
+    # from Arrow's memory pool (mimalloc), which reuses recently freed memory, where a large
+    # np.empty is a fresh mapping whose pages all fault on first write; the array keeps the Arrow
+    # buffer alive, which returns to Arrow's pool with it
+    return np.frombuffer(pa.allocate_buffer(nbytes), dtype=np.uint8)
+
+
 def _aligned_empty(shape: Tuple[int, ...], dtype: np.dtype, first_byte: int) -> np.ndarray:
     """An uninitialised C-contiguous array of ``shape`` whose byte ``first_byte`` starts on an
-    :data:`ALIGN`-byte boundary."""
+    :data:`ALIGN`-byte boundary (from the thread's :class:`BufferPool` inside :func:`block_buffers`)."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    # from Arrow's memory pool (mimalloc): it keeps freed chunks for the next ones, where a large
-    # np.empty is a fresh mmap whose pages fault on first write (about a third of a chunk's copy
-    # into its block); the array keeps the Arrow buffer alive, which returns to the pool with it
-    buf = np.frombuffer(pa.allocate_buffer(nbytes + ALIGN), dtype=np.uint8)
+    pool = getattr(_current, "pool", None)
+    buf = pool.take(nbytes + ALIGN) if pool is not None else _new_buffer(nbytes + ALIGN)
     off = (-(buf.ctypes.data + first_byte)) % ALIGN
     return buf[off:off + nbytes].view(dtype).reshape(shape)
 
