@@ -162,7 +162,8 @@ def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], fi
     if perm is not None and dtype.kind in _ARROW_TAKE_KINDS:
         import pyarrow.compute as pc
 
-        indices = pa.array(perm.astype(np.uint32 if n < 2 ** 32 else np.int64, copy=False))
+        # the permutation as it is (int64: no conversion per block; Arrow's take runs as fast with it)
+        indices = pa.array(perm if perm.dtype.kind in "iu" else perm.astype(np.int64))
     for j, arr in enumerate(arrays):
         arrow = isinstance(arr, (pa.Array, pa.ChunkedArray))
         if indices is not None:
