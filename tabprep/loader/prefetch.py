@@ -163,8 +163,9 @@ class _ChunkStream:
                 loader = self._loader()
                 if loader is None:
                     raise RuntimeError("the loader was garbage-collected")
-                self._pf = _Prefetcher(_weak_producer(loader, self.plan, self._buffers), range(k, len(self.plan.chunks)),
-                                       self.prefetch, init=self._init, owner=self, workers=self.threads)
+                self._pf = _Prefetcher(_weak_producer(loader, self.plan, self._buffers),
+                                       range(k, len(self.plan.chunks)), self.prefetch, init=self._init, owner=self,
+                                       workers=self.threads)
             got, chunk = self._pf.get()
             assert got == k, (got, k)
             self._next = k + 1
