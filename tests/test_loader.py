@@ -515,3 +515,72 @@ def test_no_workflow_parquet_columns_read_without_pandas_keep_values_dtypes_and_
             assert a[name].dtype == b[name].dtype
             np.testing.assert_array_equal(a[name], b[name])
     assert sorted(_collect(shuffled)["i64"].tolist()) == sorted(ref["i64"].tolist())
+
+
+def test_cpu_batches_outlive_their_loader_writable_and_unchanged(tmp_path):
+    # issue 33 (CPU): a chunk's blocks come from Arrow's memory pool, which recycles freed memory:
+    # batches kept by the caller must keep their memory (values unchanged while later epochs and
+    # loaders allocate), stay writable numpy arrays, and 64-byte aligned where a batch starts a block
+    import gc
+
+    rng = np.random.default_rng(21)
+    n = 5000
+    df = pd.DataFrame({"a": rng.integers(-2**40, 2**40, n), "b": rng.integers(0, 9, n).astype("int32"),
+                       "f": rng.normal(size=n).astype("float32"), "y": rng.integers(0, 2, n)})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp_path / "d.parquet"), row_group_size=700)
+    kw = dict(label_names=["y"], cat_names=["a", "b"], cont_names=["f"], buffer_size=1500, device="cpu")
+    loader = DataLoader(str(tmp_path), 512, shuffle=False, **kw)
+    kept = list(loader)
+    del loader
+    gc.collect()
+    for seed in range(3):   # more chunks allocated (and freed) from the same pool
+        for bt in DataLoader(str(tmp_path), 512, shuffle=True, seed=seed, **kw):
+            for v in bt.values():
+                v[:] = 0
+    got = _collect(kept)
+    for name in ("a", "b", "f", "y"):
+        np.testing.assert_array_equal(got[name], df[name].to_numpy())
+    assert all(isinstance(v, np.ndarray) and v.flags.writeable for bt in kept for v in bt.values())
+    assert kept[0]["a"].ctypes.data % 64 == 0 and kept[0]["f"].ctypes.data % 64 == 0
+
+
+def test_buffer_pool_reuses_only_buffers_no_array_holds():
+    # issue 33 (CPU): chunk memory is reused once no array made from it is alive, never before
+    from tabprep.backend.batch_arrays import ALIGN, BufferPool, _aligned_empty, block_buffers
+
+    pool = BufferPool(max_buffers=2)
+    with block_buffers(pool):
+        a = _aligned_empty((3, 1000), np.dtype("int32"), 0)
+        view = a[1, 10:20]
+        del a
+        b = _aligned_empty((3, 1000), np.dtype("int32"), 0)   # a's memory is still held by `view`
+        assert not np.shares_memory(b, view)
+        addr = b.ctypes.data
+        del b
+        c = _aligned_empty((3, 1000), np.dtype("int32"), 4)   # b's buffer, free again: reused
+        assert abs(c.ctypes.data - addr) < ALIGN and (c.ctypes.data + 4) % ALIGN == 0
+        big = _aligned_empty((3, 5000), np.dtype("int32"), 0)   # another size: a new buffer
+        assert not np.shares_memory(big, c) and not np.shares_memory(big, view)
+    assert len(pool._bufs) == 2
+    d = _aligned_empty((3, 1000), np.dtype("int32"), 0)   # outside block_buffers: not from the pool
+    assert all(not np.shares_memory(d, np.frombuffer(buf, np.uint8)) for buf in pool._bufs)
+
+
+def test_kept_batches_of_one_epoch_are_not_overwritten_by_its_later_chunks(tmp_path):
+    # issue 33 (CPU): an epoch of many chunks reuses the memory of chunks whose batches are gone;
+    # batches the caller keeps (and DLPack-style views of them) keep their values to the end
+    rng = np.random.default_rng(23)
+    n = 6000
+    df = pd.DataFrame({"a": rng.integers(0, 2**40, n), "f": rng.normal(size=n).astype("float32"),
+                       "y": rng.integers(0, 2, n)})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp_path / "d.parquet"), row_group_size=500)
+    loader = DataLoader(str(tmp_path), 256, label_names=["y"], cat_names=["a"], cont_names=["f"], buffer_size=500,
+                        shuffle=True, seed=4, device="cpu")
+    kept, copies = [], []
+    for i, bt in enumerate(loader):
+        if i % 3 == 0:
+            kept.append(bt["a"][::2])          # a view only: the rest of the chunk may be reused
+            copies.append(bt["a"][::2].copy())
+    assert len(kept) == -(-len(loader) // 3) and len(loader) > 3 * 500 // 256   # 12 chunks, 24 batches
+    for k, c in zip(kept, copies):
+        np.testing.assert_array_equal(k, c)

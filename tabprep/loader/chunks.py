@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from .. import backend
+from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
 from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation
@@ -55,7 +56,9 @@ class _ChunkPreparation:
             df = backend.slice_rows(df, piece.start, piece.stop)
         return df
 
-    def _prepare_chunk(self, plan: _EpochPlan, k: int) -> _Chunk:
+    def _prepare_chunk(self, plan: _EpochPlan, k: int, buffers: Optional[BufferPool] = None) -> _Chunk:
+        """Chunk ``k`` of ``plan`` read, transformed and shuffled into blocks (on the CPU in memory of
+        ``buffers``, the epoch's pool, when given)."""
         pieces = plan.chunks[k]
         expected = plan.offsets[k + 1] - plan.offsets[k]
         # the chunk's row order is drawn on the host while its pieces are read and transformed
@@ -87,7 +90,8 @@ class _ChunkPreparation:
             for name, m in self._sparse_max.items():
                 # padded in chunk order, gathered with the other columns below
                 columns[name] = pad_chunk_column(columns[name], m, name)
-        chunk = build_blocks(columns, self._label_names, perm, first, n)
+        with block_buffers(buffers):
+            chunk = build_blocks(columns, self._label_names, perm, first, n)
         for c in chunk.columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]

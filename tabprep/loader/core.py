@@ -33,7 +33,9 @@ The pieces, in the order data flows:
 Background threads (``threads``, default up to 2 on the CPU, 1 on the GPU) prepare the next
 chunks while the consumer batches the current one (``prefetch`` chunks ahead, default 1); an
 exception raised there is re-raised in the consumer. Memory held at once is about
-``max(prefetch, threads) + 1`` chunks.
+``max(prefetch, threads) + 1`` chunks. On the CPU an epoch reuses the memory of chunks whose
+batches are all gone for its next chunks (:class:`tabprep.backend.batch_arrays.BufferPool`: fresh
+memory costs a page fault per page on first write); batches the caller keeps keep their memory.
 
 Determinism: given ``seed`` (or ``seed_fn``), the rows of every batch depend only on the
 epoch number, on the data and on the loader's parameters, on the CPU and on the GPU alike

@@ -10,6 +10,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ..backend.batch_arrays import BufferPool
 from .planning import _EpochPlan
 from .blocks import Batch, cut, join
 from .ragged import _Chunk, _concat_batches, _slice  # noqa: F401 - re-exported
@@ -145,6 +146,8 @@ class _ChunkStream:
         self._pf: Optional[_Prefetcher] = None
         self._next = -1
         self._last: Tuple[int, Optional[_Chunk]] = (-1, None)
+        #: host memory of the epoch's chunks, reused once their batches are gone (CPU)
+        self._buffers = BufferPool()
 
     def get(self, k: int) -> _Chunk:
         if self._last[0] == k and self._last[1] is not None:
@@ -153,15 +156,16 @@ class _ChunkStream:
             loader = self._loader()
             if loader is None:
                 raise RuntimeError("the loader was garbage-collected")
-            chunk = loader._prepare_chunk(self.plan, k)
+            chunk = loader._prepare_chunk(self.plan, k, self._buffers)
         else:
             if self._pf is None or self._next != k:
                 self.close()
                 loader = self._loader()
                 if loader is None:
                     raise RuntimeError("the loader was garbage-collected")
-                self._pf = _Prefetcher(_weak_producer(loader, self.plan), range(k, len(self.plan.chunks)),
-                                       self.prefetch, init=self._init, owner=self, workers=self.threads)
+                self._pf = _Prefetcher(_weak_producer(loader, self.plan, self._buffers),
+                                       range(k, len(self.plan.chunks)), self.prefetch, init=self._init, owner=self,
+                                       workers=self.threads)
             got, chunk = self._pf.get()
             assert got == k, (got, k)
             self._next = k + 1
@@ -179,14 +183,15 @@ class _ChunkStream:
             self._pf._stop.set()
 
 
-def _weak_producer(loader: "DataLoader", plan: _EpochPlan) -> Callable[[int], _Chunk]:
+def _weak_producer(loader: "DataLoader", plan: _EpochPlan, buffers: Optional[BufferPool] = None
+                   ) -> Callable[[int], _Chunk]:
     ref = weakref.ref(loader)
 
     def produce(k: int) -> _Chunk:
         obj = ref()
         if obj is None:
             raise RuntimeError("the loader was garbage-collected")
-        return obj._prepare_chunk(plan, k)
+        return obj._prepare_chunk(plan, k, buffers)
 
     return produce
 
