@@ -321,3 +321,39 @@ def test_gpu_profile_equals_cpu_profile_with_sampling(tmp_path, monkeypatch):
         for key in ("mean", "std"):
             if b.get(key) is not None:
                 assert a[key] == pytest.approx(b[key], rel=1e-9), (c, key)
+
+
+def test_fit_profile_reuses_the_fit_pass_read(tmp_path, monkeypatch):
+    """The training profile is computed in the fit pass's own per-partition task, from the Arrow
+    table that task read: no file is read again, and no frame is converted back to Arrow."""
+    import tabprep.io.dataset as dataset_mod
+    import tabprep.stats.profile as profile_mod
+
+    df = _frame(1800)
+    for i in range(3):
+        df.iloc[i * 600:(i + 1) * 600].to_parquet(tmp_path / f"part-{i}.parquet")
+    reads = []
+    real_read = dataset_mod._read_piece
+
+    def counting_read(piece, *args, **kwargs):
+        reads.append(kwargs.get("columns"))
+        return real_read(piece, *args, **kwargs)
+
+    def no_conversion(*_args, **_kwargs):
+        raise AssertionError("the profile converted a partition to Arrow again")
+
+    monkeypatch.setattr(dataset_mod, "_read_piece", counting_read)
+    monkeypatch.setattr(profile_mod.backend, "frame_to_arrow", no_conversion)
+
+    def fit(profile):
+        reads.clear()
+        wf = tp.Workflow((["c"] >> ops.Categorify()) + (["x"] >> ops.FillMissing() >> ops.Normalize()) + ["i"])
+        wf.fit(str(tmp_path), profile=profile)
+        return wf, list(reads)
+
+    plain, plain_reads = fit(False)
+    profiled, profiled_reads = fit(True)
+    assert len(plain_reads) == len(profiled_reads) == 3  # one read per file, with or without the profile
+    assert sorted(profiled_reads[0]) == ["c", "i", "x"]  # the profile's extra column joins the same read
+    assert profiled.profile_["columns"]["x"]["nulls"] == int(df["x"].isna().sum())
+    assert profiled.profile_["columns"]["i"]["max"] == float(df["i"].max())
