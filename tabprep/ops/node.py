@@ -366,6 +366,10 @@ def group_node(items: Sequence[Any]) -> Node:
     by ops): a ``"concat"`` node whose ``groups`` hold that one group; ops with
     ``supports_groups`` (Categorify, TargetEncoding, JoinGroupby, HashedCross...) downstream take
     it as a group of their input columns."""
+    if not any(isinstance(x, Node) and _computed(x) for x in items):
+        # raw columns only: a selection with that group (as [["a", "b"]]), which a spec can write
+        names = _dedupe(raw_column_names(list(items), "a column group"))
+        return Node("select", columns=names, groups=[tuple(names)])
     inner = as_node(list(items))
     return Node("concat", parents=[inner], groups=[tuple(inner.output_columns)])
 

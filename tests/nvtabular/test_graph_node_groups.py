@@ -126,3 +126,13 @@ def test_same_column_from_different_ops_in_a_merge_is_still_refused(df):
     """Deduplication in a merge is only for one source: two ops writing `geo_country` still clash."""
     with pytest.raises(ValueError, match="duplicate column 'geo_country'"):
         _ = (_country() + [_country(), "user"]).output_columns
+
+
+def test_group_of_raw_nodes_in_a_merge_is_a_selection_group(df):
+    """`node + [raw_node, "b"]` with raw columns only: the group of a selection, which a spec writes."""
+    wf = tp.Workflow(_country() + [tp.Workflow(["geo"]).output_node, "user"]
+                     >> ops.Categorify(encode_type="combo"))
+    wf.fit(tp.Dataset(df))
+    assert wf.output_columns == ["geo_country", "geo_user"]
+    out = wf.transform(df)
+    assert _bijective(out["geo_user"], df["geo"].fillna("<NA>") + "|" + df["user"].fillna("<NA>"))
