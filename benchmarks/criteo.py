@@ -262,7 +262,7 @@ def job_pandas_concat(data: str, out: str) -> dict:
         df[c] = df[c].map(mapping).fillna(1).astype("int64")
     for c in CONTS:
         x = np.log1p(df[c].fillna(0).clip(lower=0).astype("float64"))
-        df[c] = ((x - x.mean()) / x.std(ddof=0)).astype("float32")
+        df[c] = ((x - x.mean()) / x.std(ddof=1)).astype("float32")
     os.makedirs(out, exist_ok=True)
     df.to_parquet(os.path.join(out, "part.parquet"), index=False)
     return {"total_s": time.perf_counter() - t0, "rows": len(df)}
@@ -270,7 +270,7 @@ def job_pandas_concat(data: str, out: str) -> dict:
 
 def job_polars(data: str, out: str) -> dict:
     """The job in Polars (lazy, streaming engine): fit = one ``collect_all`` of a ``group_by().len()``
-    per categorical column and the mean/std (ddof=0) of each continuous column's
+    per categorical column and the mean/std (ddof=1, as NVTabular and tabprep) of each continuous column's
     ``float32(log1p(clip(fill_null(x, 0), 0)))``; vocabularies sorted by count (ties: ascending
     value); transform = ``replace_strict`` to ids from 3 (unseen 2, null 1) and the normalize
     expressions, ``sink_parquet`` to one file."""
@@ -285,7 +285,7 @@ def job_polars(data: str, out: str) -> dict:
 
     plans = [lf.select(pl.col(c)).drop_nulls().group_by(c).len() for c in CATS]
     plans.append(lf.select([logs(c).mean().alias(f"{c}_mean") for c in CONTS]
-                           + [logs(c).std(ddof=0).alias(f"{c}_std") for c in CONTS]))
+                           + [logs(c).std(ddof=1).alias(f"{c}_std") for c in CONTS]))
     results = pl.collect_all(plans, engine="streaming")
     moments = results[-1].row(0, named=True)
     exprs = []

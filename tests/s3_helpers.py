@@ -48,14 +48,14 @@ def make_workflow() -> tp.Workflow:
 def reference(frame: pd.DataFrame) -> pd.DataFrame:
     """The workflow's output by its documented rules: Categorify ids 1 for null, 3.. for the
     vocabulary (most frequent first, ties by value; 2 is the one OOV id); FillMissing 0;
-    Normalize (x - mean) / std (ddof 0) over the finite values, float32."""
+    Normalize (x - mean) / std (ddof 1, as NVTabular) over the finite values, float32."""
     counts = frame["cat"].dropna().value_counts()
     vocab = sorted(counts.index, key=lambda v: (-counts[v], v))
     ids = {v: 3 + i for i, v in enumerate(vocab)}
     cat = frame["cat"].map(lambda v: 1 if v is None else ids[v]).astype("int64")
     filled = frame["num"].fillna(0.0)
     finite = filled[np.isfinite(filled)]
-    num = ((filled - finite.mean()) / finite.std(ddof=0)).astype("float32")
+    num = ((filled - finite.mean()) / finite.std(ddof=1)).astype("float32")
     ival = frame["ival"].fillna(0).astype("int64")
     return pd.DataFrame({"cat": cat, "num": num, "ival": ival, "row": frame["row"], "label": frame["label"]})
 

@@ -83,7 +83,7 @@ def ref_hash(data: pd.Series, num_buckets: int) -> List[int]:
 def ref_normalize(train: pd.Series, data: pd.Series) -> np.ndarray:
     x = _nonnull_f64(train)
     mean = x.mean() if x.size else 0.0
-    std = x.std(ddof=0) if x.size else 0.0
+    std = x.std(ddof=1) if x.size > 1 else 0.0  # NVTabular: the sample std
     y = _f64_with_nan(data)
     if std == 0 or x.min() == x.max():  # constant column: std is 0 (numpy may say 1e-17)
         return np.where(np.isnan(y), np.nan, 0.0).astype("float32")

@@ -14,7 +14,7 @@ The reference below is written from the ops' documented semantics only:
   value; ids: null 1, unseen 2, vocabulary from 3; NaN is null, +-inf are values.
 * FillMissing(0) fills nulls and NaN; Clip(0) bounds below (ints stay ints); LogOp is
   ``float32(log1p(x))`` computed in float64; Normalize is ``float32((x - mean) / std)`` in float64
-  with the population mean/std of the finite fitted values (a constant column maps to 0).
+  with the mean and sample std (ddof=1, NVTabular's) of the finite fitted values (a constant column maps to 0).
 """
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def ref_moments(logs: np.ndarray) -> tuple:
     x = x[np.isfinite(x)]
     if x.size == 0 or x.min() == x.max():
         return (float(x.min()) if x.size else 0.0), 0.0
-    return float(x.mean()), float(x.std())
+    return float(x.mean()), float(x.std(ddof=1))  # NVTabular: the sample std
 
 
 def ref_normalize(logs: np.ndarray, mean: float, std: float) -> np.ndarray:

@@ -114,7 +114,7 @@ def test_cluster_fit_transform_equals_threads_and_pandas(cluster, data, tmp_path
     expect = raw["cat"].map(lambda v: 1 if v is None else ids[v]).to_numpy()
     np.testing.assert_array_equal(got["cat"].to_numpy(), expect)
     x = raw["x"].fillna(0.0).clip(-1.0, 50.0)
-    expect_x = ((x - x.mean()) / x.std(ddof=0)).to_numpy()
+    expect_x = ((x - x.mean()) / x.std(ddof=1)).to_numpy()
     np.testing.assert_allclose(got["x"].to_numpy(dtype="float64"), expect_x, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got["label"].to_numpy(), raw["label"].to_numpy())
 
@@ -356,7 +356,7 @@ def test_fit_of_a_dask_frame_whose_partitions_share_tasks(cluster):
     np.testing.assert_array_equal(cat.stats_["a"]["freqs"], [n for _, n in ref])
     x = frame["x"].dropna().to_numpy()
     assert norm.stats_["x"]["mean"] == pytest.approx(x.mean(), rel=1e-12)
-    assert norm.stats_["x"]["std"] == pytest.approx(x.std(), rel=1e-12)
+    assert norm.stats_["x"]["std"] == pytest.approx(x.std(ddof=1), rel=1e-12)
     assert len(out) == len(frame)
 
 

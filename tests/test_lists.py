@@ -62,7 +62,7 @@ def ref_hash(rows, nb):
 
 def ref_normalize(rows):
     x = np.array([v for r in rows if r for v in r if _present(v)], dtype="float64")
-    mean, std = x.mean(), x.std()
+    mean, std = x.mean(), x.std(ddof=1)
     return [None if r is None else [None if not _present(v) else float(np.float32((v - mean) / std)) for v in r]
             for r in rows]
 

@@ -91,7 +91,7 @@ def test_clip_and_log_on_leaves(data, backend):
 def test_normalize_uses_every_leaf(data, backend):
     _, got = _run(data, ["f"] >> ops.FillMissing(fill_val=0.0) >> ops.Normalize(), backend)
     leaves = np.array([0.0 if v is None else v for r in FLOATS if r for i in r if i for v in i])
-    mean, std = leaves.mean(), leaves.std()
+    mean, std = leaves.mean(), leaves.std(ddof=1)
     want = _map(FLOATS, lambda v: float(np.float32(((0.0 if v is None else v) - mean) / std)))
     assert np.allclose([v for r in got if r for i in r if i for v in i],
                        [v for r in want if r for i in r if i for v in i], rtol=1e-5)

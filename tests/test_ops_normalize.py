@@ -1,4 +1,4 @@
-"""Normalize ((x - mean) / population std, float32) and NormalizeMinMax against numpy."""
+"""Normalize ((x - mean) / sample std (ddof=1, as NVTabular 23.08), float32) and NormalizeMinMax against numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +20,7 @@ finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinit
 
 def np_normalize(train, data):
     x = np.array([v for v in train if v is not None and not np.isnan(v)], dtype="float64")
-    mean, std = (x.mean(), x.std()) if x.size else (0.0, 0.0)
+    mean, std = (x.mean(), x.std(ddof=1)) if x.size > 1 else (0.0, 0.0)
     y = np.array([np.nan if v is None else v for v in data], dtype="float64")
     if std == 0 or x.min() == x.max():  # constant: std is 0 (numpy may say 1e-17)
         return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
@@ -44,7 +44,7 @@ def fit_apply(op, train, data, backend="cpu", nparts=3):
 def test_normalize_hand_values(backend):
     df = pd.DataFrame({"x": [1.0, 2.0, np.nan, 3.0, 4.0], "i": pd.array([1, None, 1, 1, 1], dtype="Int64")})
     wf, out = fit_apply(ops.Normalize(), df, df, backend)
-    std = np.sqrt(1.25)  # population std of 1..4
+    std = np.std([1.0, 2.0, 3.0, 4.0], ddof=1)  # sample std of 1..4 (NVTabular's)
     np.testing.assert_allclose(out["x"].to_numpy(), np.array([-1.5, -0.5, np.nan, 0.5, 1.5]) / std, rtol=1e-6)
     # constant column: std 0 -> 0, null stays null
     assert out["i"].isna().tolist() == [False, True, False, False, False]
@@ -63,10 +63,11 @@ def test_constant_column_maps_to_zero(value):
         assert out["x"].tolist()[:6] == [0.0] * 6 and np.isnan(out["x"].iloc[6])
 
 
-def test_normalize_population_std_not_sample():
+def test_normalize_sample_std_as_nvtabular():
+    """NVTabular 23.08 divides by the sample std (nvtabular/ops/moments.py, ddof=1)."""
     df = pd.DataFrame({"x": [0.0, 2.0]})
     _, out = fit_apply(ops.Normalize(), df, df, nparts=1)
-    assert out["x"].tolist() == [-1.0, 1.0]  # sample std would give +-0.707
+    np.testing.assert_allclose(out["x"].to_numpy("float64"), [-1 / np.sqrt(2), 1 / np.sqrt(2)], rtol=1e-6)
 
 
 def test_normalize_stable_merge_of_large_offset_values():
@@ -74,7 +75,7 @@ def test_normalize_stable_merge_of_large_offset_values():
     x = 1e9 + rng.normal(0, 1, 5000)
     df = pd.DataFrame({"x": x})
     _, out = fit_apply(ops.Normalize(), df, df, nparts=7)
-    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(ddof=1), rtol=1e-4, atol=1e-4)
 
 
 def test_minmax_hand_values_and_out_of_range(backend):
@@ -93,7 +94,7 @@ def test_list_column_normalized_elementwise():
     wf = tp.Workflow(["l"] >> ops.Normalize())
     wf.fit(df)
     got = wf.transform(df)["l"].tolist()
-    std = np.std([1.0, 3.0, 5.0])
+    std = np.std([1.0, 3.0, 5.0], ddof=1)
     assert got[1] is None or got[1] is pd.NA
     np.testing.assert_allclose(list(got[0]), [(1 - 3) / std, 0.0], rtol=1e-6)
     assert list(got[2]) == []

@@ -59,9 +59,9 @@ def test_saved_workflow_through_a_link(tmp_path):
     link = tmp_path / "wf_link"
     link.symlink_to(tmp_path / "real_wf")
     for v in (1.0, 5.0):
-        wf = tp.Workflow(["x"] >> ops.Normalize()).fit(tp.Dataset(pd.DataFrame({"x": [v, v + 2.0]})))
+        wf = tp.Workflow(["x"] >> ops.Normalize()).fit(tp.Dataset(pd.DataFrame({"x": [v, v + 2.0, v + 4.0]})))
         wf.save(str(link))
         assert link.is_symlink() and (tmp_path / "real_wf" / "workflow.json").exists()
         got = tp.Workflow.load(str(link)).transform(pd.DataFrame({"x": [v]}))["x"].tolist()
-        assert got == [-1.0]
+        assert got == [-1.0]  # (v - mean) / sample std = -2 / 2
         assert _hidden(tmp_path) == []

@@ -53,7 +53,7 @@ def test_nat_is_null_in_numeric_ops(backend, col):
                      + ([col] >> ops.HashBucket(10) >> ops.Rename(postfix="_hb"))
                      + ([col] >> ops.Bucketize([float(np.nanmedian(x))]) >> ops.Rename(postfix="_bk")))
     out = to_pandas(wf.fit(frame_on(df, backend)).transform(frame_on(df, backend)))
-    mean, std = x[ok].mean(), x[ok].std()
+    mean, std = x[ok].mean(), x[ok].std(ddof=1)
     np.testing.assert_allclose(out[col].to_numpy(dtype="float64", na_value=np.nan),
                                ((x - mean) / std).astype("float32"), rtol=1e-6)
     lo, hi = x[ok].min(), x[ok].max()
@@ -107,7 +107,7 @@ def test_nat_is_null_on_a_parquet_dataset(tmp_path):
         x = _floats(_counts(df[col]))
         ok = ~np.isnan(x)
         np.testing.assert_allclose(out[col].to_numpy(dtype="float64"),
-                                   ((x - x[ok].mean()) / x[ok].std()).astype("float32"), rtol=1e-6)
+                                   ((x - x[ok].mean()) / x[ok].std(ddof=1)).astype("float32"), rtol=1e-6)
     assert out["t_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 7 for v in _counts(df["t"])]
 
 
@@ -191,7 +191,7 @@ def test_fit_over_files_in_different_units_counts_one_unit(tmp_path):
         x2 = np.concatenate([x, x])
         ok = ~np.isnan(x2)
         np.testing.assert_allclose(out[col].to_numpy(dtype="float64"),
-                                   ((x2 - x2[ok].mean()) / x2[ok].std()).astype("float32"), rtol=1e-6)
+                                   ((x2 - x2[ok].mean()) / x2[ok].std(ddof=1)).astype("float32"), rtol=1e-6)
 
 
 # -- 3. object columns that hold no strings are refused at fit, naming the column and the fix ------------
@@ -369,7 +369,7 @@ def test_struct_and_decimal_columns_no_op_uses_pass_through(tmp_path):
     assert got.column("st").to_pylist() == table.column("st").to_pylist()
     assert got.column("dec").to_pylist() == table.column("dec").to_pylist()
     x = np.array([1.0, 2.0, 4.0])
-    np.testing.assert_allclose(got.column("x").to_numpy(), ((x - x.mean()) / x.std()).astype("float32"), rtol=1e-6)
+    np.testing.assert_allclose(got.column("x").to_numpy(), ((x - x.mean()) / x.std(ddof=1)).astype("float32"), rtol=1e-6)
     # and a workflow that does not select them at all
     out = tp.Workflow(["x"] >> ops.Normalize()).fit(ds).transform(ds).compute()
     assert list(out.columns) == ["x"]
@@ -451,7 +451,7 @@ def test_times_are_their_counts_with_nat_as_null(counts, unit, kind, finer):
     ok = ~np.isnan(x)
     if ok.any():
         lo, hi = x[ok].min(), x[ok].max()
-        ref = np.zeros(len(x)) if lo == hi else (x - x[ok].mean()) / x[ok].std()
+        ref = np.zeros(len(x)) if lo == hi else (x - x[ok].mean()) / x[ok].std(ddof=1)
         ref[~ok] = np.nan
         np.testing.assert_allclose(out["t"].to_numpy(dtype="float64"), ref.astype("float32"), rtol=1e-5, atol=1e-6)
     assert out["t_hb"].tolist() == [0 if v is None else mmh3_u32(v) % 100 for v in counts]

@@ -25,7 +25,7 @@ def test_chain_applies_ops_in_order(backend):
     for c in ("f32", "I64"):
         x = df[c].astype("float64").fillna(-1).clip(lower=0)
         y = np.log1p(x.to_numpy()).astype("float32").astype("float64")  # LogOp outputs float32
-        exp = ((y - y.mean()) / y.std()).astype("float32")
+        exp = ((y - y.mean()) / y.std(ddof=1)).astype("float32")
         np.testing.assert_allclose(out[c].to_numpy("float64"), exp, rtol=1e-5, atol=1e-6, err_msg=c)
 
 
@@ -34,7 +34,7 @@ def test_stats_of_later_ops_see_earlier_outputs():
     df = pd.DataFrame({"x": [np.nan, np.nan, 2.0, 4.0]})
     wf, out = fit_out(["x"] >> ops.FillMissing(fill_val=0) >> ops.Normalize(), df, nparts=2)
     x = np.array([0.0, 0.0, 2.0, 4.0])
-    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(), rtol=1e-6)
+    np.testing.assert_allclose(out["x"].to_numpy("float64"), (x - x.mean()) / x.std(ddof=1), rtol=1e-6)
     # and a Categorify after a HashBucket sees the bucket ids
     df = pd.DataFrame({"s": pd.Series(["a", "b", "a", "c"], dtype="str")})
     wf, out = fit_out(["s"] >> ops.HashBucket(num_buckets=1) >> ops.Categorify(), df, nparts=2)

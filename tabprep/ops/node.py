@@ -69,8 +69,7 @@ class Node:
                              f"(ops keep learned statistics per instance)")
         other._bound = True
         if other.supports_groups:
-            groups = [g for p in _leaf_selects(self) for g in p.groups]
-            other.input_groups = [list(g) for g in groups]
+            other.input_groups = [list(g) for g in _groups_reaching(self)]
         # nodes the op's constructor took as arguments (column_names_arg): the node's dependencies
         deps = other.__dict__.pop("_dependency_nodes", ())
         return attach_dependencies(Node("op", parents=[self], op=other), deps)
@@ -78,12 +77,12 @@ class Node:
     def __add__(self, other: Any) -> "Node":
         if _is_empty_selection(other):  # NVTabular: node + [] is the node
             return self
-        return Node("concat", parents=[self, as_node(other)])
+        return Node("concat", parents=[self, _merge_operand(other)])
 
     def __radd__(self, other: Any) -> "Node":
         if _is_empty_selection(other):
             return self
-        return Node("concat", parents=[as_node(other), self])
+        return Node("concat", parents=[_merge_operand(other), self])
 
     def __getitem__(self, columns: Any) -> "Node":
         """NVTabular's ``node["a"]`` / ``node[["a", "b"]]``: the node's output columns ``columns``
@@ -255,7 +254,12 @@ def as_node(obj: Any) -> Node:
                 names.extend(item)
                 groups.append(tuple(item))
             elif isinstance(item, (list, tuple)) and item and all(isinstance(x, (str, Node)) for x in item):
-                # a group of nodes (NVTabular's combo of nodes): a group of their raw columns
+                if any(isinstance(x, Node) and _computed(x) for x in item):
+                    # a group holding a node computed by ops: a group node over the computed columns
+                    flush()
+                    parts.append(group_node(item))
+                    continue
+                # a group of nodes of raw columns: a group of their raw columns
                 group = [n for x in item for n in ([x] if isinstance(x, str) else raw_column_names(x, "a column group"))]
                 names.extend(group)
                 groups.append(tuple(group))
@@ -354,15 +358,70 @@ def attach_dependencies(node: Node, deps: Sequence[Node]) -> Node:
     return node
 
 
-def _leaf_selects(node: Node) -> List[Node]:
+def _computed(node: Node) -> bool:
+    """Whether an op computes any of ``node``'s columns (else they are raw columns)."""
+    return any(n.kind == "op" for n in iter_nodes(node))
+
+
+def _merge_operand(other: Any) -> Node:
+    """The node for the right (or left) operand of ``node + other``. As merlin-core's
+    ``Node.__add__`` (``Node.construct_from`` of a list that is not all names becomes a
+    ``GroupingOp``, whose selector is one subgroup of its columns), a list holding a node or a
+    ``ColumnSelector`` is one column group of all its output columns: NVTabular's
+    ``country + "user" + [country + "user"] >> Categorify(encode_type="combo")`` crosses
+    ``geo_country`` and ``user``. A list of names only stays a plain selection."""
+    obj = _as_names(other)
+    if isinstance(obj, (list, tuple)) and any(isinstance(x, (Node, ColumnSelector)) for x in obj):
+        return group_node(obj)
+    return as_node(other)
+
+
+def group_node(items: Sequence[Any]) -> Node:
+    """One column group of the output columns of ``items`` (names and nodes, possibly computed
+    by ops): a ``"concat"`` node whose ``groups`` hold that one group; ops with
+    ``supports_groups`` (Categorify, TargetEncoding, JoinGroupby, HashedCross...) downstream take
+    it as a group of their input columns."""
+    if not any(isinstance(x, Node) and _computed(x) for x in items):
+        # raw columns only: a selection with that group (as [["a", "b"]]), which a spec can write
+        names = _dedupe(raw_column_names(list(items), "a column group"))
+        return Node("select", columns=names, groups=[tuple(names)])
+    inner = as_node(list(items))
+    return Node("concat", parents=[inner], groups=[tuple(inner.output_columns)])
+
+
+def _groups_reaching(node: Node) -> List[Tuple[str, ...]]:
+    """The column groups an op applied to ``node`` receives, as a selection's ``groups``: the
+    groups of selections and of group nodes (see :func:`group_node`) reached through merges and
+    drops, after a 1-name group for each column that also arrives alone (NVTabular's
+    ``grouped_names``: ``country + [country + "user"]`` encodes ``geo_country`` alone and in the
+    group). Groups do not pass through ops (whose outputs may be renamed)."""
+    alone, groups = _grouping(node)
+    members = {c for g in groups for c in g}
+    return [(c,) for c in _dedupe(alone) if c in members] + groups
+
+
+def _grouping(node: Node) -> Tuple[List[str], List[Tuple[str, ...]]]:
+    """(columns arriving alone, multi-column groups) of ``node``'s output (see :func:`_groups_reaching`)."""
+    if node.kind == "op":
+        return node.output_columns, []
     if node.kind == "select":
-        return [node]
-    if node.kind == "op":  # groups pass only through ops that keep names (not used after renames)
-        return []
-    out: List[Node] = []
+        multi = [g for g in node.groups if len(g) > 1]
+        members = {c for g in multi for c in g}
+        singled = {g[0] for g in node.groups if len(g) == 1}
+        return [c for c in node.columns if c not in members or c in singled], multi
+    if node.kind == "concat" and node.groups:  # a group node: its columns come as the group only
+        multi = [g for g in node.groups if len(g) > 1]
+        return [g[0] for g in node.groups if len(g) == 1], multi
+    alone: List[str] = []
+    groups: List[Tuple[str, ...]] = []
     for p in node.parents:
-        out.extend(_leaf_selects(p))
-    return out
+        a, g = _grouping(p)
+        alone.extend(a)
+        groups.extend(g)
+    if node.kind == "drop":
+        dropped = set(node.columns)
+        alone = [c for c in alone if c not in dropped]
+    return alone, groups
 
 
 def _flatten_names(obj: Any) -> List[str]:

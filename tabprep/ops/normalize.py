@@ -1,6 +1,7 @@
 """Normalize: standardize continuous columns to zero mean, unit variance."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -12,10 +13,12 @@ from .base import StatOperator, map_elements
 
 
 class Normalize(StatOperator):
-    """``(x - mean) / std`` with the mean and population std (ddof=0) of the non-null values.
+    """``(x - mean) / std`` with the mean and sample std (ddof=1, as NVTabular 23.08's
+    ``_finalize_moments``) of the non-null values.
 
     Output is float32. Nulls (and NaN) stay null; apply FillMissing first to fill them.
-    A column whose std is 0 (or that had no non-null value) maps to 0. List columns are
+    A column whose std is 0 (constant, one non-null value, or none) maps to 0 (NVTabular:
+    ``x - mean``). List columns are
     normalized element-wise with statistics over all elements.
 
     Non-finite values: NaN is null (excluded from the statistics, stays NaN). +-inf is excluded
@@ -64,7 +67,8 @@ class Normalize(StatOperator):
     def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Moments, MinMax]]) -> None:
         stats = {}
         for c, (m, mm) in combined.items():
-            mean, std = m.mean, m.std
+            # NVTabular divides by the sample std (moments.py: _finalize_moments(ddof=1))
+            mean, std = m.mean, (math.sqrt(m.m2 / (m.count - 1)) if m.count > 1 else 0.0)
             if mm.min is not None and mm.min == mm.max:
                 mean, std = mm.min, 0.0
             stats[c] = {"mean": mean, "std": std, "count": m.count}

@@ -285,7 +285,8 @@ def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow
     if kind == "select":
         return entry["id"], Node("select", columns=entry["columns"], groups=[tuple(g) for g in entry.get("groups", [])])
     if kind == "concat":
-        return entry["id"], Node("concat", parents=parents)
+        # groups: a column group of computed columns (node + [node_a, "b"]; ops.node.group_node)
+        return entry["id"], Node("concat", parents=parents, groups=[tuple(g) for g in entry.get("groups", [])])
     if kind == "drop":
         return entry["id"], Node("drop", parents=parents, columns=entry["columns"])
     if kind != "op":

@@ -30,6 +30,10 @@ def workflow_to_spec(wf: Any, path: Union[None, str, os.PathLike] = None) -> Dic
             raise SpecError(f"{n.op.label} takes a node computed by ops as an argument "
                             f"({', '.join(repr(d) for d in n.deps)}), which a spec cannot express; save the "
                             f"workflow with wf.save(path) instead (workflow.json keeps the dependency)")
+        if n.kind == "concat" and n.groups:  # a spec's [a, b] groups name raw columns only
+            raise SpecError(f"the column group {list(n.groups[0])} holds columns computed by ops, which a spec "
+                            f"cannot express (its groups name raw columns); save the workflow with wf.save(path) "
+                            f"instead (workflow.json keeps the group)")
     spec = _SpecWriter(wf).run()
     if path is not None:
         text = spec_to_json(spec) if str(path).endswith(".json") else spec_to_yaml(spec)

@@ -107,6 +107,23 @@ def test_keras_map_plain_function_per_batch_sample_weights(data):
     model.fit(loader, epochs=1, verbose=0)
 
 
+def test_keras_loader_is_an_iterator_and_stop(data):
+    """KerasSequenceLoader is an iterator as NVTabular's (next(loader) walks the epoch, then
+    StopIteration) and stop() ends the epoch in progress: the next batch is the epoch's first."""
+    KerasSequenceLoader = _keras()
+    path, df = data
+    loader = KerasSequenceLoader(path, batch_size=10, label_names=["y"], cat_names=["c"], cont_names=["x"],
+                                 shuffle=False, reader_kwargs={"cpu": True})
+    got = [np.asarray(next(loader)[0]["x"]).ravel() for _ in range(4)]
+    np.testing.assert_allclose(np.concatenate(got), df["x"].to_numpy(), rtol=1e-6)
+    with pytest.raises(StopIteration):
+        next(loader)
+    next(loader)  # a new epoch
+    next(loader)
+    loader.stop()
+    np.testing.assert_allclose(np.asarray(next(loader)[0]["x"]).ravel(), df["x"].to_numpy()[:10], rtol=1e-6)
+
+
 @pytest.mark.torch
 def test_torch_map_per_batch_and_workflow_map_kept(data):
     """TorchAsyncItr.map(fn) per batch; map(workflow) keeps transforming chunks with the workflow."""

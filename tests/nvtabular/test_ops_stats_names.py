@@ -23,8 +23,17 @@ def test_normalize_means_stds():
     tp.Workflow(["x", "y"] >> op).fit(tp.Dataset(_df()))
     for c in ["x", "y"]:
         assert op.means[c] == pytest.approx(_df()[c].mean())
-        assert op.stds[c] == pytest.approx(_df()[c].std(), rel=1e-6) or \
-            op.stds[c] == pytest.approx(_df()[c].std(ddof=0), rel=1e-6)
+        assert op.stds[c] == pytest.approx(_df()[c].std(ddof=1), rel=1e-9)
+
+
+def test_normalize_uses_the_sample_std():
+    """NVTabular 23.08's Normalize divides by the sample std (nvtabular/ops/moments.py
+    ``_finalize_moments(inp, ddof=1)``), so (x - mean) / std(ddof=1) of the non-null values."""
+    df = _df()
+    out = tp.Workflow(["x", "y"] >> ops.Normalize()).fit_transform(tp.Dataset(df)).to_ddf().compute()
+    for c in ["x", "y"]:
+        ref = (df[c] - df[c].mean()) / df[c].std(ddof=1)
+        np.testing.assert_allclose(out[c].to_numpy("float64"), ref.to_numpy(), rtol=1e-6)
 
 
 def test_minmax_and_medians():
