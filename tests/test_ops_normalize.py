@@ -181,3 +181,17 @@ def test_merged_moments_of_extreme_values_match_numpy(values):
     assert np.isinf(got.m2) == np.isinf(ref_m2)
     if np.isfinite(ref_m2):
         assert got.m2 == pytest.approx(ref_m2, rel=1e-12, abs=1e-330)
+
+
+def test_normalize_warns_once_on_a_zero_std_column(backend):
+    """NVTabular 23.08 outputs x - mean where tabprep outputs 0 (docs/migration.md): loud at fit."""
+    import warnings
+
+    df = pd.DataFrame({"const": [5.0] * 6, "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    wf = tp.Workflow(["const", "x"] >> ops.Normalize())
+    with pytest.warns(UserWarning, match=r"Normalize: column\(s\) \['const'\] have a fitted std of 0") as rec:
+        wf.fit(make_dataset(df, backend, nparts=3))
+    assert sum("std of 0" in str(w.message) for w in rec) == 1  # once per op, not per partition
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where every std is non-zero
+        tp.Workflow(["x"] >> ops.Normalize()).fit(make_dataset(df, backend, nparts=3))

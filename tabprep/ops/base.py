@@ -327,6 +327,13 @@ class StatOperator(Operator):
         side effects outside the op (files, globals) happen in the worker."""
         raise NotImplementedError
 
+    def fit_warnings(self) -> List[str]:
+        """Messages about the data just fitted where tabprep's result differs from NVTabular
+        23.08's (docs/migration.md): :meth:`Workflow.fit` emits each as a ``UserWarning`` once per
+        fit, on the client (a warning raised in ``fit_finalize`` would stay on a dask worker).
+        Default: the list ``fit_finalize`` stored in ``fit_notes_`` (none)."""
+        return list(getattr(self, "fit_notes_", None) or [])
+
     @property
     def fitted(self) -> bool:
         return self.stats_ is not None

@@ -18,7 +18,7 @@ class Normalize(StatOperator):
 
     Output is float32. Nulls (and NaN) stay null; apply FillMissing first to fill them.
     A column whose std is 0 (constant, one non-null value, or none) maps to 0 (NVTabular:
-    ``x - mean``). List columns are
+    ``x - mean``; ``Workflow.fit`` warns, naming the column). List columns are
     normalized element-wise with statistics over all elements.
 
     Non-finite values: NaN is null (excluded from the statistics, stays NaN). +-inf is excluded
@@ -73,6 +73,17 @@ class Normalize(StatOperator):
                 mean, std = mm.min, 0.0
             stats[c] = {"mean": mean, "std": std, "count": m.count}
         self.stats_ = stats
+
+    def fit_warnings(self) -> List[str]:
+        """A warning per column whose fitted std is 0 (computed from ``stats_``, so the keyed
+        shards of a fit give one list): tabprep maps it to 0, NVTabular 23.08 to ``x - mean``."""
+        zero = [c for c, st in (self.stats_ or {}).items() if not st["std"]]
+        if not zero:
+            return []
+        return [f"Normalize: column(s) {zero} have a fitted std of 0 (constant, or fewer than 2 values, in the "
+                f"fitted data): tabprep outputs 0 for every row, where NVTabular 23.08 outputs x - mean (the "
+                f"same on the fitted data, different on new data; docs/migration.md). Drop the column(s) from "
+                f"Normalize's input if they carry no information."]
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()

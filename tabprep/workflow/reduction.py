@@ -6,6 +6,7 @@ ops. Follows dask's reductions: partial -> combine -> finalize, with ``split_out
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
@@ -169,3 +170,6 @@ def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bo
         attrs.update(state)
         for name in removed:
             attrs.pop(name, None)
+        fit_warnings = getattr(nodes[nid].op, "fit_warnings", None)
+        for message in (fit_warnings() if callable(fit_warnings) else []):
+            warnings.warn(message, UserWarning, stacklevel=2)
