@@ -100,3 +100,24 @@ def test_save_load_round_trip(tmp_path, backend):
     again = to_pandas(loaded.transform(make_dataset(df, backend, nparts=2)))
     for c in df.columns:
         assert py_values(again[c]) == py_values(out[c])
+
+
+def test_null_input_warns_once_naming_the_column(backend):
+    """NVTabular 23.08 puts NaN in the last bucket; tabprep keeps it null: loud (docs/migration.md)."""
+    import warnings
+
+    df = pd.DataFrame({"age": [1.0, np.nan, 30.0, np.nan, 2.0, np.nan, 7.0, 40.0]})
+    op = ops.Bucketize(B)
+    wf = tp.Workflow(["age"] >> op)
+    ds = make_dataset(df, backend, nparts=4)
+    wf.fit(ds)
+    with pytest.warns(UserWarning, match=r"Bucketize: column 'age' has null/NaN.*last bucket.*FillMissing") as rec:
+        out = to_pandas(wf.transform(ds))
+    assert sum("Bucketize" in str(w.message) for w in rec) == 1  # once per op, not per partition
+    assert py_values(out["age"]) == ref(py_values(df["age"]), B)
+    # filled first: no warning
+    clean = tp.Workflow(["age"] >> ops.FillMissing(fill_val=-1.0) >> ops.Bucketize(B))
+    clean.fit(ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        to_pandas(clean.transform(ds))

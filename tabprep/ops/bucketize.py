@@ -1,6 +1,7 @@
 """Bucketize: map continuous values to the index of the bucket they fall in."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
@@ -25,7 +26,8 @@ class Bucketize(Operator):
 
     Non-finite values: +-inf falls in the first/last bucket (no statistics are fitted).
     Nulls: a null (or NaN) value stays null; the output is int64 (``Int64`` on pandas for a
-    partition holding a null). Follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
+    partition holding a null), and the first transform that meets one warns (``UserWarning``
+    naming the column; NVTabular 23.08 puts NaN in the last bucket). Precede with ``FillMissing``, or follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
     when a model needs every row to have an id. List columns are bucketized element-wise.
 
     Args:
@@ -39,6 +41,9 @@ class Bucketize(Operator):
     output_tags = (Tags.CATEGORICAL,)
     supports_lists = True
     numeric_input = True
+
+    #: set once this op has warned about null inputs (one warning per op instance)
+    _null_warned: bool = False
 
     def __init__(self, boundaries: Union[Sequence[float], Dict[str, Sequence[float]]]) -> None:
         lists = boundaries.values() if isinstance(boundaries, dict) else [boundaries]
@@ -77,7 +82,15 @@ class Bucketize(Operator):
         b = xp.asarray(self.boundaries_for(column))
         ids = xp.searchsorted(b, x, side="right").astype("int64")
         out = backend.new_series(ids, like=s, dtype="int64")
-        return backend.set_nulls(out, xp.isnan(x))
+        nulls = xp.isnan(x)
+        if not self._null_warned and bool(nulls.any()):
+            # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
+            self._null_warned = True
+            warnings.warn(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
+                          f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
+                          f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
+                          f">> Bucketize(...)) to give them a bucket.", UserWarning, stacklevel=2)
+        return backend.set_nulls(out, nulls)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         k = len(self.boundaries_for(col.name))
