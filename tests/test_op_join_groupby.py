@@ -116,3 +116,30 @@ def test_invalid_stats():
         ops.JoinGroupby(["x"], stats=["median"])
     with pytest.raises(ValueError, match="cont_cols"):
         ops.JoinGroupby([], stats=["mean"])
+
+
+def test_null_in_a_continuous_column_warns_once(backend):
+    """NVTabular 23.08's mean divides by the row count, nulls included: tabprep's differs, loudly."""
+    import warnings
+
+    df = pd.DataFrame({"user": [1, 1, 2, 2, 3, 3], "price": [np.nan, 2.5, 1.0, 3.0, 4.0, np.nan],
+                       "qty": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    wf = tp.Workflow(["user"] >> ops.JoinGroupby(cont_cols=["price", "qty"], stats=["count", "mean"]))
+    with pytest.warns(UserWarning, match=r"JoinGroupby: continuous column\(s\) \['price'\] hold nulls.*"
+                                         r"NVTabular 23.08's mean counts null rows") as rec:
+        wf.fit(make_dataset(df, backend, nparts=3))
+    assert sum("JoinGroupby" in str(w.message) for w in rec) == 1  # once per op, not per partition
+    out = to_pandas(wf.transform(make_dataset(df, backend, nparts=1)))
+    assert out["user_price_mean"].tolist() == [2.5, 2.5, 2.0, 2.0, 4.0, 4.0]  # nulls left out
+    with warnings.catch_warnings():  # no null in the conts, or no moment asked: silent
+        warnings.simplefilter("error")
+        tp.Workflow(["user"] >> ops.JoinGroupby(cont_cols=["qty"], stats=["mean"])).fit(make_dataset(df, backend))
+        tp.Workflow(["user"] >> ops.JoinGroupby(cont_cols=["price"], stats=["sum", "max"])).fit(make_dataset(df, backend))
+
+
+def test_group_with_a_null_part_warns(backend):
+    """NVTabular 23.08 fits a combination with a null part with count 0: tabprep differs, loudly."""
+    df = pd.DataFrame({"a": [None, None, 1.0, 1.0], "b": [1.0, 2.0, 1.0, 2.0], "x": [1.0, 2.0, 3.0, 4.0]})
+    wf = tp.Workflow([["a", "b"]] >> ops.JoinGroupby(cont_cols=["x"], stats=["mean"]))
+    with pytest.warns(UserWarning, match=r"JoinGroupby: the column group 'a_b' \(\['a', 'b'\]\) has rows with a null part"):
+        wf.fit(make_dataset(df, backend, nparts=2))

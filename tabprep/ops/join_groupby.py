@@ -33,6 +33,10 @@ class JoinGroupby(StatOperator):
       its finite values (NaN is null; +-inf is left out too): ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
       ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max`` (null when none).
 
+    Differences from NVTabular 23.08, warned by ``Workflow.fit`` (``UserWarning``): nulls in a
+    continuous column are left out of ``mean``/``std``/``var`` (NVTabular's mean counts null rows),
+    and a column group with a null part has its own statistics (NVTabular: count 0).
+
     Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
     seen at fit gets count 0 and null statistics. The continuous columns are read from the
     raw input (they are dependencies, not outputs). Statistics are a mergeable reduction
@@ -111,6 +115,8 @@ class JoinGroupby(StatOperator):
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
         xp = backend.array_module(df)
         conts = {c: backend.float_values(df[c]) for c in self.conts}
+        # what fit_warnings reports (NVTabular 23.08 differs there): null conts, keys with a null part
+        null_conts = [c for c, x in conts.items() if bool(xp.isnan(x).any())]
         out = {}
         for key, cols in self._keys(columns).items():
             keys, valid = G.key_column(self._key_series(df, cols))
@@ -136,7 +142,9 @@ class JoinGroupby(StatOperator):
             g = frame.groupby("__key", sort=False)
             res = g.agg(self._aggs())
             res.index.name = None
-            out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp)}
+            null_part = len(cols) > 1 and any(bool(xp.asarray(backend.isnull(df[c])).any()) for c in cols)
+            out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp),
+                        "flags": {"null_conts": null_conts, "null_part": null_part}}
         return out
 
     def _aggs(self) -> Dict[str, str]:
@@ -163,7 +171,9 @@ class JoinGroupby(StatOperator):
         for key in partials[0]:
             frames = [p[key]["groups"] for p in partials]
             out[key] = {"groups": self._combine_frames(frames),
-                        "null": self._combine_null([p[key]["null"] for p in partials])}
+                        "null": self._combine_null([p[key]["null"] for p in partials]),
+                        "flags": {"null_conts": sorted({c for p in partials for c in p[key]["flags"]["null_conts"]}),
+                                  "null_part": any(p[key]["flags"]["null_part"] for p in partials)}}
         return out
 
     def _combine_frames(self, frames: List[Any]) -> Any:
@@ -216,9 +226,30 @@ class JoinGroupby(StatOperator):
             stats[key] = {"values": values, "table": table}
         self.stats_ = stats
         self._cache = {}
+        self.fit_notes_ = self._notes(columns, combined)
+
+    def _notes(self, columns: List[str], combined: Dict[str, Any]) -> List[str]:
+        """The differences from NVTabular 23.08 that this fit's data meets (docs/migration.md)."""
+        notes = []
+        moments = [st for st in self.stat_list if st in ("mean", "std", "var")]
+        null_conts = sorted({c for e in combined.values() for c in e["flags"]["null_conts"]})
+        if moments and null_conts:
+            notes.append(f"JoinGroupby: continuous column(s) {null_conts} hold nulls/NaN; tabprep's {moments} "
+                         f"are over the non-null values, where NVTabular 23.08's mean counts null rows (it divides "
+                         f"the sum by the group's row count, nulls included; docs/migration.md). Fill them "
+                         f"(FillMissing) first if the model was trained on NVTabular's numbers.")
+        keys = self._keys(columns)
+        for key, entry in combined.items():
+            if entry["flags"]["null_part"]:
+                notes.append(f"JoinGroupby: the column group {key!r} ({keys.get(key)}) has rows with a null part; "
+                             f"tabprep gives each such combination its own statistics, where NVTabular 23.08 fits "
+                             f"it with a count of 0 (an inf mean; docs/migration.md). Fill the nulls "
+                             f"(FillMissing) first to make these categories explicit.")
+        return notes
 
     def clear(self) -> None:
         self.stats_ = None
+        self.fit_notes_ = []
         self._cache = {}
         self._combo_format = COMBO_KEY_FORMAT
 

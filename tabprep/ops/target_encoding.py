@@ -23,7 +23,10 @@ class TargetEncoding(StatOperator):
 
         TE = (s + p_smooth * global_mean) / (n + p_smooth)
 
-    A null or unseen category gets ``global_mean`` (the mean of all non-null targets).
+    A null or unseen category gets ``global_mean`` (the mean of all non-null targets). A column
+    group with a null part (``[["a", "b"]]``, ``a`` null) is a combination with its own
+    statistics; NVTabular 23.08 fits it with a count of 0, so ``Workflow.fit`` warns
+    (``UserWarning`` naming the group).
     ``[["a", "b"]] >> TargetEncoding("y")`` encodes the combination of ``a`` and ``b`` as one
     category (output ``TE_a_b_y``); ``target`` may be a list (one output per target).
 
@@ -167,11 +170,14 @@ class TargetEncoding(StatOperator):
             totals[t] = (backend.to_numpy(sums), backend.to_numpy(cnts))
             cols_per_target[t] = cols
         keyed = {}
+        null_parts = []  # column groups with a null part (NVTabular 23.08 fits them with count 0: fit_warnings)
         for key, cols in self._keys(columns).items():
             keys, valid = G.key_column(self._key_series(df, cols))
             data = {n: a[valid] for c in cols_per_target.values() for n, a in c.items()}
             keyed[key] = G.group_agg(keys, data, {n: "sum" for n in data}, like=df)
-        return {"keys": keyed, "totals": totals}
+            if len(cols) > 1 and any(bool(xp.asarray(backend.isnull(df[c])).any()) for c in cols):
+                null_parts.append(key)
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts}
 
     def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
         keyed = {}
@@ -180,7 +186,8 @@ class TargetEncoding(StatOperator):
             keyed[key] = G.combine_agg(frames, {n: "sum" for n in frames[0].columns})
         totals = {t: (sum(p["totals"][t][0] for p in partials), sum(p["totals"][t][1] for p in partials))
                   for t in partials[0]["totals"]}
-        return {"keys": keyed, "totals": totals}
+        null_parts = sorted({k for p in partials for k in p.get("null_parts", [])})
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts}
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
         k = self.kfold
@@ -200,9 +207,16 @@ class TargetEncoding(StatOperator):
             keys[key] = entry
         self.stats_ = {"keys": keys, "totals": totals}
         self._cache = {}
+        groups = self._keys(columns)
+        self.fit_notes_ = [
+            f"TargetEncoding: the column group {key!r} ({groups.get(key)}) has rows with a null part; tabprep "
+            f"encodes each such combination from its own rows, where NVTabular 23.08 fits it with a count of 0 "
+            f"(the prior, or inf with p_smooth=0; docs/migration.md). Fill the nulls (FillMissing) first to make "
+            f"these categories explicit." for key in combined.get("null_parts", [])]
 
     def clear(self) -> None:
         self.stats_ = None
+        self.fit_notes_ = []
         self._cache = {}
         self._combo_format = COMBO_KEY_FORMAT
 
