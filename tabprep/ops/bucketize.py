@@ -83,7 +83,7 @@ class Bucketize(Operator):
         ids = xp.searchsorted(b, x, side="right").astype("int64")
         out = backend.new_series(ids, like=s, dtype="int64")
         nulls = xp.isnan(x)
-        if not self._null_warned and bool(nulls.any()):
+        if not self._null_warned and backend.any_true(nulls):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
             self._null_warned = True
             warnings.warn(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "

@@ -116,7 +116,7 @@ class JoinGroupby(StatOperator):
         xp = backend.array_module(df)
         conts = {c: backend.float_values(df[c]) for c in self.conts}
         # what fit_warnings reports (NVTabular 23.08 differs there): null conts, keys with a null part
-        null_conts = [c for c, x in conts.items() if bool(xp.isnan(x).any())]
+        null_conts = [c for c, x in conts.items() if backend.any_true(xp.isnan(x))]
         out = {}
         for key, cols in self._keys(columns).items():
             keys, valid = G.key_column(self._key_series(df, cols))
@@ -142,7 +142,7 @@ class JoinGroupby(StatOperator):
             g = frame.groupby("__key", sort=False)
             res = g.agg(self._aggs())
             res.index.name = None
-            null_part = len(cols) > 1 and any(bool(xp.asarray(backend.isnull(df[c])).any()) for c in cols)
+            null_part = len(cols) > 1 and any(backend.any_true(xp.asarray(backend.isnull(df[c]))) for c in cols)
             out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp),
                         "flags": {"null_conts": null_conts, "null_part": null_part}}
         return out
