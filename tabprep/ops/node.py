@@ -113,8 +113,9 @@ class Node:
     # -- columns ---------------------------------------------------------------------
     def concat_sources(self) -> List[List[str]]:
         """A ``"concat"`` node's columns taken from each parent, in parent order: a column output by
-        several parents comes from the last of them (NVTabular 23.08's rule, see
-        :func:`_merge_later_wins`), so an earlier parent's copy is not read."""
+        several parents comes from the last of them, at its place there (NVTabular 23.08's rule:
+        merlin-core's ``Schema.__add__``, applied branch by branch), so an earlier parent's copy is
+        not read. Their concatenation is the node's :attr:`output_columns`."""
         later: set = set()
         takes: List[List[str]] = []
         for p in reversed(self.parents):
@@ -156,7 +157,7 @@ class Node:
             elif self.kind == "op":
                 self._out = list(self.op.output_column_names(self.input_columns))
             elif self.kind == "concat":
-                self._out = _merge_later_wins([p.output_columns for p in self.parents])
+                self._out = _dedupe(c for taken in self.concat_sources() for c in taken)
             elif self.kind == "drop":
                 dropped = set(self.columns)
                 self._out = [c for c in self.parents[0].output_columns if c not in dropped]
@@ -454,23 +455,6 @@ def _merge(lists: List[List[str]]) -> List[str]:
     return out
 
 
-def _merge_later_wins(lists: List[List[str]]) -> List[str]:
-    """The columns of a ``+`` merge of branches outputting ``lists``, as NVTabular 23.08 orders them
-    (merlin-core's ``Schema.__add__``, applied branch by branch): a column that a later branch also
-    outputs moves to that branch's place, since the later branch's values are the ones kept."""
-    out: List[str] = []
-    for cols in lists:
-        if not out:
-            out = _dedupe(cols)
-            continue
-        again = set(cols)
-        if again.isdisjoint(out):
-            out = out + _dedupe(cols)
-        else:
-            out = [c for c in out if c not in again] + _dedupe(cols)
-    return out
-
-
 def _carrier(node: Node, column: str) -> Node:
     """The first node above ``node`` (itself included) that is not a ``+`` merge, along the
     branch that ``node``'s ``column`` comes from."""
@@ -556,12 +540,8 @@ def iter_nodes(output: Node) -> List[Node]:
         up = n.upstream
         if i < len(up):
             stack.append((n, i + 1))
-            p = up[i]
-            if id(p) in active:
-                raise ValueError(f"the graph has a cycle through {p!r}: a node is among its own inputs or "
-                                 f"dependencies")
-            if id(p) not in seen:
-                stack.append((p, 0))
+            if id(up[i]) not in seen:  # an active one (a cycle) is refused when popped, just below
+                stack.append((up[i], 0))
             continue
         active.discard(id(n))
         seen.add(id(n))
