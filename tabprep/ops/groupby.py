@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema, Tags
+from ..stats import grouped as G
 from .base import Operator, column_names_arg
 
 AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "var", "median", "nunique")
@@ -266,7 +267,7 @@ def _announce_null_keys(work: Any, keys: List[str]) -> None:
     global _warned_null_keys
     if _warned_null_keys:
         return
-    nulls = [k for k in keys if bool(backend.isnull(work[k]).any())]
+    nulls = G.null_columns(work, keys)
     if nulls:
         _warned_null_keys = True
         warnings.warn(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "

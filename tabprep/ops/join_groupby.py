@@ -142,7 +142,7 @@ class JoinGroupby(StatOperator):
             g = frame.groupby("__key", sort=False)
             res = g.agg(self._aggs())
             res.index.name = None
-            null_part = len(cols) > 1 and any(backend.any_true(xp.asarray(backend.isnull(df[c]))) for c in cols)
+            null_part = len(cols) > 1 and bool(G.null_columns(df, cols))
             out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp),
                         "flags": {"null_conts": null_conts, "null_part": null_part}}
         return out

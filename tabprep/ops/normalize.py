@@ -1,7 +1,6 @@
 """Normalize: standardize continuous columns to zero mean, unit variance."""
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -68,7 +67,7 @@ class Normalize(StatOperator):
         stats = {}
         for c, (m, mm) in combined.items():
             # NVTabular divides by the sample std (moments.py: _finalize_moments(ddof=1))
-            mean, std = m.mean, (math.sqrt(m.m2 / (m.count - 1)) if m.count > 1 else 0.0)
+            mean, std = m.mean, m.sample_std
             if mm.min is not None and mm.min == mm.max:
                 mean, std = mm.min, 0.0
             stats[c] = {"mean": mean, "std": std, "count": m.count}

@@ -175,7 +175,7 @@ class TargetEncoding(StatOperator):
             keys, valid = G.key_column(self._key_series(df, cols))
             data = {n: a[valid] for c in cols_per_target.values() for n, a in c.items()}
             keyed[key] = G.group_agg(keys, data, {n: "sum" for n in data}, like=df)
-            if len(cols) > 1 and any(backend.any_true(xp.asarray(backend.isnull(df[c]))) for c in cols):
+            if len(cols) > 1 and G.null_columns(df, cols):
                 null_parts.append(key)
         return {"keys": keyed, "totals": totals, "null_parts": null_parts}
 

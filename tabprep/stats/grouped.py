@@ -34,6 +34,12 @@ def key_column(series: Any) -> Tuple[Any, Any]:
     return keys, valid
 
 
+def null_columns(df: Any, columns: List[str]) -> List[str]:
+    """The ``columns`` of the frame ``df`` holding a null (or NaN) in some row (a key column with a
+    null forms a group NVTabular 23.08 treats otherwise: the ops warn)."""
+    return [c for c in columns if backend.any_true(backend.isnull(df[c]))]
+
+
 def group_agg(keys: Any, columns: Dict[str, Any], aggs: Dict[str, str], like: Any) -> Any:
     """Frame indexed by key: ``aggs[name]`` ("sum", "min", "max") of each array in ``columns``
     (arrays aligned with ``keys``)."""

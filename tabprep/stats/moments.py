@@ -43,6 +43,11 @@ class Moments:
         """Population standard deviation (ddof=0); 0 when there are no values."""
         return math.sqrt(self.m2 / self.count) if self.count else 0.0
 
+    @property
+    def sample_std(self) -> float:
+        """Sample standard deviation (ddof=1); 0 with fewer than 2 values."""
+        return math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
+
 
 def partial_moments(series: Any) -> Moments:
     return Moments(*backend.finite_moments(_leaves(series)))
