@@ -26,17 +26,9 @@ class WorkflowContract:
             for n in self.nodes:
                 n._out = None
             warn_shadowed(self.output_node)
-        available = input_schema.column_names
         for col in self.input_columns:
             if col not in input_schema:
-                hint = did_you_mean(col, available, sep=", ", capitalize=True)
-                hint = f" {hint}" if hint else ""
-                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.raw_dependencies()]
-                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
-                raise KeyError(
-                    f"column {col!r}{where} is not in {source}.{hint} Available columns: {available[:50]}"
-                    + (" ..." if len(available) > 50 else "")
-                )
+                raise self._missing_column(col, input_schema.column_names, source)
         # an op's output columns may depend on fitted statistics (DropLowCardinality): ask again
         for n in self.nodes:
             n._out = None
@@ -83,6 +75,15 @@ class WorkflowContract:
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
 
+    def _missing_column(self, col: str, available: Any, source: str) -> KeyError:
+        """The error for an input column ``col`` absent from ``source`` (whose columns are
+        ``available``): the ops that read it, close matches, the columns there are."""
+        hint = did_you_mean(col, available, sep=", ", capitalize=True)
+        users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.raw_dependencies()]
+        where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
+        return KeyError(f"column {col!r}{where} is not in {source}.{' ' + hint if hint else ''} "
+                        f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))
+
     # -- the input contract ----------------------------------------------------------------
     def _check_contract(self, given: Schema, source: str, cast: bool) -> Dict[str, str]:
         """Check ``given`` against the fitted input schema (without re-binding: transform never
@@ -90,14 +91,9 @@ class WorkflowContract:
         changes raise TypeError naming column, dtypes and the fix unless ``cast``. Returns the
         ``{column: fitted dtype}`` casts to apply (empty unless ``cast``)."""
         fitted = self.input_schema
-        available = given.column_names
         for col in self.input_columns:
             if col not in given:
-                hint = did_you_mean(col, available, sep=", ", capitalize=True)
-                users = [n.op.label for n in self.nodes if n.kind == "op" and col in n.input_columns + n.raw_dependencies()]
-                where = f" (used by {', '.join(dict.fromkeys(users))})" if users else ""
-                raise KeyError(f"column {col!r}{where} is not in {source}.{' ' + hint if hint else ''} "
-                               f"Available columns: {available[:50]}" + (" ..." if len(available) > 50 else ""))
+                raise self._missing_column(col, given.column_names, source)
         bad = check_input_dtypes(fitted, given, self.input_columns)
         lists = [c for c in bad if fitted[c].is_list != given[c].is_list]
         if lists:
