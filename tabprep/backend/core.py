@@ -233,6 +233,39 @@ def use_rmm_pool(initial_size: Optional[int] = None) -> bool:
     return True
 
 
+#: environment variable: ``0`` keeps RMM's default allocator in the online loader (no switch)
+ASYNC_ALLOCATOR_ENV = "TABPREP_RMM_ASYNC"
+
+
+def use_async_allocator(index: int) -> bool:
+    """Switch GPU ``index`` to RMM's ``CudaAsyncMemoryResource`` if it has RMM's default resource.
+
+    cuDF and CuPy (through RMM) allocate every temporary of a transform with the device's current
+    RMM resource; RMM's default, a plain ``cudaMalloc`` per allocation, made the online Criteo
+    workflow cost ~150 ms per chunk whatever its rows on an H100, against ~80 ms with the driver's
+    stream-ordered pool (``benchmarks/framework_loaders.py --gpu``; the pool is the CUDA driver's,
+    sized on demand, so memory other libraries need is not reserved up front as
+    ``rmm.reinitialize(pool_allocator=True)`` would). A resource the user or dask-cuda chose (any
+    other type) is kept, and ``TABPREP_RMM_ASYNC=0`` keeps the default. Returns True if switched.
+    """
+    if os.environ.get(ASYNC_ALLOCATOR_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if not has_cudf():
+        return False
+    import rmm
+
+    import cupy
+
+    current = rmm.mr.get_per_device_resource(index)
+    if type(current) is not rmm.mr.CudaMemoryResource:
+        return False
+    with cupy.cuda.Device(index):   # the resource belongs to the device current when it is made
+        rmm.mr.set_per_device_resource(index, rmm.mr.CudaAsyncMemoryResource())
+    log.info("GPU %d: RMM allocator switched to CudaAsyncMemoryResource (set %s=0 to keep RMM's default)",
+             index, ASYNC_ALLOCATOR_ENV)
+    return True
+
+
 def host_memory_bytes() -> int:
     """Total bytes of RAM."""
     try:
@@ -291,6 +324,10 @@ class HostDevice:
         """A row permutation (numpy int64) as the gathers on this device take it: as it is."""
         return perm
 
+    def prepare_allocator(self) -> bool:
+        """Nothing to set up for host memory (see :meth:`CudaDevice.prepare_allocator`)."""
+        return False
+
 
 class CudaDevice:
     """A CUDA device of the GPU backend (cupy imported on first use)."""
@@ -310,8 +347,11 @@ class CudaDevice:
         self.name = f"gpu:{index}"
 
     def default_threads(self) -> int:
-        """One chunk-preparation thread: more only contend for the one device."""
-        return 1
+        """Two chunk-preparation threads: one reads (libcudf, GIL released) while the other runs the
+        workflow's Python; on an H100, 20M Criteo rows (``benchmarks/framework_loaders.py --gpu
+        --threads N``): no workflow 20M -> 39M rows/s from 1 to 2 threads, with the workflow 17M ->
+        20M; 3 threads gained nothing more (17M with the workflow)."""
+        return 2
 
     def total_memory(self) -> int:
         import cupy
@@ -349,9 +389,15 @@ class CudaDevice:
         import cupy
 
         if len(perm) < 2 ** 31:
-            perm = perm.astype(np.int32)
+            perm = perm.astype(np.int32, copy=False)
         with cupy.cuda.Device(self.index):
             return cupy.asarray(perm)
+
+    def prepare_allocator(self) -> bool:
+        """Give this device RMM's ``CudaAsyncMemoryResource`` (the CUDA driver's stream-ordered pool,
+        ``cudaMallocAsync``) where RMM still has its default plain ``CudaMemoryResource``; True if
+        switched. See :func:`use_async_allocator`."""
+        return use_async_allocator(self.index)
 
     def context(self) -> Any:
         """A context manager making this device current: array work of a loader's consumer (the

@@ -17,7 +17,7 @@ from .. import backend
 from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
-from .planning import PERMUTATIONS, _EpochPlan, chunk_permutation
+from .planning import _EpochPlan, chunk_permutation, permutation_job
 from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
@@ -63,11 +63,12 @@ class _ChunkPreparation:
         expected = plan.offsets[k + 1] - plan.offsets[k]
         # the chunk's row order is drawn on the host while its pieces are read and transformed
         # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
-        perm_job = PERMUTATIONS.submit(chunk_permutation, plan, k, expected) \
-            if self._exact and self.shuffle and expected > 1 else None
-        parts = [self._read_piece(p) for p in pieces]
-        # no transform: columns are taken from what the source stacks best (an Arrow table on the CPU)
-        raw = self._source.stack(parts) if self._transform is not None else self._source.stack_columns(parts)
+        perm_job = permutation_job(plan, k) if self._exact and self.shuffle and expected > 1 else None
+        raw = self._source.read_pieces(pieces, self._read_columns)
+        if raw is None:
+            parts = [self._read_piece(p) for p in pieces]
+            # no transform: columns are taken from what the source stacks best (an Arrow table on the CPU)
+            raw = self._source.stack(parts) if self._transform is not None else self._source.stack_columns(parts)
         if len(raw) != expected:
             raise RuntimeError(f"read {len(raw)} rows for chunk {k}, expected {expected}: did the data change "
                                f"since the loader was created?")

@@ -20,7 +20,9 @@ The pieces, in the order data flows:
    When ``N`` is a multiple of ``global_size`` the ranks are disjoint and complete either way.
    The assignment of rows to ranks is fixed across epochs (shuffling happens inside a rank).
 4. **Chunks**: each epoch, a rank's pieces are put in a seeded random order (``shuffle``) and
-   grouped ``parts_per_chunk`` at a time. A chunk is read, concatenated, transformed by the
+   grouped into chunks of up to ``parts_per_chunk`` pieces' worth of rows (``parts_per_chunk *
+   buffer_size`` rows: several small files' pieces where files are smaller than a piece). A chunk
+   is read (on the GPU its pieces in one parquet read), concatenated, transformed by the
    attached workflow (``Workflow.transform_frame``: pandas on the CPU, cuDF on the GPU) and
    converted once to numpy / cupy arrays, shuffled with a seeded permutation (drawn on the host
    while the chunk is read) into one 2-D block per role and dtype (:mod:`~tabprep.loader.blocks`).
@@ -30,7 +32,7 @@ The pieces, in the order data flows:
    ``batch_size`` rows and an epoch has ``ceil(rows / batch_size)`` batches (``floor`` with
    ``drop_last``).
 
-Background threads (``threads``, default up to 2 on the CPU, 1 on the GPU) prepare the next
+Background threads (``threads``, default up to 2 on the CPU, 2 on the GPU) prepare the next
 chunks while the consumer batches the current one (``prefetch`` chunks ahead, default 1); an
 exception raised there is re-raised in the consumer. Memory held at once is about
 ``max(prefetch, threads) + 1`` chunks. On the CPU an epoch reuses the memory of chunks whose
@@ -113,12 +115,14 @@ class DataLoader(_ChunkPreparation):
             NVTabular's hook for seeds agreed across Horovod ranks.
         buffer_size: size of one piece: a float < 1 is a fraction of the device's memory (GPU)
             or of the RAM (CPU), estimated from the uncompressed parquet size of the columns
-            read; a number >= 1 is a row count. Default 0.1. A chunk is ``parts_per_chunk``
-            pieces; pieces are whole parquet row groups (a bigger row group is a piece alone).
+            read; a number >= 1 is a row count. Default 0.1. A chunk holds up to ``parts_per_chunk``
+            pieces' worth of rows (more pieces where files are smaller than a piece, which never
+            spans files); pieces are whole parquet row groups (a bigger row group is a piece alone).
             Memory in use is about ``(prefetch + 1)`` chunks, each a few times its input size
             (raw + transformed frame + arrays).
         device: ``None`` (GPU when cuDF is usable), ``"cpu"``, or a GPU index.
-        parts_per_chunk: pieces read, concatenated and shuffled together per chunk.
+        parts_per_chunk: pieces' worth of rows (``buffer_size``) read, concatenated and shuffled
+            together per chunk.
         reader_kwargs: passed to :class:`tabprep.Dataset` (e.g. csv options).
         storage_options: options of the file system of URL inputs (``s3://``, ``gs://``...), as in
             pandas and dask (``key``/``secret``, ``endpoint_url``...; default: the environment's
@@ -138,7 +142,7 @@ class DataLoader(_ChunkPreparation):
         prefetch: chunks prepared ahead in the background (0: no thread, chunks are prepared
             when needed).
         threads: threads preparing chunks in parallel (each a whole chunk: read, transform,
-            shuffle), handed over in order. Default: 1 on the GPU; on the CPU half the cores,
+            shuffle), handed over in order. Default: 2 on the GPU; on the CPU half the cores,
             at most 2 (numpy, arrow and the hashing release the GIL, pandas' bookkeeping does not).
             Memory: ``max(prefetch, threads)`` chunks in preparation plus the one in use.
 
@@ -197,6 +201,8 @@ class DataLoader(_ChunkPreparation):
         self._source = _make_source(paths_or_dataset, cpu, engine, self._reader_kwargs, schema)
         self.cpu = self._source.cpu
         self._device = backend.compute_device(self.cpu, self.device)
+        # on a GPU, RMM's default cudaMalloc per temporary doubled the online transform's time
+        self._device.prepare_allocator()
         if threads is None:
             threads = self._device.default_threads()
         if int(threads) < 1:
@@ -408,7 +414,8 @@ class DataLoader(_ChunkPreparation):
         self._ensure_ready()
         if epoch in self._plans:
             return self._plans[epoch]
-        plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk)
+        plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
+                          self._piece_rows)
         self._plans = {k: v for k, v in self._plans.items() if k >= epoch - 1}
         self._plans[epoch] = plan
         return plan

@@ -5,6 +5,7 @@ Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -86,14 +87,36 @@ def rank_pieces(units: Sequence[_Unit], piece_rows: int, global_size: int, globa
     return total, mine
 
 
-def plan_epoch(pieces: Sequence[_Piece], epoch: int, seed: Any, shuffle: bool, parts_per_chunk: int) -> "_EpochPlan":
+def plan_epoch(pieces: Sequence[_Piece], epoch: int, seed: Any, shuffle: bool, parts_per_chunk: int,
+               piece_rows: Optional[int] = None) -> "_EpochPlan":
     """The chunks of one epoch: a rank's ``pieces`` in a seeded random order (``shuffle``; drawn from
-    ``seed + [0]`` with numpy), grouped ``parts_per_chunk`` at a time, and the first row of each."""
+    ``seed + [0]`` with numpy), grouped into chunks, and the first row of each.
+
+    Without ``piece_rows``, ``parts_per_chunk`` pieces at a time. With it (the loader's target rows of
+    one piece), a chunk takes pieces, in that order, while it holds at most ``parts_per_chunk *
+    piece_rows`` rows (always at least one piece): where pieces are as big as the target, that is
+    ``parts_per_chunk`` of them; where the files are smaller than the target (a piece never spans
+    files), a chunk gathers several files' pieces instead of staying a fraction of the size asked for,
+    so the fixed cost of a chunk (a read call, the workflow's per-op overhead: ~80 ms on a GPU whatever
+    the rows) is paid on the rows ``buffer_size`` promised.
+    """
     pieces = list(pieces)
     if shuffle and len(pieces) > 1:
         order = np.random.default_rng(seed + [0]).permutation(len(pieces))
         pieces = [pieces[i] for i in order]
-    chunks = [pieces[i:i + parts_per_chunk] for i in range(0, len(pieces), parts_per_chunk)]
+    if piece_rows is None:
+        chunks = [pieces[i:i + parts_per_chunk] for i in range(0, len(pieces), parts_per_chunk)]
+    else:
+        target = max(1, int(parts_per_chunk) * int(piece_rows))
+        chunks = []
+        rows = 0
+        for p in pieces:
+            if chunks and chunks[-1] and rows + p.num_rows <= target:
+                chunks[-1].append(p)
+                rows += p.num_rows
+            else:
+                chunks.append([p])
+                rows = p.num_rows
     offsets = [0]
     for c in chunks:
         offsets.append(offsets[-1] + sum(p.num_rows for p in c))
@@ -105,9 +128,32 @@ def plan_epoch(pieces: Sequence[_Piece], epoch: int, seed: Any, shuffle: bool, p
 PERMUTATIONS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="tabprep-loader-perm")
 
 
+_JOBS_LOCK = threading.Lock()
+
+
 def chunk_permutation(plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
     """The seeded row order of chunk ``k`` of ``n`` rows (numpy, on the host, so the same on the
-    CPU and the GPU); None for fewer than 2 rows."""
+    CPU and the GPU); None for fewer than 2 rows.
+
+    ``Generator.permutation(n)`` is ``shuffle(arange(n))``; shuffling an int32 ``arange`` makes the
+    same draws, so the order is the same, in half the bytes (the GPU's gathers take int32 indices
+    anyway). int64 where ``n`` does not fit int32."""
     if n <= 1:
         return None
-    return np.random.default_rng(plan.seed + [k + 1]).permutation(n)
+    order = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
+    np.random.default_rng(plan.seed + [k + 1]).shuffle(order)
+    return order
+
+
+def permutation_job(plan: _EpochPlan, k: int) -> Optional["concurrent.futures.Future"]:
+    """The permutation of chunk ``k`` (its planned rows), drawn in :data:`PERMUTATIONS`, and that of
+    chunk ``k + 1`` started too: drawing 3M rows' order takes ~55 ms on a fast host, longer than the
+    GPU takes to read those rows, so a chunk's order is drawn while the chunk before it is prepared.
+    None for a chunk of fewer than 2 rows."""
+    with _JOBS_LOCK:
+        jobs = plan.__dict__.setdefault("_permutation_jobs", {})
+        for j in (k, k + 1):
+            if j < len(plan.chunks) and j not in jobs:
+                n = plan.offsets[j + 1] - plan.offsets[j]
+                jobs[j] = PERMUTATIONS.submit(chunk_permutation, plan, j, n) if n > 1 else None
+        return jobs.pop(k)

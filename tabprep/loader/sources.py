@@ -4,6 +4,8 @@ Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow
 """
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -14,6 +16,8 @@ from ..schema import Schema
 
 #: rows of one unit when the source is an in-memory frame (units are grouped into pieces)
 FRAME_UNIT_ROWS = 8192
+
+log = logging.getLogger("tabprep.loader.core")
 
 
 # ---------------------------------------------------------------------------------------
@@ -53,6 +57,11 @@ class _Source:
         """Rows of ``units`` as a *part*: a frame, or whatever :meth:`stack` stacks best; parts
         are sliced with :func:`tabprep.backend.slice_rows`."""
         return self.read(units, columns)
+
+    def read_pieces(self, pieces: Sequence["_Piece"], columns: Optional[List[str]]) -> Any:
+        """The rows of ``pieces``, in order, as one frame read at once; None where this source reads
+        piece by piece (the caller then reads each piece and stacks them)."""
+        return None
 
     def stack(self, parts: Sequence[Any]) -> Any:
         """One frame (index 0..n-1) of parts stacked in order."""
@@ -118,6 +127,27 @@ class _ParquetSource(_Source):
     def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         path, filesystem = self._where[units[0].group]
         return self._reader.read(path, [u.key for u in units], columns, filesystem=filesystem)
+
+    def read_pieces(self, pieces: Sequence["_Piece"], columns: Optional[List[str]]) -> Any:
+        # on the GPU, a chunk's whole pieces of local files in one cuDF read: libcudf decodes the
+        # files side by side and no concatenation follows (per piece: 78 ms per 2.5M Criteo rows on
+        # an H100, against 34 ms in one call). Trimmed pieces, remote files and files whose schemas
+        # differ (cuDF refuses to read them together) go piece by piece.
+        if self.cpu or len(pieces) < 2:
+            return None
+        paths, groups = [], []
+        for p in pieces:
+            units = [self.units[i] for i in p.units]
+            path, filesystem = self._where[units[0].group]
+            if filesystem is not None or p.start or p.stop != sum(u.num_rows for u in units):
+                return None
+            paths.append(path)
+            groups.append([u.key for u in units])
+        try:
+            return backend.read_parquet_pieces(paths, groups, columns, False)
+        except Exception as exc:  # noqa: BLE001 - e.g. schemas differ between files: read piece by piece
+            log.debug("reading %d pieces in one call failed (%s); reading them one by one", len(pieces), exc)
+            return None
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return self._reader.stack(parts)
