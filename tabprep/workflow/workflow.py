@@ -532,13 +532,16 @@ def _check_same_rows(parts: List[Any]) -> None:
 
 def _conform(out: Any, schema: Schema) -> Any:
     """Cast columns whose dtype drifted (e.g. on an empty partition) back to the schema's dtype."""
-    casts = {}
-    for col in schema:
-        if col.is_list or col.name not in out.columns:
-            continue
-        have = str(out[col.name].dtype)
-        from ..schema import normalize_dtype
+    from ..schema import normalize_dtype
 
+    casts = {}
+    # the frame's dtypes in one call: a column lookup per output column costs ~0.1 ms each on cuDF,
+    # once per chunk of an online loader
+    dtypes = dict(zip(out.columns, out.dtypes))
+    for col in schema:
+        if col.is_list or col.name not in dtypes:
+            continue
+        have = str(dtypes[col.name])
         if normalize_dtype(have) != col.dtype and col.dtype != "str" and col.dtype in _NUMERIC:
             if out[col.name].isna().any() if len(out) else False:
                 continue
