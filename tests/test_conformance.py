@@ -543,7 +543,7 @@ _add_cases({
     "DifferenceLag": [
         Case(lambda: ops.DifferenceLag("grp", shift=[1, -2]), LAG_COLS,
              lambda t, d: {f"{c}_difference_lag_{k}": (ref_difference_lag(d, c, "grp", k), "float")
-                           for k in (1, -2) for c in LAG_COLS},
+                           for c in LAG_COLS for k in (1, -2)},
              extra_columns=["grp"]),
     ],
     "DropLowCardinality": [
