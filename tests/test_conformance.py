@@ -489,7 +489,8 @@ def ref_groupby(data: pd.DataFrame, key: str, sort_col: str, aggs: Dict[str, Lis
                 else:  # mean / min / max
                     col.append(None if not present else float(getattr(np, a)(np.array(present, dtype="float64"))))
             out[f"{c}_{a}"] = (col, "float" if a in ("sum", "mean", "min", "max") and not is_int else "exact")
-    return out
+    from refs_join_te import nvt_groupby_order
+    return nvt_groupby_order(out, key, aggs)
 
 
 GROUP_AGGS = {"f64": ["sum", "mean", "count", "min", "max"], "i32": ["first", "last", "list", "sum"],
