@@ -1,12 +1,12 @@
 """Bucketize: map continuous values to the index of the bucket they fall in."""
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
 from .. import backend
+from .._warn import warn_difference
 from ..schema import ColumnSchema, Tags
 from .base import Operator
 
@@ -86,10 +86,10 @@ class Bucketize(Operator):
         if not self._null_warned and backend.any_true(nulls):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
             self._null_warned = True
-            warnings.warn(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
+            warn_difference(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
                           f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
                           f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
-                          f">> Bucketize(...)) to give them a bucket.", UserWarning, stacklevel=2)
+                          f">> Bucketize(...)) to give them a bucket.", stacklevel=2)
         return backend.set_nulls(out, nulls)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:

@@ -1,12 +1,12 @@
 """Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import backend
+from .._warn import is_rebuilding, warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -103,11 +103,11 @@ class Groupby(Operator):
         global _warned_dtypes
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
-        if not _warned_dtypes and any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names):
+        if not _warned_dtypes and not is_rebuilding() and any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names):
             _warned_dtypes = True
-            warnings.warn("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
+            warn_difference("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
                           "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
-                          "LambdaOp(f, dtype=...) for NVTabular's dtypes", UserWarning, stacklevel=2)
+                          "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2)
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -283,6 +283,6 @@ def _announce_null_keys(work: Any, keys: List[str]) -> None:
     nulls = G.null_columns(work, keys)
     if nulls:
         _warned_null_keys = True
-        warnings.warn(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
+        warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
                       f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
-                      f"(or ops.Filter) for NVTabular's result", UserWarning, stacklevel=2)
+                      f"(or ops.Filter) for NVTabular's result", stacklevel=2)
