@@ -11,17 +11,20 @@ of tabprep (nor pandas), so ops and the workflow layer both use it.
   built (an op's arguments, a ``+`` merge): ``Workflow.load`` rebuilds the saved graph under
   :func:`rebuilding`, and those warnings stay quiet there, since the graph's author saw them
   when building it and a serving process or loader loads the folder again and again.
-* :func:`captured` / :func:`reemit`: a warning raised inside a dask task on a worker process
-  never reaches the user's console; tasks record theirs (:func:`captured`) and return them with
-  their result, and the client gives each distinct message once (:func:`reemit`).
+* :func:`task_warnings` / :func:`reemit_from_cluster`: a warning raised inside a dask task on a
+  dask.distributed worker process never reaches the user's console; such tasks send theirs to
+  the scheduler as events (``worker.log_event``), and after the job (a fit pass, a write, a
+  ``Dataset.compute``) the client gives each distinct message once, as a warning of its class.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import logging
+import sys
+import uuid
 import warnings
-from typing import Iterable, Iterator, List, Tuple
+from typing import Any, Iterator, List, Optional, Set, Tuple
 
 log = logging.getLogger("tabprep")
 
@@ -55,37 +58,105 @@ def warn_difference(message: str, stacklevel: int = 2, at_build: bool = False) -
     if at_build and _REBUILDING.get():
         log.debug("not repeated while loading a saved workflow: %s", message)
         return
+    sink = _SINK.get()
+    if sink is not None:  # in a task on a distributed worker: sent to the client (task_warnings)
+        sink.append((NVTabularDifferenceWarning.__name__, message))
+        return
     warnings.warn(message, NVTabularDifferenceWarning, stacklevel=stacklevel + 1)
 
 
-#: a captured warning: (category name, message); the category is one of tabprep's UserWarnings
-Captured = Tuple[str, str]
+#: the scheduler event topic of warnings raised in tasks on dask.distributed workers
+TOPIC = "tabprep-warnings"
+#: while a task runs on a distributed worker: where warn_difference puts its warnings
+_SINK: "contextvars.ContextVar[Optional[List[Tuple[str, str]]]]" = contextvars.ContextVar("tabprep_warning_sink",
+                                                                                          default=None)
+#: the job tokens this process gave to the workflows it scattered (see new_job); events of other
+#: clients' jobs on a shared scheduler are not ours to show
+_OUR_JOBS: Set[str] = set()
+#: events already re-emitted (a lazy transform computed later reports under its job's token)
+_SEEN_EVENTS: Set[Tuple[Any, ...]] = set()
+
+
+def new_job() -> str:
+    """A token for the workflow copy scattered to the workers (``wf._warn_job``): its tasks' warnings
+    are logged under it, and :func:`reemit_from_cluster` shows this process's ones."""
+    job = uuid.uuid4().hex
+    _OUR_JOBS.add(job)
+    return job
+
+
+def _current_worker() -> Any:
+    """The dask.distributed worker running this thread's task, or None (client, local schedulers)."""
+    if "distributed" not in sys.modules:  # never imported: not on a worker
+        return None
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
+
+
+def _client() -> Any:
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 @contextlib.contextmanager
-def captured() -> Iterator[List[Captured]]:
-    """Record the UserWarnings raised in the block (in a dask task), as ``(category, message)``.
+def task_warnings(job: Optional[str]) -> Iterator[None]:
+    """Around a fit / transform task. On a dask.distributed worker, the task's
+    :func:`warn_difference` warnings (a worker's ``warnings.warn`` goes to its own stderr, which
+    the user does not read) are collected and logged to the scheduler as one event of
+    :data:`TOPIC`, ``{"job": job, "warnings": [[category, message], ...]}``, before the task's
+    result is reported (a worker sends both on one ordered stream); the client shows them with
+    :func:`reemit_from_cluster` after the job. Elsewhere (local schedulers, the client) nothing
+    changes: the warning is given where it is raised."""
+    worker = _current_worker() if job is not None else None
+    if worker is None:
+        yield
+        return
+    sink: List[Tuple[str, str]] = []
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+        if sink:
+            try:
+                worker.log_event(TOPIC, {"job": job, "warnings": [list(w) for w in dict.fromkeys(sink)]})
+            except Exception as exc:  # noqa: BLE001 - a warning must never fail the task
+                log.warning("could not send %d warning(s) to the client (%s): %s", len(sink), exc,
+                            "; ".join(m for _, m in sink))
 
-    Other warnings pass through to the usual filters. The list is filled when the block ends.
-    Not thread-safe (``warnings.catch_warnings``): run only in tasks, whose warnings would be
-    lost on a worker anyway; on the client's own threads the normal machinery applies.
-    """
-    found: List[Captured] = []
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always", UserWarning)
-        try:
-            yield found
-        finally:
-            pass
-    for w in record:
-        if issubclass(w.category, UserWarning):
-            found.append((w.category.__name__, str(w.message)))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-
-def reemit(found: Iterable[Captured], stacklevel: int = 2) -> None:
-    """Give each distinct captured message once, on the client, in the order first seen."""
+def reemit_from_cluster(stacklevel: int = 2) -> None:
+    """After a job on a dask.distributed client: give each distinct warning its tasks logged (under
+    one of this process's job tokens, and not given before) once, here, as a warning of its class."""
+    if not _OUR_JOBS:
+        return
+    client = _client()
+    if client is None:
+        return
+    try:
+        events = client.get_events(TOPIC)
+    except Exception as exc:  # noqa: BLE001 - an old scheduler, a closing client: warnings only
+        log.debug("could not read the workers' warnings from the scheduler: %s", exc)
+        return
+    found: List[Tuple[str, str]] = []
+    for stamp, msg in events:
+        if not isinstance(msg, dict) or msg.get("job") not in _OUR_JOBS:
+            continue
+        key = (stamp, msg["job"], tuple(tuple(w) for w in msg.get("warnings") or ()))
+        if key in _SEEN_EVENTS:
+            continue
+        _SEEN_EVENTS.add(key)
+        found += [(str(c), str(m)) for c, m in msg.get("warnings") or ()]
     seen = set()
     for category, message in found:
         if message in seen:

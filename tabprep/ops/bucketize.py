@@ -87,9 +87,9 @@ class Bucketize(Operator):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
             self._null_warned = True
             warn_difference(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
-                          f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
-                          f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
-                          f">> Bucketize(...)) to give them a bucket.", stacklevel=2)
+                            f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
+                            f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
+                            f">> Bucketize(...)) to give them a bucket.", stacklevel=2)
         return backend.set_nulls(out, nulls)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:

@@ -102,9 +102,9 @@ class Categorify(StatOperator):
         if self.single_table:
             # NVTabular 23.08's own paths disagree here (docs/migration.md); say which numbers differ
             warn_difference("Categorify(single_table=True): tabprep gives nulls id 1 and unseen values id 2.. in every "
-                          "column, and every column the shared table's embedding size; NVTabular 23.08 gives each "
-                          "column's null and OOV the ids of its first two vocabulary values and sizes each table "
-                          "by its own column (see docs/migration.md)", stacklevel=2, at_build=True)
+                            "column, and every column the shared table's embedding size; NVTabular 23.08 gives each "
+                            "column's null and OOV the ids of its first two vocabulary values and sizes each table "
+                            "by its own column (see docs/migration.md)", stacklevel=2, at_build=True)
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
                 # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)
@@ -122,7 +122,7 @@ class Categorify(StatOperator):
                 num_oov_buckets = int(num_buckets)
             if not (max_size or freq_threshold):
                 warn_difference("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
-                              "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
+                                "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
                                 stacklevel=2, at_build=True)
         dtype = "int64" if dtype is None else dtype  # NVTabular's dtype=None: the ids' own dtype, int64
         if int(num_oov_buckets) < 1:

@@ -103,11 +103,13 @@ class Groupby(Operator):
         global _warned_dtypes
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
-        if not _warned_dtypes and not is_rebuilding() and any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names):
+        recast = any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names)
+        # once per process, where a graph is built (Workflow.load rebuilds one: not there)
+        if recast and not _warned_dtypes and not is_rebuilding():
             _warned_dtypes = True
             warn_difference("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
-                          "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
-                          "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2)
+                            "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
+                            "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2)
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -284,5 +286,5 @@ def _announce_null_keys(work: Any, keys: List[str]) -> None:
     if nulls:
         _warned_null_keys = True
         warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
-                      f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
-                      f"(or ops.Filter) for NVTabular's result", stacklevel=2)
+                        f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
+                        f"(or ops.Filter) for NVTabular's result", stacklevel=2)

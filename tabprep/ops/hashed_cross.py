@@ -116,7 +116,7 @@ class HashedCross(Operator):
             legacy = name.replace(SEP, "_")
             if legacy in self.num_buckets:
                 warn_difference(f"HashedCross: num_buckets key {legacy!r} is the output name tabprep used before; the "
-                              f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
+                                f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
                                 stacklevel=3, at_build=True)
                 return int(self.num_buckets[legacy])
             raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")

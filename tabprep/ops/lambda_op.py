@@ -123,8 +123,8 @@ class LambdaOp(Operator):
             pass
         self._warned.add(c)
         warn_difference(f"{self.label}: column {c!r} came out {have} but the output schema (from a probe run of f "
-                      f"on sample values of the input's dtypes) says {want}, and the column is cast to the schema "
-                      f"where it can be; pass LambdaOp(..., dtype=...) to fix the output dtype",
+                        f"on sample values of the input's dtypes) says {want}, and the column is cast to the schema "
+                        f"where it can be; pass LambdaOp(..., dtype=...) to fix the output dtype",
                         stacklevel=3)
 
     def _map_list(self, s: Any, c: str) -> Any:

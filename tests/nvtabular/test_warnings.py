@@ -61,3 +61,42 @@ def test_building_again_after_a_load_warns_again():
     """A graph built by the user after a load (in the same thread) still warns: only the load is quiet."""
     with pytest.warns(UserWarning, match="single_table"):
         ops.Categorify(single_table=True)
+
+
+def _parquet_with_nulls(root):
+    import numpy as np
+
+    root.mkdir()
+    for i in range(3):
+        x = np.arange(i * 10, i * 10 + 10, dtype="float64")
+        x[3] = np.nan
+        pd.DataFrame({"x": x, "c": ["a", "b"] * 5}).to_parquet(root / f"part-{i}.parquet", index=False)
+    return root
+
+
+def test_bucketize_warning_from_cluster_workers_reaches_the_client(tmp_path):
+    """The Bucketize null/NaN warning (NVTabular 23.08's np.digitize puts NaN in the last bucket,
+    tabprep keeps it null) is raised inside transform tasks. On a dask.distributed cluster of
+    worker processes those tasks run elsewhere: the warning reaches the client once per job,
+    after fit (the Categorify downstream of Bucketize transforms it) and after to_parquet."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    root = _parquet_with_nulls(tmp_path / "in")
+    wf = tp.Workflow((["x"] >> ops.Bucketize([5.0, 15.0]) >> ops.Categorify()) + ["c"])
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        with warnings.catch_warnings(record=True) as fit_record:
+            warnings.simplefilter("always")
+            wf.fit(tp.Dataset(str(root)))
+        with warnings.catch_warnings(record=True) as write_record:
+            warnings.simplefilter("always")
+            wf.transform(tp.Dataset(str(root))).to_parquet(str(tmp_path / "out"))
+        # the tasks did run on the worker process, not here
+        assert client.run(lambda: 1) and len(client.scheduler_info()["workers"]) == 1
+    for record in (fit_record, write_record):
+        ours = [w for w in record if "Bucketize: column 'x'" in str(w.message)]
+        assert len(ours) == 1, [str(w.message) for w in record]
+        assert issubclass(ours[0].category, tp.NVTabularDifferenceWarning)
+    out = pd.read_parquet(tmp_path / "out")
+    assert len(out) == 30 and (out["x"] == 1).sum() == 3  # the nulls: Categorify's null id
