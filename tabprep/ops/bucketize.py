@@ -25,8 +25,8 @@ class Bucketize(Operator):
     ``x >= b`` over the boundaries), except for nulls.
 
     Non-finite values: +-inf falls in the first/last bucket (no statistics are fitted).
-    Nulls: a null (or NaN) value stays null; the output is int64 (``Int64`` on pandas for a
-    partition holding a null), and the first transform that meets one warns (``UserWarning``
+    Nulls: a null (or NaN) value stays null; the output is int32 as NVTabular's (``Int32`` on
+    pandas for a partition holding a null), and the first transform that meets one warns (``UserWarning``
     naming the column; NVTabular 23.08 puts NaN in the last bucket). Precede with ``FillMissing``, or follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
     when a model needs every row to have an id. List columns are bucketized element-wise.
 
@@ -80,8 +80,8 @@ class Bucketize(Operator):
         x = backend.float_values(s)
         xp = backend.array_module(x)
         b = xp.asarray(self.boundaries_for(column))
-        ids = xp.searchsorted(b, x, side="right").astype("int64")
-        out = backend.new_series(ids, like=s, dtype="int64")
+        ids = xp.searchsorted(b, x, side="right").astype("int32")  # NVTabular 23.08's output_dtype
+        out = backend.new_series(ids, like=s, dtype="int32")
         nulls = xp.isnan(x)
         if not self._null_warned and backend.any_true(nulls):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
@@ -96,4 +96,4 @@ class Bucketize(Operator):
         k = len(self.boundaries_for(col.name))
         tags = tuple(t for t in col.tags if t != Tags.CONTINUOUS) + self.output_tags
         props = {"cardinality": k + 1, "domain": {"min": 0, "max": k}}
-        return col.with_(dtype="int64", tags=tags, add_properties=props)
+        return col.with_(dtype="int32", tags=tags, add_properties=props)
