@@ -74,7 +74,25 @@ def _parquet_with_nulls(root):
     return root
 
 
-def test_bucketize_warning_from_cluster_workers_reaches_the_client(tmp_path):
+@pytest.fixture
+def deadline():
+    """Fail instead of hanging when a cluster does not come up or a job stalls (120 s; the test
+    takes ~10 s). SIGALRM interrupts the main thread, where the client waits."""
+    import signal
+
+    def expired(signum, frame):
+        raise TimeoutError("the LocalCluster test ran past 120 s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(120)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_bucketize_warning_from_cluster_workers_reaches_the_client(tmp_path, deadline):
     """The Bucketize null/NaN warning (NVTabular 23.08's np.digitize puts NaN in the last bucket,
     tabprep keeps it null) is raised inside transform tasks. On a dask.distributed cluster of
     worker processes those tasks run elsewhere: the warning reaches the client once per job,
