@@ -129,7 +129,7 @@ class JoinGroupby(StatOperator):
         wraps them around) is int64 instead, with a warning naming the column."""
         if st == "count":
             want = "int32"
-        elif st in ("sum", "min", "max") and cont_dtype is not None and np.dtype(cont_dtype).kind in "iuf":
+        elif st in ("sum", "min", "max") and _numeric_kind(cont_dtype):
             want = np.dtype(cont_dtype).name
         else:
             return "float32"
@@ -368,6 +368,14 @@ class JoinGroupby(StatOperator):
         state = dict(self.__dict__)
         state["_cache"] = {}
         return state
+
+
+def _numeric_kind(dtype: Optional[str]) -> bool:
+    """True for an int / uint / float dtype string (not bool, strings, datetimes, nested lists)."""
+    try:
+        return dtype is not None and np.dtype(dtype).kind in "iuf"
+    except TypeError:  # "str", "list<int64>": not numpy dtypes
+        return False
 
 
 def _stat(acc: Dict[str, np.ndarray], cont: Optional[str], st: str) -> np.ndarray:
