@@ -110,21 +110,19 @@ def test_output_order_keys_then_list_aggs_then_the_others(backend):
     agree."""
     df = _frame()
     aggs = {"x": ["sum", "list", "count", "last", "first"], "item": ["max", "first", "mean", "list"]}
-    op = ops.Groupby("session", sort_cols="ts", aggs=aggs)
     want = ["session", "x_list", "x_last", "x_first", "item_first", "item_list",
             "x_sum", "x_count", "item_max", "item_mean"]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        wf = tp.Workflow(["item", "x", "ts", "session"] >> op)
+        warnings.simplefilter("ignore", UserWarning)  # Groupby's dtype note (test_ops_groupby above)
+        wf = tp.Workflow(["item", "x", "ts", "session"] >> ops.Groupby("session", sort_cols="ts", aggs=aggs))
         out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)).to_ddf().compute())
     assert list(out.columns) == want and wf.output_schema.column_names == want
     assert pd.isna(out["x_first"][0]) and out["x_first"].tolist()[1:] == [2.5, 7.0]  # in ts order
     assert out["item_max"].tolist() == [12, 20, 30] and out["x_count"].tolist() == [2, 2, 1]
     # a list of aggs for every selected non-key column: selection order
-    op = ops.Groupby("session", sort_cols="ts", aggs=["sum", "last"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        wf = tp.Workflow(["x", "session", "item"] >> op)
+        wf = tp.Workflow(["x", "session", "item"] >> ops.Groupby("session", sort_cols="ts", aggs=["sum", "last"]))
         out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)).to_ddf().compute())
     want = ["session", "x_last", "item_last", "x_sum", "item_sum"]
     assert list(out.columns) == want and wf.output_schema.column_names == want
