@@ -22,6 +22,7 @@ _LAZY: Dict[str, str] = {
     "Dataset": "tabprep.io.dataset",
     "get_embedding_sizes": "tabprep.ops.embeddings",
     "UntrustedCodeError": "tabprep.registry",
+    "NVTabularDifferenceWarning": "tabprep._warn",
     "register_function": "tabprep.registry",
     "ColumnSchema": "tabprep.schema",
     "Schema": "tabprep.schema",
@@ -38,7 +39,7 @@ _LAZY: Dict[str, str] = {
 
 __all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "ColumnSelector", "Subgraph", "Tags",
            "get_embedding_sizes", "register_function", "UntrustedCodeError", "ServingTransform", "__version__",
-           "profile", "drift", "Profile", "DriftReport"]
+           "profile", "drift", "Profile", "DriftReport", "NVTabularDifferenceWarning"]
 
 
 def __getattr__(name: str) -> Any:

@@ -107,6 +107,14 @@ def join_external(side: pd.DataFrame, on: str, cols: List[str], how: str):
     return ref
 
 
+def nvt_groupby_order(out: Dict[str, Any], key: str, aggs: Dict[str, List[str]]) -> Dict[str, Any]:
+    """``out`` reordered as NVTabular 23.08's Groupby.column_mapping orders its outputs: the key,
+    every column's list / first / last, then every column's other aggregations."""
+    listy = [f"{c}_{a}" for c, names in aggs.items() for a in names if a in ("list", "first", "last")]
+    rest = [f"{c}_{a}" for c, names in aggs.items() for a in names if a not in ("list", "first", "last")]
+    return {name: out[name] for name in [key] + listy + rest}
+
+
 def groupby_per_row(aggs: Dict[str, List[str]]):
     """Groupby on the unique row number ``idx``: one group per row, in ``idx`` order."""
     def ref(train: pd.DataFrame, data: pd.DataFrame) -> Dict[str, Any]:
@@ -125,5 +133,5 @@ def groupby_per_row(aggs: Dict[str, List[str]]):
                     out[f"{c}_{a}"] = ([0 if v is None else v for v in vals], "float")
                 else:  # mean, min, max of one value
                     out[f"{c}_{a}"] = ([None if v is None else float(v) for v in vals], "float")
-        return out
+        return nvt_groupby_order(out, "idx", aggs)
     return ref

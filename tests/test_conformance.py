@@ -489,7 +489,8 @@ def ref_groupby(data: pd.DataFrame, key: str, sort_col: str, aggs: Dict[str, Lis
                 else:  # mean / min / max
                     col.append(None if not present else float(getattr(np, a)(np.array(present, dtype="float64"))))
             out[f"{c}_{a}"] = (col, "float" if a in ("sum", "mean", "min", "max") and not is_int else "exact")
-    return out
+    from refs_join_te import nvt_groupby_order
+    return nvt_groupby_order(out, key, aggs)
 
 
 GROUP_AGGS = {"f64": ["sum", "mean", "count", "min", "max"], "i32": ["first", "last", "list", "sum"],
@@ -543,7 +544,7 @@ _add_cases({
     "DifferenceLag": [
         Case(lambda: ops.DifferenceLag("grp", shift=[1, -2]), LAG_COLS,
              lambda t, d: {f"{c}_difference_lag_{k}": (ref_difference_lag(d, c, "grp", k), "float")
-                           for k in (1, -2) for c in LAG_COLS},
+                           for c in LAG_COLS for k in (1, -2)},
              extra_columns=["grp"]),
     ],
     "DropLowCardinality": [

@@ -115,7 +115,7 @@ def test_difference_lag_of_timestamps_treats_nat_as_null():
     df = _times().assign(g=1)
     out = tp.Workflow(["t"] >> ops.DifferenceLag("g")).fit(df).transform(df)
     x = _floats(_counts(df["t"]))
-    ref = np.concatenate([[np.nan], x[1:] - x[:-1]])
+    ref = np.concatenate([[np.nan], x[1:] - x[:-1]]).astype("float32")  # NVTabular's output_dtype
     np.testing.assert_array_equal(out["t_difference_lag_1"].to_numpy(), ref)
 
 

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import refuse_duplicate_columns
+from .._warn import reemit_from_cluster
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
@@ -389,7 +390,10 @@ class Dataset(DatasetCompat):
 
         On the CPU, list columns come as object columns of numpy arrays (a null row: None), as
         NVTabular gives them (and :meth:`to_ddf`'s partitions)."""
-        out = self._to_ddf().compute()
+        try:
+            out = self._to_ddf().compute()
+        finally:
+            reemit_from_cluster()  # warnings raised in a transform's tasks on distributed workers
         return backend.lists_to_numpy(out.reset_index(drop=True))
 
     # -- output ---------------------------------------------------------------------------

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._version import __version__
+from .._warn import reemit_from_cluster
 from ..schema import Schema
 from . import commit
 from . import fs as fsmod
@@ -313,7 +314,11 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
             write_fn = dask.delayed(finish, pure=False)
             tasks = [write_fn(part, i) for i, part in enumerate(ds._to_ddf().to_delayed())]
         dask_options = backend.compute_options(not ds.cpu)
-        results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)", dask_options)
+        try:
+            results = _compute(tasks, progress, "transform" if fmt == "parquet" else "transform (phase 1)",
+                               dask_options)
+        finally:
+            reemit_from_cluster()  # warnings raised in the transform tasks on distributed workers
         backend.release_memory(collect=False)  # the partitions' pages, kept for reuse while they were written
         part_rows = [r["rows"] for r in results]
         if direct:

@@ -1,12 +1,12 @@
 """Bucketize: map continuous values to the index of the bucket they fall in."""
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
 from .. import backend
+from .._warn import warn_difference
 from ..schema import ColumnSchema, Tags
 from .base import Operator
 
@@ -25,8 +25,8 @@ class Bucketize(Operator):
     ``x >= b`` over the boundaries), except for nulls.
 
     Non-finite values: +-inf falls in the first/last bucket (no statistics are fitted).
-    Nulls: a null (or NaN) value stays null; the output is int64 (``Int64`` on pandas for a
-    partition holding a null), and the first transform that meets one warns (``UserWarning``
+    Nulls: a null (or NaN) value stays null; the output is int32 as NVTabular's (``Int32`` on
+    pandas for a partition holding a null), and the first transform that meets one warns (``UserWarning``
     naming the column; NVTabular 23.08 puts NaN in the last bucket). Precede with ``FillMissing``, or follow with ``FillMissing`` or ``Categorify`` (null -> id 1)
     when a model needs every row to have an id. List columns are bucketized element-wise.
 
@@ -80,20 +80,20 @@ class Bucketize(Operator):
         x = backend.float_values(s)
         xp = backend.array_module(x)
         b = xp.asarray(self.boundaries_for(column))
-        ids = xp.searchsorted(b, x, side="right").astype("int64")
-        out = backend.new_series(ids, like=s, dtype="int64")
+        ids = xp.searchsorted(b, x, side="right").astype("int32")  # NVTabular 23.08's output_dtype
+        out = backend.new_series(ids, like=s, dtype="int32")
         nulls = xp.isnan(x)
         if not self._null_warned and backend.any_true(nulls):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
             self._null_warned = True
-            warnings.warn(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
-                          f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
-                          f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
-                          f">> Bucketize(...)) to give them a bucket.", UserWarning, stacklevel=2)
+            warn_difference(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
+                            f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
+                            f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
+                            f">> Bucketize(...)) to give them a bucket.", stacklevel=2)
         return backend.set_nulls(out, nulls)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         k = len(self.boundaries_for(col.name))
         tags = tuple(t for t in col.tags if t != Tags.CONTINUOUS) + self.output_tags
         props = {"cardinality": k + 1, "domain": {"min": 0, "max": k}}
-        return col.with_(dtype="int64", tags=tags, add_properties=props)
+        return col.with_(dtype="int32", tags=tags, add_properties=props)

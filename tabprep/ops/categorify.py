@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import threading
-import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -14,6 +13,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import check_keyed_params, check_limits
+from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
 from ..stats import vocab as V
@@ -101,10 +101,10 @@ class Categorify(StatOperator):
         self.single_table = bool(single_table)
         if self.single_table:
             # NVTabular 23.08's own paths disagree here (docs/migration.md); say which numbers differ
-            warnings.warn("Categorify(single_table=True): tabprep gives nulls id 1 and unseen values id 2.. in every "
-                          "column, and every column the shared table's embedding size; NVTabular 23.08 gives each "
-                          "column's null and OOV the ids of its first two vocabulary values and sizes each table "
-                          "by its own column (see docs/migration.md)", UserWarning, stacklevel=2)
+            warn_difference("Categorify(single_table=True): tabprep gives nulls id 1 and unseen values id 2.. in every "
+                            "column, and every column the shared table's embedding size; NVTabular 23.08 gives each "
+                            "column's null and OOV the ids of its first two vocabulary values and sizes each table "
+                            "by its own column (see docs/migration.md)", stacklevel=2, at_build=True)
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
             if isinstance(num_buckets, dict):
                 # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)
@@ -121,9 +121,9 @@ class Categorify(StatOperator):
                                      f"they name the same thing (NVTabular's and tabprep's spelling); give one")
                 num_oov_buckets = int(num_buckets)
             if not (max_size or freq_threshold):
-                warnings.warn("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
-                              "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
-                              UserWarning, stacklevel=2)
+                warn_difference("Categorify: num_buckets without max_size or freq_threshold: every fitted value has "
+                                "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
+                                stacklevel=2, at_build=True)
         dtype = "int64" if dtype is None else dtype  # NVTabular's dtype=None: the ids' own dtype, int64
         if int(num_oov_buckets) < 1:
             raise ValueError(f"num_oov_buckets must be >= 1 (id 2 is the out-of-vocabulary id), got {num_oov_buckets}")

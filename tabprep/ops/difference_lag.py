@@ -13,9 +13,13 @@ from .base import Operator, column_names_arg
 class DifferenceLag(Operator):
     """``x[i] - x[i - shift]`` when rows ``i`` and ``i - shift`` have the same partition key, else NaN.
 
-    Outputs one float64 column per input column and shift, named
-    ``<column>_difference_lag_<shift>`` as in NVTabular (e.g. ``ts_difference_lag_1``); the
-    inputs are not output. A negative shift looks ahead (``x[i] - x[i + |shift|]``).
+    Outputs one float32 column per input column and shift (NVTabular 23.08's ``output_dtype``),
+    named ``<column>_difference_lag_<shift>`` as in NVTabular (e.g. ``ts_difference_lag_1``) and
+    ordered as NVTabular's: for each input column, its shifts in the order given
+    (``ts_difference_lag_1, ts_difference_lag_-1, price_difference_lag_1, ...``); the inputs are
+    not output. A negative shift looks ahead (``x[i] - x[i + |shift|]``). The difference is
+    taken in float64 and rounded once to float32, so an int64 timestamp column (seconds since
+    1970) gives its gaps with float32's 24-bit precision (exact up to 16,777,216).
 
     The data must be sorted by the partition columns (then by time, usually) so each key's
     rows are contiguous, and each key's rows must lie in one dask partition (write the data
@@ -62,11 +66,11 @@ class DifferenceLag(Operator):
         return self.keys
 
     def output_column_names(self, columns: List[str]) -> List[str]:
-        return [f"{c}_difference_lag_{k}" for k in self.shifts for c in columns]
+        return [f"{c}_difference_lag_{k}" for c in columns for k in self.shifts]
 
     def transform(self, columns: List[str], df: Any) -> Any:
         out = {}
-        for k in self.shifts:
+        for k in self.shifts:  # keys compared once per shift; outputs reordered below
             same = None
             for key in self.keys:
                 m = _same_key(df[key], k)
@@ -77,15 +81,15 @@ class DifferenceLag(Operator):
                 prev = _shifted(x, k, np.nan)
                 diff = xp.where(same, x - prev, np.nan)
                 out[f"{c}_difference_lag_{k}"] = backend.new_series(diff, like=df[c], name=f"{c}_difference_lag_{k}",
-                                                                    dtype="float64")
-        return backend.make_frame(out, like=df)
+                                                                    dtype="float32")
+        return backend.make_frame({name: out[name] for name in self.output_column_names(columns)}, like=df)
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = []
-        for k in self.shifts:
-            for c in columns:
+        for c in columns:
+            for k in self.shifts:
                 src = input_schema[c]
-                out.append(ColumnSchema(f"{c}_difference_lag_{k}", dtype="float64",
+                out.append(ColumnSchema(f"{c}_difference_lag_{k}", dtype="float32",
                                         tags=tuple(t for t in src.tags if t != Tags.CATEGORICAL) + self.output_tags))
         return Schema(out)
 

@@ -1,12 +1,12 @@
 """Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
 from __future__ import annotations
 
-import warnings
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import backend
+from .._warn import is_rebuilding, warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -14,6 +14,8 @@ from .base import Operator, column_names_arg
 AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "var", "median", "nunique")
 #: aggregations whose output is a count (int64)
 _COUNTS = ("count", "nunique")
+#: aggregations NVTabular computes from the group's list (its ``_list_aggs``), output first
+_LIST_AGGS = ("list", "first", "last")
 _warned_dtypes = False
 _warned_null_keys = False
 _POS = "__tabprep_pos__"
@@ -51,6 +53,11 @@ class Groupby(Operator):
     ascending order whatever ``ascending`` says (NVTabular 23.08: ``ascending=False`` sorts the
     lists, ``first`` is still the earliest row). Groups come out in ascending key order (a null
     key forms the last group). A key column is output only when it is selected (NVTabular).
+
+    Output columns in NVTabular's order: the selected keys, then the ``list`` / ``first`` /
+    ``last`` outputs of every aggregated column, then its other aggregations (columns in the
+    ``aggs`` dict's order, or the selection's; aggregations of one column in the order given,
+    where NVTabular's follows a Python set and changes from process to process).
 
     **Partitions.** Each partition is grouped on its own, so a group split over several
     partitions gives several rows. Either make sure the data is partitioned by the key (e.g.
@@ -96,11 +103,13 @@ class Groupby(Operator):
         global _warned_dtypes
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
-        if not _warned_dtypes and any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names):
+        recast = any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names)
+        # once per process, where a graph is built (Workflow.load rebuilds one: not there)
+        if recast and not _warned_dtypes and not is_rebuilding():
             _warned_dtypes = True
-            warnings.warn("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
-                          "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
-                          "LambdaOp(f, dtype=...) for NVTabular's dtypes", UserWarning, stacklevel=2)
+            warn_difference("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
+                            "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
+                            "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2)
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -115,9 +124,17 @@ class Groupby(Operator):
 
     def _agg_map(self, columns: List[str]) -> Dict[str, List[str]]:
         if isinstance(self.aggs, dict):
-            return {c: ([a] if isinstance(a, str) else list(a)) for c, a in self.aggs.items()}
-        names = [self.aggs] if isinstance(self.aggs, str) else list(self.aggs)
+            return {c: list(dict.fromkeys([a] if isinstance(a, str) else a)) for c, a in self.aggs.items()}
+        names = list(dict.fromkeys([self.aggs] if isinstance(self.aggs, str) else self.aggs))
         return {c: names for c in columns if c not in self.keys}
+
+    def _ordered_aggs(self, columns: List[str]) -> List[Tuple[str, str]]:
+        """``(column, agg)`` in NVTabular's output order (Groupby.column_mapping): every column's
+        list-type aggregations (``list``, ``first``, ``last``), then every column's others; within
+        one column the order given (NVTabular's is a Python set's, which varies by process)."""
+        agg_map = self._agg_map(columns)
+        listy = [(c, a) for c, names in agg_map.items() for a in names if a in _LIST_AGGS]
+        return listy + [(c, a) for c, names in agg_map.items() for a in names if a not in _LIST_AGGS]
 
     def dependencies(self) -> List[str]:
         extra = self.keys + self.sorts
@@ -130,27 +147,25 @@ class Groupby(Operator):
         return [k for k in self.keys if k in columns]
 
     def output_column_names(self, columns: List[str]) -> List[str]:
-        return self._out_keys(columns) + [f"{c}{self.name_sep}{a}" for c, names in self._agg_map(columns).items()
-                                          for a in names]
+        return self._out_keys(columns) + [f"{c}{self.name_sep}{a}" for c, a in self._ordered_aggs(columns)]
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = [input_schema[k] for k in self._out_keys(columns)]
-        for c, names in self._agg_map(columns).items():
+        for c, a in self._ordered_aggs(columns):
             src = input_schema[c]
             is_int = np.dtype(_np_name(src.dtype)).kind in "iub"
-            for a in names:
-                name = f"{c}{self.name_sep}{a}"
-                if a == "list":
-                    out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
-                                            properties=dict(src.properties), is_list=True, is_ragged=True))
-                elif a in ("first", "last"):
-                    out.append(src.with_(name=name))
-                elif a in _COUNTS:
-                    out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
-                elif a == "sum":
-                    out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
-                else:
-                    out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
+            name = f"{c}{self.name_sep}{a}"
+            if a == "list":
+                out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
+                                        properties=dict(src.properties), is_list=True, is_ragged=True))
+            elif a in ("first", "last"):
+                out.append(src.with_(name=name))
+            elif a in _COUNTS:
+                out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
+            elif a == "sum":
+                out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
+            else:
+                out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
         return Schema(out)
 
     # -- computation ---------------------------------------------------------------------------
@@ -270,6 +285,6 @@ def _announce_null_keys(work: Any, keys: List[str]) -> None:
     nulls = G.null_columns(work, keys)
     if nulls:
         _warned_null_keys = True
-        warnings.warn(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
-                      f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
-                      f"(or ops.Filter) for NVTabular's result", UserWarning, stacklevel=2)
+        warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
+                        f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
+                        f"(or ops.Filter) for NVTabular's result", stacklevel=2)

@@ -17,6 +17,12 @@ class HashBucket(Operator):
     columns are hashed as int64 and floats as float64 whatever their width. Unseen values need
     no special handling (every value has a bucket); collisions are expected.
 
+    Schema: ``cardinality`` and ``num_buckets`` are ``num_buckets`` (the embedding table's rows,
+    what :func:`tabprep.get_embedding_sizes` returns, as NVTabular's); ``domain`` is
+    ``{"min": 0, "max": num_buckets}`` exactly as NVTabular 23.08 writes it (one more than the
+    largest id, so a reader sizing a table by ``domain.max + 1``, as Merlin Models does, gets
+    the same one unused row on both).
+
     Args:
         num_buckets: an int for every column, or ``{column: int}``.
         dtype: output integer dtype (default int32, NVTabular 23.08's ``HashBucket.output_dtype``).
@@ -62,7 +68,7 @@ class HashBucket(Operator):
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         nb = self.buckets(col.name)
-        props = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1}}
+        props = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb}}  # NVTabular's, see the docstring
         dim = self.embedding_dim.get(col.name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
         if dim is not None:
             props["embedding_dim"] = int(dim)

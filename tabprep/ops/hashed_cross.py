@@ -1,12 +1,12 @@
 """HashedCross: one categorical id per combination of several columns' values, by hashing."""
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
 from .. import backend
+from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
 from .base import Operator
 
@@ -115,9 +115,9 @@ class HashedCross(Operator):
                 return int(self.num_buckets[name])
             legacy = name.replace(SEP, "_")
             if legacy in self.num_buckets:
-                warnings.warn(f"HashedCross: num_buckets key {legacy!r} is the output name tabprep used before; the "
-                              f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
-                              UserWarning, stacklevel=3)
+                warn_difference(f"HashedCross: num_buckets key {legacy!r} is the output name tabprep used before; the "
+                                f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
+                                stacklevel=3, at_build=True)
                 return int(self.num_buckets[legacy])
             raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")
         return int(self.num_buckets)

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from ..schema import ColumnSchema, Schema, Tags
+from .._warn import warn_difference
+from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
 from .base import StatOperator, column_names_arg, group_keys, state_file
@@ -28,10 +29,18 @@ class JoinGroupby(StatOperator):
 
     Outputs, per category column ``<cat>`` (in this order):
 
-    * ``<cat>_count`` (int64): number of fitted rows in the category, if ``"count"`` is asked;
-    * ``<cat>_<cont>_<stat>`` (float32) for each continuous column and each other stat, over
-      its finite values (NaN is null; +-inf is left out too): ``sum`` (0 when none), ``mean``, ``std`` and ``var`` (sample,
-      ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max`` (null when none).
+    * ``<cat>_count`` (int32): number of fitted rows in the category, if ``"count"`` is asked;
+    * ``<cat>_<cont>_<stat>`` for each continuous column and each other stat, over its finite
+      values (NaN is null; +-inf is left out too): ``sum`` (0 when none), ``mean``, ``std`` and
+      ``var`` (sample, ``ddof=1``, as pandas; null with fewer than 2 values), ``min``, ``max``
+      (null when none).
+
+    Dtypes are NVTabular 23.08's: ``count`` int32, ``mean`` / ``std`` / ``var`` float32,
+    ``sum`` / ``min`` / ``max`` the continuous column's dtype (float32 for a bool column); an
+    integer one holds nulls where a statistic is null (pandas ``Int64``). They are computed in
+    float64, so an int64 column's statistics are exact up to 2**53. Where the fitted values do
+    not fit the integer dtype (a count past 2**31 - 1, an int32 column's sum past its range,
+    which NVTabular wraps around) the output is int64, with a warning naming it.
 
     Differences from NVTabular 23.08, warned by ``Workflow.fit`` (``UserWarning``): nulls in a
     continuous column are left out of ``mean``/``std``/``var`` (NVTabular's mean counts null rows),
@@ -103,10 +112,39 @@ class JoinGroupby(StatOperator):
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = []
+        dtypes = {}
         for key in self._keys(columns):
             for name, cont, st in self._outputs(key):
-                out.append(ColumnSchema(name, dtype="int64" if st == "count" else "float32", tags=self.output_tags))
+                given = input_schema[cont].dtype if cont is not None and cont in input_schema else None
+                dtypes[name] = self._stat_dtype(key, name, st, given)
+                out.append(ColumnSchema(name, dtype=dtypes[name], tags=self.output_tags))
+        self._dtypes = dtypes  # what transform casts to (the bound schema's; see _stat_dtype)
         return Schema(out)
+
+    def _stat_dtype(self, key: str, name: str, st: str, cont_dtype: Optional[str], warn: bool = True) -> str:
+        """NVTabular 23.08's dtype of a statistic (join_groupby.py ``AGG_DTYPES``, ``_compute_dtype``):
+        ``count`` int32, ``mean``/``std``/``var`` float32, ``sum``/``min``/``max`` the continuous
+        column's dtype (float32 for a bool or other column). An integer dtype that the fitted
+        values do not fit (a count past 2**31 - 1, an int32 column's sum past its range: NVTabular
+        wraps them around) is int64 instead, with a warning naming the column."""
+        if st == "count":
+            want = "int32"
+        elif st in ("sum", "min", "max") and _numeric_kind(cont_dtype):
+            want = np.dtype(cont_dtype).name
+        else:
+            return "float32"
+        table = (self.stats_ or {}).get(key, {}).get("table", {})
+        if np.dtype(want).kind in "iu" and name in table:
+            vals = np.asarray(table[name], dtype="float64")
+            vals = vals[np.isfinite(vals)]
+            info = np.iinfo(want)
+            if vals.size and (vals.min() < info.min or vals.max() > info.max):
+                if warn:
+                    warn_difference(f"JoinGroupby: {name!r} holds values outside {want} (NVTabular 23.08's dtype "
+                                    f"for it, which would wrap them around); tabprep outputs it as int64",
+                                    stacklevel=3, at_build=True)
+                return "int64"
+        return want
 
     def _key_series(self, df: Any, cols: List[str]) -> Any:
         return _combo_series(df, cols, self._combo_format) if len(cols) > 1 else df[cols[0]]
@@ -282,10 +320,14 @@ class JoinGroupby(StatOperator):
             row = xp.where(pos >= 0, pos, xp.where(xp.asarray(backend.isnull(s)), n, n + 1))
             for name, cont, st in self._outputs(key):
                 vals = self._column(key, name, df)[row]
-                if st == "count":
-                    series = backend.new_series(vals.astype("int64"), like=df[cols[0]], name=name)
+                dtype = getattr(self, "_dtypes", {}).get(name) or self._stat_dtype(
+                    key, name, st, normalize_dtype(str(df[cont].dtype)) if cont is not None else None, warn=False)
+                if np.dtype(dtype).kind in "iu":  # null statistics (an unseen category) stay null
+                    nulls = xp.isnan(vals)
+                    series = backend.new_series(xp.where(nulls, 0, vals).astype(dtype), like=df[cols[0]], name=name)
+                    series = backend.set_nulls(series, nulls)
                 else:
-                    series = backend.new_series(vals.astype("float32"), like=df[cols[0]], name=name)
+                    series = backend.new_series(vals.astype(dtype), like=df[cols[0]], name=name)
                 out[name] = series
         return lib.DataFrame(out, index=df.index)
 
@@ -326,6 +368,14 @@ class JoinGroupby(StatOperator):
         state = dict(self.__dict__)
         state["_cache"] = {}
         return state
+
+
+def _numeric_kind(dtype: Optional[str]) -> bool:
+    """True for an int / uint / float dtype string (not bool, strings, datetimes, nested lists)."""
+    try:
+        return dtype is not None and np.dtype(dtype).kind in "iuf"
+    except TypeError:  # "str", "list<int64>": not numpy dtypes
+        return False
 
 
 def _stat(acc: Dict[str, np.ndarray], cont: Optional[str], st: str) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import backend
+from .._warn import warn_difference
 from ..registry import function_path, resolve_function
 from ..schema import ColumnSchema, Schema, normalize_dtype
 from .base import Operator, column_names_arg
@@ -121,10 +122,10 @@ class LambdaOp(Operator):
         except TypeError:
             pass
         self._warned.add(c)
-        warnings.warn(f"{self.label}: column {c!r} came out {have} but the output schema (from a probe run of f "
-                      f"on sample values of the input's dtypes) says {want}, and the column is cast to the schema "
-                      f"where it can be; pass LambdaOp(..., dtype=...) to fix the output dtype",
-                      UserWarning, stacklevel=3)
+        warn_difference(f"{self.label}: column {c!r} came out {have} but the output schema (from a probe run of f "
+                        f"on sample values of the input's dtypes) says {want}, and the column is cast to the schema "
+                        f"where it can be; pass LambdaOp(..., dtype=...) to fix the output dtype",
+                        stacklevel=3)
 
     def _map_list(self, s: Any, c: str) -> Any:
         """``f`` applied element-wise to a list column (one value per element)."""

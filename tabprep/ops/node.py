@@ -15,9 +15,9 @@ inputs; they are not outputs of the op (merlin.dag's ``Node.dependencies``).
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .._warn import warn_difference
 from ..schema import ColumnSelector, Schema
 from .base import Operator
 
@@ -512,12 +512,12 @@ def warn_shadowed(output: Node) -> None:
     values are kept, as NVTabular 23.08 does silently (docs/migration.md, notebook 02). Called when
     a workflow is built, and again when a tag selection is resolved on the data's schema."""
     for col, earlier, later in shadowed_columns(output):
-        warnings.warn(
+        warn_difference(
             f"column {col!r} is output by two branches of a '+' merge that compute it differently, "
             f"{describe_branch(earlier)} and later {describe_branch(later)}: as in NVTabular 23.08, the "
             f"later branch's values are kept (its schema merged over the earlier one's). To keep the other, "
             f"leave {col!r} out of the later branch (node[[...]] or node - [{col!r}]) or rename one of "
-            f"them (>> ops.Rename(postfix='_x'))", UserWarning, stacklevel=3)
+            f"them (>> ops.Rename(postfix='_x'))", stacklevel=3, at_build=True)
 
 
 def iter_nodes(output: Node) -> List[Node]:

@@ -6,7 +6,6 @@ ops. Follows dask's reductions: partial -> combine -> finalize, with ``split_out
 from __future__ import annotations
 
 import contextlib
-import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
@@ -14,6 +13,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 
+from .._warn import warn_difference
 from ..ops.base import StatOperator
 from .fusion import _declares
 from .tasks import _combine_group, _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
@@ -172,4 +172,4 @@ def adopt_fitted(nodes: Dict[str, Any], fitted: List[Dict[Any, Any]], packed: bo
             attrs.pop(name, None)
         fit_warnings = getattr(nodes[nid].op, "fit_warnings", None)
         for message in (fit_warnings() if callable(fit_warnings) else []):
-            warnings.warn(message, UserWarning, stacklevel=2)
+            warn_difference(message, stacklevel=2)

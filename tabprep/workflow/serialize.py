@@ -39,6 +39,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set
 import numpy as np
 
 from .._version import __version__
+from .._warn import rebuilding
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
 from ..io.fs import get_fs, is_remote, local_path
@@ -165,9 +166,12 @@ def load_workflow(path: str, allow_pickle: bool = False, trusted: bool = False,
         ValueError: a statistics file that differs from its recorded checksum (named), or a
             damaged ``workflow.json``; a remote folder without ``_SUCCESS`` (half-written).
     """
-    if is_remote(path):
-        return _load_remote(path, allow_pickle, trusted, storage_options)
-    return _load_local(local_path(path), allow_pickle, trusted)
+    # the graph's build-time warnings (a '+' shadowing, an op's arguments) were given when it was
+    # built; a serving process or a loader loads the folder again and again: not repeated here
+    with rebuilding():
+        if is_remote(path):
+            return _load_remote(path, allow_pickle, trusted, storage_options)
+        return _load_local(local_path(path), allow_pickle, trusted)
 
 
 def _load_remote(path: str, allow_pickle: bool, trusted: bool, storage_options: Optional[Dict[str, Any]]) -> Workflow:

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .. import backend
 from .._util import is_frame
+from .._warn import task_warnings
 from ..io.dataset import nullable_frame, source_noted, timed_read
 from ..ops.base import _OUT_OF_FOLD, Operator
 from ..schema import unit_drift
@@ -28,10 +29,11 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
     as an Arrow table (CPU parquet) is fitted on host columns when :func:`fusion.fit_table` can, else
     converted to the pandas frame ``to_ddf`` gives (``nullable``: its nullable int dtypes)."""
     backend.tune_malloc_in_worker()  # dask's nanny leaves glibc mmapping every array > 128 KiB
-    if callable(df) and not is_frame(df):
-        with source_noted(df):  # which file the failing rows are in
-            return _fit_frame(wf, ids, timed_read(df, wf), nullable)
-    return _fit_frame(wf, ids, df, nullable)
+    with task_warnings(getattr(wf, "_warn_job", None)):  # a worker's warnings reach the client
+        if callable(df) and not is_frame(df):
+            with source_noted(df):  # which file the failing rows are in
+                return _fit_frame(wf, ids, timed_read(df, wf), nullable)
+        return _fit_frame(wf, ids, df, nullable)
 
 
 def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]]) -> Dict[str, Any]:
@@ -76,8 +78,9 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
 
 def _transform_partition(df: Any, wf: "Workflow", out_of_fold: bool, cast: bool = False) -> Any:
     backend.tune_malloc_in_worker()
-    check_objects(wf, df, "the data")
-    return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
+    with task_warnings(getattr(wf, "_warn_job", None)):  # a worker's warnings reach the client
+        check_objects(wf, df, "the data")
+        return wf.transform_frame(df, out_of_fold=out_of_fold, cast=cast)
 
 
 def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nullable: Dict[str, str]) -> Any:
@@ -85,15 +88,16 @@ def _transform_part(part: Any, wf: "Workflow", out_of_fold: bool, cast: bool, nu
     an Arrow table when :func:`~tabprep.workflow.fusion.transform_table` computes it, else the pandas
     frame of the pandas path (the writer takes either)."""
     backend.tune_malloc_in_worker()
-    if not cast and not is_frame(part):
-        token = _OUT_OF_FOLD.set(bool(out_of_fold))  # as transform_frame sets it for the ops
-        try:
-            out = transform_table(wf, part)
-        finally:
-            _OUT_OF_FOLD.reset(token)
-        if out is not None:
-            return out
-    return wf.transform_frame(nullable_frame(part, nullable), out_of_fold=out_of_fold, cast=cast)
+    with task_warnings(getattr(wf, "_warn_job", None)):  # a worker's warnings reach the client
+        if not cast and not is_frame(part):
+            token = _OUT_OF_FOLD.set(bool(out_of_fold))  # as transform_frame sets it for the ops
+            try:
+                out = transform_table(wf, part)
+            finally:
+                _OUT_OF_FOLD.reset(token)
+            if out is not None:
+                return out
+        return wf.transform_frame(nullable_frame(part, nullable), out_of_fold=out_of_fold, cast=cast)
 
 
 #: one work item of a fit pass's last step: ``(node id, shard, shards)``. An op with keyed

@@ -12,6 +12,7 @@ import dask
 
 from .. import backend
 from .._util import did_you_mean, is_frame, refuse_duplicate_columns
+from .._warn import new_job, reemit_from_cluster
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
@@ -366,6 +367,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
             fitted = dask.compute(*finals, **backend.compute_options_for(meta))
         finally:
             self.__dict__.pop("_extra_units", None)
+            reemit_from_cluster()  # warnings raised in the pass's tasks on distributed workers
         del finals, wf  # a scattered workflow is released on the workers with its last future
         if progress is not None:
             progress(stage, len(parts), len(parts))
@@ -389,7 +391,9 @@ class Workflow(WorkflowContract, WorkflowCompat):
         client = _distributed_client()
         if client is None:
             return dask.delayed(self, pure=True)
-        return client.scatter(for_workers(self), broadcast=True, hash=False)
+        copy = for_workers(self)
+        copy._warn_job = new_job()  # its tasks' warnings are sent back to this process (tabprep._warn)
+        return client.scatter(copy, broadcast=True, hash=False)
 
     def _require_fitted(self) -> None:
         missing = [n.op.label for n in self.stat_nodes if not n.op.fitted]

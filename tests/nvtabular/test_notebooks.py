@@ -204,8 +204,10 @@ def test_02_advanced_workflow(tmp_path):
     # after save / load: the same ids (serving: tests/nvtabular/test_graph.py; no JoinExternal kernel)
     got_v = valid_transformed.compute()
     workflow.save(tmp_path / "wf")
-    with pytest.warns(UserWarning, match="'movieId'.*values are kept"):
+    with warnings.catch_warnings(record=True) as loading:  # warned when built, not again on every load
+        warnings.simplefilter("always")
         loaded = tp.Workflow.load(tmp_path / "wf", trusted=True)  # the notebook's rating_to_binary
+    assert not [w for w in loading if "values are kept" in str(w.message)]
     assert loaded.transform(valid_ds).compute()["movieId"].tolist() == got_v["movieId"].tolist()
     assert loaded.output_schema["movieId"] == schema["movieId"]
 
@@ -298,7 +300,8 @@ def test_03_cpu_path(tmp_path, monkeypatch):
             for c in ("userId", "movieId", "zipcode"):
                 assert out[c].tolist() == want[c], c
             assert out["age"].tolist() == _bucket(frame["age"], [0, 10, 21, 45])
-            assert all(out[c].dtype == np.int64 for c in out.columns)
+            # Categorify's ids int64, Bucketize's int32 (NVTabular 23.08's Bucketize.output_dtype)
+            assert [str(out[c].dtype) for c in out.columns] == ["int64", "int64", "int64", "int32"]
         assert got_v["zipcode"].tolist()[2] == 1  # the null zipcode
         assert 2 in got["userId"].tolist() and 2 in got["zipcode"].tolist()  # below the threshold
 

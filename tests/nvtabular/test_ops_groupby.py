@@ -99,3 +99,31 @@ def test_null_key_group_is_announced(backend):
         kept = to_pandas(tp.Workflow(["session", "item"] >> ops.Dropna() >> ops.Groupby("session", aggs={"item": ["list"]}))
                          .transform(make_dataset(df, backend, nparts=1, empties=False)))
     assert kept["session"].tolist() == [1.0, 2.0]
+
+
+def test_output_order_keys_then_list_aggs_then_the_others(backend):
+    """Groupby.column_mapping orders the outputs: the selected keys, then every column's list-type
+    aggregations (``list``, ``first``, ``last``: NVTabular's ``_list_aggs``), then every column's
+    other aggregations (``_conv_aggs``); columns in the ``aggs`` dict's order (or the selection's
+    for a list of aggs). Within one column's block NVTabular's order is a Python set's (it changes
+    with PYTHONHASHSEED); tabprep keeps the order given. The data's columns and the output schema
+    agree."""
+    df = _frame()
+    aggs = {"x": ["sum", "list", "count", "last", "first"], "item": ["max", "first", "mean", "list"]}
+    want = ["session", "x_list", "x_last", "x_first", "item_first", "item_list",
+            "x_sum", "x_count", "item_max", "item_mean"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Groupby's dtype note (test_ops_groupby above)
+        wf = tp.Workflow(["item", "x", "ts", "session"] >> ops.Groupby("session", sort_cols="ts", aggs=aggs))
+        out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)).to_ddf().compute())
+    assert list(out.columns) == want and wf.output_schema.column_names == want
+    assert pd.isna(out["x_first"][0]) and out["x_first"].tolist()[1:] == [2.5, 7.0]  # in ts order
+    assert out["item_max"].tolist() == [12, 20, 30] and out["x_count"].tolist() == [2, 2, 1]
+    # a list of aggs for every selected non-key column: selection order
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        wf = tp.Workflow(["x", "session", "item"] >> ops.Groupby("session", sort_cols="ts", aggs=["sum", "last"]))
+        out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)).to_ddf().compute())
+    want = ["session", "x_last", "item_last", "x_sum", "item_sum"]
+    assert list(out.columns) == want and wf.output_schema.column_names == want
+    assert out["item_last"].tolist() == [10, 20, 30] and out["x_sum"].tolist() == [5.0, 4.5, 7.0]

@@ -63,3 +63,20 @@ def test_check_op_hash_ops():
     """The conformance battery on the int32 and X-named ops."""
     check_op(ops.HashBucket(17))
     check_op(ops.HashedCross(11), columns=["i", "s"])
+
+
+def test_hash_bucket_schema_domain_and_embedding_sizes(tmp_path):
+    """HashBucket._compute_properties writes ``domain = {min: 0, max: num_buckets}`` and embedding
+    sizes ``(num_buckets, _emb_sz_rule(num_buckets))``; ``get_embedding_sizes`` returns those. The
+    same metadata here (an int and a per-column dict of num_buckets), also after save/load."""
+    def rule(n):  # NVTabular's _emb_sz_rule, written out
+        return min(max(16, round(1.6 * n ** 0.56)), 512)
+
+    wf = tp.Workflow((["a"] >> ops.HashBucket(10))
+                     + (["b", "label"] >> ops.HashBucket({"b": 7, "label": 100_000})))
+    wf.fit(tp.Dataset(_df()))
+    wf.save(str(tmp_path / "wf"))
+    for w in (wf, tp.Workflow.load(str(tmp_path / "wf"))):
+        for col, nb in (("a", 10), ("b", 7), ("label", 100_000)):
+            assert w.output_schema[col].properties["domain"] == {"min": 0, "max": nb}, col
+        assert tp.get_embedding_sizes(w) == {"a": (10, rule(10)), "b": (7, rule(7)), "label": (100_000, rule(100_000))}

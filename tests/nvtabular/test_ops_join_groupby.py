@@ -1,0 +1,69 @@
+"""JoinGroupby's output dtypes as NVTabular 23.08's (nvtabular/ops/join_groupby.py ``AGG_DTYPES``
+and ``_compute_dtype``): ``count`` int32, ``mean`` / ``std`` / ``var`` float32, and ``sum`` /
+``min`` / ``max`` in the continuous column's own dtype (a float64 column's sums are not rounded
+to float32). Values against plain pandas ``groupby``."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+from tabprep import ops
+
+from conftest import make_dataset, to_pandas
+
+
+def _df() -> pd.DataFrame:
+    return pd.DataFrame({"u": [1, 1, 2, 2, 3, 3],
+                         "x": [1.0e8 + 0.25, 2.0, 3.0, np.nan, 5.5, 7.0],
+                         "i": np.array([2**40, 2, 3, 4, 5, -6], dtype="int64"),
+                         "f": np.array([1.5, 2.5, 3.5, 4.5, 5.5, 6.5], dtype="float32")})
+
+
+def test_join_groupby_output_dtypes_are_nvtabulars(backend, tmp_path):
+    """count int32; mean/std/var float32; sum/min/max the column's dtype (float64, int64, float32);
+    data and schema agree, also after save/load; values equal pandas' (exact for sum/min/max)."""
+    df = _df()
+    stats = ["count", "sum", "mean", "std", "var", "min", "max"]
+    wf = tp.Workflow(["u"] >> ops.JoinGroupby(cont_cols=["x", "i", "f"], stats=stats))
+    wf.fit(make_dataset(df, backend, nparts=2, empties=False))
+    want = {"u_count": "int32"}
+    for c, dt in (("x", "float64"), ("i", "int64"), ("f", "float32")):
+        want.update({f"u_{c}_sum": dt, f"u_{c}_mean": "float32", f"u_{c}_std": "float32", f"u_{c}_var": "float32",
+                     f"u_{c}_min": dt, f"u_{c}_max": dt})
+    wf.save(str(tmp_path / "wf"))
+    g = df.groupby("u")
+    for w in (wf, tp.Workflow.load(str(tmp_path / "wf"))):
+        assert {c: w.output_schema[c].dtype for c in w.output_schema.column_names} == want
+        out = to_pandas(w.transform(make_dataset(df, backend, nparts=2, empties=False)))
+        assert {c: str(out[c].dtype) for c in out.columns} == want
+        assert out["u_count"].tolist() == g["u"].transform("size").tolist()
+        for c in ("x", "i", "f"):
+            for st in ("sum", "min", "max"):
+                assert out[f"u_{c}_{st}"].tolist() == g[c].transform(st).tolist(), (c, st)
+            np.testing.assert_allclose(out[f"u_{c}_mean"], g[c].transform("mean").astype("float32"), rtol=1e-6)
+
+
+def test_join_groupby_unseen_category_int_stats_are_null():
+    """A category not seen at fit: count 0 and null statistics (NVTabular 23.08's CPU transform
+    raises IntCastingNaNError there when count is asked); an int column's sum/min/max stay ints
+    with nulls (pandas' nullable Int64)."""
+    wf = tp.Workflow(["u"] >> ops.JoinGroupby(cont_cols=["i"], stats=["count", "sum", "max"]))
+    wf.fit(_df())
+    out = wf.transform(pd.DataFrame({"u": [1, 9], "i": np.array([0, 0], dtype="int64")}))
+    assert out["u_count"].tolist() == [2, 0] and str(out["u_count"].dtype) == "int32"
+    assert str(out["u_i_sum"].dtype) == "Int64" and out["u_i_sum"][0] == 2**40 + 2 and pd.isna(out["u_i_sum"][1])
+    assert out["u_i_max"][0] == 2**40 and pd.isna(out["u_i_max"][1])
+
+
+def test_join_groupby_int32_sum_past_its_range_is_int64_with_a_warning():
+    """NVTabular keeps an int32 column's sum int32 (it wraps around past 2**31 - 1): tabprep
+    outputs that sum as int64, data and schema, and warns naming the output column."""
+    df = pd.DataFrame({"u": [1, 1, 1, 2], "v": np.array([2**30, 2**30, 2**30, 5], dtype="int32")})
+    wf = tp.Workflow(["u"] >> ops.JoinGroupby(cont_cols=["v"], stats=["sum", "max"]))
+    with pytest.warns(tp.NVTabularDifferenceWarning, match="'u_v_sum'.*int32"):
+        wf.fit(df)
+    assert wf.output_schema["u_v_sum"].dtype == "int64" and wf.output_schema["u_v_max"].dtype == "int32"
+    out = wf.transform(df)
+    assert str(out["u_v_sum"].dtype) == "int64" and out["u_v_sum"].tolist() == [3 * 2**30] * 3 + [5]
