@@ -147,7 +147,7 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
     t_start = time.perf_counter()  # after imports, like the baselines
     ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=cpu, part_size=part_size)
     cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     wf = tp.Workflow(cats + conts + ["label"])
     t0 = time.perf_counter()
     wf.fit(ds)

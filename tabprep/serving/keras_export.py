@@ -361,7 +361,11 @@ def _affine(t: _T, shift: Any, scale: Any, ok: bool, dtype: str = "float32") -> 
     out = tf.as_dtype(dtype)
     if not ok:
         return tf.cast(tf.where(tf.math.is_nan(x), x, tf.zeros_like(x)), out)
-    return tf.cast((x - shift) / scale, out)
+    # the divisor is a tensor of x's (unknown) shape, not a constant: a SavedModel's graph is
+    # optimized by grappler, whose constant folding turns x / c into x * (1 / c), one float64
+    # ulp off tabprep's quotient (hidden by a float32 output, not by a float64 one)
+    divisor = tf.fill(tf.shape(x), tf.constant(scale, tf.float64))
+    return tf.cast((x - shift) / divisor, out)
 
 
 # -- the Keras model ------------------------------------------------------------------------------
