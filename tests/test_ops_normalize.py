@@ -196,3 +196,19 @@ def test_normalize_warns_once_on_a_zero_std_column(backend):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning where every std is non-zero
         tp.Workflow(["x"] >> ops.Normalize()).fit(make_dataset(df, backend, nparts=3))
+
+
+def test_minmax_warns_once_on_a_flat_column(backend):
+    """max == min: tabprep outputs 0, NVTabular 23.08 ``x / (2 * x)`` (0.5, NaN for 0;
+    nvtabular/ops/normalize.py NormalizeMinMax.transform): a documented difference, loud at fit."""
+    import warnings
+
+    df = pd.DataFrame({"flat": [2.5] * 6, "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    wf = tp.Workflow(["flat", "x"] >> ops.NormalizeMinMax())
+    with pytest.warns(UserWarning, match=r"NormalizeMinMax: column\(s\) \['flat'\] have a fitted max equal") as rec:
+        wf.fit(make_dataset(df, backend, nparts=3))
+    assert sum("fitted max equal" in str(w.message) for w in rec) == 1  # once per op, not per partition
+    assert to_pandas(wf.transform(make_dataset(df, backend, nparts=2)))["flat"].tolist() == [0.0] * 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where every column has a range
+        tp.Workflow(["x"] >> ops.NormalizeMinMax()).fit(make_dataset(df, backend, nparts=3))

@@ -22,7 +22,8 @@ class NormalizeMinMax(StatOperator):
             A workflow folder saved by tabprep before ``out_dtype`` existed loads with float32,
             the output it was saved with.
 
-    Nulls stay null. ``max == min`` (or no non-null value) maps to 0. Values outside the fitted
+    Nulls stay null. ``max == min`` (or no non-null value) maps to 0 (NVTabular 23.08:
+    ``x / (2 * x)``; ``Workflow.fit`` warns, naming the column). Values outside the fitted
     range (at transform time on new data) fall outside [0, 1]; clip afterwards if needed.
 
     Non-finite values: NaN is null. +-inf is excluded from min and max (the range is the finite
@@ -73,6 +74,18 @@ class NormalizeMinMax(StatOperator):
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, MinMax]) -> None:
         self.stats_ = {c: {"min": m.min, "max": m.max} for c, m in combined.items()}
+
+    def fit_warnings(self) -> List[str]:
+        """A warning naming the columns whose fitted ``max == min`` (or that hold no value):
+        tabprep maps them to 0, NVTabular 23.08 to ``x / (2 * x)`` (0.5, NaN where x is 0)."""
+        flat = [c for c, st in (self.stats_ or {}).items()
+                if st["min"] is None or st["max"] is None or st["min"] == st["max"]]
+        if not flat:
+            return []
+        return [f"NormalizeMinMax: column(s) {flat} have a fitted max equal to their min (constant, or no value, in "
+                f"the fitted data): tabprep outputs 0 for every row, where NVTabular 23.08 outputs x / (2 * x) (0.5, "
+                f"or NaN where x is 0; docs/migration.md). Drop the column(s) from NormalizeMinMax's input if they "
+                f"carry no information."]
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
