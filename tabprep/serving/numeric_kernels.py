@@ -2,8 +2,8 @@
 
 Registered with :func:`tabprep.serving.kernels.register_kernel` when :mod:`tabprep.serving.kernels`
 is imported (it imports this module last). A batch runs each op once over the stacked rows of
-all its same-dtype columns (:func:`_blocks`); one row runs plain Python on scalars, rounded to
-float32 exactly as numpy's ``astype`` does.
+all its same-dtype columns (:func:`_blocks`); one row runs plain Python on scalars (Python floats
+are float64), rounded to float32 where the op outputs float32, exactly as numpy's ``astype`` does.
 """
 from __future__ import annotations
 
