@@ -18,7 +18,7 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
-from conftest import make_dataset, to_pandas
+from conftest import frame_on, make_dataset, to_pandas
 from list_helpers import list_series, pylists
 
 TRAIN_X = [1.5, -2.0, None, 4.25, np.inf, 0.0, -np.inf, 10.0, np.nan, 3.0, 7.5, -0.5]
@@ -105,7 +105,7 @@ def test_out_dtype_sets_data_and_schema(name, out_dtype, expected, backend):
     wf = tp.Workflow(["x", "i", "k"] >> op)
     wf.fit(make_dataset(train, backend, nparts=3))
     out = to_pandas(wf.transform(make_dataset(data, backend, nparts=2)))
-    online = to_pandas(wf.transform(data if backend == "cpu" else make_dataset(data, backend, nparts=1)))
+    online = to_pandas(wf.transform(frame_on(data, backend)))  # a pandas / cuDF frame in, a frame out
     for c in ["x", "i", "k"]:
         assert wf.output_schema[c].dtype == expected == str(out[c].dtype) == str(online[c].dtype)
         _assert_values(out[c], REFS[name](train[c], data[c], expected), f"{name}({out_dtype!r})[{c}]")
