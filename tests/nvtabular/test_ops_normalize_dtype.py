@@ -177,6 +177,25 @@ def test_list_column_leaves_have_the_out_dtype(name, out_dtype):
                    f"{name} list leaves")
 
 
+@pytest.mark.parametrize("out_dtype", [None, "float32"])
+def test_nested_list_leaves_have_the_out_dtype(out_dtype):
+    """list<list<float64>>: Normalize runs on the leaves; the nesting is kept, the leaves and the
+    schema (``list<float64>`` names the inner level) take the output dtype."""
+    rows = [[[1.0, 2.0], [3.0]], None, [[], [4.0]]]
+    df = pd.DataFrame({"n": pd.Series(pd.arrays.ArrowExtensionArray(pa.array(rows, pa.list_(pa.list_(pa.float64())))))})
+    wf = tp.Workflow(["n"] >> ops.Normalize(out_dtype=out_dtype)).fit(df)
+    out = wf.transform(df)
+    expected = out_dtype or "float64"
+    assert wf.output_schema["n"].dtype == f"list<{expected}>" and wf.output_schema["n"].leaf_dtype == expected
+    leaf = pa.from_numpy_dtype(np.dtype(expected))
+    assert out["n"].dtype.pyarrow_dtype == pa.list_(pa.list_(leaf))
+    want = ref_normalize(pd.Series([1.0, 2.0, 3.0, 4.0]), pd.Series([1.0, 2.0, 3.0, 4.0]), expected)
+    got = out["n"].array._pa_array.to_pylist()
+    assert got[1] is None and [len(r) for r in got[0]] == [2, 1] and got[2][0] == []
+    _assert_values(pd.Series(np.array([v for r in (got[0], got[2]) for inner in r for v in inner], dtype=expected)),
+                   want, "nested leaves")
+
+
 # -- save / load, specs, old folders ------------------------------------------------------------------
 def _fitted(op):
     wf = tp.Workflow(["x"] >> op)
