@@ -94,7 +94,7 @@ def run_job(data: str, out: str) -> dict:
     t0 = time.perf_counter()
     ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=False)
     cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     wf = tp.Workflow(cats + conts + ["label"])
     wf.fit(ds)
     t1 = time.perf_counter()

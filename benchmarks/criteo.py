@@ -9,7 +9,8 @@ in the same invocation; the parent prints seconds, rows/s, peak memory and the r
     python benchmarks/criteo.py --rows 2000000,5000000,10000000 --skip-baseline   # memory vs size
     python benchmarks/criteo.py --rows 50000000 --gpu      # GPU: tabprep(cuDF) vs cuDF read+write only
 
-The job: C1..C26 >> Categorify; I1..I13 >> FillMissing >> Clip(0) >> LogOp >> Normalize; + label;
+The job: C1..C26 >> Categorify; I1..I13 >> FillMissing >> Clip(0) >> LogOp >> Normalize(out_dtype="float32")
+(float32, as the figures since the start; Normalize's default is NVTabular's float64); + label;
 fit, transform, write parquet. Jobs (``--jobs``):
 
 * ``tabprep``: the Workflow above on a tabprep Dataset (dask threads by default);
@@ -147,7 +148,7 @@ def job_tabprep(data: str, out: str, cpu: bool, part_size: str | None, scheduler
     t_start = time.perf_counter()  # after imports, like the baselines
     ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=cpu, part_size=part_size)
     cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     wf = tp.Workflow(cats + conts + ["label"])
     t0 = time.perf_counter()
     wf.fit(ds)

@@ -55,7 +55,7 @@ def best(fn: Any, repeat: int, cpu: Any = None) -> float:
 def criteo_workflow() -> tp.Workflow:
     c = criteo_columns()
     return tp.Workflow((c["categorical"] >> ops.Categorify())
-                       + (c["continuous"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                       + (c["continuous"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                        + c["label"])
 
 

@@ -80,7 +80,7 @@ def main() -> None:
     for i in range(args.fits):
         ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=not args.gpu)
         wf = tp.Workflow((CATS >> ops.Categorify())
-                         + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                         + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                          + ["label"])
         with get_task_stream(client) as ts:
             start, t0 = time.perf_counter(), time.time()  # the task stream's times are time.time()

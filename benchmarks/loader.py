@@ -132,7 +132,7 @@ def write_tfrecords(parquet_dir: str, out_dir: str) -> List[str]:
 
 def criteo_workflow(buckets: int) -> tp.Workflow:
     cats = CATS >> ops.HashBucket(num_buckets=buckets)
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     return tp.Workflow(cats + conts + ["label"])
 
 

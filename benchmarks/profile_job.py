@@ -78,7 +78,7 @@ def main() -> None:
 
     ds = tp.Dataset(os.path.join(args.data, "*.parquet"), cpu=not args.gpu, part_size=args.part_size)
     cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     wf = tp.Workflow(cats + conts + ["label"])
     wf.op_timer = timer
     if args.clock == "cpu":

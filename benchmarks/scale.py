@@ -228,7 +228,7 @@ def run_job(args: argparse.Namespace) -> None:
     def once(out: str, measure: bool) -> Dict[str, Any]:
         ds = tp.Dataset(os.path.join(args.data, "*.parquet"), cpu=cpu, part_size=args.part_size)
         cats = CATS >> ops.Categorify()
-        conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+        conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
         wf = tp.Workflow(cats + conts + ["label"])
         if measure:
             wf.op_timer = P.record

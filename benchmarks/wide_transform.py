@@ -20,7 +20,7 @@ def measure(columns: int, rows: int) -> dict:
     rng = np.random.default_rng(0)
     names = [f"c{i}" for i in range(columns)]
     df = pd.DataFrame(rng.normal(size=(rows, columns)), columns=names)
-    wf = tp.Workflow(names >> ops.FillMissing() >> ops.Normalize())
+    wf = tp.Workflow(names >> ops.FillMissing() >> ops.Normalize(out_dtype="float32"))
     start = time.perf_counter()
     wf.fit(tp.Dataset(df))
     fit_s = time.perf_counter() - start

@@ -81,7 +81,7 @@ def generate(rows: int, folder: str, files: int, seed: int) -> None:
 def criteo_workflow(num_buckets: int) -> tp.Workflow:
     """HashBucket on the categoricals (no vocabulary to fit), log-normalize the counts."""
     cats = CATS >> ops.HashBucket(num_buckets=num_buckets)
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     return tp.Workflow(cats + conts + ["label"])
 
 

@@ -40,7 +40,7 @@ CONTS = [f"I{i}" for i in range(1, 14)]
 
 def build_workflow() -> tp.Workflow:
     cats = CATS >> ops.Categorify()
-    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     return tp.Workflow(cats + conts + ["label"])
 
 

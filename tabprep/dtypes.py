@@ -234,3 +234,28 @@ def check_bucket_dtype(dtype: Any, num_buckets: Any, op: str = "HashBucket") -> 
     items = num_buckets.items() if isinstance(num_buckets, dict) else [(None, num_buckets)]
     for col, nb in items:
         check_id_dtype(dtype, int(nb) - 1, op if col is None else f"{op} column {col!r}", f"{int(nb)} buckets")
+
+
+# -- float output dtypes (Normalize / NormalizeMinMax ``out_dtype``) ---------------------------------------
+#: the float dtypes an op may output: both backends hold them (cuDF has no float16) and every loader
+#: and serving path computes in them
+FLOAT_OUT_DTYPES = ("float32", "float64")
+
+
+def float_out_dtype(out_dtype: Any, op: str) -> str:
+    """The output dtype name of an op's ``out_dtype`` argument: ``None`` is ``"float64"``
+    (NVTabular 23.08's ``out_dtype or numpy.float64``); ``"float32"``, ``np.float32``,
+    ``np.dtype("float64")``... name one of :data:`FLOAT_OUT_DTYPES`. Anything else raises a
+    ``ValueError`` naming ``op`` and the argument."""
+    if out_dtype is None:
+        return "float64"
+    try:
+        name = np.dtype(out_dtype).name
+    except (TypeError, ValueError):
+        name = None
+    if name not in FLOAT_OUT_DTYPES:
+        what = f"{name!r}" if name and name != str(out_dtype) else repr(out_dtype)
+        raise ValueError(f"{op}(out_dtype={out_dtype!r}): out_dtype must be a float dtype, 'float32' or 'float64' "
+                         f"(or None, float64 as in NVTabular), got {what}; float16 is not supported (cuDF has no "
+                         f"float16), and an integer output would truncate the normalized values")
+    return name

@@ -75,7 +75,8 @@ def make_workflow() -> tp.Workflow:
     cats = ["cat_i", "cat_s"] >> ops.Categorify(freq_threshold=5, num_oov_buckets=3)
     shared = [["u_a", "u_b"]] >> ops.Categorify()
     hashed = ["hash_i", "hash_s", "hash_f"] >> ops.HashBucket({"hash_i": 97, "hash_s": 50, "hash_f": 31})
-    cont_i = ["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize()
+    # float32 Normalize (the canonical job's) and float64 NormalizeMinMax (the default): both output dtypes served
+    cont_i = ["cont_i"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
     flags = ["cont_i"] >> ops.FillMissing(fill_val=7, add_binary_cols=True) >> ops.Rename(postfix="_fm")
     cont_f = (["cont_f"] >> ops.FillMissing(fill_val=-1.5) >> ops.Clip(min_value=-1, max_value=100) >> ops.LogOp()
               >> ops.NormalizeMinMax())

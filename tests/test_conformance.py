@@ -80,22 +80,30 @@ def ref_hash(data: pd.Series, num_buckets: int) -> List[int]:
     return [0 if v is None else ref_murmur3(v) % num_buckets for v in py_values(data)]
 
 
-def ref_normalize(train: pd.Series, data: pd.Series) -> np.ndarray:
+def ref_normalize(train: pd.Series, data: pd.Series, dtype: str = "float64") -> np.ndarray:
     x = _nonnull_f64(train)
     mean = x.mean() if x.size else 0.0
     std = x.std(ddof=1) if x.size > 1 else 0.0  # NVTabular: the sample std
     y = _f64_with_nan(data)
     if std == 0 or x.min() == x.max():  # constant column: std is 0 (numpy may say 1e-17)
-        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
-    return ((y - mean) / std).astype("float32")
+        return np.where(np.isnan(y), np.nan, 0.0).astype(dtype)
+    return ((y - mean) / std).astype(dtype)  # NVTabular: out_dtype or float64
 
 
-def ref_minmax(train: pd.Series, data: pd.Series) -> np.ndarray:
+def ref_minmax(train: pd.Series, data: pd.Series, dtype: str = "float64") -> np.ndarray:
     x = _nonnull_f64(train)
     y = _f64_with_nan(data)
     if x.size == 0 or x.max() == x.min():
-        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
-    return ((y - x.min()) / (x.max() - x.min())).astype("float32")
+        return np.where(np.isnan(y), np.nan, 0.0).astype(dtype)
+    return ((y - x.min()) / (x.max() - x.min())).astype(dtype)
+
+
+def _float_schema(dtype: str) -> Callable[[Any, pd.DataFrame], None]:
+    """Every output column is ``dtype`` in the schema (the data is checked against the schema)."""
+    def check(schema: Any, train: pd.DataFrame) -> None:
+        assert {c.dtype for c in schema} == {dtype}, [(c.name, c.dtype) for c in schema]
+
+    return check
 
 
 def ref_log(data: pd.Series) -> np.ndarray:
@@ -336,10 +344,18 @@ CASES: Dict[str, List[Case]] = {
              lambda t, d: {"s": (ref_hash(d["s"], 5), "exact"), "I64": (ref_hash(d["I64"], 1000), "exact")}),
     ],
     "Normalize": [
-        Case(lambda: ops.Normalize(), NUM_COLS, _per_col(ref_normalize, "float")(NUM_COLS)),
+        Case(lambda: ops.Normalize(), NUM_COLS, _per_col(ref_normalize, "float")(NUM_COLS),
+             schema_check=_float_schema("float64")),
+        Case(lambda: ops.Normalize(out_dtype="float32"), NUM_COLS,
+             _per_col(lambda t, d: ref_normalize(t, d, "float32"), "float")(NUM_COLS),
+             schema_check=_float_schema("float32")),
     ],
     "NormalizeMinMax": [
-        Case(lambda: ops.NormalizeMinMax(), NUM_COLS, _per_col(ref_minmax, "float")(NUM_COLS)),
+        Case(lambda: ops.NormalizeMinMax(), NUM_COLS, _per_col(ref_minmax, "float")(NUM_COLS),
+             schema_check=_float_schema("float64")),
+        Case(lambda: ops.NormalizeMinMax(out_dtype=np.float32), NUM_COLS,
+             _per_col(lambda t, d: ref_minmax(t, d, "float32"), "float")(NUM_COLS),
+             schema_check=_float_schema("float32")),
     ],
     "LogOp": [
         Case(lambda: ops.LogOp(), ["u16", "I64", "f32", "f64", "i8"],

@@ -1,6 +1,6 @@
 """The canonical Criteo workflow's output, pinned against a plain pandas/numpy reference.
 
-``C* >> Categorify()``, ``I* >> FillMissing() >> Clip(min_value=0) >> LogOp() >> Normalize()``
+``C* >> Categorify()``, ``I* >> FillMissing() >> Clip(min_value=0) >> LogOp() >> Normalize(out_dtype="float32")``
 and the label, on Criteo-like files of odd dtypes (nullable int64, int32, float64 and float32
 with NaN / inf / -inf / negatives / -0.0 / tiny values, bool, pandas category, strings, a
 constant and an all-null column), with small row groups, a partition per row group and an
@@ -13,7 +13,8 @@ The reference below is written from the ops' documented semantics only:
 * Categorify: vocabulary of the fitted (non-null) values by descending count, ties by ascending
   value; ids: null 1, unseen 2, vocabulary from 3; NaN is null, +-inf are values.
 * FillMissing(0) fills nulls and NaN; Clip(0) bounds below (ints stay ints); LogOp is
-  ``float32(log1p(x))`` computed in float64; Normalize is ``float32((x - mean) / std)`` in float64
+  ``float32(log1p(x))`` computed in float64; Normalize(out_dtype="float32") (the canonical job's: training
+  data stays float32; the default is NVTabular's float64) is ``float32((x - mean) / std)`` in float64
   with the mean and sample std (ddof=1, NVTabular's) of the finite fitted values (a constant column maps to 0).
 """
 from __future__ import annotations
@@ -78,7 +79,8 @@ def write_files(df: pd.DataFrame, folder: Path) -> None:
 
 def workflow(cats: list, conts: list) -> tp.Workflow:
     return tp.Workflow((cats >> ops.Categorify())
-                       + (conts >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+                       + (conts >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp()
+                          >> ops.Normalize(out_dtype="float32"))
                        + ["label"])
 
 

@@ -110,7 +110,7 @@ def test_fixed_size_list_records_value_count(tmp_path):
 def list_workflow():
     cats = ["li", "ls"] >> ops.Categorify()
     hashed = ["li"] >> ops.HashBucket(num_buckets=13) >> ops.Rename(postfix="_h")
-    conts = ["lf"] >> ops.Normalize()
+    conts = ["lf"] >> ops.Normalize(out_dtype="float32")  # float32 leaves (the default, float64: test_ops_normalize_dtype)
     filled = ["li"] >> ops.FillMissing(fill_val=-1) >> ops.Rename(postfix="_f")
     doubled = ["lf"] >> ops.LambdaOp(double) >> ops.Rename(postfix="_x2")
     return tp.Workflow(cats + hashed + conts + filled + doubled + ["x"])

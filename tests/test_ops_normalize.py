@@ -1,4 +1,5 @@
-"""Normalize ((x - mean) / sample std (ddof=1, as NVTabular 23.08), float32) and NormalizeMinMax against numpy."""
+"""Normalize ((x - mean) / sample std (ddof=1, as NVTabular 23.08), float64 by default as NVTabular's
+``out_dtype=None``) and NormalizeMinMax against numpy."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,21 +19,21 @@ HYP = settings(max_examples=30, deadline=None, suppress_health_check=[HealthChec
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False, width=64)
 
 
-def np_normalize(train, data):
+def np_normalize(train, data, dtype="float64"):
     x = np.array([v for v in train if v is not None and not np.isnan(v)], dtype="float64")
     mean, std = (x.mean(), x.std(ddof=1)) if x.size > 1 else (0.0, 0.0)
     y = np.array([np.nan if v is None else v for v in data], dtype="float64")
     if std == 0 or x.min() == x.max():  # constant: std is 0 (numpy may say 1e-17)
-        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
-    return ((y - mean) / std).astype("float32")
+        return np.where(np.isnan(y), np.nan, 0.0).astype(dtype)
+    return ((y - mean) / std).astype(dtype)
 
 
-def np_minmax(train, data):
+def np_minmax(train, data, dtype="float64"):
     x = np.array([v for v in train if v is not None and not np.isnan(v)], dtype="float64")
     y = np.array([np.nan if v is None else v for v in data], dtype="float64")
     if x.size == 0 or x.max() == x.min():
-        return np.where(np.isnan(y), np.nan, 0.0).astype("float32")
-    return ((y - x.min()) / (x.max() - x.min())).astype("float32")
+        return np.where(np.isnan(y), np.nan, 0.0).astype(dtype)
+    return ((y - x.min()) / (x.max() - x.min())).astype(dtype)
 
 
 def fit_apply(op, train, data, backend="cpu", nparts=3):
@@ -49,7 +50,7 @@ def test_normalize_hand_values(backend):
     # constant column: std 0 -> 0, null stays null
     assert out["i"].isna().tolist() == [False, True, False, False, False]
     assert out["i"].fillna(-9).tolist() == [0.0, -9, 0.0, 0.0, 0.0]
-    assert str(out["x"].dtype) == "float32" and wf.output_schema["x"].dtype == "float32"
+    assert str(out["x"].dtype) == "float64" and wf.output_schema["x"].dtype == "float64"  # NVTabular's default
     assert "continuous" in wf.output_schema["x"].tags
 
 
@@ -85,7 +86,7 @@ def test_minmax_hand_values_and_out_of_range(backend):
     assert out["x"].isna().tolist() == [False, False, True, False]
     assert out["x"].dropna().tolist() == [-0.5, 0.5, 2.0]
     assert out["u"].tolist() == [0.0, 0.0, 0.0, 0.0]  # max == min -> 0
-    assert str(out["u"].dtype) == "float32"
+    assert str(out["u"].dtype) == "float64"  # NVTabular's default
 
 
 def test_list_column_normalized_elementwise():
@@ -110,7 +111,7 @@ def test_property_normalize_matches_numpy(train, data, nparts):
     _, out = fit_apply(ops.Normalize(), tr, te, nparts=nparts)
     exp = np_normalize(train, data)
     got = out["x"].to_numpy("float64")
-    assert out["x"].dtype == np.float32
+    assert out["x"].dtype == np.float64
     np.testing.assert_array_equal(np.isnan(got), np.isnan(exp))
     scale = max(1.0, float(np.nanmax(np.abs(exp))) if exp.size and not np.all(np.isnan(exp)) else 1.0)
     np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5 * scale)
@@ -195,3 +196,19 @@ def test_normalize_warns_once_on_a_zero_std_column(backend):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning where every std is non-zero
         tp.Workflow(["x"] >> ops.Normalize()).fit(make_dataset(df, backend, nparts=3))
+
+
+def test_minmax_warns_once_on_a_flat_column(backend):
+    """max == min: tabprep outputs 0, NVTabular 23.08 ``x / (2 * x)`` (0.5, NaN for 0;
+    nvtabular/ops/normalize.py NormalizeMinMax.transform): a documented difference, loud at fit."""
+    import warnings
+
+    df = pd.DataFrame({"flat": [2.5] * 6, "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    wf = tp.Workflow(["flat", "x"] >> ops.NormalizeMinMax())
+    with pytest.warns(UserWarning, match=r"NormalizeMinMax: column\(s\) \['flat'\] have a fitted max equal") as rec:
+        wf.fit(make_dataset(df, backend, nparts=3))
+    assert sum("fitted max equal" in str(w.message) for w in rec) == 1  # once per op, not per partition
+    assert to_pandas(wf.transform(make_dataset(df, backend, nparts=2)))["flat"].tolist() == [0.0] * 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning where every column has a range
+        tp.Workflow(["x"] >> ops.NormalizeMinMax()).fit(make_dataset(df, backend, nparts=3))

@@ -215,26 +215,29 @@ def log1p_host(col: HostColumn) -> Optional[HostColumn]:
     return HostColumn(fast_log1p(x, out=x).astype(np.float32), None, True)
 
 
-def normalize_host(col: HostColumn, mean: float, std: float) -> Optional[HostColumn]:
-    """Normalize: ``float32((x - mean) / std)`` computed in float64 (0 where ``std`` is 0 or not
-    finite); nulls and NaN stay NaN. The float64 intermediate is one array, rounded into the
-    column's own float32 buffer when the column owns one."""
+def normalize_host(col: HostColumn, mean: float, std: float, dtype: str = "float32") -> Optional[HostColumn]:
+    """Normalize: ``((x - mean) / std)`` computed in float64 and rounded once to ``dtype``
+    (``"float32"`` or ``"float64"``; 0 where ``std`` is 0 or not finite); nulls and NaN stay NaN.
+    The float64 intermediate is one array (the column's own float64 buffer when it owns one),
+    rounded into the column's own float32 buffer when the output is float32 and it owns one."""
     v = col.values
     if v.dtype.kind not in "iufb":
         return None
     if not std or not np.isfinite(std):
-        out = np.zeros(len(v), dtype=np.float32)
+        out = np.zeros(len(v), dtype=dtype)
         if v.dtype.kind == "f":
             out[np.isnan(v)] = np.nan
     else:
         own64 = v.dtype == np.float64 and col.owned
         x = np.subtract(v, mean, out=v if own64 else None, dtype=np.float64)  # exact float64 of v, minus mean
         np.divide(x, std, out=x)
-        if v.dtype == np.float32 and col.owned:
+        if dtype == "float64":
+            out = x
+        elif v.dtype == np.float32 and col.owned:
             np.copyto(v, x, casting="same_kind")  # the float32 rounding of astype, into v's buffer
             out = v
         else:
-            out = x.astype(np.float32)
+            out = x.astype(dtype)
     if col.mask is not None:
         out[col.mask] = np.nan
     return HostColumn(out, None, True)

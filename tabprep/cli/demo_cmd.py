@@ -16,13 +16,14 @@ from .runtime import UsageProblem, input_rows
 #: the canonical Criteo workflow, as run by ``tabprep demo``
 CRITEO_SPEC = """\
 # The canonical Criteo workflow: 26 categorical columns encoded as contiguous ids,
-# 13 continuous columns filled, clipped at 0, log-transformed and standardized, plus the label.
+# 13 continuous columns filled, clipped at 0, log-transformed and standardized (as float32, what
+# models train on; Normalize's default is NVTabular's float64), plus the label.
 version: 1
 features:
   - columns: [{cats}]
     ops: [Categorify]
   - columns: [{conts}]
-    ops: [FillMissing, {{Clip: {{min_value: 0}}}}, LogOp, Normalize]
+    ops: [FillMissing, {{Clip: {{min_value: 0}}}}, LogOp, {{Normalize: {{out_dtype: float32}}}}]
   - columns: [label]
 """.format(cats=", ".join(f"C{i}" for i in range(1, 27)), conts=", ".join(f"I{i}" for i in range(1, 14)))
 

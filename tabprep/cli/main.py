@@ -463,7 +463,7 @@ def demo(rows: int, workdir: Optional[str], files: Optional[int], **opts: Any) -
 
     \b
     Generates N Criteo-like rows (label, I1-I13, C1-C26), fits the canonical workflow
-      C1..C26 >> Categorify;  I1..I13 >> FillMissing >> Clip(0) >> LogOp >> Normalize;  + label
+      C1..C26 >> Categorify;  I1..I13 >> FillMissing >> Clip(0) >> LogOp >> Normalize(float32);  + label
     transforms the data to parquet, and prints the embedding sizes and the throughput of each
     step. With --workdir DIR it keeps the files there and prints the equivalent `tabprep`
     commands on them; without, everything goes to a temporary folder, deleted at the end.

@@ -139,6 +139,11 @@ class Operator(metaclass=_OperatorType):
     #: ops with :attr:`supports_groups` and restored from saved state; empty: every column alone.
     #: Ops that use it assign a fresh list per instance in ``__init__``.
     input_groups: Sequence[Sequence[str]] = ()
+    #: ``{parameter: value}`` for parameters added to the op after workflow folders were saved
+    #: without them, whose new default differs from what those folders were fitted with (a saved
+    #: ``workflow.json`` lists every parameter, so an absent one means an older tabprep saved it).
+    #: Loading a folder fills them in; a spec or ``Op()`` written by the user gets the new default.
+    saved_defaults: Dict[str, Any] = {}
     #: set by ``>>`` once the instance is part of a graph: one instance belongs to one chain only,
     #: because it keeps its learned statistics
     _bound: bool = False

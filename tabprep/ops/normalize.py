@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .. import backend
+from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_moments_minmax
 from .base import StatOperator, map_elements
@@ -15,7 +16,14 @@ class Normalize(StatOperator):
     """``(x - mean) / std`` with the mean and sample std (ddof=1, as NVTabular 23.08's
     ``_finalize_moments``) of the non-null values.
 
-    Output is float32. Nulls (and NaN) stay null; apply FillMissing first to fill them.
+    Args:
+        out_dtype: dtype of the output columns (list columns: of their elements), ``"float32"`` or
+            ``"float64"`` (or the numpy types); default None, float64 (NVTabular 23.08's
+            ``out_dtype or numpy.float64``). The values are computed in float64 and rounded once.
+            A workflow folder saved by tabprep before ``out_dtype`` existed loads with float32,
+            the output it was saved with.
+
+    Nulls (and NaN) stay null; apply FillMissing first to fill them.
     A column whose std is 0 (constant, one non-null value, or none) maps to 0 (NVTabular:
     ``x - mean``; ``Workflow.fit`` warns, naming the column). List columns are
     normalized element-wise with statistics over all elements.
@@ -35,8 +43,23 @@ class Normalize(StatOperator):
     numeric_input = True
     supports_nested = "leaves"   # nested lists: element-wise on the leaves, structure kept
 
-    def __init__(self) -> None:
+    def __init__(self, out_dtype: Any = None) -> None:
+        float_out_dtype(out_dtype, "Normalize")  # refused here, where the user wrote it
+        self.out_dtype = out_dtype
         self.stats_ = None
+
+    #: the value of a parameter that a workflow folder saved by an older tabprep lacks: those
+    #: folders were fitted with float32 output (tabprep had no out_dtype), so they keep it
+    saved_defaults = {"out_dtype": "float32"}
+
+    @property
+    def output_dtype(self) -> str:
+        """The output dtype's name, ``"float64"`` or ``"float32"`` (NVTabular's ``output_dtype``)."""
+        return float_out_dtype(self.out_dtype, "Normalize")
+
+    def to_config(self) -> Dict[str, Any]:
+        # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
+        return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
 
     # partials carry the extrema too: a constant column must get std exactly 0, but its float
     # mean is not always exact (mean of [0.1] * 3 != 0.1), which leaves a ~1e-17 "std" that
@@ -86,30 +109,32 @@ class Normalize(StatOperator):
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
+        dtype = self.output_dtype
         out = {}
         for c in columns:
             mean, std = self.stats_[c]["mean"], self.stats_[c]["std"]
 
+            # computed in float64, rounded once to the output dtype (no copy when it is float64)
             def norm(s: Any, mean: float = mean, std: float = std) -> Any:
                 x = backend.float_values(s)
                 xp = backend.array_module(x)
                 if not std or not np.isfinite(std):
-                    return xp.where(xp.isnan(x), np.nan, 0.0).astype("float32")
+                    return xp.where(xp.isnan(x), np.nan, 0.0).astype(dtype, copy=False)
                 if xp is not np:  # cuDF may hand out a view of the column: no in-place update
-                    return ((x - mean) / std).astype("float32")
+                    return ((x - mean) / std).astype(dtype, copy=False)
                 x -= mean  # in place: x is a fresh float64 copy (same rounding as (x - mean) / std)
                 x /= std
-                return x.astype("float32")
+                return x.astype(dtype, copy=False)
 
-            out[c] = map_elements(df[c], norm, dtype="float32")
+            out[c] = map_elements(df[c], norm, dtype=dtype)
         return backend.make_frame(out, like=df)
 
     def column_kernel(self, column: str) -> Any:
         """Host kernel (see :meth:`Operator.column_kernel`): ``(x - mean) / std`` in one float64 array."""
         if not self.fitted or column not in self.stats_:
             return None
-        mean, std = self.stats_[column]["mean"], self.stats_[column]["std"]
-        return lambda col: backend.normalize_host(col, mean, std)
+        mean, std, dtype = self.stats_[column]["mean"], self.stats_[column]["std"], self.output_dtype
+        return lambda col: backend.normalize_host(col, mean, std, dtype)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
-        return col.with_(dtype="float32", add_tags=self.output_tags)
+        return col.with_(dtype=self.output_dtype, add_tags=self.output_tags)

@@ -6,15 +6,24 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .. import backend
+from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, combine_minmax, partial_minmax
 from .base import StatOperator, map_elements
 
 
 class NormalizeMinMax(StatOperator):
-    """``(x - min) / (max - min)`` with min and max over the non-null values; float32 out.
+    """``(x - min) / (max - min)`` with min and max over the non-null values.
 
-    Nulls stay null. ``max == min`` (or no non-null value) maps to 0. Values outside the fitted
+    Args:
+        out_dtype: dtype of the output columns (list columns: of their elements), ``"float32"`` or
+            ``"float64"`` (or the numpy types); default None, float64 (NVTabular 23.08's
+            ``out_dtype or numpy.float64``). The values are computed in float64 and rounded once.
+            A workflow folder saved by tabprep before ``out_dtype`` existed loads with float32,
+            the output it was saved with.
+
+    Nulls stay null. ``max == min`` (or no non-null value) maps to 0 (NVTabular 23.08:
+    ``x / (2 * x)``; ``Workflow.fit`` warns, naming the column). Values outside the fitted
     range (at transform time on new data) fall outside [0, 1]; clip afterwards if needed.
 
     Non-finite values: NaN is null. +-inf is excluded from min and max (the range is the finite
@@ -28,8 +37,23 @@ class NormalizeMinMax(StatOperator):
     supports_lists = True
     numeric_input = True
 
-    def __init__(self) -> None:
+    def __init__(self, out_dtype: Any = None) -> None:
+        float_out_dtype(out_dtype, "NormalizeMinMax")  # refused here, where the user wrote it
+        self.out_dtype = out_dtype
         self.stats_ = None
+
+    #: the value of a parameter that a workflow folder saved by an older tabprep lacks: those
+    #: folders were fitted with float32 output (tabprep had no out_dtype), so they keep it
+    saved_defaults = {"out_dtype": "float32"}
+
+    @property
+    def output_dtype(self) -> str:
+        """The output dtype's name, ``"float64"`` or ``"float32"`` (NVTabular's ``output_dtype``)."""
+        return float_out_dtype(self.out_dtype, "NormalizeMinMax")
+
+    def to_config(self) -> Dict[str, Any]:
+        # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
+        return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, MinMax]:
         return {c: partial_minmax(df[c]) for c in columns}
@@ -51,21 +75,35 @@ class NormalizeMinMax(StatOperator):
     def fit_finalize(self, columns: List[str], combined: Dict[str, MinMax]) -> None:
         self.stats_ = {c: {"min": m.min, "max": m.max} for c, m in combined.items()}
 
+    def fit_warnings(self) -> List[str]:
+        """A warning naming the columns whose fitted ``max == min`` (or that hold no value):
+        tabprep maps them to 0, NVTabular 23.08 to ``x / (2 * x)`` (0.5, NaN where x is 0)."""
+        flat = [c for c, st in (self.stats_ or {}).items()
+                if st["min"] is None or st["max"] is None or st["min"] == st["max"]]
+        if not flat:
+            return []
+        return [f"NormalizeMinMax: column(s) {flat} have a fitted max equal to their min (constant, or no value, in "
+                f"the fitted data): tabprep outputs 0 for every row, where NVTabular 23.08 outputs x / (2 * x) (0.5, "
+                f"or NaN where x is 0; docs/migration.md). Drop the column(s) from NormalizeMinMax's input if they "
+                f"carry no information."]
+
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()
+        dtype = self.output_dtype
         out = {}
         for c in columns:
             lo, hi = self.stats_[c]["min"], self.stats_[c]["max"]
 
+            # computed in float64, rounded once to the output dtype (no copy when it is float64)
             def scale(s: Any, lo: Any = lo, hi: Any = hi) -> Any:
                 x = backend.float_values(s)
                 xp = backend.array_module(x)
                 if lo is None or hi is None or hi == lo:
-                    return xp.where(xp.isnan(x), np.nan, 0.0).astype("float32")
-                return ((x - lo) / (hi - lo)).astype("float32")
+                    return xp.where(xp.isnan(x), np.nan, 0.0).astype(dtype, copy=False)
+                return ((x - lo) / (hi - lo)).astype(dtype, copy=False)
 
-            out[c] = map_elements(df[c], scale, dtype="float32")
+            out[c] = map_elements(df[c], scale, dtype=dtype)
         return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
-        return col.with_(dtype="float32", add_tags=self.output_tags)
+        return col.with_(dtype=self.output_dtype, add_tags=self.output_tags)

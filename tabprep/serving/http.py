@@ -11,8 +11,9 @@ Endpoints:
     (a bare list gets a bare list);
   - columns, ``{"columns": {"C1": [123, 7], "I1": [4, null]}}`` -> ``{"columns": {...}}``.
 
-  Nulls are ``null``. Float outputs are the float32 values written in full (parse them as
-  float64 and round to float32 to get the exact offline value); non-finite floats are written
+  Nulls are ``null``. Float outputs are written in full, a float32 output as its float32 value
+  (parse them as float64, and round a float32 output to float32, to get the exact offline
+  value; the output schema, ``GET /schema``, gives each dtype); non-finite floats are written
   as ``NaN`` / ``Infinity`` / ``-Infinity`` (Python's JSON, which most JSON libraries accept
   with an option), and a null float output is ``NaN``. List outputs are JSON lists.
 * ``GET /health`` -> ``{"status": "ok"}``.

@@ -180,13 +180,17 @@ class _Builder:
         if t is Normalize:
             op._require_fitted()
             params = {c: (float(op.stats_[c]["mean"]), float(op.stats_[c]["std"])) for c in columns}
+            dt = op.output_dtype
             return lambda cols: {c: cols[c].with_(_affine(cols[c], *params[c], ok=bool(params[c][1])
-                                                          and np.isfinite(params[c][1])), None, "f") for c in columns}
+                                                          and np.isfinite(params[c][1]), dtype=dt), None, "f")
+                                 for c in columns}
         if t is NormalizeMinMax:
             op._require_fitted()
             mm = {c: (op.stats_[c]["min"], op.stats_[c]["max"]) for c in columns}
-            return lambda cols: {c: cols[c].with_(_affine(cols[c], mm[c][0], (mm[c][1] - mm[c][0]) if _ok(mm[c]) else 0.0,
-                                                          ok=_ok(mm[c])), None, "f") for c in columns}
+            dt = op.output_dtype
+            return lambda cols: {c: cols[c].with_(_affine(cols[c], mm[c][0],
+                                                          (mm[c][1] - mm[c][0]) if _ok(mm[c]) else 0.0,
+                                                          ok=_ok(mm[c]), dtype=dt), None, "f") for c in columns}
         if t is Bucketize:
             return self._bucketize(op, columns)
         raise _export_error(op, "it has no TensorFlow kernel")
@@ -350,12 +354,18 @@ def _log1p(t: _T) -> Any:
     return tf.cast(tf.where(small, tf.math.log1p(x), tf.math.log(x + 1.0)), tf.float32)
 
 
-def _affine(t: _T, shift: Any, scale: Any, ok: bool) -> Any:
+def _affine(t: _T, shift: Any, scale: Any, ok: bool, dtype: str = "float32") -> Any:
+    """``(x - shift) / scale`` in float64, rounded once to ``dtype`` (the op's output dtype)."""
     tf = _tf()
     x = _float64(t)
+    out = tf.as_dtype(dtype)
     if not ok:
-        return tf.cast(tf.where(tf.math.is_nan(x), x, tf.zeros_like(x)), tf.float32)
-    return tf.cast((x - shift) / scale, tf.float32)
+        return tf.cast(tf.where(tf.math.is_nan(x), x, tf.zeros_like(x)), out)
+    # the divisor is a tensor of x's (unknown) shape, not a constant: a SavedModel's graph is
+    # optimized by grappler, whose constant folding turns x / c into x * (1 / c), one float64
+    # ulp off tabprep's quotient (hidden by a float32 output, not by a float64 one)
+    divisor = tf.fill(tf.shape(x), tf.constant(scale, tf.float64))
+    return tf.cast((x - shift) / divisor, out)
 
 
 # -- the Keras model ------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Registered with :func:`tabprep.serving.kernels.register_kernel` when :mod:`tabprep.serving.kernels`
 is imported (it imports this module last). A batch runs each op once over the stacked rows of
-all its same-dtype columns (:func:`_blocks`); one row runs plain Python on scalars, rounded to
-float32 exactly as numpy's ``astype`` does.
+all its same-dtype columns (:func:`_blocks`); one row runs plain Python on scalars (Python floats
+are float64), rounded to float32 where the op outputs float32, exactly as numpy's ``astype`` does.
 """
 from __future__ import annotations
 
@@ -188,6 +188,7 @@ class _Normalize(Kernel):
             mean, std = op.stats_[c]["mean"], op.stats_[c]["std"]
             ok = bool(std) and math.isfinite(std)
             self.params[c] = (float(mean), float(std), ok)
+        self.dtype = np.dtype(op.output_dtype)  # float64 (the default) or float32
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
@@ -198,10 +199,10 @@ class _Normalize(Kernel):
                     v[cols[c].mask] = np.nan
             params = [self.params[c] for c in names]
             bad = [j for j, p in enumerate(params) if not p[2]]
-            flat = [np.where(np.isnan(x[j]), np.nan, 0.0).astype(np.float32) for j in bad]
+            flat = [np.where(np.isnan(x[j]), np.nan, 0.0).astype(self.dtype) for j in bad]
             x -= _column([p[0] if p[2] else 0.0 for p in params], np.float64)
             x /= _column([p[1] if p[2] else 1.0 for p in params], np.float64)
-            y = x.astype(np.float32)
+            y = x.astype(self.dtype, copy=False)
             for j, v in zip(bad, flat):  # no spread (std 0, or not finite): 0.0, nulls stay NaN
                 y[j] = v
             for c, v in zip(names, y):
@@ -210,14 +211,14 @@ class _Normalize(Kernel):
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
         mean, std, ok = self.params[c]
-        f32 = _f32
+        rnd = _f32 if self.dtype == np.float32 else float  # a Python float is float64
 
         def norm(x: Any) -> Any:
             if x is None or x != x:
                 return math.nan
             if not ok:
                 return 0.0
-            return f32((float(x) - mean) / std)
+            return rnd((float(x) - mean) / std)
 
         return norm
 
@@ -232,23 +233,25 @@ class _NormalizeMinMax(Kernel):
             lo, hi = op.stats_[c]["min"], op.stats_[c]["max"]
             ok = lo is not None and hi is not None and hi != lo
             self.params[c] = (lo, (hi - lo) if ok else None, ok)
+        self.dtype = np.dtype(op.output_dtype)  # float64 (the default) or float32
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
         for c in self.columns:
             lo, span, ok = self.params[c]
             x = _as_float64(cols[c])
-            y = ((x - lo) / span).astype(np.float32) if ok else np.where(np.isnan(x), np.nan, 0.0).astype(np.float32)
-            out[c] = cols[c].with_values(y)
+            y = ((x - lo) / span) if ok else np.where(np.isnan(x), np.nan, 0.0)
+            out[c] = cols[c].with_values(y.astype(self.dtype, copy=False))
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
         lo, span, ok = self.params[c]
+        rnd = _f32 if self.dtype == np.float32 else float  # a Python float is float64
 
         def scale(x: Any) -> Any:
             if x is None or x != x:
                 return math.nan
-            return _f32((float(x) - lo) / span) if ok else 0.0
+            return rnd((float(x) - lo) / span) if ok else 0.0
 
         return scale
 

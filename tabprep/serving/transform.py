@@ -40,8 +40,8 @@ class ServingTransform:
             (``Groupby``, ``DifferenceLag``, ``Filter``...) or has no serving kernel.
 
     Calling it (see :meth:`__call__`) returns ``{name: numpy array}``, equal to
-    ``wf.transform(frame)`` of the same rows given in the fitted dtypes: the same ids and dtypes,
-    floats equal in float32. Scalar columns give arrays of ``n`` values (a
+    ``wf.transform(frame)`` of the same rows given in the fitted dtypes: the same ids, dtypes and
+    float values. Scalar columns give arrays of ``n`` values (a
     ``numpy.ma.MaskedArray`` where an int, bool or string output holds nulls; float nulls are
     NaN); a list (multi-hot) column ``x`` gives ``x__values`` (flat elements) and ``x__nnzs``
     (int64 row lengths), the loader's layout. Request values are checked against the saved

@@ -311,7 +311,8 @@ def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow
     params = entry.get("params", {})
     if not isinstance(params, dict):
         raise ValueError(f"{spec_path}: the parameters of {name} must be a mapping, got {params!r}")
-    params = dict(params)
+    # a parameter the folder lacks was added since it was saved: it keeps what it was fitted with
+    params = {**cls.saved_defaults, **params}
     f = params.get("f")
     if isinstance(f, dict) and "pickled" in f:
         if not allow_pickle:
