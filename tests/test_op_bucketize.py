@@ -121,3 +121,29 @@ def test_null_input_warns_once_naming_the_column(backend):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         to_pandas(clean.transform(ds))
+
+
+def test_null_warning_once_when_partitions_race(monkeypatch):
+    """The once-per-op null warning holds when partitions run side by side: on a GPU the null check
+    (a device sync) releases the GIL between the test and the flag, and dask's threads all warned
+    (found on an H100, 16 threads). A slow ``any_true`` widens that window here."""
+    import time
+
+    import dask
+
+    real = tp.backend.any_true
+
+    def slow_any_true(x):
+        time.sleep(0.05)   # releases the GIL, as a device synchronization does
+        return real(x)
+
+    monkeypatch.setattr(tp.backend, "any_true", slow_any_true)
+    df = pd.DataFrame({"age": [1.0, np.nan, 30.0, np.nan, 2.0, np.nan, 7.0, np.nan]})
+    wf = tp.Workflow(["age"] >> ops.Bucketize(B))
+    ds = tp.Dataset(df, npartitions=4)
+    wf.fit(ds)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        with pytest.warns(UserWarning, match="Bucketize: column 'age'") as rec:
+            out = wf.transform(ds).compute()
+    assert sum("Bucketize" in str(w.message) for w in rec) == 1
+    assert py_values(out["age"]) == ref(py_values(df["age"]), B)

@@ -1,6 +1,7 @@
 """Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -18,6 +19,7 @@ _COUNTS = ("count", "nunique")
 _LIST_AGGS = ("list", "first", "last")
 _warned_dtypes = False
 _warned_null_keys = False
+_NULL_KEYS_LOCK = threading.Lock()
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -282,8 +284,12 @@ def _announce_null_keys(work: Any, keys: List[str]) -> None:
     global _warned_null_keys
     if _warned_null_keys:
         return
-    nulls = G.null_columns(work, keys)
-    if nulls:
+    nulls = G.null_columns(work, keys)   # on a GPU a device sync: other partitions' threads run meanwhile
+    if not nulls:
+        return
+    with _NULL_KEYS_LOCK:   # one warning even when partitions found null keys side by side
+        if _warned_null_keys:
+            return
         _warned_null_keys = True
         warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
                         f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
