@@ -22,7 +22,7 @@ see every value.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -171,30 +171,43 @@ def _host_type(t: pa.DataType) -> Optional[np.dtype]:
     return None if dt is None else np.dtype(dt)
 
 
-def _host_values(arr: Any, step: int) -> np.ndarray:
-    """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a primitive
-    numeric Arrow array or chunked array, as numpy: strided views of Arrow's values buffers (no
-    copy of the rows left out, no concatenation of the chunks first), their nulls dropped."""
+#: (values, null mask or None) of one chunk of a primitive numeric column: a numpy view of its
+#: values buffer and its validity bitmap unpacked (True = null)
+Chunk = Tuple[np.ndarray, Optional[np.ndarray]]
+
+
+def _chunks(arr: Any) -> List[Chunk]:
+    """The :data:`Chunk` of every non-empty chunk of a primitive numeric Arrow array or chunked
+    array: views of Arrow's values buffers (no copy), each bitmap unpacked once (the exact part
+    and the sample both read it)."""
     from ..backend.columns import null_mask
 
-    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
     dtype = _host_type(arr.type)
+    out: List[Chunk] = []
+    for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if len(c):
+            values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
+            out.append((values, null_mask(c) if c.null_count else None))
+    return out
+
+
+def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
+    """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a column's
+    :data:`Chunk` list, as numpy: strided views of the values (no copy of the rows left out, no
+    concatenation of the chunks first), their nulls dropped (the unpacked mask strided alike)."""
     out, start = [], 0
-    for c in chunks:
+    for values, mask in chunks:
         first = (-start) % step  # the chunk's first sampled row
-        start += len(c)
-        if first >= len(c):
+        start += len(values)
+        if first >= len(values):
             continue
-        values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
         if step > 1:
             values = values[first::step]
-        if c.null_count:  # (unpacking the whole bitmap, then striding it, is ~2x faster than a
-            # gather of the sampled rows' bits)
-            valid = ~null_mask(c)
-            values = values[valid[first::step] if step > 1 else valid]
+        if mask is not None:
+            values = values[~(mask[first::step] if step > 1 else mask)]
         out.append(values)
     if not out:
-        return np.zeros(0, dtype=dtype)
+        return np.zeros(0, dtype=chunks[0][0].dtype if chunks else np.float64)
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
@@ -214,21 +227,25 @@ def _sorted_runs(values: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, vocab: Any,
-                     sample: Optional[Any]) -> ColumnPartial:
+                     sample: Optional[Any], chunks: Optional[List[Chunk]] = None) -> ColumnPartial:
     """:func:`column_partial` of a primitive int or float column (``kind`` int, float or category),
     with numpy on views of Arrow's buffers: the sample is a strided view of the values (or the
     given ``sample``), sorted once; the sorted run lengths are its value counts (frequent values,
     OOV), their distinct values feed the HLL, and the KLL sketch gets the sorted values (its
-    compactions sort less; any input order keeps its error bound). Same partial as the Arrow path."""
+    compactions sort less; any input order keeps its error bound). Same partial as the Arrow path.
+    ``chunks``: the column's :data:`Chunk` list when the caller has it (the fit's host column of an
+    int column: one chunk, its values hot in the cache); read from ``col`` otherwise."""
     rows, nulls, nan, inf = len(col), col.null_count, 0, 0
+    if chunks is None:
+        chunks = _chunks(col)
     if kind == "float":
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
         inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
     moments = minmax = kll = freq = None
     if kind != "category":
-        moments, minmax = _host_moments(col, nan or inf)
-    vals = _host_values(col, sample_every) if sample is None else _host_values(sample, 1)
+        moments, minmax = _host_moments(col, nan or inf, chunks)
+    vals = _host_values(chunks, sample_every) if sample is None else _host_values(_chunks(sample), 1)
     if kind == "float" and (nan or inf):
         vals = vals[np.isfinite(vals)]
     s, keys, counts = _sorted_runs(vals)
@@ -249,38 +266,67 @@ def _array(col: Any) -> Any:
     return col
 
 
-def _host_moments(col: Any, non_finite: int) -> "tuple[Moments, MinMax]":
-    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
-    ints: min and max from Arrow's kernel, then the sum and the sum of squares of every slot of
-    the values buffer (numpy, no copy) less those of the null slots (a small gather), in int64:
-    exact while ``slots * max(|value|)**2 < 2**63`` over every slot (checked), the mean and M2
-    then the exact rationals rounded once (Python's int division rounds correctly). Other
-    columns (floats, NaN/inf to drop, narrow ints, larger values): :func:`_exact_moments`. A
-    gather of the non-null values into a new array cost more than Arrow's passes (fresh pages)."""
-    from ..backend.columns import null_mask
+#: fewest rows in one block of the int64 sums of :func:`_host_moments`: values so large that a
+#: block must be shorter go to Arrow's float kernels (:func:`_exact_moments`)
+_MIN_BLOCK = 4096
 
+
+def _host_moments(col: Any, non_finite: int, chunks: Optional[List[Chunk]] = None) -> "tuple[Moments, MinMax]":
+    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
+    ints, from its :data:`Chunk` list (read from ``col`` when None): the min and max of every slot
+    of a values buffer (numpy, no copy), checked against the null slots' values; the sum and the
+    sum of squares of every slot less those of the null slots (a small gather), in int64 over
+    blocks short enough that no block's sum of squares can reach ``2**63`` (the blocks' sums
+    added as Python ints), so the mean and M2 are the exact rationals rounded once (Python's int
+    division rounds correctly). Other columns (floats, NaN/inf to drop, narrow ints, values of
+    ``2**31`` and more in magnitude): :func:`_exact_moments`. A gather of the non-null values
+    into a new array cost more than these passes (fresh pages)."""
     if non_finite or col.type not in (pa.int64(), pa.uint64()):
         exact = pc.filter(col, pc.is_finite(col)) if non_finite else col
         return _exact_moments(exact)
+    if chunks is None:
+        chunks = _chunks(col)
     n = len(col) - col.null_count
     if n == 0:
         return Moments(0, 0.0, 0.0), MinMax(None, None)
-    mm = pc.min_max(col)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    big = max(abs(lo), abs(hi))
+    lo = hi = None
     s1 = s2 = 0
-    for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
-        if len(c) == 0:
-            continue
-        v = np.frombuffer(c.buffers()[1], dtype=np.int64, count=len(c), offset=c.offset * 8)
-        junk = v[null_mask(c)] if c.null_count else v[:0]  # (whatever the null slots hold)
-        if junk.size:
-            big = max(big, abs(int(junk.min())), abs(int(junk.max())))
-        if big >= 1 << 31 or len(c) * big * big >= 1 << 63:  # the int64 sums could overflow
+    for values, mask in chunks:
+        amin, amax = int(values.min()), int(values.max())  # (of every slot: null slots too)
+        big = max(abs(amin), abs(amax))
+        if big >= 1 << 31 or (_MIN_BLOCK * big * big >= 1 << 63):  # no useful block length
             return _exact_moments(col)
-        s1 += int(v.sum()) - int(junk.sum())
-        s2 += int(np.dot(v, v)) - int(np.dot(junk, junk))
+        v = values.view(np.int64) if values.dtype == np.uint64 else values  # (< 2**31: same numbers)
+        junk = v[mask] if mask is not None else v[:0]  # (whatever the null slots hold)
+        if junk.size == v.size:
+            continue
+        clo, chi = _valid_extrema(v, mask, junk, amin, amax)
+        lo = clo if lo is None else min(lo, clo)
+        hi = chi if hi is None else max(hi, chi)
+        block = (1 << 63) // (big * big + 1) if big else v.size
+        for part, sign in ((v, 1), (junk, -1)):
+            for i in range(0, part.size, block):
+                b = part[i:i + block]
+                s1 += sign * int(b.sum())
+                s2 += sign * int(np.dot(b, b))
     return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(float(lo), float(hi))
+
+
+def _valid_extrema(v: np.ndarray, mask: Optional[np.ndarray], junk: np.ndarray, amin: int, amax: int) -> "tuple[int, int]":
+    """The min and max of the non-null slots of ``v`` (some are), given ``amin`` / ``amax`` of
+    every slot and ``junk``, the null slots' values: an extreme of every slot is the valid one
+    unless a null slot holds it and no valid slot does (counted); else the valid values are
+    gathered (rare: null slots hold zeros, which a valid value rarely ties at an extreme alone)."""
+    if mask is None or junk.size == 0:
+        return amin, amax
+    ok = True
+    for ext in {amin, amax}:
+        if (junk == ext).any() and np.count_nonzero(v == ext) == np.count_nonzero(junk == ext):
+            ok = False
+    if ok:
+        return amin, amax
+    valid = v[~mask]
+    return int(valid.min()), int(valid.max())
 
 
 def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
@@ -499,8 +545,33 @@ class ProfileStat:
         self.vocabs = vocabs or {}
         self.profile_: Optional[Dict[str, Any]] = None
 
-    def fit_partial(self, columns: Sequence[str], df: Any) -> Dict[str, ColumnPartial]:
-        return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
+    def fit_partial(self, columns: Sequence[str], df: Any,
+                    done: Optional[Dict[str, ColumnPartial]] = None) -> Dict[str, ColumnPartial]:
+        """The partial of the partition ``df``; ``done``: the partials of some columns already
+        computed from the same rows (:meth:`column_hook`), kept as they are."""
+        rest = [c for c in columns if not done or c not in done]
+        if not done:
+            return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
+        parts = dict(done)
+        if rest:
+            parts.update(partial_frame(df, rest, self.sample_every, self.vocabs, self.categorical))
+        return {c: parts[c] for c in columns}
+
+    def column_hook(self, done: Dict[str, ColumnPartial]) -> Callable[[str, Any, Any], None]:
+        """A callback ``(name, arrow column, host column)`` for the columns a CPU fit pass reads
+        into host columns (``fusion.fit_table``): the partial of a profiled int column is computed
+        there, from the fit's unpacked null mask and contiguous values while they are in the
+        CPU's cache (the same partial as :func:`column_partial` of the Arrow column), into
+        ``done``; :meth:`fit_partial` then computes only the other columns."""
+        wanted, cats = set(self.columns), set(self.categorical)
+
+        def hook(name: str, arr: Any, host: Any) -> None:
+            if (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
+                    and host.values.dtype == _host_type(arr.type) and len(host.values) == len(arr)):
+                kind = "category" if name in cats else "int"
+                done[name] = _numeric_partial(arr, arr.type, kind, self.sample_every, self.vocabs.get(name), None,
+                                              chunks=[(host.values, host.mask)])
+        return hook
 
     def fit_combine(self, parts: List[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
         return combine_tables(parts)
