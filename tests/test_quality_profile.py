@@ -393,8 +393,10 @@ def test_fit_profile_of_the_columns_the_fit_reads_equals_tp_profile_and_exact_su
     random = {"kll", "quantiles", "histogram"}  # (DataSketches' KLL compacts at random: within its bound)
     for col in ("c", "i", "x", "label"):
         assert {k: v for k, v in got[col].items() if k not in random} == {k: v for k, v in want[col].items() if k not in random}, col
-        for q, v in want[col].get("quantiles", {}).items():
-            assert got[col]["quantiles"][q] == pytest.approx(v, abs=0.02 * (want[col]["max"] - want[col]["min"])), (col, q)
+    for col in ("i", "x"):  # quantiles: ranks in the data within KLL's 1.3% plus the 1-in-3 sample's 1.0% (99%)
+        data = np.sort(df[col].dropna().to_numpy(dtype=float))
+        for q, v in got[col]["quantiles"].items():
+            assert abs(np.searchsorted(data, v, side="right") / data.size - float(q)) <= 0.03, (col, q)
     good = [int(v) for v in df["i"].dropna()]
     k, s1, s2 = len(good), sum(good), sum(v * v for v in good)
     assert got["i"]["nulls"] == int(df["i"].isna().sum())
