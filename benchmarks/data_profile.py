@@ -4,7 +4,8 @@
   columns), best of ``--repeat`` runs, interleaved;
 * (both: wall time and this process's CPU time, the steadier figure on a shared machine)
 * the training profile's share of ``Workflow.fit`` (the Criteo workflow fitted with
-  ``profile=False`` and ``profile=True``, interleaved, best of ``--repeat``);
+  ``profile=False`` and ``profile=True``, interleaved, best of ``--repeat``; with ``--fit-pairs N``
+  also the median of N interleaved pairs' ratios);
 * ydata-profiling (minimal mode), Evidently (DataSummaryPreset) and TFDV
   (``generate_statistics_from_dataframe``) on the first ``--baseline-rows`` rows as one pandas
   frame (read before their clock starts), each in a child process, beside ``tp.profile`` of the
@@ -173,6 +174,9 @@ def main() -> None:
     ap.add_argument("--skip-drift", action="store_true", help="skip the drift anchors")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--fit-pairs", type=int, default=0, metavar="N",
+                    help="also time N interleaved (profile=False, profile=True) fit pairs, alternating which goes "
+                         "first, and report the median of the pairs' ratios (steadier than best-of on a shared machine)")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="tabprep-profile-bench-")
     data = os.path.join(work, "criteo")
@@ -199,6 +203,18 @@ def main() -> None:
         res["fit_profile_overhead"] = res["fit_with_profile_s"] / res["fit_s"] - 1
         res["fit_cpu_s"], res["fit_with_profile_cpu_s"] = min(off_c), min(on_c)
         res["fit_profile_overhead_cpu"] = res["fit_with_profile_cpu_s"] / res["fit_cpu_s"] - 1
+    if args.fit_pairs:
+        import statistics
+
+        wall: Dict[bool, List[float]] = {False: [], True: []}
+        cpu: Dict[bool, List[float]] = {False: [], True: []}
+        for i in range(args.fit_pairs):
+            for prof in ((False, True) if i % 2 == 0 else (True, False)):
+                c: List[float] = []
+                wall[prof].append(best(lambda: criteo_workflow().fit(data, profile=prof), 1, c))
+                cpu[prof].append(c[0])
+        res["fit_profile_overhead_median_pair"] = statistics.median(b / a - 1 for a, b in zip(wall[False], wall[True]))
+        res["fit_profile_overhead_cpu_median_pair"] = statistics.median(b / a - 1 for a, b in zip(cpu[False], cpu[True]))
     if args.baseline_rows:
         # the first --baseline-rows rows (across files), one parquet file: every tool profiles the same rows
         tables, n = [], 0

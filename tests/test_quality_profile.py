@@ -357,3 +357,51 @@ def test_fit_profile_reuses_the_fit_pass_read(tmp_path, monkeypatch):
     assert sorted(profiled_reads[0]) == ["c", "i", "x"]  # the profile's extra column joins the same read
     assert profiled.profile_["columns"]["x"]["nulls"] == int(df["x"].isna().sum())
     assert profiled.profile_["columns"]["i"]["max"] == float(df["i"].max())
+
+
+def test_fit_profile_of_the_columns_the_fit_reads_equals_tp_profile_and_exact_sums(tmp_path, monkeypatch):
+    # the fit computes the profile of the int columns its ops read from the host columns it reads
+    # them into (fusion's hook); it must give tp.profile's profile of the same files and sampling,
+    # and exact moments (reference: Python ints) over values whose int64 sums of squares need
+    # several blocks (|value| < 2**24: blocks of 2**15 rows), with nulls and negative values
+    from fractions import Fraction
+
+    r = np.random.default_rng(3)
+    frames = []
+    for k in range(2):
+        n = 40_000
+        i = r.integers(-(2**24) + 1, 2**24, n)
+        c = r.integers(0, 50, n) * 7919
+        frame = pd.DataFrame({"i": pd.array(i, dtype="Int64"), "c": pd.array(c, dtype="Int64"),
+                              "x": r.normal(size=n), "label": r.integers(0, 2, n)})
+        frame.loc[r.random(n) < 0.1, "i"] = pd.NA
+        frame.loc[r.random(n) < 0.05, "c"] = pd.NA
+        frame.to_parquet(tmp_path / f"part-{k}.parquet")
+        frames.append(frame)
+    df = pd.concat(frames, ignore_index=True)
+    import tabprep.stats.profile as prof
+
+    after = []  # the columns the profile computed after the fit's partials, not in fusion's hook
+    real = prof.partial_frame
+    monkeypatch.setattr(prof, "partial_frame", lambda df, columns, *a, **k: after.append(list(columns)) or real(df, columns, *a, **k))
+    wf = tp.Workflow((["c"] >> ops.Categorify()) + (["i", "x"] >> ops.FillMissing() >> ops.Normalize()) + ["label"])
+    wf.fit(str(tmp_path), profile=3)
+    assert after == [["x", "label"]] * 2  # c and i: from the fit's host columns (floats keep NaN apart from nulls)
+    monkeypatch.setattr(prof, "partial_frame", real)
+    got = wf.profile_["columns"]
+    want = tp.profile(str(tmp_path), columns=["c", "i", "x", "label"], categorical=["c"], sample_every=3).columns
+    random = {"kll", "quantiles", "histogram"}  # (DataSketches' KLL compacts at random: within its bound)
+    for col in ("c", "i", "x", "label"):
+        assert {k: v for k, v in got[col].items() if k not in random} == {k: v for k, v in want[col].items() if k not in random}, col
+    for col in ("i", "x"):  # quantiles: ranks in the data within KLL's 1.3% plus the 1-in-3 sample's 1.0% (99%)
+        data = np.sort(df[col].dropna().to_numpy(dtype=float))
+        for q, v in got[col]["quantiles"].items():
+            assert abs(np.searchsorted(data, v, side="right") / data.size - float(q)) <= 0.03, (col, q)
+    good = [int(v) for v in df["i"].dropna()]
+    k, s1, s2 = len(good), sum(good), sum(v * v for v in good)
+    assert got["i"]["nulls"] == int(df["i"].isna().sum())
+    assert (got["i"]["min"], got["i"]["max"]) == (float(min(good)), float(max(good)))
+    assert got["i"]["mean"] == pytest.approx(float(Fraction(s1, k)), rel=1e-15)  # (each partition's rounded once)
+    assert got["i"]["std"] == pytest.approx(float(Fraction(k * s2 - s1 * s1, k * k)) ** 0.5, rel=1e-15)
+    truth = df["c"].dropna().astype(int).value_counts()
+    assert got["c"]["distinct"] == truth.size  # 50 ids: exact

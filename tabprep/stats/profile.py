@@ -1,5 +1,6 @@
 """Mergeable per-column data profiles: a partial per partition, an associative combine, a
-finalize to the JSON-able summary written as ``profile.json`` (:mod:`tabprep.quality`).
+finalize to the JSON-able summary written as ``profile.json`` (:mod:`tabprep.stats.profile_json`;
+:mod:`tabprep.quality` writes it).
 
 A partition (pandas or cuDF frame, or the Arrow table of the CPU parquet path) is turned into
 an Arrow table through the backend registry (``backend.frame_to_arrow``; cuDF's own Arrow
@@ -22,7 +23,7 @@ see every value.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -30,14 +31,10 @@ import pyarrow.compute as pc
 
 from .. import backend
 from .moments import MinMax, Moments, combine_minmax, combine_moments
+from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
+                           finalize_column, finalize_profile)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of
 
-#: the quantiles a profile reports
-QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
-#: equal-width histogram bins of a numeric column (between its min and max)
-HIST_BINS = 30
-#: frequent values a profile lists
-TOP_K = 20
 
 
 def kind_of(t: pa.DataType) -> str:
@@ -171,30 +168,43 @@ def _host_type(t: pa.DataType) -> Optional[np.dtype]:
     return None if dt is None else np.dtype(dt)
 
 
-def _host_values(arr: Any, step: int) -> np.ndarray:
-    """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a primitive
-    numeric Arrow array or chunked array, as numpy: strided views of Arrow's values buffers (no
-    copy of the rows left out, no concatenation of the chunks first), their nulls dropped."""
+#: (values, null mask or None) of one chunk of a primitive numeric column: a numpy view of its
+#: values buffer and its validity bitmap unpacked (True = null)
+Chunk = Tuple[np.ndarray, Optional[np.ndarray]]
+
+
+def _chunks(arr: Any) -> List[Chunk]:
+    """The :data:`Chunk` of every non-empty chunk of a primitive numeric Arrow array or chunked
+    array: views of Arrow's values buffers (no copy), each bitmap unpacked once (the exact part
+    and the sample both read it)."""
     from ..backend.columns import null_mask
 
-    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
     dtype = _host_type(arr.type)
+    out: List[Chunk] = []
+    for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if len(c):
+            values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
+            out.append((values, null_mask(c) if c.null_count else None))
+    return out
+
+
+def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
+    """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a column's
+    :data:`Chunk` list, as numpy: strided views of the values (no copy of the rows left out, no
+    concatenation of the chunks first), their nulls dropped (the unpacked mask strided alike)."""
     out, start = [], 0
-    for c in chunks:
+    for values, mask in chunks:
         first = (-start) % step  # the chunk's first sampled row
-        start += len(c)
-        if first >= len(c):
+        start += len(values)
+        if first >= len(values):
             continue
-        values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
         if step > 1:
             values = values[first::step]
-        if c.null_count:  # (unpacking the whole bitmap, then striding it, is ~2x faster than a
-            # gather of the sampled rows' bits)
-            valid = ~null_mask(c)
-            values = values[valid[first::step] if step > 1 else valid]
+        if mask is not None:
+            values = values[~(mask[first::step] if step > 1 else mask)]
         out.append(values)
     if not out:
-        return np.zeros(0, dtype=dtype)
+        return np.zeros(0, dtype=chunks[0][0].dtype if chunks else np.float64)
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
@@ -214,24 +224,28 @@ def _sorted_runs(values: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, vocab: Any,
-                     sample: Optional[Any]) -> ColumnPartial:
+                     sample: Optional[Any], chunks: Optional[List[Chunk]] = None) -> ColumnPartial:
     """:func:`column_partial` of a primitive int or float column (``kind`` int, float or category),
     with numpy on views of Arrow's buffers: the sample is a strided view of the values (or the
     given ``sample``), sorted once; the sorted run lengths are its value counts (frequent values,
     OOV), their distinct values feed the HLL, and the KLL sketch gets the sorted values (its
-    compactions sort less; any input order keeps its error bound). Same partial as the Arrow path."""
+    compactions sort less; any input order keeps its error bound). Same partial as the Arrow path.
+    ``chunks``: the column's :data:`Chunk` list when the caller has it (the fit's host column of an
+    int column: one chunk, its values hot in the cache); read from ``col`` otherwise."""
     rows, nulls, nan, inf = len(col), col.null_count, 0, 0
+    if chunks is None:
+        chunks = _chunks(col)
     if kind == "float":
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
         inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
     moments = minmax = kll = freq = None
-    if kind != "category":
-        moments, minmax = _host_moments(col, nan or inf)
-    vals = _host_values(col, sample_every) if sample is None else _host_values(sample, 1)
+    vals = _host_values(chunks, sample_every) if sample is None else _host_values(_chunks(sample), 1)
     if kind == "float" and (nan or inf):
         vals = vals[np.isfinite(vals)]
     s, keys, counts = _sorted_runs(vals)
+    if kind != "category":  # (the sample's extremes are values of valid rows: see _valid_extrema)
+        moments, minmax = _host_moments(col, nan or inf, chunks, (keys[0], keys[-1]) if keys.size else None)
     if kind != "category":
         kll = kll_of(s.astype(np.float64))
     if kind != "float":
@@ -249,38 +263,77 @@ def _array(col: Any) -> Any:
     return col
 
 
-def _host_moments(col: Any, non_finite: int) -> "tuple[Moments, MinMax]":
-    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
-    ints: min and max from Arrow's kernel, then the sum and the sum of squares of every slot of
-    the values buffer (numpy, no copy) less those of the null slots (a small gather), in int64:
-    exact while ``slots * max(|value|)**2 < 2**63`` over every slot (checked), the mean and M2
-    then the exact rationals rounded once (Python's int division rounds correctly). Other
-    columns (floats, NaN/inf to drop, narrow ints, larger values): :func:`_exact_moments`. A
-    gather of the non-null values into a new array cost more than Arrow's passes (fresh pages)."""
-    from ..backend.columns import null_mask
+#: fewest rows in one block of the int64 sums of :func:`_host_moments`: values so large that a
+#: block must be shorter go to Arrow's float kernels (:func:`_exact_moments`)
+_MIN_BLOCK = 4096
 
+
+def _host_moments(col: Any, non_finite: int, chunks: Optional[List[Chunk]] = None,
+                  seen: Optional[Tuple[Any, Any]] = None) -> "tuple[Moments, MinMax]":
+    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
+    ints, from its :data:`Chunk` list (read from ``col`` when None): the min and max of every slot
+    of a values buffer (numpy, no copy), checked against the null slots' values; the sum and the
+    sum of squares of every slot less those of the null slots (a small gather), in int64 over
+    blocks short enough that no block's sum of squares can reach ``2**63`` (the blocks' sums
+    added as Python ints), so the mean and M2 are the exact rationals rounded once (Python's int
+    division rounds correctly). Other columns (floats, NaN/inf to drop, narrow ints, a slot of
+    magnitude ``2**25.5`` (4.7e7) or more, where blocks would be shorter than :data:`_MIN_BLOCK`
+    rows): :func:`_exact_moments`. A gather of the non-null values into a new array cost more
+    than these passes (fresh pages). ``seen``: the smallest and largest of some valid values
+    (the sample's), which need no check. The sum of squares is numpy's ``einsum`` (int64, ~1.5x
+    faster than ``dot``'s integer loop)."""
     if non_finite or col.type not in (pa.int64(), pa.uint64()):
         exact = pc.filter(col, pc.is_finite(col)) if non_finite else col
         return _exact_moments(exact)
+    if chunks is None:
+        chunks = _chunks(col)
     n = len(col) - col.null_count
     if n == 0:
         return Moments(0, 0.0, 0.0), MinMax(None, None)
-    mm = pc.min_max(col)
-    lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    big = max(abs(lo), abs(hi))
+    lo = hi = None
     s1 = s2 = 0
-    for c in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
-        if len(c) == 0:
-            continue
-        v = np.frombuffer(c.buffers()[1], dtype=np.int64, count=len(c), offset=c.offset * 8)
-        junk = v[null_mask(c)] if c.null_count else v[:0]  # (whatever the null slots hold)
-        if junk.size:
-            big = max(big, abs(int(junk.min())), abs(int(junk.max())))
-        if big >= 1 << 31 or len(c) * big * big >= 1 << 63:  # the int64 sums could overflow
+    for values, mask in chunks:
+        amin, amax = int(values.min()), int(values.max())  # (of every slot: null slots too)
+        big = max(abs(amin), abs(amax))
+        if big >= 1 << 31 or (_MIN_BLOCK * big * big >= 1 << 63):  # no useful block length
             return _exact_moments(col)
-        s1 += int(v.sum()) - int(junk.sum())
-        s2 += int(np.dot(v, v)) - int(np.dot(junk, junk))
+        v = values.view(np.int64) if values.dtype == np.uint64 else values  # (< 2**31: same numbers)
+        # whatever the null slots hold (a gather of their positions: fewer than a boolean index's)
+        junk = v.take(np.flatnonzero(mask)) if mask is not None else v[:0]
+        if junk.size == v.size:
+            continue
+        clo, chi = _valid_extrema(v, mask, junk, amin, amax, seen)
+        lo = clo if lo is None else min(lo, clo)
+        hi = chi if hi is None else max(hi, chi)
+        block = (1 << 63) // (big * big + 1) if big else v.size
+        for part, sign in ((v, 1), (junk, -1)):
+            for i in range(0, part.size, block):
+                b = part[i:i + block]
+                s1 += sign * int(b.sum())
+                s2 += sign * int(np.einsum("i,i->", b, b))
     return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(float(lo), float(hi))
+
+
+def _valid_extrema(v: np.ndarray, mask: Optional[np.ndarray], junk: np.ndarray, amin: int, amax: int,
+                   seen: Optional[Tuple[Any, Any]] = None) -> "tuple[int, int]":
+    """The min and max of the non-null slots of ``v`` (some are), given ``amin`` / ``amax`` of
+    every slot and ``junk``, the null slots' values: an extreme of every slot is the valid one
+    unless a null slot holds it and no valid slot does; a valid slot holds it when ``seen`` (the
+    extremes of some valid values) has it, else the slots holding it are counted; else the valid
+    values are gathered (rare: null slots hold zeros, which a valid value rarely ties at an
+    extreme alone)."""
+    if mask is None or junk.size == 0:
+        return amin, amax
+    ok = True
+    for ext in {amin, amax}:
+        if seen is not None and ext in (int(seen[0]), int(seen[1])):
+            continue
+        if (junk == ext).any() and np.count_nonzero(v == ext) == np.count_nonzero(junk == ext):
+            ok = False
+    if ok:
+        return amin, amax
+    valid = v[~mask]
+    return int(valid.min()), int(valid.max())
 
 
 def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
@@ -393,95 +446,6 @@ def combine_tables(parts: Sequence[Dict[str, ColumnPartial]]) -> Dict[str, Colum
     return {n: combine_columns([p[n] for p in parts if n in p]) for n in names}
 
 
-# -- finalize -------------------------------------------------------------------------------------
-#: version of the profile.json layout (docs/guide/data-quality.md describes it)
-PROFILE_VERSION = 1
-#: frequent values kept per column in profile.json (for drift's L-infinity distance); TOP_K shown
-FREQ_KEPT = 256
-
-
-def _num(v: Any) -> Any:
-    """A JSON number (None for NaN / inf / missing)."""
-    if v is None:
-        return None
-    v = float(v)
-    return v if np.isfinite(v) else None
-
-
-def _json_value(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and not np.isfinite(v):
-        return str(v)
-    if isinstance(v, (bytes, bytearray)):
-        return v.decode("utf-8", "backslashreplace")
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return repr(v)
-
-
-def finalize_column(p: ColumnPartial) -> Dict[str, Any]:
-    """The JSON-able summary of a column's merged partial (see ``docs/guide/data-quality.md``)."""
-    import base64
-
-    from .sketches import kll_load
-
-    out: Dict[str, Any] = {"dtype": p.dtype, "kind": p.kind, "count": p.rows, "nulls": p.nulls,
-                           "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
-    nonnull = p.rows - p.nulls
-    if p.moments is not None:
-        out.update({"numeric_count": p.moments.count, "min": _num(p.minmax.min), "max": _num(p.minmax.max),
-                    "mean": _num(p.moments.mean) if p.moments.count else None,
-                    "std": _num(p.moments.std) if p.moments.count else None})
-    if p.kll is not None:
-        sk = kll_load(p.kll)
-        out["kll"] = base64.b64encode(p.kll).decode("ascii")
-        if not sk.is_empty():
-            lo, hi = out["min"], out["max"]
-            # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
-            out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
-            edges = np.linspace(lo, hi, HIST_BINS + 1) if hi > lo else np.array([lo, hi])
-            cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
-            mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
-            out["histogram"] = {"edges": [float(e) for e in edges],
-                                "counts": [float(m * p.moments.count) for m in mass]}
-    distinct = None
-    if p.freq is not None:
-        f = p.freq
-        exact = f.error == 0 and p.sample_every == 1
-        kept = f.top(FREQ_KEPT)
-        top = kept[:TOP_K]
-        top_sum = sum(c for _, c in top)
-        out.update({"frequent": [[_json_value(v), c] for v, c in kept], "frequent_n": f.n,
-                    "frequent_error": f.error, "frequent_exact": exact,
-                    "top": [{"value": _json_value(v), "count": c} for v, c in top],
-                    "top_share": top_sum / f.n if f.n else 0.0,
-                    "tail_share": 1.0 - top_sum / f.n if f.n else 0.0})
-        if exact:
-            distinct = int(f.keys.size)
-    if p.kind != "list":
-        out["distinct"] = distinct if distinct is not None else int(min(round(p.hll.estimate()), nonnull))
-        out["distinct_exact"] = distinct is not None
-        out["distinct_sampled"] = p.sample_every > 1
-    if p.oov is not None:
-        n = p.values.rows - p.values.nulls if p.values is not None else nonnull
-        out["oov"] = p.oov
-        out["oov_rate"] = p.oov / n if n else 0.0
-    if p.lengths is not None:
-        out["list_length"] = finalize_column(p.lengths)
-    if p.values is not None:
-        out["values"] = finalize_column(p.values)
-    return out
-
-
-def finalize_profile(combined: Dict[str, ColumnPartial], columns: Sequence[str], sample_every: int = 1) -> Dict[str, Any]:
-    """The ``profile.json`` document of merged partials (columns in ``columns`` order)."""
-    cols = {c: finalize_column(combined[c]) for c in columns if c in combined}
-    rows = next(iter(cols.values()))["count"] if cols else 0
-    return {"format": "tabprep-profile", "version": PROFILE_VERSION, "rows": rows, "sample_every": sample_every,
-            "schema": {c: v["dtype"] for c, v in cols.items()}, "columns": cols}
-
-
 class ProfileStat:
     """The profile as a fit-pass statistic (``fit_partial`` / ``fit_combine`` / ``fit_finalize``,
     the :class:`~tabprep.ops.base.StatOperator` protocol that ``workflow/reduction.py`` drives):
@@ -499,8 +463,33 @@ class ProfileStat:
         self.vocabs = vocabs or {}
         self.profile_: Optional[Dict[str, Any]] = None
 
-    def fit_partial(self, columns: Sequence[str], df: Any) -> Dict[str, ColumnPartial]:
-        return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
+    def fit_partial(self, columns: Sequence[str], df: Any,
+                    done: Optional[Dict[str, ColumnPartial]] = None) -> Dict[str, ColumnPartial]:
+        """The partial of the partition ``df``; ``done``: the partials of some columns already
+        computed from the same rows (:meth:`column_hook`), kept as they are."""
+        rest = [c for c in columns if not done or c not in done]
+        if not done:
+            return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
+        parts = dict(done)
+        if rest:
+            parts.update(partial_frame(df, rest, self.sample_every, self.vocabs, self.categorical))
+        return {c: parts[c] for c in columns}
+
+    def column_hook(self, done: Dict[str, ColumnPartial]) -> Callable[[str, Any, Any], None]:
+        """A callback ``(name, arrow column, host column)`` for the columns a CPU fit pass reads
+        into host columns (``fusion.fit_table``): the partial of a profiled int column is computed
+        there, from the fit's unpacked null mask and contiguous values while they are in the
+        CPU's cache (the same partial as :func:`column_partial` of the Arrow column), into
+        ``done``; :meth:`fit_partial` then computes only the other columns."""
+        wanted, cats = set(self.columns), set(self.categorical)
+
+        def hook(name: str, arr: Any, host: Any) -> None:
+            if (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
+                    and host.values.dtype == _host_type(arr.type) and len(host.values) == len(arr)):
+                kind = "category" if name in cats else "int"
+                done[name] = _numeric_partial(arr, arr.type, kind, self.sample_every, self.vocabs.get(name), None,
+                                              chunks=[(host.values, host.mask)])
+        return hook
 
     def fit_combine(self, parts: List[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
         return combine_tables(parts)

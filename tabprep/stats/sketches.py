@@ -146,6 +146,10 @@ class Frequent:
         """The ``k`` largest ``(value, count)`` (ties by value order, for stable output)."""
         if self.keys.size == 0:
             return []
+        if self.keys.dtype.kind in "iub":  # numbers: one lexsort, Python scalars from tolist (the
+            # per-value conversion cost ~10 ms a profile of 40 id columns)
+            order = np.lexsort((self.keys, -self.counts))[:k]
+            return list(zip(self.keys[order].tolist(), self.counts[order].tolist()))
         try:  # value order among equal counts (keys of one comparable type)
             by_value = np.argsort(self.keys, kind="stable")
         except TypeError:  # (mixed types: first-seen order)

@@ -199,7 +199,8 @@ def transform_table(wf: Any, table: Any) -> Optional[Any]:
     return pa.table(arrays, names=list(wf.output_columns))
 
 
-def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
+def fit_table(wf: Any, ids: List[str], table: Any, on_raw: Optional[Callable[[str, Any, Any], None]] = None
+              ) -> Optional[Dict[str, Any]]:
     """The partials of the stat ops ``ids`` (node ids of ``wf``) on the rows of the Arrow ``table``
     (one partition of the fit), computed on host columns without pandas; None when the pandas path
     must run instead (``_fit_partition`` then converts the table).
@@ -210,6 +211,9 @@ def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
     Normalize). The partials equal ``fit_partial`` on the pandas frame of the table, bit for bit:
     the fit's pandas conversion (~0.1 s per 10M Criteo rows) and the pandas glue of the chain and of
     the partials (~1 s) are gone from the CPU fit. ``op_timer`` rows are those of the pandas path.
+    ``on_raw(name, arrow column, host column)`` is called as each input column is read into a
+    host column (the data profile's partial of it, while it is in the cache), also when None
+    is returned later.
     """
     by_id = wf.nodes_by_id()
     targets = [by_id[i] for i in ids]
@@ -217,7 +221,7 @@ def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
         return None
     parents = list({id(p): p for t in targets for p in t.parents}.values())
     times: List[Any] = []
-    cache = _host_outputs(wf, table, parents, times)
+    cache = _host_outputs(wf, table, parents, times, on_raw)
     if cache is None:
         return None
     timed, clock = wf.op_timer is not None, wf.op_clock
@@ -238,7 +242,8 @@ def fit_table(wf: Any, ids: List[str], table: Any) -> Optional[Dict[str, Any]]:
     return out
 
 
-def _host_outputs(wf: Any, table: Any, wanted: List[Node], times: List[Any]) -> Optional[Dict[int, Dict[str, Any]]]:
+def _host_outputs(wf: Any, table: Any, wanted: List[Node], times: List[Any],
+                  on_raw: Optional[Callable[[str, Any, Any], None]] = None) -> Optional[Dict[int, Dict[str, Any]]]:
     """Host columns (``{id(node): {column: HostColumn}}``) of the ``wanted`` nodes and what they need,
     computed from the Arrow ``table`` by the ops' column kernels; None when some op needed has no
     chain (or a kernel declines) or a column read is missing or not of its bound numeric dtype.
@@ -267,6 +272,8 @@ def _host_outputs(wf: Any, table: Any, wanted: List[Node], times: List[Any]) -> 
             for c in n.columns:
                 if c not in raw:
                     raw[c] = backend.host_column_from_arrow(table.column(c))
+                    if on_raw is not None:
+                        on_raw(c, table.column(c), raw[c])
                 out[c] = raw[c]
         elif id(n) in inner:
             continue

@@ -15,7 +15,7 @@ PROFILE_UNIT = "profile"
 PROFILE_SAMPLE_ROWS = 1_000_000
 #: rows the sketches of a fit's training profile see (about; see ``Workflow.fit(profile=...)``):
 #: fewer, so that the profile stays a small share of the fit
-FIT_PROFILE_SAMPLE_ROWS = 100_000
+FIT_PROFILE_SAMPLE_ROWS = 50_000
 
 #: ops that read their input columns as ids (an op may say so with a ``reads_ids`` attribute)
 _ID_OPS = frozenset({"Categorify", "HashBucket", "HashedCross", "TargetEncoding", "JoinGroupby", "DropLowCardinality",

@@ -36,13 +36,27 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
         return _fit_frame(wf, ids, df, nullable)
 
 
-def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]]) -> Dict[str, Any]:
-    """:func:`_fit_partition` of a partition that has been read."""
+def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]],
+               on_raw: Any = None) -> Dict[str, Any]:
+    """:func:`_fit_partition` of a partition that has been read (``on_raw``: see ``fit_table``)."""
     extra = getattr(wf, "_extra_units", None) or {}
     if any(i in extra for i in ids):  # statistics of the raw partition beside the ops (the data profile)
-        out = _fit_frame(wf, [i for i in ids if i not in extra], df, nullable) if len(ids) > len(extra) else {}
-        for i in ids:
-            if i in extra:
+        mine = [i for i in ids if i in extra]
+        done: Dict[str, Dict[str, Any]] = {i: {} for i in mine}
+        # a unit that can take columns as the fit reads them into host columns (the profile: its
+        # values are then in the cache) gets them there; it computes the others from ``df`` after
+        hooks = [extra[i].op.column_hook(done[i]) for i in mine if hasattr(extra[i].op, "column_hook")]
+        hook = None
+        if hooks and isinstance(df, pa.Table):
+            def hook(name: str, arr: Any, host: Any) -> None:
+                for h in hooks:
+                    h(name, arr, host)
+        rest = [i for i in ids if i not in extra]
+        out = _fit_frame(wf, rest, df, nullable, hook) if rest else {}
+        for i in mine:
+            if done[i]:
+                out[i] = extra[i].op.fit_partial(extra[i].input_columns, df, done=done[i])
+            else:
                 out[i] = extra[i].op.fit_partial(extra[i].input_columns, df)
         return out
     by_id = wf.nodes_by_id()
@@ -51,7 +65,7 @@ def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[
     token = _OUT_OF_FOLD.set(True)  # ops fitted downstream of a target encoding see training values
     try:
         if isinstance(df, pa.Table):
-            out = fit_table(wf, ids, df)
+            out = fit_table(wf, ids, df, on_raw)
             if out is not None:
                 return out
             df = nullable_frame(df, nullable or {})

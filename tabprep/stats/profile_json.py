@@ -1,0 +1,103 @@
+"""The finalize of a data profile (:mod:`tabprep.stats.profile`): merged column partials to the
+JSON-able ``profile.json`` document (its layout is described in ``docs/guide/data-quality.md``)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence
+
+import numpy as np
+
+#: the quantiles a profile reports
+QUANTILES = (0.0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1.0)
+#: equal-width histogram bins of a numeric column (between its min and max)
+HIST_BINS = 30
+#: frequent values a profile lists
+TOP_K = 20
+
+
+# -- finalize -------------------------------------------------------------------------------------
+#: version of the profile.json layout (docs/guide/data-quality.md describes it)
+PROFILE_VERSION = 1
+#: frequent values kept per column in profile.json (for drift's L-infinity distance); TOP_K shown
+FREQ_KEPT = 256
+
+
+def _num(v: Any) -> Any:
+    """A JSON number (None for NaN / inf / missing)."""
+    if v is None:
+        return None
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "backslashreplace")
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+def finalize_column(p: Any) -> Dict[str, Any]:
+    """The JSON-able summary of a column's merged partial (see ``docs/guide/data-quality.md``)."""
+    import base64
+
+    from .sketches import kll_load
+
+    out: Dict[str, Any] = {"dtype": p.dtype, "kind": p.kind, "count": p.rows, "nulls": p.nulls,
+                           "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
+    nonnull = p.rows - p.nulls
+    if p.moments is not None:
+        out.update({"numeric_count": p.moments.count, "min": _num(p.minmax.min), "max": _num(p.minmax.max),
+                    "mean": _num(p.moments.mean) if p.moments.count else None,
+                    "std": _num(p.moments.std) if p.moments.count else None})
+    if p.kll is not None:
+        sk = kll_load(p.kll)
+        out["kll"] = base64.b64encode(p.kll).decode("ascii")
+        if not sk.is_empty():
+            lo, hi = out["min"], out["max"]
+            # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
+            out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
+            edges = np.linspace(lo, hi, HIST_BINS + 1) if hi > lo else np.array([lo, hi])
+            cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
+            mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+            out["histogram"] = {"edges": [float(e) for e in edges],
+                                "counts": [float(m * p.moments.count) for m in mass]}
+    distinct = None
+    if p.freq is not None:
+        f = p.freq
+        exact = f.error == 0 and p.sample_every == 1
+        kept = f.top(FREQ_KEPT)
+        top = kept[:TOP_K]
+        top_sum = sum(c for _, c in top)
+        out.update({"frequent": [[_json_value(v), c] for v, c in kept], "frequent_n": f.n,
+                    "frequent_error": f.error, "frequent_exact": exact,
+                    "top": [{"value": _json_value(v), "count": c} for v, c in top],
+                    "top_share": top_sum / f.n if f.n else 0.0,
+                    "tail_share": 1.0 - top_sum / f.n if f.n else 0.0})
+        if exact:
+            distinct = int(f.keys.size)
+    if p.kind != "list":
+        out["distinct"] = distinct if distinct is not None else int(min(round(p.hll.estimate()), nonnull))
+        out["distinct_exact"] = distinct is not None
+        out["distinct_sampled"] = p.sample_every > 1
+    if p.oov is not None:
+        n = p.values.rows - p.values.nulls if p.values is not None else nonnull
+        out["oov"] = p.oov
+        out["oov_rate"] = p.oov / n if n else 0.0
+    if p.lengths is not None:
+        out["list_length"] = finalize_column(p.lengths)
+    if p.values is not None:
+        out["values"] = finalize_column(p.values)
+    return out
+
+
+def finalize_profile(combined: Dict[str, Any], columns: Sequence[str], sample_every: int = 1) -> Dict[str, Any]:
+    """The ``profile.json`` document of merged partials (columns in ``columns`` order)."""
+    cols = {c: finalize_column(combined[c]) for c in columns if c in combined}
+    rows = next(iter(cols.values()))["count"] if cols else 0
+    return {"format": "tabprep-profile", "version": PROFILE_VERSION, "rows": rows, "sample_every": sample_every,
+            "schema": {c: v["dtype"] for c, v in cols.items()}, "columns": cols}
