@@ -7,7 +7,6 @@ by ``<!-- skip: reason -->`` (GPU or cluster only).
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -37,22 +36,9 @@ def page_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     starts and imports (each `tabprep` command in a bash block is one), so the pages overlap well."""
     selected = [item.callspec.params["page"] for item in request.session.items
                 if item.originalname == "test_page_snippets_run_as_written"]
-    # the longest pages start first (the pool's total time is then close to the sum over the
-    # workers, not a long page started last while the other worker idles)
-    selected.sort(key=_page_cost, reverse=True)
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
         futures = {page: pool.submit(_run_page, page, tmp_path_factory.mktemp("snippets")) for page in selected}
         return {page: f.result() for page, f in futures.items()}
-
-
-def _page_cost(page: Path) -> int:
-    """A page's expected run time, in rough units: each process its bash blocks start (a
-    ``tabprep`` / ``python`` command imports tabprep and dask) and each mention of a deep-learning
-    framework (an import of TensorFlow, torch or JAX) costs several seconds, a block about one."""
-    code = "".join(b.code for b in snippets.parse(page.read_text()) if b.runs)
-    commands = len(re.findall(r"(?:^|[\s;&|(])(?:tabprep|python3?) ", code, flags=re.M))
-    frameworks = len(re.findall(r"tensorflow|torch|jax|keras", code))
-    return 8 * commands + 5 * frameworks + code.count("\n") // 10
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(REPO)) for p in RUNNABLE])
