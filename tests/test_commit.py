@@ -328,6 +328,9 @@ def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mod
     script = tmp_path / "writer.py"
     script.write_text(WRITER.format(root=str(ROOT)))
     rng = random.Random(1234)
+    # the three trials' writers run side by side, each in its own folder (their start, the
+    # imports, is most of a trial's time); each is killed its own random delay after all are ready
+    bases, procs = [], []
     for trial in range(3):
         base = tmp_path / f"t{trial}"
         base.mkdir()
@@ -337,12 +340,23 @@ def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mod
             tp.Dataset(frame(1)).to_parquet(str(base / "out"))
         if mode == "tfrecord":
             tp.Dataset(frame(1)).to_tfrecord(str(base / "out"))
-        proc = subprocess.Popen([sys.executable, str(script), mode, str(base)], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        assert proc.stdout.readline().strip() == b"ready"
-        time.sleep(rng.uniform(0.05, 1.5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        bases.append(base)
+        procs.append(subprocess.Popen([sys.executable, str(script), mode, str(base)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+    try:
+        for proc in procs:
+            assert proc.stdout.readline().strip() == b"ready"
+        start = time.monotonic()
+        for delay, proc in sorted(zip([rng.uniform(0.05, 1.5) for _ in procs], procs), key=lambda dp: dp[0]):
+            time.sleep(max(0.0, start + delay - time.monotonic()))
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for trial, base in enumerate(bases):
         commit.recover(base / ("wf" if mode == "save" else "out"))  # the next run at that path
         if mode in ("save", "joint"):
             commit.recover(base / "wf")

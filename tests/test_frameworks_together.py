@@ -36,10 +36,42 @@ print("after one Adam step:", [round(v, 6) for v in p.tolist()])
 """
 
 
-def _run(code: str) -> subprocess.CompletedProcess:
+def _start(code: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
                TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+#: the end-to-end cases: (the modules each needs, the code its fresh interpreter runs)
+CASES = {
+    "tf_then_torch": (("tensorflow", "torch"), "import tabprep.loader.tensorflow\n" + ADAM_STEP),
+    "torch_loader": (("torch",), "import tabprep.loader.torch, sys\n"
+                                 "maps = open('/proc/self/maps').read() if sys.platform == 'linux' else ''\n"
+                                 "print('libtriton loaded:', 'libtriton.so' in maps, '| tensorflow imported:', "
+                                 "'tensorflow' in sys.modules)"),
+}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Each end-to-end case whose modules are installed, in its own interpreter; the
+    interpreters run side by side (each mostly imports, on one core)."""
+    procs = {}
+    try:
+        for name, (modules, code) in CASES.items():
+            if all(importlib.util.find_spec(m) is not None for m in modules):
+                procs[name] = _start(code)
+        done = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=300)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return done
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _need(*modules: str) -> None:
@@ -56,21 +88,19 @@ def _assert_stepped(proc: subprocess.CompletedProcess) -> None:
 
 @pytest.mark.tf
 @pytest.mark.torch
-def test_tensorflow_loader_then_torch_optimizer_in_one_process() -> None:
+def test_tensorflow_loader_then_torch_optimizer_in_one_process(runs) -> None:
     _need("tensorflow", "torch")
     # TensorFlow comes in through tabprep's Keras loader, then the user trains a torch model
-    _assert_stepped(_run("import tabprep.loader.tensorflow\n" + ADAM_STEP))
+    _assert_stepped(runs["tf_then_torch"])
 
 
 @pytest.mark.torch
-def test_torch_loader_loads_triton_before_any_tensorflow() -> None:
+def test_torch_loader_loads_triton_before_any_tensorflow(runs) -> None:
     # the order the test above proves safe, applied by the PyTorch loader too, so that the user's
     # `import tensorflow` after it is harmless (checked on the process's own memory map: a
     # second TensorFlow interpreter would double this test's time)
     _need("torch")
-    proc = _run("import tabprep.loader.torch, sys\n"
-                "maps = open('/proc/self/maps').read() if sys.platform == 'linux' else ''\n"
-                "print('libtriton loaded:', 'libtriton.so' in maps, '| tensorflow imported:', 'tensorflow' in sys.modules)")
+    proc = runs["torch_loader"]
     assert proc.returncode == 0, proc.stderr[-3000:]
     has_triton = importlib.util.find_spec("triton") is not None and sys.platform == "linux"
     assert f"libtriton loaded: {has_triton} | tensorflow imported: False" in proc.stdout, proc.stdout
