@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
 
 log = logging.getLogger(__name__)
@@ -435,3 +436,23 @@ def map_elements(series: Any, fn: Any, dtype: Optional[str] = None) -> Any:
             values = values.astype(dtype)
         return backend.list_from_leaves(values, offsets, like=series)
     return backend.new_series(fn(series), like=series, dtype=dtype)
+
+
+class FloatOutput:
+    """The ``out_dtype`` argument of the ops whose output is a float column (``Normalize``,
+    ``NormalizeMinMax``; NVTabular 23.08's ``out_dtype or numpy.float64``): a mixin placed before
+    the op's base class, the op's ``__init__`` storing ``out_dtype`` verbatim."""
+
+    out_dtype: Any = None
+    #: the value of a parameter that a workflow folder saved by an older tabprep lacks: those
+    #: folders were fitted with float32 output (tabprep had no out_dtype), so they keep it
+    saved_defaults = {"out_dtype": "float32"}
+
+    @property
+    def output_dtype(self) -> str:
+        """The output dtype's name, ``"float64"`` or ``"float32"`` (NVTabular's ``output_dtype``)."""
+        return float_out_dtype(self.out_dtype, type(self).__name__)
+
+    def to_config(self) -> Dict[str, Any]:
+        # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
+        return {"out_dtype": None if self.out_dtype is None else self.output_dtype}

@@ -9,10 +9,10 @@ from .. import backend
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_moments_minmax
-from .base import StatOperator, map_elements
+from .base import FloatOutput, StatOperator, map_elements
 
 
-class Normalize(StatOperator):
+class Normalize(FloatOutput, StatOperator):
     """``(x - mean) / std`` with the mean and sample std (ddof=1, as NVTabular 23.08's
     ``_finalize_moments``) of the non-null values.
 
@@ -47,19 +47,6 @@ class Normalize(StatOperator):
         float_out_dtype(out_dtype, "Normalize")  # refused here, where the user wrote it
         self.out_dtype = out_dtype
         self.stats_ = None
-
-    #: the value of a parameter that a workflow folder saved by an older tabprep lacks: those
-    #: folders were fitted with float32 output (tabprep had no out_dtype), so they keep it
-    saved_defaults = {"out_dtype": "float32"}
-
-    @property
-    def output_dtype(self) -> str:
-        """The output dtype's name, ``"float64"`` or ``"float32"`` (NVTabular's ``output_dtype``)."""
-        return float_out_dtype(self.out_dtype, "Normalize")
-
-    def to_config(self) -> Dict[str, Any]:
-        # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
-        return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
 
     # partials carry the extrema too: a constant column must get std exactly 0, but its float
     # mean is not always exact (mean of [0.1] * 3 != 0.1), which leaves a ~1e-17 "std" that

@@ -9,10 +9,10 @@ from .. import backend
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
 from ..stats.moments import MinMax, combine_minmax, partial_minmax
-from .base import StatOperator, map_elements
+from .base import FloatOutput, StatOperator, map_elements
 
 
-class NormalizeMinMax(StatOperator):
+class NormalizeMinMax(FloatOutput, StatOperator):
     """``(x - min) / (max - min)`` with min and max over the non-null values.
 
     Args:
@@ -41,19 +41,6 @@ class NormalizeMinMax(StatOperator):
         float_out_dtype(out_dtype, "NormalizeMinMax")  # refused here, where the user wrote it
         self.out_dtype = out_dtype
         self.stats_ = None
-
-    #: the value of a parameter that a workflow folder saved by an older tabprep lacks: those
-    #: folders were fitted with float32 output (tabprep had no out_dtype), so they keep it
-    saved_defaults = {"out_dtype": "float32"}
-
-    @property
-    def output_dtype(self) -> str:
-        """The output dtype's name, ``"float64"`` or ``"float32"`` (NVTabular's ``output_dtype``)."""
-        return float_out_dtype(self.out_dtype, "NormalizeMinMax")
-
-    def to_config(self) -> Dict[str, Any]:
-        # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
-        return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, MinMax]:
         return {c: partial_minmax(df[c]) for c in columns}
