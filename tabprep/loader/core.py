@@ -118,8 +118,9 @@ class DataLoader(_ChunkPreparation):
             read; a number >= 1 is a row count. Default 0.1. A chunk holds up to ``parts_per_chunk``
             pieces' worth of rows (more pieces where files are smaller than a piece, which never
             spans files); pieces are whole parquet row groups (a bigger row group is a piece alone).
-            Memory in use is about ``(prefetch + 1)`` chunks, each a few times its input size
-            (raw + transformed frame + arrays).
+            Memory in use is about ``max(prefetch, threads) + 1`` chunks (3 by default: two
+            threads; on a GPU short of memory, pass ``threads=1`` or a smaller ``buffer_size``),
+            each a few times its input size (raw + transformed frame + arrays).
         device: ``None`` (GPU when cuDF is usable), ``"cpu"``, or a GPU index.
         parts_per_chunk: pieces' worth of rows (``buffer_size``) read, concatenated and shuffled
             together per chunk.
