@@ -9,11 +9,14 @@ loader's resolved configuration (source, columns, transform, device); the row or
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
+import pyarrow as pa
 
 from .. import backend
+from .._warn import warn_difference
 from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
@@ -22,6 +25,18 @@ from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
 log = logging.getLogger("tabprep.loader.core")
+
+
+_NARROWING_LOCK = threading.Lock()
+
+
+def _is_float64(s: Any) -> bool:
+    """True for a float64 column: a pandas / cuDF series or an Arrow column (the CPU's no-workflow path)."""
+    dtype = getattr(s, "dtype", None)
+    if dtype is None:
+        typ = getattr(s, "type", None)
+        return typ is not None and pa.types.is_float64(typ)
+    return str(dtype) in ("float64", "Float64", "double[pyarrow]")
 
 
 class _ChunkPreparation:
@@ -44,6 +59,7 @@ class _ChunkPreparation:
     _sparse_names_arg: Optional[List[str]]
     _sparse_max: Dict[str, Any]
     _warned_nulls: set
+    _warned_narrowing: set
 
     def _output_schema(self) -> Any:
         raise NotImplementedError
@@ -141,7 +157,20 @@ class _ChunkPreparation:
         if backend.is_string_series(s):
             raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
                             f"Categorify or HashBucket in the workflow")
-        return backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
+        out = backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
+        if cont and name not in self._warned_narrowing and _is_float64(s):
+            self._warn_narrowing(name)
+        return out
+
+    def _warn_narrowing(self, name: str) -> None:
+        with _NARROWING_LOCK:   # chunks are prepared in threads side by side: one warning per column
+            if name in self._warned_narrowing:
+                return
+            self._warned_narrowing.add(name)
+        warn_difference(f"loader: continuous column {name!r} is float64; its batches hold it as float32 (what Keras "
+                        f"and PyTorch layers take), where NVTabular 23.08's loader (merlin-dataloader) keeps float64 "
+                        f"(docs/migration.md). Output float32 from the workflow (e.g. Normalize(out_dtype='float32')) "
+                        f"to make the narrowing explicit", stacklevel=2)
 
     def _warn_nulls(self, name: str, s: Any) -> None:
         if name not in self._warned_nulls:

@@ -252,3 +252,26 @@ def test_core_loader_reads_a_frame_of_numpy_list_cells():
                        "y": [0, 1, 0, 1]})
     b = next(iter(DataLoader(df, batch_size=4, cat_names=["l"], label_names=["y"], shuffle=False, device="cpu")))
     assert _rows(b["l"]) == [[3, 1, 2], [], [7], [1, 1]]
+
+
+def test_float64_continuous_columns_narrowed_to_float32_warn_once_naming_the_column(tmp_path, backend):
+    """merlin-dataloader 23.08 keeps a float64 continuous column float64; tabprep's batches hold
+    float32 (docs/migration.md): a migrating user is told, once per loader and column."""
+    import warnings
+
+    df = pd.DataFrame({"x": np.linspace(0, 1, 60), "f": np.linspace(0, 1, 60).astype("float32"),
+                       "y": (np.arange(60) % 2).astype("int64")})
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=10)
+    device = "cpu" if backend == "cpu" else 0
+    with pytest.warns(tp.NVTabularDifferenceWarning, match=r"'x' is float64.*float32.*NVTabular") as rec:
+        batches = list(DataLoader(str(path), 16, cont_names=["x", "f"], label_names=["y"], shuffle=False,
+                                  buffer_size=20, device=device))
+    assert [str(w.message) for w in rec if "float64" in str(w.message)].__len__() == 1
+    assert all(str(b["x"].dtype) == "float32" for b in batches)
+    np.testing.assert_array_equal(np.concatenate([tp.backend.to_numpy(b["x"]) for b in batches]),
+                                  df["x"].to_numpy().astype("float32"))
+    # a float32 column is not narrowed: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(DataLoader(str(path), 16, cont_names=["f"], label_names=["y"], shuffle=False, device=device))
