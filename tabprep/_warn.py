@@ -22,9 +22,10 @@ import contextlib
 import contextvars
 import logging
 import sys
+import threading
 import uuid
 import warnings
-from typing import Any, Iterator, List, Optional, Set, Tuple
+from typing import Any, Iterator, List, MutableSet, Optional, Set, Tuple
 
 log = logging.getLogger("tabprep")
 
@@ -50,6 +51,21 @@ def rebuilding() -> Iterator[None]:
 def is_rebuilding() -> bool:
     """True while ``Workflow.load`` rebuilds a saved graph (see :func:`rebuilding`)."""
     return _REBUILDING.get()
+
+
+_FIRST_LOCK = threading.Lock()
+
+
+def first_time(seen: MutableSet[Any], key: Any) -> bool:
+    """True for the first caller with ``key``, which is added to ``seen``: the check and the record
+    of a once-only warning as one step. Partitions and loader chunks run in threads side by side,
+    and a check between them that waits on a device (a GPU null check) releases the GIL: a plain
+    ``if key not in seen: seen.add(key)`` let every thread warn (found on an H100)."""
+    with _FIRST_LOCK:
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
 
 
 def warn_difference(message: str, stacklevel: int = 2, at_build: bool = False) -> None:

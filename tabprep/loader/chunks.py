@@ -9,14 +9,13 @@ loader's resolved configuration (source, columns, transform, device); the row or
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import pyarrow as pa
 
 from .. import backend
-from .._warn import warn_difference
+from .._warn import first_time, warn_difference
 from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
@@ -25,9 +24,6 @@ from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
 log = logging.getLogger("tabprep.loader.core")
-
-
-_NARROWING_LOCK = threading.Lock()
 
 
 def _is_float64(s: Any) -> bool:
@@ -158,19 +154,13 @@ class _ChunkPreparation:
             raise TypeError(f"column {name!r} holds strings; the loader emits numeric tensors only: encode it with "
                             f"Categorify or HashBucket in the workflow")
         out = backend.column_array(s, cont, lambda: self._warn_nulls(name, s))
-        if cont and name not in self._warned_narrowing and _is_float64(s):
-            self._warn_narrowing(name)
+        if cont and name not in self._warned_narrowing and _is_float64(s) \
+                and first_time(self._warned_narrowing, name):   # once per column, whatever thread meets it
+            warn_difference(f"loader: continuous column {name!r} is float64; its batches hold it as float32 (what "
+                            f"Keras and PyTorch layers take), where NVTabular 23.08's loader (merlin-dataloader) "
+                            f"keeps float64 (docs/migration.md). Output float32 from the workflow (e.g. "
+                            f"Normalize(out_dtype='float32')) to make the narrowing explicit", stacklevel=2)
         return out
-
-    def _warn_narrowing(self, name: str) -> None:
-        with _NARROWING_LOCK:   # chunks are prepared in threads side by side: one warning per column
-            if name in self._warned_narrowing:
-                return
-            self._warned_narrowing.add(name)
-        warn_difference(f"loader: continuous column {name!r} is float64; its batches hold it as float32 (what Keras "
-                        f"and PyTorch layers take), where NVTabular 23.08's loader (merlin-dataloader) keeps float64 "
-                        f"(docs/migration.md). Output float32 from the workflow (e.g. Normalize(out_dtype='float32')) "
-                        f"to make the narrowing explicit", stacklevel=2)
 
     def _warn_nulls(self, name: str, s: Any) -> None:
         if name not in self._warned_nulls:

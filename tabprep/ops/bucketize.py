@@ -1,13 +1,12 @@
 """Bucketize: map continuous values to the index of the bucket they fall in."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
 
 from .. import backend
-from .._warn import warn_difference
+from .._warn import first_time, warn_difference
 from ..schema import ColumnSchema, Tags
 from .base import Operator
 
@@ -43,13 +42,6 @@ class Bucketize(Operator):
     supports_lists = True
     numeric_input = True
 
-    #: set once this op has warned about null inputs (one warning per op instance)
-    _null_warned: bool = False
-    #: makes "check the flag, set it, warn" one step: partitions run in threads side by side, and on
-    #: a GPU the null check (a device sync) releases the GIL, so every thread saw the flag unset
-    #: (a class attribute: an op stays picklable)
-    _warn_lock = threading.Lock()
-
     def __init__(self, boundaries: Union[Sequence[float], Dict[str, Sequence[float]]]) -> None:
         lists = boundaries.values() if isinstance(boundaries, dict) else [boundaries]
         for b in lists:
@@ -59,6 +51,8 @@ class Bucketize(Operator):
             if np.isnan(arr).any() or (np.diff(arr) <= 0).any():
                 raise ValueError(f"Bucketize boundaries must be strictly increasing numbers, got {list(b)!r}")
         self.boundaries = boundaries
+        #: the once-per-op warnings given ("nulls")
+        self._warned: set = set()
 
     def boundaries_for(self, column: str) -> np.ndarray:
         """The boundaries (float64 array) used for ``column``."""
@@ -88,21 +82,13 @@ class Bucketize(Operator):
         ids = xp.searchsorted(b, x, side="right").astype("int32")  # NVTabular 23.08's output_dtype
         out = backend.new_series(ids, like=s, dtype="int32")
         nulls = xp.isnan(x)
-        if not self._null_warned and backend.any_true(nulls) and self._first_null_warning():
+        if "nulls" not in self._warned and backend.any_true(nulls) and first_time(self._warned, "nulls"):
             # NVTabular 23.08 puts NaN in the last bucket (docs/migration.md): loud, once per op
             warn_difference(f"Bucketize: column {column!r} has null/NaN values; they stay null here, where "
                             f"NVTabular 23.08 puts them in the last bucket (id {len(b)}, as the largest values). "
                             f"Put FillMissing before Bucketize (e.g. [{column!r}] >> FillMissing(fill_val=...) "
                             f">> Bucketize(...)) to give them a bucket.", stacklevel=2)
         return backend.set_nulls(out, nulls)
-
-    def _first_null_warning(self) -> bool:
-        """True for the first caller only (sets :attr:`_null_warned`)."""
-        with self._warn_lock:
-            if self._null_warned:
-                return False
-            self._null_warned = True
-            return True
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         k = len(self.boundaries_for(col.name))

@@ -1,13 +1,12 @@
 """Groupby: one row per group with list / count / first / last / sum / mean features (sessions)."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import backend
-from .._warn import is_rebuilding, warn_difference
+from .._warn import first_time, is_rebuilding, warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -18,8 +17,8 @@ _COUNTS = ("count", "nunique")
 #: aggregations NVTabular computes from the group's list (its ``_list_aggs``), output first
 _LIST_AGGS = ("list", "first", "last")
 _warned_dtypes = False
-_warned_null_keys = False
-_NULL_KEYS_LOCK = threading.Lock()
+#: the once-per-process warnings given at transform ("null_keys")
+_announced: set = set()
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -281,16 +280,10 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
 def _announce_null_keys(work: Any, keys: List[str]) -> None:
     """Warn (once per process) when rows have a null key: tabprep groups them (the last group);
     NVTabular 23.08's ``df.groupby(keys)`` drops them (pandas' / cuDF's ``dropna=True``)."""
-    global _warned_null_keys
-    if _warned_null_keys:
+    if "null_keys" in _announced:
         return
-    nulls = G.null_columns(work, keys)   # on a GPU a device sync: other partitions' threads run meanwhile
-    if not nulls:
-        return
-    with _NULL_KEYS_LOCK:   # one warning even when partitions found null keys side by side
-        if _warned_null_keys:
-            return
-        _warned_null_keys = True
+    nulls = G.null_columns(work, keys)
+    if nulls and first_time(_announced, "null_keys"):
         warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
                         f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
                         f"(or ops.Filter) for NVTabular's result", stacklevel=2)
