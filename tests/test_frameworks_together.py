@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from process_helpers import run_side_by_side
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -57,21 +58,8 @@ CASES = {
 def runs():
     """Each end-to-end case whose modules are installed, in its own interpreter; the
     interpreters run side by side (each mostly imports, on one core)."""
-    procs = {}
-    try:
-        for name, (modules, code) in CASES.items():
-            if all(importlib.util.find_spec(m) is not None for m in modules):
-                procs[name] = _start(code)
-        done = {}
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=300)
-            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        return done
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    return run_side_by_side({name: (lambda c=code: _start(c)) for name, (modules, code) in CASES.items()
+                             if all(importlib.util.find_spec(m) is not None for m in modules)})
 
 
 def _need(*modules: str) -> None:

@@ -7,6 +7,7 @@ import sys
 from typing import Dict
 
 import pytest
+from process_helpers import run_side_by_side
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BACKENDS = ["jax", "torch"]
@@ -23,25 +24,14 @@ def backend_runs(request: pytest.FixtureRequest) -> Dict[str, subprocess.Complet
     skips)."""
     selected = [item.callspec.params["backend"] for item in request.session.items
                 if item.originalname == "test_keras_loader_and_layers_on_backend"]
-    procs = {}
-    try:
-        for backend in dict.fromkeys(selected):
-            if not _installed(backend, "keras"):
-                continue
-            env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
-                       PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-            procs[backend] = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "keras_backend_check.py")],
-                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        runs = {}
-        for backend, proc in procs.items():
-            out, err = proc.communicate(timeout=300)
-            runs[backend] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        return runs
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    def start(backend: str) -> subprocess.Popen:
+        env = dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
+                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        return subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "keras_backend_check.py")],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    return run_side_by_side({backend: (lambda b=backend: start(b)) for backend in dict.fromkeys(selected)
+                             if _installed(backend, "keras")})
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
