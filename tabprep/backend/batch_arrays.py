@@ -162,7 +162,7 @@ def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], fi
     if perm is not None and dtype.kind in _ARROW_TAKE_KINDS:
         import pyarrow.compute as pc
 
-        # the permutation as it is (int64: no conversion per block; Arrow's take runs as fast with it)
+        # the permutation as it is (int32 from the loader, int64 for the biggest chunks): no conversion per block
         indices = pa.array(perm if perm.dtype.kind in "iu" else perm.astype(np.int64))
     for j, arr in enumerate(arrays):
         arrow = isinstance(arr, (pa.Array, pa.ChunkedArray))
