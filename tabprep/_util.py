@@ -5,6 +5,7 @@ pandas nor cuDF), so any module may use it without creating an import cycle.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Iterable, List
 
 
@@ -85,3 +86,9 @@ def refuse_duplicate_columns(columns: Iterable[Any], source: str,
     if len(set(names)) != len(names):
         dups = sorted({str(c) for c in names if names.count(c) > 1})
         raise ValueError(f"{source} has duplicate column name(s) {dups}; give each column its own name ({fix})")
+
+
+def switched_off(variable: str) -> bool:
+    """True when the environment sets ``variable`` to 0 / false / no / off (any case): how an
+    on-by-default behaviour (``TABPREP_GPU_WARMUP``, ``TABPREP_RMM_ASYNC``) is turned off."""
+    return os.environ.get(variable, "1").strip().lower() in ("0", "false", "no", "off")

@@ -93,7 +93,7 @@ def same_device(objs: Iterable[Any]) -> bool:
     return len({device(o) for o in objs}) <= 1
 
 
-from .._util import is_frame  # noqa: E402,F401 - one definition for the package
+from .._util import is_frame, switched_off  # noqa: E402,F401 - one definition for the package
 
 
 # ---------------------------------------------------------------------------
@@ -248,9 +248,7 @@ def use_async_allocator(index: int) -> bool:
     ``rmm.reinitialize(pool_allocator=True)`` would). A resource the user or dask-cuda chose (any
     other type) is kept, and ``TABPREP_RMM_ASYNC=0`` keeps the default. Returns True if switched.
     """
-    if os.environ.get(ASYNC_ALLOCATOR_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
-    if not has_cudf():
+    if switched_off(ASYNC_ALLOCATOR_ENV) or not has_cudf():
         return False
     import rmm
 

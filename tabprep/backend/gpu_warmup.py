@@ -45,6 +45,8 @@ from typing import Any, Callable, List, Tuple
 
 import numpy as np
 
+from .._util import switched_off
+
 log = logging.getLogger("tabprep.backend")
 
 #: threads compiling at once (at most the machine's cores)
@@ -181,7 +183,7 @@ def _warm() -> None:
 
 def enabled() -> bool:
     """False when the environment sets ``TABPREP_GPU_WARMUP`` to 0 / false / no / off."""
-    return os.environ.get("TABPREP_GPU_WARMUP", "1").strip().lower() not in ("0", "false", "no", "off")
+    return not switched_off("TABPREP_GPU_WARMUP")
 
 
 def start() -> None:
