@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -68,6 +68,8 @@ class _EpochPlan:
     seed: Any
     chunks: List[List[_Piece]]
     offsets: List[int]          # first (input) row of each chunk; len(chunks) + 1 entries
+    #: chunk -> its permutation being drawn (:func:`permutation_job`)
+    _permutation_jobs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_rows(self) -> int:
@@ -111,7 +113,7 @@ def plan_epoch(pieces: Sequence[_Piece], epoch: int, seed: Any, shuffle: bool, p
         chunks = []
         rows = 0
         for p in pieces:
-            if chunks and chunks[-1] and rows + p.num_rows <= target:
+            if chunks and rows + p.num_rows <= target:
                 chunks[-1].append(p)
                 rows += p.num_rows
             else:
@@ -151,7 +153,7 @@ def permutation_job(plan: _EpochPlan, k: int) -> Optional["concurrent.futures.Fu
     GPU takes to read those rows, so a chunk's order is drawn while the chunk before it is prepared.
     None for a chunk of fewer than 2 rows."""
     with _JOBS_LOCK:
-        jobs = plan.__dict__.setdefault("_permutation_jobs", {})
+        jobs = plan._permutation_jobs
         for j in (k, k + 1):
             if j < len(plan.chunks) and j not in jobs:
                 n = plan.offsets[j + 1] - plan.offsets[j]

@@ -5,7 +5,6 @@ Part of :mod:`tabprep.loader.core` (see its docstring for the loader's data flow
 from __future__ import annotations
 
 import logging
-
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
