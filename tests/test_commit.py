@@ -201,6 +201,63 @@ def test_crash_between_renames_recovers_both_old_or_both_new(tmp_path, step, rec
     assert not (tmp_path / "out" / commit.JOURNAL_FILE).exists()
 
 
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (not an Exception, so no handler sees it)."""
+
+
+def removals_in_cleanup(tmp_path: Path, kill_at: int) -> int:
+    """Write out + wf version 1, commit version 2 jointly and 'kill' the process at its
+    ``kill_at``-th file or folder removal after the renames (the deletion of the replaced
+    versions); return how many removals the cleanup made (kill_at past them: no kill)."""
+    write_both(tmp_path, 1)
+    txn = Transaction()
+    tp.Dataset(frame(2), npartitions=3).to_parquet(str(tmp_path / "out"), overwrite=True, transaction=txn)
+    fitted(2).save(str(tmp_path / "wf"), transaction=txn)
+    real = {name: getattr(os, name) for name in ("unlink", "remove", "rmdir")}
+    count = [0]
+    cleanup = txn._cleanup
+
+    def counting(name):
+        def call(*args, **kwargs):
+            count[0] += 1
+            if count[0] == kill_at:
+                raise Killed()
+            return real[name](*args, **kwargs)
+        return call
+
+    def killed_cleanup():
+        for name in real:
+            setattr(os, name, counting(name))
+        try:
+            cleanup()
+        finally:
+            for name, fn in real.items():
+                setattr(os, name, fn)
+
+    txn._cleanup = killed_cleanup
+    try:
+        txn.commit()
+    except Killed:
+        commit._ACTIVE.discard(txn.txid)  # the process is gone
+    return count[0]
+
+
+def test_kill_while_deleting_the_replaced_versions_leaves_nothing_behind(tmp_path):
+    # CI once left '.out.tabprep-old-…' for good: a kill inside the rmtree of the replaced
+    # version had deleted its _SUCCESS, and recovery no longer recognised it as tabprep's
+    total = removals_in_cleanup(tmp_path / "probe", kill_at=10 ** 9)
+    assert total > 6, "the cleanup deletes every file of both replaced versions"
+    for kill_at in range(1, total + 1):
+        base = tmp_path / f"k{kill_at}"
+        base.mkdir()
+        removals_in_cleanup(base, kill_at)
+        done = commit.recover(base / "out")  # the next run at either path
+        commit.recover(base / "wf")
+        assert output_version(base / "out") == 2, (kill_at, done)
+        assert workflow_version(base / "wf") == 2, (kill_at, done)
+        assert hidden(base) == [], f"killed at removal {kill_at} of {total}: leftovers {hidden(base)}"
+
+
 def test_next_write_at_the_path_recovers_first(tmp_path):
     fitted(1).save(str(tmp_path / "wf"))
     txn = Transaction()

@@ -288,7 +288,7 @@ class Transaction:
 
     def _cleanup(self) -> None:
         for s in self.stages:
-            _remove_tree(s.old)
+            recovery.remove_replaced(s.old)
         for s in self.stages:
             (s.final / JOURNAL_FILE).unlink(missing_ok=True)
         self._record_path().unlink(missing_ok=True)

@@ -282,7 +282,7 @@ def recover(path: PathLike, delete: bool = True) -> List[str]:
     for p in olds:
         if not delete:
             continue
-        _remove_tree(p)
+        remove_replaced(p)
         done.append(f"removed the replaced version {p}")
     for line in done:
         log.warning("recovering an interrupted tabprep commit: %s", line)
@@ -324,7 +324,7 @@ def _resolve(j: Dict[str, Any], delete: bool) -> List[str]:
     for m in members:
         final, old = Path(m["final"]), Path(m["old"])
         if (old.exists() or old.is_symlink()) and final.exists() and removable_old(old):
-            _remove_tree(old)
+            remove_replaced(old)
         if journal_txid(final) == txid:
             (final / JOURNAL_FILE).unlink(missing_ok=True)
     record.unlink(missing_ok=True)
@@ -356,6 +356,28 @@ def _remove_empty_init(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def remove_replaced(old: Path) -> None:
+    """Delete a replaced version (``-old-``) so that a kill at any point leaves something
+    :func:`removable_old` still recognises: :data:`INCOMPLETE_MARKER` is written first and
+    deleted last, after every other entry (a plain ``rmtree`` may delete ``_SUCCESS`` first,
+    and a kill then leaves a folder of files recovery must not touch)."""
+    if old.is_symlink() or not old.is_dir():
+        _remove_tree(old)
+        return
+    marker = old / INCOMPLETE_MARKER
+    if not marker.exists():
+        marker.write_text("written by tabprep; this folder is a replaced version being deleted\n")
+    for entry in os.scandir(old):
+        if entry.name == INCOMPLETE_MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            _remove_tree(Path(entry.path))
+        else:
+            Path(entry.path).unlink(missing_ok=True)
+    marker.unlink(missing_ok=True)
+    _remove_tree(old)
 
 
 def _remove_tree(path: Path, wait_s: float = 5.0) -> None:
