@@ -205,58 +205,85 @@ class Killed(BaseException):
     """Stands for SIGKILL: nothing after it runs (not an Exception, so no handler sees it)."""
 
 
-def removals_in_cleanup(tmp_path: Path, kill_at: int) -> int:
-    """Write out + wf version 1, commit version 2 jointly and 'kill' the process at its
-    ``kill_at``-th file or folder removal after the renames (the deletion of the replaced
-    versions); return how many removals the cleanup made (kill_at past them: no kill)."""
+MUTATIONS = ("rename", "replace", "unlink", "remove", "rmdir", "mkdir")
+
+
+def kill_commit_at(tmp_path: Path, kill_at: int, cleanup_only: bool = False) -> int:
+    """Write out + wf version 1, then commit version 2 jointly and 'kill' the process just before
+    its ``kill_at``-th file-system change (a rename, a deletion, a folder or a file opened for
+    writing) of the commit (``cleanup_only``: of the deletion of the replaced versions, after the
+    renames). Return how many changes the commit made (``kill_at`` past them: no kill)."""
+    import builtins
+
     write_both(tmp_path, 1)
     txn = Transaction()
     tp.Dataset(frame(2), npartitions=3).to_parquet(str(tmp_path / "out"), overwrite=True, transaction=txn)
     fitted(2).save(str(tmp_path / "wf"), transaction=txn)
-    real = {name: getattr(os, name) for name in ("unlink", "remove", "rmdir")}
+    real = {name: getattr(os, name) for name in MUTATIONS}
+    real_open = builtins.open
     count = [0]
-    cleanup = txn._cleanup
+
+    def step():
+        count[0] += 1
+        if count[0] == kill_at:
+            raise Killed()
 
     def counting(name):
         def call(*args, **kwargs):
-            count[0] += 1
-            if count[0] == kill_at:
-                raise Killed()
+            step()
             return real[name](*args, **kwargs)
         return call
 
-    def killed_cleanup():
-        for name in real:
-            setattr(os, name, counting(name))
-        try:
-            cleanup()
-        finally:
-            for name, fn in real.items():
-                setattr(os, name, fn)
+    def counting_open(file, mode="r", *args, **kwargs):
+        if any(m in mode for m in "wax+"):
+            step()
+        return real_open(file, mode, *args, **kwargs)
 
-    txn._cleanup = killed_cleanup
+    def patched(fn):
+        def call():
+            for name in real:
+                setattr(os, name, counting(name))
+            builtins.open = counting_open
+            try:
+                fn()
+            finally:
+                for name, orig in real.items():
+                    setattr(os, name, orig)
+                builtins.open = real_open
+        return call
+
+    if cleanup_only:
+        txn._cleanup = patched(txn._cleanup)
+        run = txn.commit
+    else:
+        run = patched(txn.commit)
     try:
-        txn.commit()
+        run()
     except Killed:
         commit._ACTIVE.discard(txn.txid)  # the process is gone
     return count[0]
 
 
-def test_kill_while_deleting_the_replaced_versions_leaves_nothing_behind(tmp_path):
-    # CI once left '.out.tabprep-old-…' for good: a kill inside the rmtree of the replaced
-    # version had deleted its _SUCCESS, and recovery no longer recognised it as tabprep's
-    total = removals_in_cleanup(tmp_path / "probe", kill_at=10 ** 9)
-    assert total > 6, "the cleanup deletes every file of both replaced versions"
+@pytest.mark.parametrize("cleanup_only", [True, False], ids=["cleanup", "whole-commit"])
+def test_kill_before_any_file_system_change_of_a_commit_recovers_old_or_new(tmp_path, cleanup_only):
+    # CI once left '.out.tabprep-old-...' for good: a kill inside the rmtree of the replaced
+    # version had deleted its _SUCCESS, and recovery no longer recognised it as tabprep's.
+    # Here the commit is killed before each of its changes in turn (the cleanup's alone too)
+    total = kill_commit_at(tmp_path / "probe", kill_at=10 ** 9, cleanup_only=cleanup_only)
+    assert total > 6, "the commit deletes every file of both replaced versions"
+    versions = set()
     for kill_at in range(1, total + 1):
         base = tmp_path / f"k{kill_at}"
         base.mkdir()
-        removals_in_cleanup(base, kill_at)
+        kill_commit_at(base, kill_at, cleanup_only=cleanup_only)
         done = commit.recover(base / "out")  # the next run at either path
-        commit.recover(base / "wf")
-        assert output_version(base / "out") == 2, (kill_at, done)
-        assert workflow_version(base / "wf") == 2, (kill_at, done)
-        assert hidden(base) == [], f"killed at removal {kill_at} of {total}: leftovers {hidden(base)}"
-
+        done += commit.recover(base / "wf")
+        out, wf = output_version(base / "out"), workflow_version(base / "wf")
+        assert out == wf, (kill_at, done)
+        assert hidden(base) == [], f"killed at change {kill_at} of {total}: leftovers {hidden(base)}"
+        versions.add(out)
+    # a kill before the commit record leaves version 1, after it version 2: both were reached
+    assert versions == ({2} if cleanup_only else {1, 2})
 
 def test_next_write_at_the_path_recovers_first(tmp_path):
     fitted(1).save(str(tmp_path / "wf"))
