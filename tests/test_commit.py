@@ -3,8 +3,10 @@ all-or-none, a folder tabprep did not write is never replaced, and whatever a cr
 recovered by the next run at that path (old or new complete state, never a mix, never lost)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -208,25 +210,21 @@ class Killed(BaseException):
 MUTATIONS = ("rename", "replace", "unlink", "remove", "rmdir", "mkdir")
 
 
-def kill_commit_at(tmp_path: Path, kill_at: int, cleanup_only: bool = False) -> int:
-    """Write out + wf version 1, then commit version 2 jointly and 'kill' the process just before
-    its ``kill_at``-th file-system change (a rename, a deletion, a folder or a file opened for
-    writing) of the commit (``cleanup_only``: of the deletion of the replaced versions, after the
-    renames). Return how many changes the commit made (``kill_at`` past them: no kill)."""
+@contextlib.contextmanager
+def killed_before_change(kill_at: int):
+    """Inside the block, the ``kill_at``-th file-system change (a rename, a deletion, a new folder,
+    a file opened for writing) and every later one raise :class:`Killed` instead of happening. Yields a one-item list
+    counting the changes (``kill_at`` past them: no kill)."""
     import builtins
 
-    write_both(tmp_path, 1)
-    txn = Transaction()
-    tp.Dataset(frame(2), npartitions=3).to_parquet(str(tmp_path / "out"), overwrite=True, transaction=txn)
-    fitted(2).save(str(tmp_path / "wf"), transaction=txn)
     real = {name: getattr(os, name) for name in MUTATIONS}
     real_open = builtins.open
     count = [0]
 
     def step():
         count[0] += 1
-        if count[0] == kill_at:
-            raise Killed()
+        if kill_at and count[0] >= kill_at:  # and every change after it: a killed process changes nothing
+            raise Killed()  # (the commit's `except BaseException` handlers would otherwise undo it)
 
     def counting(name):
         def call(*args, **kwargs):
@@ -239,51 +237,74 @@ def kill_commit_at(tmp_path: Path, kill_at: int, cleanup_only: bool = False) -> 
             step()
         return real_open(file, mode, *args, **kwargs)
 
-    def patched(fn):
-        def call():
-            for name in real:
-                setattr(os, name, counting(name))
-            builtins.open = counting_open
-            try:
-                fn()
-            finally:
-                for name, orig in real.items():
-                    setattr(os, name, orig)
-                builtins.open = real_open
-        return call
-
-    if cleanup_only:
-        txn._cleanup = patched(txn._cleanup)
-        run = txn.commit
-    else:
-        run = patched(txn.commit)
+    for name in real:
+        setattr(os, name, counting(name))
+    builtins.open = counting_open
     try:
-        run()
+        yield count
+    finally:
+        for name, orig in real.items():
+            setattr(os, name, orig)
+        builtins.open = real_open
+
+
+def kill_commit_at(base: Path, kill_at: int) -> int:
+    """Write out + wf version 1 in ``base``, then commit version 2 jointly and 'kill' the process
+    before the ``kill_at``-th file-system change of the commit; return the commit's changes."""
+    write_both(base, 1)
+    txn = Transaction()
+    tp.Dataset(frame(2), npartitions=3).to_parquet(str(base / "out"), overwrite=True, transaction=txn)
+    fitted(2).save(str(base / "wf"), transaction=txn)
+    try:
+        with killed_before_change(kill_at) as count:
+            txn.commit()
     except Killed:
         commit._ACTIVE.discard(txn.txid)  # the process is gone
     return count[0]
 
 
-@pytest.mark.parametrize("cleanup_only", [True, False], ids=["cleanup", "whole-commit"])
-def test_kill_before_any_file_system_change_of_a_commit_recovers_old_or_new(tmp_path, cleanup_only):
+def recover_both(base: Path, kill_at: int = 0) -> int:
+    """What the next run at either path does first (killed before its ``kill_at``-th change)."""
+    try:
+        with killed_before_change(kill_at) as count:
+            commit.recover(base / "out")
+            commit.recover(base / "wf")
+    except Killed:
+        pass
+    return count[0]
+
+
+def assert_old_or_new(base: Path, what: str) -> int:
+    out, wf = output_version(base / "out"), workflow_version(base / "wf")
+    assert out == wf, f"{what}: out is version {out}, wf version {wf}"
+    assert hidden(base) == [], f"{what}: leftovers {hidden(base)}"
+    return out
+
+
+def test_kill_before_any_file_system_change_of_a_commit_recovers_old_or_new(tmp_path):
     # CI once left '.out.tabprep-old-...' for good: a kill inside the rmtree of the replaced
     # version had deleted its _SUCCESS, and recovery no longer recognised it as tabprep's.
-    # Here the commit is killed before each of its changes in turn (the cleanup's alone too)
-    total = kill_commit_at(tmp_path / "probe", kill_at=10 ** 9, cleanup_only=cleanup_only)
+    # Here the commit is killed before each of its changes in turn, and the recovery too
+    total = kill_commit_at(tmp_path / "probe", kill_at=0)
     assert total > 6, "the commit deletes every file of both replaced versions"
     versions = set()
     for kill_at in range(1, total + 1):
         base = tmp_path / f"k{kill_at}"
         base.mkdir()
-        kill_commit_at(base, kill_at, cleanup_only=cleanup_only)
-        done = commit.recover(base / "out")  # the next run at either path
-        done += commit.recover(base / "wf")
-        out, wf = output_version(base / "out"), workflow_version(base / "wf")
-        assert out == wf, (kill_at, done)
-        assert hidden(base) == [], f"killed at change {kill_at} of {total}: leftovers {hidden(base)}"
-        versions.add(out)
+        kill_commit_at(base, kill_at)
+        snapshot = tmp_path / f"snap{kill_at}"
+        shutil.copytree(base, snapshot, symlinks=True)
+        changes = recover_both(base)
+        versions.add(assert_old_or_new(base, f"commit killed at change {kill_at} of {total}"))
+        for recover_kill in range(1, changes + 1):  # the recovery killed too, then the run after it
+            shutil.rmtree(base)
+            shutil.copytree(snapshot, base, symlinks=True)
+            recover_both(base, recover_kill)
+            recover_both(base)
+            assert_old_or_new(base, f"commit killed at change {kill_at}, its recovery at {recover_kill}")
     # a kill before the commit record leaves version 1, after it version 2: both were reached
-    assert versions == ({2} if cleanup_only else {1, 2})
+    assert versions == {1, 2}
+
 
 def test_next_write_at_the_path_recovers_first(tmp_path):
     fitted(1).save(str(tmp_path / "wf"))
