@@ -474,3 +474,22 @@ def test_sigkill_at_random_points_leaves_old_or_new_complete_state(tmp_path, mod
             versions.append(workflow_version(base / "wf"))
         assert set(versions) <= {1, 2, 3} and len(set(versions)) == 1, versions
         assert hidden(base) == [], f"trial {trial}: leftovers {hidden(base)}"
+
+
+def test_a_replaced_version_that_cannot_take_the_marker_does_not_fail_the_commit(tmp_path, monkeypatch, caplog):
+    # the deletion of the replaced version comes after the commit point: an error there (a
+    # read-only folder; simulated, as root ignores permissions) must not make a committed write raise
+    tp.Dataset(frame(1)).to_parquet(str(tmp_path / "out"))
+    real_write_text = Path.write_text
+
+    def refuse(self, *args, **kwargs):
+        if self.name == commit.INCOMPLETE_MARKER and ".tabprep-old-" in self.parent.name:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    tp.Dataset(frame(2)).to_parquet(str(tmp_path / "out"), overwrite=True)
+    monkeypatch.undo()
+    assert output_version(tmp_path / "out") == 2
+    assert hidden(tmp_path) == []  # what could be deleted was
+    assert "could not fully delete the replaced version" in caplog.text

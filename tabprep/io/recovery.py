@@ -367,16 +367,20 @@ def remove_replaced(old: Path) -> None:
         _remove_tree(old)
         return
     marker = old / INCOMPLETE_MARKER
-    if not marker.exists():
-        marker.write_text("written by tabprep; this folder is a replaced version being deleted\n")
-    for entry in os.scandir(old):
-        if entry.name == INCOMPLETE_MARKER:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            _remove_tree(Path(entry.path))
-        else:
-            Path(entry.path).unlink(missing_ok=True)
-    marker.unlink(missing_ok=True)
+    try:
+        if not marker.exists():
+            marker.write_text("written by tabprep; this folder is a replaced version being deleted\n")
+        with os.scandir(old) as entries:
+            for entry in entries:
+                if entry.name == INCOMPLETE_MARKER:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    _remove_tree(Path(entry.path))
+                else:
+                    Path(entry.path).unlink(missing_ok=True)
+        marker.unlink(missing_ok=True)
+    except OSError:  # e.g. a read-only folder: the committed new version stands; delete what can be
+        log.warning("could not fully delete the replaced version %s", old, exc_info=True)
     _remove_tree(old)
 
 
