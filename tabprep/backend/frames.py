@@ -57,10 +57,29 @@ def _new_series_pandas(like: Any, values: Any, name: Any):
     return pd.Series(values, index=like.index, name=name)
 
 
+def _same_kind_cast(values: Any, dtype: Optional[str]) -> Any:
+    """``values`` (a numpy array) cast to ``dtype`` in numpy when that is what the series'
+    ``astype`` would do anyway: int/uint/bool to int/uint, float to float (pandas' ``astype``
+    costs ~0.3-0.6 ms a call on small columns, numpy's ~1 us; a transform makes one per column)."""
+    if dtype is None or not isinstance(values, np.ndarray):
+        return values
+    target = _NUMPY_DTYPES.get(dtype)
+    if target is None:
+        return values
+    src = values.dtype.kind
+    if (src in "iub" and target.kind in "iu") or (src == "f" and target.kind == "f"):
+        return values.astype(target, copy=False)
+    return values
+
+
+_NUMPY_DTYPES = {name: np.dtype(name) for name in
+                 ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
+
+
 def new_series(values: Any, like: Any, name: Optional[str] = None, dtype: Optional[str] = None):
     """A series of ``values`` on the backend of ``like``, with ``like``'s index."""
     name = name if name is not None else like.name
-    out = _new_series(like, values, name)
+    out = _new_series(like, _same_kind_cast(values, dtype), name)
     if dtype is not None and str(out.dtype) != dtype:
         out = out.astype(dtype)
     return out
