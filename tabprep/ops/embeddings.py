@@ -16,6 +16,15 @@ def embedding_dim_rule(cardinality: int, minimum: int = 16, maximum: int = 512) 
     return int(min(maximum, max(minimum, round(1.6 * cardinality ** 0.56))))
 
 
+def embedding_sizes_property(cardinality: int, dim: Any = None) -> Dict[str, int]:
+    """The ``properties["embedding_sizes"]`` NVTabular 23.08 writes on Categorify / HashBucket
+    outputs: ``{"cardinality": rows of the embedding table, "dimension": dim}``, ``dim`` being the
+    op's ``embedding_dim`` override, else :func:`embedding_dim_rule` (NVTabular's ``_emb_sz_rule``).
+    The same pair :func:`get_embedding_sizes` returns for the column."""
+    card = int(cardinality)
+    return {"cardinality": card, "dimension": int(dim) if dim is not None else embedding_dim_rule(card)}
+
+
 def embedding_sizes_from_schema(schema: Schema) -> Dict[str, Tuple[int, int]]:
     out: Dict[str, Tuple[int, int]] = {}
     for col in schema:

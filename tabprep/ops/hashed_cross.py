@@ -9,6 +9,7 @@ from .. import backend
 from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
 from .base import Operator
+from .embeddings import embedding_sizes_property
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
 GOLDEN = 0x9E3779B9
@@ -49,6 +50,12 @@ class HashedCross(Operator):
     int64, floats as float64, strings as UTF-8), and the combination is :func:`hash_combine`
     (Boost's formula on uint32, the same numpy and cupy code), so CPU and GPU give the same ids.
     Collisions are expected, as for :class:`HashBucket`; unseen combinations need no handling.
+
+    Schema: tags ``categorical`` and ``hashed``, ``cardinality`` and ``num_buckets`` =
+    ``num_buckets``, ``embedding_sizes`` ``{"cardinality": num_buckets, "dimension": ..}`` (what
+    :func:`tabprep.get_embedding_sizes` gives), and no ``domain``, as NVTabular 23.08 writes none
+    for a cross. NVTabular's cross has no tags and no properties, so its ``get_embedding_sizes``
+    leaves it out; tabprep's sizes its table (docs/migration.md).
 
     Nulls: a null (or NaN) value hashes to 0 and is crossed like any other value, so
     ``(null, "x")`` is a regular combination (its own id); the output has no nulls.
@@ -149,9 +156,11 @@ class HashedCross(Operator):
         for g in self.groups(columns):
             name = SEP.join(g)
             nb = self.buckets(name)
-            props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1},
-                                     "crossed_columns": list(g)}
             dim = self.embedding_dim.get(name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+            # no "domain": NVTabular 23.08 writes none for a cross; the table's size is in
+            # cardinality / embedding_sizes, what tabprep's embedding-size export reads
+            props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "crossed_columns": list(g),
+                                     "embedding_sizes": embedding_sizes_property(nb, dim)}
             if dim is not None:
                 props["embedding_dim"] = int(dim)
             out.append(ColumnSchema(name, dtype=self.dtype, tags=self.output_tags, properties=props))
