@@ -95,6 +95,8 @@ class ColumnSchema:
             vc = {"min": int(given.get("min", given["max"]) or 0), "max": int(given["max"])}  # merlin's spelling
         if self.is_list and vc is not None:
             props["value_count"] = dict(vc)
+        elif self.is_list:  # unknown lengths: merlin-core's open count, as NVTabular writes it
+            props["value_count"] = {"min": 0, "max": None}
         else:
             props.pop("value_count", None)
         dom = props.get("domain")

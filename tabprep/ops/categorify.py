@@ -449,7 +449,12 @@ class Categorify(StatOperator):
             targets = [key] if self.encode_type == "combo" and len(cols) > 1 else cols
             for c in targets:
                 src = input_schema[c] if c in input_schema else input_schema[cols[0]]
-                props = {"num_oov_buckets": self.oov_buckets(key), "vocabulary": key}
+                props = {"num_oov_buckets": self.oov_buckets(key), "vocabulary": key,
+                         # NVTabular's properties: the options as given (num_buckets None by default)
+                         "num_buckets": (self.num_buckets.get(key, self.num_oov_buckets)
+                                         if isinstance(self.num_buckets, dict) else self.num_buckets),
+                         "freq_threshold": self._param(self.freq_threshold, key),
+                         "max_size": self._param(self.max_size, key)}
                 card = self.cardinality(key)
                 dim = self.embedding_dim.get(c) if isinstance(self.embedding_dim, dict) else self.embedding_dim
                 if dim is not None:

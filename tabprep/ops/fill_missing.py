@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from .. import backend
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Schema
 from .base import Operator
 
 
@@ -72,5 +72,8 @@ class FillMissing(Operator):
             src = input_schema[c]
             cols.append(src.with_(tags=tuple(src.tags)))
         if self.add_binary_cols:
-            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=(Tags.BINARY,)) for c in columns]
+            # the indicator takes its column's tags, as merlin-core gives a column mapped from one
+            # input (NVTabular 23.08: x_filled of a continuous x is continuous); no "binary" tag,
+            # which merlin's BINARY_CLASSIFICATION target tag includes
+            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=tuple(input_schema[c].tags)) for c in columns]
         return Schema(cols)

@@ -173,3 +173,71 @@ def test_hashed_cross_schema_has_no_domain_and_keeps_its_table_size():
         assert tp.Tags.CATEGORICAL in col.tags
     assert tp.get_embedding_sizes(wf) == {"a_X_b": (10, 16), "b_X_c": (1000, 77)}
     assert _agrees(wf) == tp.get_embedding_sizes(wf)
+
+
+@pytest.mark.parametrize("kwargs,expected", [
+    ({}, {"a": (None, 0, 0), "b": (None, 0, 0)}),
+    (dict(freq_threshold=2, num_buckets=3), {"a": (3, 2, 0), "b": (3, 2, 0)}),
+    (dict(max_size={"a": 5, "b": 6}, num_buckets={"a": 2, "b": 1}), {"a": (2, 0, 5), "b": (1, 0, 6)}),
+])
+def test_categorify_writes_its_options_as_nvtabular(kwargs, expected):
+    """Categorify._compute_properties: ``num_buckets`` (as given: None by default),
+    ``freq_threshold`` and ``max_size`` (0 by default), per column from a dict."""
+    wf = _fitted(["a", "b"] >> ops.Categorify(**kwargs))
+    for col, (nb, ft, ms) in expected.items():
+        props = wf.output_schema[col].properties
+        assert (props["num_buckets"], props["freq_threshold"], props["max_size"]) == (nb, ft, ms), col
+
+
+def test_categorify_options_in_combo_and_saved(tmp_path):
+    wf = _fitted([["b", "c"]] >> ops.Categorify(encode_type="combo", freq_threshold={"b_c": 1}))
+    props = wf.output_schema["b_c"].properties
+    assert (props["num_buckets"], props["freq_threshold"], props["max_size"]) == (None, 1, 0)
+    wf.save(str(tmp_path / "wf"))
+    back = tp.Workflow.load(str(tmp_path / "wf")).output_schema["b_c"].properties
+    assert (back["num_buckets"], back["freq_threshold"], back["max_size"]) == (None, 1, 0)
+
+
+def test_bucketize_embedding_sizes_agree_with_get_embedding_sizes():
+    """Bucketize's output is categorical (NVTabular's output_tags); NVTabular writes no table
+    size, so its get_embedding_sizes raises KeyError on it. tabprep's gives one (boundaries + 1
+    buckets) and the property says the same."""
+    wf = _fitted(["a"] >> ops.Bucketize([1.5, 2.5, 3.5]))
+    assert tp.get_embedding_sizes(wf) == {"a": (4, 16)}
+    assert wf.output_schema["a"].properties["embedding_sizes"] == {"cardinality": 4, "dimension": 16}
+    _agrees(wf)
+
+
+def test_list_slice_output_is_tagged_list():
+    """ListSlice.output_tags is [Tags.LIST]; a Categorify'd list keeps ``categorical``."""
+    wf = _fitted(["l"] >> ops.ListSlice(0, 2))
+    assert tp.Tags.LIST in wf.output_schema["l"].tags
+    wf = _fitted(["l"] >> ops.Categorify() >> ops.ListSlice(0, 2))
+    assert set(wf.output_schema["l"].tags) >= {tp.Tags.LIST, tp.Tags.CATEGORICAL}
+    assert wf.output_schema["l"].properties["value_count"] == {"min": 0, "max": 2}
+
+
+def test_list_of_unknown_lengths_has_merlins_open_value_count(tmp_path):
+    """merlin-core gives a ragged list column of unknown lengths
+    ``properties["value_count"] = {"min": 0, "max": None}`` (NVTabular's Categorify and Groupby
+    list outputs); known lengths are kept."""
+    wf = _fitted(["l"] >> ops.Categorify())
+    assert wf.output_schema["l"].properties["value_count"] == {"min": 0, "max": None}
+    assert wf.output_schema["l"].value_count is None   # the field: unknown
+    wf.save(str(tmp_path / "wf"))
+    assert tp.Workflow.load(str(tmp_path / "wf")).output_schema["l"].properties["value_count"] == {"min": 0, "max": None}
+    assert "value_count" not in wf.output_schema["l"].with_(is_list=False).properties
+    known = tp.ColumnSchema("k", dtype="int64", is_list=True, value_count={"min": 1, "max": 3})
+    assert known.properties["value_count"] == {"min": 1, "max": 3}
+
+
+def test_fill_missing_indicator_takes_the_source_tags():
+    """FillMissing / FillMedian(add_binary_cols=True): ``x_filled`` (bool) carries ``x``'s tags,
+    as merlin-core gives a column mapped from one input (NVTabular: continuous after Normalize),
+    and no ``binary`` tag (merlin's compound BINARY_CLASSIFICATION target tag includes it)."""
+    for make in (lambda: ops.FillMissing(add_binary_cols=True), lambda: ops.FillMedian(add_binary_cols=True)):
+        wf = _fitted(["c"] >> ops.AddTags(["custom"]) >> make(), _df().assign(c=[1.0, None] * 4))
+        col = wf.output_schema["c_filled"]
+        assert col.dtype == "bool" and col.tags == ("custom",)
+        wf = _fitted(["c"] >> ops.Normalize() >> make(), _df().assign(c=[1.0, None, 2.0, 3.0] * 2))
+        assert wf.output_schema["c_filled"].tags == (tp.Tags.CONTINUOUS,)
