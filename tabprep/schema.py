@@ -406,6 +406,18 @@ class ColumnSelector:
         return f"ColumnSelector({self.names!r}, subgroups={[g.all_names for g in self.subgroups]!r}, tags={self.tags!r})"
 
 
+#: properties that describe a column's embedding table (its ids): an op whose output is a new
+#: table (HashBucket, Bucketize, Categorify) or no ids at all (a FillMissing indicator) does not
+#: inherit them from its input column, so get_embedding_sizes never reads a stale size
+TABLE_PROPERTIES = frozenset({"cardinality", "domain", "embedding_sizes", "embedding_dim", "vocabulary",
+                              "num_oov_buckets"})
+
+
+def without_table_properties(props: Dict[str, Any]) -> Dict[str, Any]:
+    """``props`` less :data:`TABLE_PROPERTIES`."""
+    return {k: v for k, v in props.items() if k not in TABLE_PROPERTIES}
+
+
 #: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas
 #: drops the earlier schema's tags that collide with the later one's
 _TAG_COLLISIONS = {

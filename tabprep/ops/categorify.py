@@ -15,7 +15,7 @@ from .. import backend
 from .._util import check_keyed_params, check_limits
 from .._warn import warn_difference
 from ..hashing import murmur3_32
-from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
+from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, group_keys, singled_in_groups, state_file
@@ -464,8 +464,7 @@ class Categorify(StatOperator):
                     props["domain"] = {"min": 0, "max": card - 1}
                     props["embedding_sizes"] = embedding_sizes_property(card, dim)  # NVTabular's property
                 # an input's table sizes (e.g. a HashBucket's) are not this op's: never carried over
-                inherited = {k: v for k, v in src.properties.items()
-                             if k not in ("cardinality", "domain", "embedding_sizes", "embedding_dim")}
+                inherited = without_table_properties(src.properties)
                 out.append(ColumnSchema(c, dtype=self.dtype, tags=tuple(src.tags) + (Tags.CATEGORICAL,),
                                         properties={**inherited, **props}, is_list=src.is_list,
                                         is_ragged=src.is_ragged, value_count=src.value_count))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from .. import backend
-from ..schema import ColumnSchema, Schema
+from ..schema import ColumnSchema, Schema, without_table_properties
 from .base import Operator
 
 
@@ -75,5 +75,7 @@ class FillMissing(Operator):
             # the indicator takes its column's tags, as merlin-core gives a column mapped from one
             # input (NVTabular 23.08: x_filled of a continuous x is continuous); no "binary" tag,
             # which merlin's BINARY_CLASSIFICATION target tag includes
-            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=tuple(input_schema[c].tags)) for c in columns]
+            # and its properties, less an id column's table size (a bool indicator has none)
+            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=tuple(input_schema[c].tags),
+                                  properties=without_table_properties(input_schema[c].properties)) for c in columns]
         return Schema(cols)

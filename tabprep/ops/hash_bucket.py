@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Union
 
 from .. import backend
-from ..schema import ColumnSchema, Tags, check_bucket_dtype
+from ..schema import ColumnSchema, Tags, check_bucket_dtype, without_table_properties
 from .base import Operator, map_elements
 from .embeddings import embedding_sizes_property
 
@@ -75,4 +75,6 @@ class HashBucket(Operator):
                  "embedding_sizes": embedding_sizes_property(nb, dim)}
         if dim is not None:
             props["embedding_dim"] = int(dim)
-        return col.with_(dtype=self.dtype, add_tags=self.output_tags, add_properties=props)
+        # a new table: the input's (e.g. a Categorify vocabulary's) size and name do not carry over
+        return col.with_(dtype=self.dtype, properties=without_table_properties(col.properties),
+                         add_tags=self.output_tags, add_properties=props)

@@ -241,3 +241,31 @@ def test_fill_missing_indicator_takes_the_source_tags():
         assert col.dtype == "bool" and col.tags == ("custom",)
         wf = _fitted(["c"] >> ops.Normalize() >> make(), _df().assign(c=[1.0, None, 2.0, 3.0] * 2))
         assert wf.output_schema["c_filled"].tags == (tp.Tags.CONTINUOUS,)
+
+
+def test_hash_bucket_of_a_categorify_output_has_only_its_own_table_size():
+    """HashBucket after Categorify: the column is HashBucket's (num_buckets rows); the
+    vocabulary's properties (its name, OOV count, embedding_dim) do not carry over, so
+    get_embedding_sizes, the property and DropLowCardinality see num_buckets."""
+    wf = _fitted(["b"] >> ops.Categorify(embedding_dim=8) >> ops.HashBucket(5))
+    props = wf.output_schema["b"].properties
+    assert props["embedding_sizes"] == {"cardinality": 5, "dimension": 16}
+    assert props["domain"] == {"min": 0, "max": 5}   # NVTabular's HashBucket domain, no vocabulary name
+    assert "vocabulary" not in props and "num_oov_buckets" not in props
+    assert tp.get_embedding_sizes(wf) == {"b": (5, 16)}
+    _agrees(wf)
+    # five buckets are five values for DropLowCardinality (not 5 - 3 as a vocabulary)
+    kept = _fitted(["b"] >> ops.Categorify() >> ops.HashBucket(5) >> ops.DropLowCardinality(4))
+    assert kept.output_schema.column_names == ["b"]
+
+
+def test_fill_missing_indicator_takes_the_source_properties_but_no_table_size():
+    """merlin-core copies the source column's properties onto ``x_filled`` (NVTabular 23.08:
+    ``{"p": 1}`` after AddProperties); a vocabulary's table size is not the indicator's."""
+    wf = _fitted(["c"] >> ops.AddMetadata(tags=["custom"], properties={"p": 1}) >> ops.FillMissing(add_binary_cols=True),
+                 _df().assign(c=[1.0, None] * 4))
+    assert wf.output_schema["c_filled"].properties == {"p": 1}
+    wf = _fitted(["b"] >> ops.Categorify() >> ops.FillMissing(add_binary_cols=True))
+    filled = wf.output_schema["b_filled"]
+    assert "embedding_sizes" not in filled.properties and "cardinality" not in filled.properties
+    assert "b_filled" not in tp.get_embedding_sizes(wf)
