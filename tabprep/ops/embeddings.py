@@ -25,6 +25,22 @@ def embedding_sizes_property(cardinality: int, dim: Any = None) -> Dict[str, int
     return {"cardinality": card, "dimension": int(dim) if dim is not None else embedding_dim_rule(card)}
 
 
+def with_embedding_sizes_in_step(props: Dict[str, Any], added: Dict[str, Any]) -> Dict[str, Any]:
+    """``props`` (a column's properties, ``added`` already merged in) with ``cardinality`` /
+    ``embedding_dim`` and NVTabular's ``embedding_sizes`` agreeing again after a user set one of
+    them (``AddProperties``): an added ``embedding_sizes`` (NVTabular's spelling, what its
+    ``get_embedding_sizes`` reads) sets the other two; an added ``embedding_dim`` or
+    ``cardinality`` rewrites ``embedding_sizes``."""
+    out = dict(props)
+    es = added.get("embedding_sizes")
+    if isinstance(es, dict) and es.get("cardinality") is not None and es.get("dimension") is not None:
+        out["cardinality"] = int(es["cardinality"])
+        out["embedding_dim"] = int(es["dimension"])
+    elif ("embedding_dim" in added or "cardinality" in added) and out.get("cardinality") is not None:
+        out["embedding_sizes"] = embedding_sizes_property(out["cardinality"], out.get("embedding_dim"))
+    return out
+
+
 def embedding_sizes_from_schema(schema: Schema) -> Dict[str, Tuple[int, int]]:
     out: Dict[str, Tuple[int, int]] = {}
     for col in schema:

@@ -269,3 +269,15 @@ def test_fill_missing_indicator_takes_the_source_properties_but_no_table_size():
     filled = wf.output_schema["b_filled"]
     assert "embedding_sizes" not in filled.properties and "cardinality" not in filled.properties
     assert "b_filled" not in tp.get_embedding_sizes(wf)
+
+
+def test_add_properties_keeps_the_pair_in_step():
+    """NVTabular's get_embedding_sizes reads properties["embedding_sizes"], so a user's
+    ``AddProperties({"embedding_sizes": ...})`` sets the sizes; tabprep's ``embedding_dim``
+    property does too. Either way the property and get_embedding_sizes agree."""
+    wf = _fitted(["b"] >> ops.Categorify() >> ops.AddProperties({"embedding_dim": 12}))
+    assert _sizes(wf, "b") == {"cardinality": 7, "dimension": 12}
+    assert _agrees(wf) == {"b": (7, 12)}
+    wf = _fitted(["b"] >> ops.Categorify() >> ops.AddProperties({"embedding_sizes": {"cardinality": 100,
+                                                                                    "dimension": 32}}))
+    assert _agrees(wf) == {"b": (100, 32)}
