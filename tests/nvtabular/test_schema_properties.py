@@ -14,6 +14,7 @@ References here: pandas' ``nunique`` and the dimension rule written out below.""
 from __future__ import annotations
 
 import json
+import warnings
 
 import pandas as pd
 import pytest
@@ -281,3 +282,18 @@ def test_add_properties_keeps_the_pair_in_step():
     wf = _fitted(["b"] >> ops.Categorify() >> ops.AddProperties({"embedding_sizes": {"cardinality": 100,
                                                                                     "dimension": 32}}))
     assert _agrees(wf) == {"b": (100, 32)}
+
+
+def test_hashed_cross_of_categorify_outputs_warns_where_nvtabular_sizes_it_by_the_first_column():
+    """NVTabular 23.08's HashedCross copies its first crossed column's tags and properties: over
+    Categorify outputs, ``b_X_c`` (20 ids) gets b's ``domain`` and ``embedding_sizes`` (7, 16),
+    which its get_embedding_sizes returns (checked on nvtabular 23.08). tabprep sizes the cross by
+    its own num_buckets and says so, naming the column and both sizes."""
+    with pytest.warns(tp.NVTabularDifferenceWarning, match=r"b_X_c.*\(20, 16\).*'b'.*\(7, 16\)"):
+        wf = _fitted(["b", "c"] >> ops.Categorify() >> ops.HashedCross(20))
+    assert tp.get_embedding_sizes(wf) == {"b_X_c": (20, 16)}
+    assert "domain" not in wf.output_schema["b_X_c"].properties
+    _agrees(wf)
+    with warnings.catch_warnings():   # raw inputs: NVTabular leaves the cross unsized, nothing differs
+        warnings.simplefilter("error", tp.NVTabularDifferenceWarning)
+        _fitted([["a", "b"]] >> ops.HashedCross(10))
