@@ -95,6 +95,8 @@ class ColumnSchema:
             vc = {"min": int(given.get("min", given["max"]) or 0), "max": int(given["max"])}  # merlin's spelling
         if self.is_list and vc is not None:
             props["value_count"] = dict(vc)
+        elif self.is_list:  # unknown lengths: merlin-core's open count, as NVTabular writes it
+            props["value_count"] = {"min": 0, "max": None}
         else:
             props.pop("value_count", None)
         dom = props.get("domain")
@@ -402,6 +404,18 @@ class ColumnSelector:
 
     def __repr__(self) -> str:
         return f"ColumnSelector({self.names!r}, subgroups={[g.all_names for g in self.subgroups]!r}, tags={self.tags!r})"
+
+
+#: properties that describe a column's embedding table (its ids): an op whose output is a new
+#: table (HashBucket, Bucketize, Categorify) or no ids at all (a FillMissing indicator) does not
+#: inherit them from its input column, so get_embedding_sizes never reads a stale size
+TABLE_PROPERTIES = frozenset({"cardinality", "domain", "embedding_sizes", "embedding_dim", "vocabulary",
+                              "num_oov_buckets"})
+
+
+def without_table_properties(props: Dict[str, Any]) -> Dict[str, Any]:
+    """``props`` less :data:`TABLE_PROPERTIES`."""
+    return {k: v for k, v in props.items() if k not in TABLE_PROPERTIES}
 
 
 #: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas

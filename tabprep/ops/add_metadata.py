@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..schema import ColumnSchema, Tags, _jsonable
 from .base import Operator
+from .embeddings import with_embedding_sizes_in_step
 
 
 class AddMetadata(Operator):
@@ -44,7 +45,12 @@ class AddMetadata(Operator):
         return df[list(columns)]
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
-        return col.with_(add_tags=list(self.tags or ()), add_properties=_jsonable(dict(self.properties or {})))
+        added = _jsonable(dict(self.properties or {}))
+        col = col.with_(add_tags=list(self.tags or ()), add_properties=added)
+        if not added:
+            return col
+        # the table size: one number whichever spelling the user set (get_embedding_sizes agrees)
+        return col.with_(properties=with_embedding_sizes_in_step(col.properties, added))
 
 
 class AddTags(AddMetadata):

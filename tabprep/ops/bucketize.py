@@ -7,8 +7,9 @@ import numpy as np
 
 from .. import backend
 from .._warn import first_time, warn_difference
-from ..schema import ColumnSchema, Tags
+from ..schema import ColumnSchema, Tags, without_table_properties
 from .base import Operator
+from .embeddings import embedding_sizes_property
 
 
 class Bucketize(Operator):
@@ -93,5 +94,7 @@ class Bucketize(Operator):
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         k = len(self.boundaries_for(col.name))
         tags = tuple(t for t in col.tags if t != Tags.CONTINUOUS) + self.output_tags
-        props = {"cardinality": k + 1, "domain": {"min": 0, "max": k}}
-        return col.with_(dtype="int32", tags=tags, add_properties=props)
+        # embedding_sizes: the pair get_embedding_sizes gives (NVTabular writes no table size here)
+        props = {"cardinality": k + 1, "domain": {"min": 0, "max": k}, "embedding_sizes": embedding_sizes_property(k + 1)}
+        return col.with_(dtype="int32", tags=tags, properties=without_table_properties(col.properties),
+                         add_properties=props)

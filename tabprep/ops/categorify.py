@@ -15,10 +15,11 @@ from .. import backend
 from .._util import check_keyed_params, check_limits
 from .._warn import warn_difference
 from ..hashing import murmur3_32
-from ..schema import ColumnSchema, Schema, Tags, check_id_dtype
+from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, group_keys, singled_in_groups, state_file
+from .embeddings import embedding_sizes_property
 
 PAD_ID = 0
 NULL_ID = 1
@@ -39,7 +40,9 @@ class Categorify(StatOperator):
     * ``2+B ..``: the vocabulary, most frequent value first, ties by ascending value.
 
     ``cardinality = 2 + B + len(vocabulary)`` is stored in the output schema and drives
-    :func:`tabprep.ops.get_embedding_sizes`.
+    :func:`tabprep.ops.get_embedding_sizes`; the schema also holds NVTabular's
+    ``properties["embedding_sizes"] = {"cardinality": .., "dimension": ..}`` (the same pair) and
+    ``domain = {"min": 0, "max": cardinality - 1, "name": vocabulary}``.
 
     Args:
         freq_threshold: values seen fewer times are out-of-vocabulary (0 keeps all). An int,
@@ -446,16 +449,24 @@ class Categorify(StatOperator):
             targets = [key] if self.encode_type == "combo" and len(cols) > 1 else cols
             for c in targets:
                 src = input_schema[c] if c in input_schema else input_schema[cols[0]]
-                props = {"num_oov_buckets": self.oov_buckets(key), "vocabulary": key}
+                props = {"num_oov_buckets": self.oov_buckets(key), "vocabulary": key,
+                         # NVTabular's properties: the options as given (num_buckets None by default)
+                         "num_buckets": (self.num_buckets.get(key, self.num_oov_buckets)
+                                         if isinstance(self.num_buckets, dict) else self.num_buckets),
+                         "freq_threshold": self._param(self.freq_threshold, key),
+                         "max_size": self._param(self.max_size, key)}
                 card = self.cardinality(key)
-                if card is not None:
-                    props["cardinality"] = card
-                    props["domain"] = {"min": 0, "max": card - 1}
                 dim = self.embedding_dim.get(c) if isinstance(self.embedding_dim, dict) else self.embedding_dim
                 if dim is not None:
                     props["embedding_dim"] = int(dim)
+                if card is not None:
+                    props["cardinality"] = card
+                    props["domain"] = {"min": 0, "max": card - 1}
+                    props["embedding_sizes"] = embedding_sizes_property(card, dim)  # NVTabular's property
+                # an input's table sizes (e.g. a HashBucket's) are not this op's: never carried over
+                inherited = without_table_properties(src.properties)
                 out.append(ColumnSchema(c, dtype=self.dtype, tags=tuple(src.tags) + (Tags.CATEGORICAL,),
-                                        properties={**src.properties, **props}, is_list=src.is_list,
+                                        properties={**inherited, **props}, is_list=src.is_list,
                                         is_ragged=src.is_ragged, value_count=src.value_count))
         return Schema(out)
 

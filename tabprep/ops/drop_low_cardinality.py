@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .. import backend
+from .._warn import first_time, warn_difference
 from ..schema import Schema, Tags
 from .base import StatOperator
 
@@ -28,9 +29,18 @@ class DropLowCardinality(StatOperator):
     Nulls: not counted as a value (after Categorify, though, nulls are id 1, a value). NaN is
     null; +-inf, a value like any other, counts as one distinct value each.
 
+    NVTabular 23.08 (``DropLowCardinality(min_cardinality=4)``) decides on the schema only: a
+    column tagged categorical whose ``domain.max`` (a Categorify output's vocabulary + 1 +
+    ``num_buckets``) is below ``min_cardinality`` is dropped, every other column is kept. The
+    defaults agree on Categorify outputs with one OOV id (two or more values stay); where the
+    fitted choice differs from what NVTabular's rule gives on the same schema (another
+    ``min_cardinality``, a raw column dropped, several OOV ids), fitting warns once per op with a
+    :class:`tabprep.NVTabularDifferenceWarning` naming the columns (docs/migration.md).
+
     Args:
         min_cardinality: columns with fewer distinct values are dropped (default 2: drops
-            constant and empty columns).
+            constant and empty columns; NVTabular's default 4 on ``domain.max`` is the same
+            choice on Categorify outputs).
 
     Example:
         >>> cats = ["C1", "C2", "C3"] >> Categorify() >> DropLowCardinality()
@@ -38,10 +48,14 @@ class DropLowCardinality(StatOperator):
 
     supports_lists = True
 
-    def __init__(self, min_cardinality: int = 2) -> None:
+    def __init__(self, min_cardinality: Optional[int] = None) -> None:
+        # NVTabular's threshold for the same call (its default is 4), to say where choices differ
+        self._nvt_min = 4 if min_cardinality is None else int(min_cardinality)
+        min_cardinality = 2 if min_cardinality is None else min_cardinality
         if int(min_cardinality) < 1:
             raise ValueError(f"min_cardinality must be >= 1, got {min_cardinality}")
         self.min_cardinality = int(min_cardinality)
+        self._warned: set = set()
         self.stats_: Optional[Dict[str, int]] = None
         self._schema_cards: Dict[str, Optional[int]] = {}
         self._continuous: List[str] = []
@@ -98,7 +112,34 @@ class DropLowCardinality(StatOperator):
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         self._continuous = [c for c in columns if Tags.CONTINUOUS in input_schema[c].tags]
         self._schema_cards = {c: _schema_cardinality(input_schema[c].properties) for c in columns}
+        if self.stats_ is not None:  # fitted: the choice is known
+            self._announce_difference(input_schema, columns)
         return input_schema.select(self.output_column_names(columns))
+
+    def nvtabular_dropped(self, input_schema: Schema, columns: List[str]) -> List[str]:
+        """The columns NVTabular 23.08's ``DropLowCardinality`` drops on this schema (its
+        ``compute_selector``): tagged categorical with a ``domain`` whose max is below its
+        ``min_cardinality`` (4 by default)."""
+        out = []
+        for c in columns:
+            col = input_schema[c]
+            dom = col.properties.get("domain")
+            if (Tags.CATEGORICAL in col.tags and isinstance(dom, dict) and dom.get("max") is not None
+                    and int(dom["max"]) < self._nvt_min):
+                out.append(c)
+        return out
+
+    def _announce_difference(self, input_schema: Schema, columns: List[str]) -> None:
+        mine, theirs = self.dropped(columns), self.nvtabular_dropped(input_schema, columns)
+        if set(mine) == set(theirs) or not first_time(self._warned, (tuple(mine), tuple(theirs))):
+            return
+        # which columns a model gets must not silently differ from the NVTabular pipeline's
+        warn_difference(f"DropLowCardinality(min_cardinality={self.min_cardinality}) drops {mine}, where NVTabular "
+                        f"23.08's DropLowCardinality(min_cardinality={self._nvt_min}) drops {theirs}: tabprep counts "
+                        f"a column's distinct values (of a Categorify output, its vocabulary), NVTabular compares "
+                        f"the schema's domain max (vocabulary + 1 + num_buckets) and keeps every column without a "
+                        f"domain (raw ones). On Categorify outputs with one OOV id, min_cardinality=k here keeps "
+                        f"what NVTabular's k + 2 keeps (see docs/migration.md)", stacklevel=3, at_build=True)
 
     def transform(self, columns: List[str], df: Any) -> Any:
         return df[self.output_column_names(columns)]

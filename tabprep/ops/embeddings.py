@@ -16,6 +16,31 @@ def embedding_dim_rule(cardinality: int, minimum: int = 16, maximum: int = 512) 
     return int(min(maximum, max(minimum, round(1.6 * cardinality ** 0.56))))
 
 
+def embedding_sizes_property(cardinality: int, dim: Any = None) -> Dict[str, int]:
+    """The ``properties["embedding_sizes"]`` NVTabular 23.08 writes on Categorify / HashBucket
+    outputs: ``{"cardinality": rows of the embedding table, "dimension": dim}``, ``dim`` being the
+    op's ``embedding_dim`` override, else :func:`embedding_dim_rule` (NVTabular's ``_emb_sz_rule``).
+    The same pair :func:`get_embedding_sizes` returns for the column."""
+    card = int(cardinality)
+    return {"cardinality": card, "dimension": int(dim) if dim is not None else embedding_dim_rule(card)}
+
+
+def with_embedding_sizes_in_step(props: Dict[str, Any], added: Dict[str, Any]) -> Dict[str, Any]:
+    """``props`` (a column's properties, ``added`` already merged in) with ``cardinality`` /
+    ``embedding_dim`` and NVTabular's ``embedding_sizes`` agreeing again after a user set one of
+    them (``AddProperties``): an added ``embedding_sizes`` (NVTabular's spelling, what its
+    ``get_embedding_sizes`` reads) sets the other two; an added ``embedding_dim`` or
+    ``cardinality`` rewrites ``embedding_sizes``."""
+    out = dict(props)
+    es = added.get("embedding_sizes")
+    if isinstance(es, dict) and es.get("cardinality") is not None and es.get("dimension") is not None:
+        out["cardinality"] = int(es["cardinality"])
+        out["embedding_dim"] = int(es["dimension"])
+    elif ("embedding_dim" in added or "cardinality" in added) and out.get("cardinality") is not None:
+        out["embedding_sizes"] = embedding_sizes_property(out["cardinality"], out.get("embedding_dim"))
+    return out
+
+
 def embedding_sizes_from_schema(schema: Schema) -> Dict[str, Tuple[int, int]]:
     out: Dict[str, Tuple[int, int]] = {}
     for col in schema:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from .. import backend
-from ..schema import ColumnSchema, Schema, Tags
+from ..schema import ColumnSchema, Schema, without_table_properties
 from .base import Operator
 
 
@@ -72,5 +72,10 @@ class FillMissing(Operator):
             src = input_schema[c]
             cols.append(src.with_(tags=tuple(src.tags)))
         if self.add_binary_cols:
-            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=(Tags.BINARY,)) for c in columns]
+            # the indicator takes its column's tags, as merlin-core gives a column mapped from one
+            # input (NVTabular 23.08: x_filled of a continuous x is continuous); no "binary" tag,
+            # which merlin's BINARY_CLASSIFICATION target tag includes
+            # and its properties, less an id column's table size (a bool indicator has none)
+            cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=tuple(input_schema[c].tags),
+                                  properties=without_table_properties(input_schema[c].properties)) for c in columns]
         return Schema(cols)

@@ -38,8 +38,10 @@ class Groupby(Operator):
     * ``count``: number of non-null values (int64);
     * ``first`` / ``last``: value of the first / last row of the group (null if that value
       is null), in the column's dtype;
+    * ``min`` / ``max`` over the non-null values, in the column's dtype as NVTabular's (an
+      int64 id stays exact; null when all null);
     * ``sum`` (int64 for int/bool columns, else float64; 0 when all null), ``mean``,
-      ``min``, ``max``, ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
+      ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
       NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
       non-null values;
     * ``nunique``: number of distinct non-null values (int64).
@@ -165,6 +167,8 @@ class Groupby(Operator):
                 out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
             elif a == "sum":
                 out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
+            elif a in ("min", "max") and is_int:  # NVTabular keeps the column's dtype
+                out.append(ColumnSchema(name, dtype=src.dtype, tags=(Tags.CONTINUOUS,)))
             else:
                 out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
         return Schema(out)
@@ -211,6 +215,11 @@ class Groupby(Operator):
                     # backwards, so its first row is the latest (NVTabular's _first_or_last)
                     take = first if (a == "first") == bool(self.ascending) else last
                     out[name] = s.take(take).reset_index(drop=True).rename(name)
+                elif a in ("min", "max") and not backend.is_float_series(s) and not backend.is_string_series(s):
+                    # in the column's own dtype (NVTabular's): no float64 detour, int64 ids stay exact
+                    frame = lib.DataFrame({"g": gid_s, "x": s.reset_index(drop=True)})
+                    red = frame.groupby("g", sort=True)["x"].agg(a)
+                    out[name] = red.reindex(range(ngroups)).reset_index(drop=True).rename(name)
                 else:
                     out[name] = backend.new_series(self._reduce(s, valid, a, gid, gid_s, ngroups, lib, xp), like=like,
                                                    name=name)

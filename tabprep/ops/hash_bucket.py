@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Union
 
 from .. import backend
-from ..schema import ColumnSchema, Tags, check_bucket_dtype
+from ..schema import ColumnSchema, Tags, check_bucket_dtype, without_table_properties
 from .base import Operator, map_elements
+from .embeddings import embedding_sizes_property
 
 
 class HashBucket(Operator):
@@ -21,7 +22,8 @@ class HashBucket(Operator):
     what :func:`tabprep.get_embedding_sizes` returns, as NVTabular's); ``domain`` is
     ``{"min": 0, "max": num_buckets}`` exactly as NVTabular 23.08 writes it (one more than the
     largest id, so a reader sizing a table by ``domain.max + 1``, as Merlin Models does, gets
-    the same one unused row on both).
+    the same one unused row on both); ``embedding_sizes`` is ``{"cardinality": num_buckets,
+    "dimension": ...}`` as NVTabular 23.08 writes it (the pair ``get_embedding_sizes`` gives).
 
     Args:
         num_buckets: an int for every column, or ``{column: int}``.
@@ -68,8 +70,11 @@ class HashBucket(Operator):
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         nb = self.buckets(col.name)
-        props = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb}}  # NVTabular's, see the docstring
         dim = self.embedding_dim.get(col.name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+        props = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb},  # NVTabular's, see the docstring
+                 "embedding_sizes": embedding_sizes_property(nb, dim)}
         if dim is not None:
             props["embedding_dim"] = int(dim)
-        return col.with_(dtype=self.dtype, add_tags=self.output_tags, add_properties=props)
+        # a new table: the input's (e.g. a Categorify vocabulary's) size and name do not carry over
+        return col.with_(dtype=self.dtype, properties=without_table_properties(col.properties),
+                         add_tags=self.output_tags, add_properties=props)

@@ -6,9 +6,10 @@ from typing import Any, Dict, List, Sequence, Union
 import numpy as np
 
 from .. import backend
-from .._warn import warn_difference
+from .._warn import first_time, warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
 from .base import Operator
+from .embeddings import embedding_sizes_property
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
 GOLDEN = 0x9E3779B9
@@ -49,6 +50,12 @@ class HashedCross(Operator):
     int64, floats as float64, strings as UTF-8), and the combination is :func:`hash_combine`
     (Boost's formula on uint32, the same numpy and cupy code), so CPU and GPU give the same ids.
     Collisions are expected, as for :class:`HashBucket`; unseen combinations need no handling.
+
+    Schema: tags ``categorical`` and ``hashed``, ``cardinality`` and ``num_buckets`` =
+    ``num_buckets``, ``embedding_sizes`` ``{"cardinality": num_buckets, "dimension": ..}`` (what
+    :func:`tabprep.get_embedding_sizes` gives), and no ``domain``, as NVTabular 23.08 writes none
+    for a cross. NVTabular's cross has no tags and no properties, so its ``get_embedding_sizes``
+    leaves it out; tabprep's sizes its table (docs/migration.md).
 
     Nulls: a null (or NaN) value hashes to 0 and is crossed like any other value, so
     ``(null, "x")`` is a regular combination (its own id); the output has no nulls.
@@ -97,6 +104,7 @@ class HashedCross(Operator):
         self.dtype = dtype
         self.embedding_dim = embedding_dim
         self.input_groups: List[List[str]] = []
+        self._warned: set = set()
 
     # -- columns -----------------------------------------------------------------------------
     def groups(self, columns: List[str]) -> List[List[str]]:
@@ -149,13 +157,31 @@ class HashedCross(Operator):
         for g in self.groups(columns):
             name = SEP.join(g)
             nb = self.buckets(name)
-            props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "domain": {"min": 0, "max": nb - 1},
-                                     "crossed_columns": list(g)}
             dim = self.embedding_dim.get(name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+            # no "domain": NVTabular 23.08 writes none for a cross; the table's size is in
+            # cardinality / embedding_sizes, what tabprep's embedding-size export reads
+            props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "crossed_columns": list(g),
+                                     "embedding_sizes": embedding_sizes_property(nb, dim)}
             if dim is not None:
                 props["embedding_dim"] = int(dim)
             out.append(ColumnSchema(name, dtype=self.dtype, tags=self.output_tags, properties=props))
+            self._announce_first_column_size(name, g[0], input_schema, props["embedding_sizes"])
         return Schema(out)
+
+    def _announce_first_column_size(self, name: str, first: str, input_schema: Schema, mine: Dict[str, int]) -> None:
+        """NVTabular 23.08's cross copies its first column's properties: where that column has a
+        table size (a Categorify output), its get_embedding_sizes sizes the cross by it, a table
+        the cross's ids overflow. Loud once per op and cross, since the numbers differ."""
+        theirs = input_schema[first].properties.get("embedding_sizes") if first in input_schema else None
+        if not isinstance(theirs, dict) or theirs.get("cardinality") is None:
+            return   # NVTabular's cross then has no size at all (nothing differs, one more entry here)
+        pair = (int(theirs["cardinality"]), int(theirs.get("dimension") or 0))
+        if pair == (mine["cardinality"], mine["dimension"]) or not first_time(self._warned, (name, pair)):
+            return
+        warn_difference(f"HashedCross: the cross {name!r} has {mine['cardinality']} ids, embedding size "
+                        f"({mine['cardinality']}, {mine['dimension']}) here; NVTabular 23.08 copies its first column "
+                        f"{first!r}'s properties onto it, so its get_embedding_sizes gives {first!r}'s {pair}, a table "
+                        f"the cross's ids do not fit (see docs/migration.md)", stacklevel=3, at_build=True)
 
 
 def _as_groups(columns: Sequence[Any]) -> List[List[str]]:

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import backend
-from ..schema import ColumnSchema
+from ..schema import ColumnSchema, Tags
 from .base import Operator
 
 
@@ -51,6 +51,7 @@ class ListSlice(Operator):
     """
 
     supports_lists = True
+    output_tags = (Tags.LIST,)   # NVTabular 23.08's ListSlice.output_tags
     supports_nested = "native"   # nested lists: slices the outer level (the lists of each row)
 
     def __init__(self, start: int, end: Optional[int] = None, pad: bool = False, pad_value: Any = 0.0) -> None:
@@ -145,6 +146,7 @@ class ListSlice(Operator):
 
     # -- schema ------------------------------------------------------------------------------
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        col = col.with_(add_tags=self.output_tags)
         if not col.is_list:  # a scalar is a list of 0 (null) or 1 element
             col = col.with_(is_list=True, is_ragged=True, value_count={"min": 0, "max": 1})
         if self.pad:

@@ -127,3 +127,22 @@ def test_output_order_keys_then_list_aggs_then_the_others(backend):
     want = ["session", "x_last", "item_last", "x_sum", "item_sum"]
     assert list(out.columns) == want and wf.output_schema.column_names == want
     assert out["item_last"].tolist() == [10, 20, 30] and out["x_sum"].tolist() == [5.0, 4.5, 7.0]
+
+
+def test_min_max_keep_the_column_dtype(backend):
+    """NVTabular 23.08's Groupby casts count/nunique and sum/mean/... (docs/migration.md) but not
+    min/max: they keep the column's dtype (int64 ids stay int64, exact past 2**53); float columns
+    skip nulls. Reference: pandas' groupby min/max."""
+    df = _frame().assign(big=[2**60 + 1, 2**60 + 3, 2**60 + 2, 5, 7, -1])
+    out = _run(["session", "item", "big", "x"], ops.Groupby("session", aggs={"item": ["min", "max"],
+                                                                            "big": ["min", "max"],
+                                                                            "x": ["min", "max"]}), df, backend)
+    ref = df.groupby("session").agg(item_min=("item", "min"), item_max=("item", "max"), big_min=("big", "min"),
+                                    big_max=("big", "max"), x_min=("x", "min"), x_max=("x", "max")).reset_index()
+    for c in ["item_min", "item_max", "big_min", "big_max"]:
+        assert str(out[c].dtype) == "int64", c
+        assert out[c].tolist() == ref[c].tolist(), c
+    assert out["x_min"].tolist() == ref["x_min"].tolist() and out["x_max"].tolist() == ref["x_max"].tolist()
+    wf = tp.Workflow(["session", "item", "x"] >> ops.Groupby("session", aggs={"item": ["min", "max"], "x": "min"}))
+    schema = wf.bind_schema(tp.Dataset(df).schema).output_schema
+    assert schema["item_min"].dtype == schema["item_max"].dtype == "int64" and schema["x_min"].dtype == "float64"

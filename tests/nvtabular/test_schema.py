@@ -32,7 +32,8 @@ def test_domain_name_and_value_count_in_properties(tmp_path):
 def test_value_count_field_wins_over_stale_property():
     col = tp.ColumnSchema("l", dtype="int64", is_list=True, value_count={"min": 1, "max": 4})
     assert col.with_(value_count={"min": 0, "max": 2}).properties["value_count"] == {"min": 0, "max": 2}
-    assert "value_count" not in col.with_(value_count=None).properties
+    # unknown lengths: merlin-core's open count, not the stale one
+    assert col.with_(value_count=None).properties["value_count"] == {"min": 0, "max": None}
     assert "value_count" not in col.with_(is_list=False).properties
     # merlin's construction: the count given in properties only
     merlin_style = tp.ColumnSchema("l", dtype="int64", is_list=True, properties={"value_count": {"min": 2, "max": 2}})
