@@ -84,17 +84,23 @@ def one_round(args: argparse.Namespace, r: int) -> Dict[str, Any]:
     wf = criteo_workflow(raw_files[0]) if any(p.endswith("_wf") for p in args.pipelines) else None
     common = dict(seed=r, shuffle=True, buffer_size=args.buffer_size, parts_per_chunk=2, device="cpu",
                   threads=args.threads)
-    out: Dict[str, Any] = {}
-    for name in args.pipelines:
-        src = raw_files if name.endswith("_wf") else files
+
+    def make(name: str, src: List[str]) -> Any:
         if name.startswith("core"):
             loader = DataLoader(src, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, **common)
         else:
             from tabprep.loader.torch import TorchAsyncItr
 
             loader = TorchAsyncItr(src, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], **common)
-        if name.endswith("_wf"):
-            loader = loader.map(wf)
+        return loader.map(wf) if name.endswith("_wf") else loader
+
+    out: Dict[str, Any] = {}
+    for name in args.pipelines:
+        src = raw_files if name.endswith("_wf") else files
+        if args.warmup:   # an untimed epoch first: the process's allocator and caches as in a later epoch
+            timed(make(name, src))
+            timed(pq.read_table(f) for f in src)
+        loader = make(name, src)
         raw = timed(pq.read_table(f) for f in src)
         out[name] = {"raw": raw, "loader": timed(loader)}
     return out
@@ -138,6 +144,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--pipelines", default="core", help=f"comma-separated, of {', '.join(PIPELINES)}")
     ap.add_argument("--against", default=None, help="another code tree to compare, round by round")
+    ap.add_argument("--warmup", action="store_true",
+                    help="one untimed epoch of each pipeline (and raw read) before it is timed, as in a later epoch")
     ap.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--code", default=ROOT, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -159,7 +167,8 @@ def main() -> None:
         for k in (("after", "before") if r % 2 else ("before", "after")):
             cmd = [sys.executable, os.path.abspath(__file__), args.data, "--raw", args.raw, "--batch", str(args.batch),
                    "--buffer-size", str(args.buffer_size), "--pipelines", ",".join(args.pipelines),
-                   "--child", str(r), "--code", trees[k]] + (["--threads", str(args.threads)] if args.threads else [])
+                   "--child", str(r), "--code", trees[k]] + (["--threads", str(args.threads)] if args.threads else []) \
+                + (["--warmup"] if args.warmup else [])
             env = {key: v for key, v in os.environ.items() if key != "PYTHONPATH"}
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if proc.returncode:
