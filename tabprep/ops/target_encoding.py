@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
@@ -58,7 +59,7 @@ class TargetEncoding(StatOperator):
 
     Args:
         target: target column name(s), numeric or bool.
-        kfold: number of folds (>= 1).
+        kfold: number of folds (>= 1; default 3 and None = 3, as NVTabular 23.08).
         p_smooth: smoothing weight of the global mean (>= 0).
         out_dtype: float dtype of the outputs.
         fold_seed: seed of the fold assignment (default 42, as NVTabular). None (NVTabular:
@@ -79,17 +80,25 @@ class TargetEncoding(StatOperator):
     #: combined-key format (see :data:`tabprep.ops.categorify.COMBO_KEY_FORMAT`); set by fit / load
     _combo_format: int = COMBO_KEY_FORMAT
 
-    def __init__(self, target: Union[str, Sequence[str]], kfold: int = 5, p_smooth: float = 20,
+    def __init__(self, target: Union[str, Sequence[str]], kfold: Optional[int] = 3, p_smooth: float = 20,
                  out_dtype: str = "float32", fold_seed: Optional[int] = 42) -> None:
         target = column_names_arg(target, "TargetEncoding(target=...)", self)  # names, or nodes (see column_names_arg)
         if not target:
             raise ValueError("TargetEncoding needs a target column")
+        kfold = 3 if kfold is None else kfold  # NVTabular 23.08: kfold or 3
         if int(kfold) < 1:
             raise ValueError(f"TargetEncoding kfold must be >= 1, got {kfold}")
         if float(p_smooth) < 0:
             raise ValueError(f"TargetEncoding p_smooth must be >= 0, got {p_smooth}")
         if np.dtype(out_dtype).kind != "f":
             raise ValueError(f"TargetEncoding out_dtype must be a float dtype, got {out_dtype!r}")
+        if int(kfold) > 1:
+            warn_difference("TargetEncoding: tabprep's wf.transform(data) encodes every row with the statistics of all "
+                            "the fitted data unless out_of_fold=True (wf.fit_transform sets it, for the training rows); "
+                            "NVTabular 23.08 applies the k-fold encoding in every transform, also of new data, with its "
+                            "folds drawn per partition, so its values differ (docs/migration.md). Transform the "
+                            "training data with out_of_fold=True (CLI: tabprep fit-transform)", stacklevel=2,
+                            at_build=True)
         self.target = target
         self.kfold = int(kfold)
         self.p_smooth = p_smooth

@@ -40,3 +40,68 @@ def test_two_unseeded_ops_draw_different_folds():
 def test_check_op_unseeded():
     """The conformance battery with fold_seed=None."""
     check_op(ops.TargetEncoding("label", fold_seed=None), columns=["i", "s"])
+
+
+# -- NVTabular 23.08's defaults and its transform-time folds ---------------------------------------
+M64 = (1 << 64) - 1
+
+
+def _fold(row: int, seed: int, k: int) -> int:
+    """tabprep's documented fold of a row (splitmix64 of row + seed * golden ratio), written out here."""
+    z = (row + seed * 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return (z ^ (z >> 31)) % k
+
+
+def test_default_kfold_is_nvtabulars_three():
+    """NVTabular 23.08: ``kfold=None`` -> ``self.kfold = kfold or 3``. The out-of-fold encoding
+    of the training rows (p_smooth=0: each row gets its category's target mean over the rows of
+    the other folds) follows three folds, checked against pandas."""
+    import warnings
+
+    df = _df(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tp.NVTabularDifferenceWarning)
+        op = ops.TargetEncoding("t", p_smooth=0, out_dtype="float64")
+        none = ops.TargetEncoding("t", kfold=None)
+    assert op.kfold == 3 and none.kfold == 3
+    got = tp.Workflow(["c"] >> op).fit_transform(tp.Dataset(df)).compute()["TE_c_t"].to_numpy()
+    folds = np.array([_fold(i, 42, 3) for i in range(len(df))])
+    assert set(folds) == {0, 1, 2}
+    want = np.empty(len(df))
+    for i in range(len(df)):
+        other = (folds != folds[i]) & (df["c"].to_numpy() == df["c"].iloc[i])
+        want[i] = df["t"].to_numpy()[other].mean()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_build_warns_that_transform_uses_all_the_fitted_data(tmp_path):
+    """NVTabular 23.08 applies the k-fold encoding in every ``transform`` (also of new data, with
+    folds drawn per partition); tabprep's ``transform`` gives the full-data statistics unless
+    ``out_of_fold=True`` (``fit_transform`` sets it). Loud where a migrating user meets it: the op
+    warns when built, naming the option; a saved workflow loads quietly."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wf = tp.Workflow(["c"] >> ops.TargetEncoding("t"))
+    msgs = [str(w.message) for w in caught if issubclass(w.category, tp.NVTabularDifferenceWarning)]
+    assert len(msgs) == 1 and "out_of_fold=True" in msgs[0] and "TargetEncoding" in msgs[0], msgs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wf.fit(tp.Dataset(_df()))
+    wf.save(str(tmp_path / "wf"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tp.Workflow.load(str(tmp_path / "wf"))
+    assert not [w for w in caught if issubclass(w.category, tp.NVTabularDifferenceWarning)]
+
+
+def test_kfold_one_builds_quietly():
+    """With ``kfold=1`` there are no folds, in NVTabular and in tabprep: nothing differs, no warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tp.NVTabularDifferenceWarning)
+        ops.TargetEncoding("t", kfold=1)
