@@ -55,6 +55,19 @@ def test_small_files_are_gathered_into_chunks_of_parts_per_chunk_pieces_of_rows(
     assert len(np.unique(got["row"][:1800] // 300)) == 6
 
 
+
+def test_cpu_with_a_fractional_buffer_keeps_parts_per_chunk_files_per_chunk(tmp_path):
+    # buffer_size=0.1 (the default, a share of memory) makes pieces of millions of rows on the host:
+    # gathering small files up to parts_per_chunk of them put every file of a dataset in one chunk,
+    # 2x slower per row on the CPU (cache) and 2x the memory (docs/benchmarks.md). On the CPU a
+    # fractional buffer keeps parts_per_chunk files a chunk, as before the gathering
+    for i in range(8):
+        _write(tmp_path / f"p{i}.parquet", 300, i * 300, 300)
+    loader = DataLoader(str(tmp_path), 128, label_names=["y"], cat_names=["row", "c"], cont_names=["f"],
+                        buffer_size=0.1, parts_per_chunk=2, seed=3, device="cpu")
+    assert _rows_of_chunks(loader) == [600, 600, 600, 600]
+    np.testing.assert_array_equal(np.sort(_epoch(loader)["row"]), np.arange(2400))
+
 def test_big_files_keep_parts_per_chunk_pieces_per_chunk(tmp_path):
     # files larger than a piece: pieces of 1000 rows (two 500-row groups), 2 per chunk, as before
     for i in range(2):

@@ -326,6 +326,12 @@ class HostDevice:
         """Nothing to set up for host memory (see :meth:`CudaDevice.prepare_allocator`)."""
         return False
 
+    #: whether a loader with a fractional ``buffer_size`` gathers files smaller than a piece into
+    #: chunks of up to ``parts_per_chunk`` pieces' rows: not on the host, where a share of RAM is
+    #: millions of rows and one chunk of a whole dataset costs 2x per row (cache) and 2x the
+    #: memory (docs/benchmarks.md); ``buffer_size`` in rows plans alike on every device
+    gathers_small_files = False
+
 
 class CudaDevice:
     """A CUDA device of the GPU backend (cupy imported on first use)."""
@@ -335,6 +341,8 @@ class CudaDevice:
     #: a parquet partition continues into the next files until it is full: many small files still
     #: make few, big partitions (cuDF reads them in one call)
     pieces_span_files = True
+    #: a chunk gathers files smaller than a piece (fixed per-chunk costs; see HostDevice)
+    gathers_small_files = True
 
     def default_part_size(self) -> int:
         """:data:`PART_SIZE_GPU` or 1/16 of the current device's memory, the larger."""

@@ -416,8 +416,11 @@ class DataLoader(_ChunkPreparation):
         self._ensure_ready()
         if epoch in self._plans:
             return self._plans[epoch]
+        # buffer_size in rows plans alike on every device (CPU == GPU batches); a share of memory
+        # is device-dependent anyway, and the host does not gather small files (see HostDevice)
+        gather = self.buffer_size >= 1 or self._device.gathers_small_files
         plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
-                          self._piece_rows)
+                          self._piece_rows if gather else None)
         self._plans = {k: v for k, v in self._plans.items() if k >= epoch - 1}
         self._plans[epoch] = plan
         return plan
