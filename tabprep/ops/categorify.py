@@ -17,6 +17,7 @@ from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
+from ._nvt_args import check_nvt_args
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
@@ -76,6 +77,10 @@ class Categorify(StatOperator):
             its own vocabulary shared by the group's columns; ``"combo"`` encodes the
             combination of the grouped columns' values as one new column ``"a_b"``.
         on_host: on the GPU, merge value counts in host memory (for very high cardinality).
+        out_path, cat_cache, name_sep, search_sorted, cardinality_memory_limit, tree_width,
+            split_out, split_every: NVTabular 23.08's reduction and storage arguments, accepted so
+            its pipelines run unchanged; they change no id. ``out_path`` warns (nothing is written
+            there), ``name_sep`` must be ``"_"`` (see ``tabprep/ops/_nvt_args.py``).
 
     Example:
         >>> cats = ["C1", "C2"] >> Categorify(freq_threshold=2)
@@ -95,7 +100,17 @@ class Categorify(StatOperator):
                  num_oov_buckets: int = 1, dtype: str = "int64",
                  embedding_dim: Union[None, int, Dict[str, int]] = None, encode_type: str = "joint",
                  on_host: bool = False, num_buckets: Union[None, int, Dict[str, int]] = None, vocabs: Any = None,
-                 single_table: bool = False) -> None:
+                 single_table: bool = False, out_path: Optional[str] = None, cat_cache: Any = "host",
+                 name_sep: str = "_", search_sorted: bool = False, cardinality_memory_limit: Any = None,
+                 tree_width: Any = None, split_out: Any = 1, split_every: Any = 8) -> None:
+        check_nvt_args("Categorify", name_sep, out_path)
+        if search_sorted and freq_threshold:  # NVTabular's own refusal
+            raise ValueError("Categorify: search_sorted=True cannot be combined with freq_threshold (as in NVTabular); "
+                             "drop search_sorted, it changes no id in tabprep")
+        # NVTabular's reduction / storage knobs, stored verbatim; they change no id (ops/_nvt_args.py)
+        self.out_path, self.cat_cache, self.name_sep, self.search_sorted = out_path, cat_cache, name_sep, search_sorted
+        self.cardinality_memory_limit, self.tree_width = cardinality_memory_limit, tree_width
+        self.split_out, self.split_every = split_out, split_every
         if single_table and max_size:
             # NVTabular's max_size caps each column's table; the shared table holds all of them
             raise ValueError("Categorify(single_table=True) cannot take max_size: max_size bounds each column's "

@@ -13,6 +13,7 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
+from ._nvt_args import check_nvt_args
 from .base import StatOperator, column_names_arg, group_keys, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
@@ -54,7 +55,12 @@ class JoinGroupby(StatOperator):
     Args:
         cont_cols: continuous column name(s) to summarize, or a node (NVTabular's ``cont_cols=node``:
             computed first, its output columns summarized under their names).
-        stats: any of ``"count", "sum", "mean", "std", "var", "min", "max"``.
+        stats: any of ``"count", "sum", "mean", "std", "var", "min", "max"``; default ``("count",)``,
+            as NVTabular 23.08 (``cont_cols`` default None: counts need no continuous column).
+        split_out, split_every, cat_cache, out_path, on_host, name_sep, tree_width: NVTabular
+            23.08's reduction and storage arguments, accepted so its pipelines run unchanged;
+            they change no value. ``out_path`` warns (nothing is written there); ``name_sep``
+            must be ``"_"``.
     """
 
     output_tags = (Tags.CONTINUOUS,)
@@ -63,8 +69,14 @@ class JoinGroupby(StatOperator):
     #: combined-key format (see :data:`tabprep.ops.categorify.COMBO_KEY_FORMAT`); set by fit / load
     _combo_format: int = COMBO_KEY_FORMAT
 
-    def __init__(self, cont_cols: Union[str, Sequence[str]],
-                 stats: Sequence[str] = ("count", "sum", "mean", "std", "min", "max")) -> None:
+    def __init__(self, cont_cols: Union[None, str, Sequence[str]] = None, stats: Sequence[str] = ("count",),
+                 split_out: Any = None, split_every: Any = None, cat_cache: Any = "host", out_path: Optional[str] = None,
+                 on_host: bool = True, name_sep: str = "_", tree_width: Any = None) -> None:
+        check_nvt_args("JoinGroupby", name_sep, out_path)
+        # NVTabular's reduction / storage knobs, stored verbatim; they change no value (ops/_nvt_args.py)
+        self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
+        self.on_host, self.name_sep, self.tree_width = on_host, name_sep, tree_width
+        cont_cols = [] if cont_cols is None else cont_cols
         cont_cols = column_names_arg(cont_cols, "JoinGroupby(cont_cols=...)", self)  # names, or nodes (see column_names_arg)
         stats_list = [stats] if isinstance(stats, str) else list(stats)
         bad = [s for s in stats_list if s not in STATS]

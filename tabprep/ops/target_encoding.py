@@ -13,6 +13,7 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
+from ._nvt_args import check_nvt_args
 from .base import StatOperator, column_names_arg, group_keys, out_of_fold_mode, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
@@ -65,6 +66,14 @@ class TargetEncoding(StatOperator):
         fold_seed: seed of the fold assignment (default 42, as NVTabular). None (NVTabular:
             unseeded random folds): a random seed drawn when the op is built, kept by the fitted
             op, saved with it and sent to the workers, so one fit uses one fold assignment.
+        target_mean: the global mean used for smoothing and for null / unseen categories, in
+            place of the fitted one (NVTabular's): a number, or ``{target: number}``. Default None.
+        out_col: output name(s), one per column group in order (one target only); default
+            ``TE_<group>_<target>``.
+        split_out, split_every, cat_cache, out_path, on_host, name_sep, drop_folds, tree_width:
+            NVTabular 23.08's reduction and storage arguments, accepted so its pipelines run
+            unchanged; they change no value. ``out_path`` warns (nothing is written there);
+            ``name_sep`` must be ``"_"`` and ``drop_folds`` True.
 
     Example:
         >>> te = ["user_id", "item_id"] >> TargetEncoding("click", kfold=5, p_smooth=20)
@@ -81,10 +90,24 @@ class TargetEncoding(StatOperator):
     _combo_format: int = COMBO_KEY_FORMAT
 
     def __init__(self, target: Union[str, Sequence[str]], kfold: Optional[int] = 3, p_smooth: float = 20,
-                 out_dtype: str = "float32", fold_seed: Optional[int] = 42) -> None:
+                 out_dtype: str = "float32", fold_seed: Optional[int] = 42, target_mean: Any = None,
+                 out_col: Union[None, str, Sequence[str]] = None, split_out: Any = None, split_every: Any = None,
+                 cat_cache: Any = "host", out_path: Optional[str] = None, on_host: bool = True, name_sep: str = "_",
+                 drop_folds: bool = True, tree_width: Any = None) -> None:
         target = column_names_arg(target, "TargetEncoding(target=...)", self)  # names, or nodes (see column_names_arg)
         if not target:
             raise ValueError("TargetEncoding needs a target column")
+        check_nvt_args("TargetEncoding", name_sep, out_path)
+        if not drop_folds:
+            raise ValueError("TargetEncoding(drop_folds=False): tabprep does not output the '__fold__' column "
+                             "(NVTabular keeps it for its unit tests); op.folds(frame) gives each row's fold")
+        if out_col is not None and not isinstance(out_col, str) and len(set(out_col)) != len(list(out_col)):
+            raise ValueError(f"TargetEncoding out_col names must be unique, got {out_col!r}")
+        # NVTabular's arguments, stored verbatim: target_mean and out_col are honoured, the
+        # reduction / storage knobs change no value (ops/_nvt_args.py)
+        self.target_mean, self.out_col = target_mean, out_col
+        self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
+        self.on_host, self.name_sep, self.drop_folds, self.tree_width = on_host, name_sep, drop_folds, tree_width
         kfold = 3 if kfold is None else kfold  # NVTabular 23.08: kfold or 3
         if int(kfold) < 1:
             raise ValueError(f"TargetEncoding kfold must be >= 1, got {kfold}")
@@ -122,14 +145,28 @@ class TargetEncoding(StatOperator):
         """category name -> the column(s) it is made of."""
         return group_keys(columns, self.input_groups)
 
+    def _names(self, columns: List[str]) -> Dict[Any, str]:
+        """(category name, target) -> output column: ``TE_<key>_<target>``, or ``out_col``'s names
+        (NVTabular's: one per column group, in the order of the groups; one target only)."""
+        keys = list(self._keys(columns))
+        if self.out_col is None:
+            return {(key, t): f"TE_{key}_{t}" for key in keys for t in self.targets}
+        names = [self.out_col] if isinstance(self.out_col, str) else list(self.out_col)
+        if len(self.targets) != 1 or len(names) != len(keys):
+            raise ValueError(f"TargetEncoding out_col={self.out_col!r} names {len(names)} output(s), but the op makes "
+                             f"{len(keys) * len(self.targets)} ({len(keys)} column group(s) {keys} x targets "
+                             f"{self.targets}); give one name per column group (one target), or leave out_col out")
+        return {(key, self.targets[0]): name for key, name in zip(keys, names)}
+
     def output_column_names(self, columns: List[str]) -> List[str]:
-        return [f"TE_{key}_{t}" for key in self._keys(columns) for t in self.targets]
+        return list(self._names(columns).values())
 
     def compute_output_schema(self, input_schema: Schema, columns: List[str]) -> Schema:
         out = []
+        names = self._names(columns)
         for key, cols in self._keys(columns).items():
             for t in self.targets:
-                out.append(ColumnSchema(f"TE_{key}_{t}", dtype=self.out_dtype, tags=self.output_tags,
+                out.append(ColumnSchema(names[key, t], dtype=self.out_dtype, tags=self.output_tags,
                                         properties={"target_encoding": {"columns": cols, "target": t}}))
         return Schema(out)
 
@@ -230,6 +267,13 @@ class TargetEncoding(StatOperator):
         self._combo_format = COMBO_KEY_FORMAT
 
     # -- encodings ---------------------------------------------------------------------------------
+    def _given_mean(self, t: str) -> Optional[float]:
+        """``target_mean`` for target ``t``: a number (every target) or ``{target: number}``."""
+        m = self.target_mean
+        if isinstance(m, dict):
+            m = m.get(t)
+        return None if m is None else float(m)
+
     def _encodings(self, key: str, t: str) -> Dict[str, np.ndarray]:
         """Host arrays: full-data encoding per category, out-of-fold encoding per (category, fold),
         and the global means (full, per fold)."""
@@ -243,6 +287,9 @@ class TargetEncoding(StatOperator):
             oof_n = tcnt.sum() - tcnt
             with np.errstate(invalid="ignore", divide="ignore"):
                 gm_f = np.where(oof_n > 0, (tsum.sum() - tsum) / np.where(oof_n > 0, oof_n, 1), gm)
+            given = self._given_mean(t)
+            if given is not None:  # NVTabular: the given target_mean serves every fold and unseen values
+                gm, gm_f = given, np.full(len(gm_f), given)
             st = self.stats_["keys"][key][t]
             s, n = st["sum"], st["count"].astype("float64")
             s_all, n_all = s.sum(axis=1), n.sum(axis=1)
@@ -278,6 +325,7 @@ class TargetEncoding(StatOperator):
         oof = out_of_fold_mode() and self.kfold > 1
         fold = self.folds(df).astype("int64") if oof else None
         out = {}
+        names = self._names(columns)
         for key, cols in self._keys(columns).items():
             s = self._key_series(df, cols)
             pos = V.index_of(s, self._index(key, df))
@@ -285,7 +333,7 @@ class TargetEncoding(StatOperator):
             safe = xp.where(seen, pos, 0)
             for t in self.targets:
                 enc = self._encodings(key, t)
-                name = f"TE_{key}_{t}"
+                name = names[key, t]
                 if len(enc["full"]) == 0:
                     gm = self._device(f"{key}\x1f{t}\x1fgm_f", enc["gm_f"], df)[fold] if oof else enc["gm"]
                     vals = xp.zeros(len(df), dtype="float64") + gm

@@ -178,7 +178,7 @@ def test_a_dependency_is_computed_once_per_frame(df):
         return (t > 3).astype("int64")
 
     target = ["rating"] >> ops.LambdaOp(binary, dtype="int64")
-    wf = tp.Workflow((["user"] >> ops.TargetEncoding(target)) + (["session"] >> ops.JoinGroupby(cont_cols=target))
+    wf = tp.Workflow((["user"] >> ops.TargetEncoding(target)) + (["session"] >> ops.JoinGroupby(cont_cols=target, stats=["count", "mean"]))
                      + target)
     wf.fit(tp.Dataset(df))
     calls.clear()
