@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict
@@ -120,10 +121,18 @@ def test_failing_block_fails_and_background_jobs_end(tmp_path: Path) -> None:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert proc.returncode == 1 and "bash exited with 1" in proc.stdout
     pid = int((tmp_path / "pid").read_text())
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        state = "gone"
+    # the runner sends SIGTERM to the block's process group; on a loaded machine the process may
+    # take a moment to be scheduled and die, so wait for it (a runner that never signals it
+    # leaves `sleep 300` running past the deadline and fails)
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            state = "gone"
+        if state in ("gone", "Z") or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert state in ("gone", "Z"), f"the block's background process {pid} still runs ({state})"
 
 
