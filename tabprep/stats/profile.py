@@ -80,6 +80,22 @@ class ColumnPartial:
     sample_every: int
     lengths: Optional["ColumnPartial"] = None
     values: Optional["ColumnPartial"] = None
+    #: an id column whose value counts the fit computes exactly (a Categorify's): no sketch here;
+    #: ``Workflow.fit`` adds its frequent values and distinct count from them (``counted_fields``)
+    counted: bool = False
+
+
+def counted_partial(t: pa.DataType, rows: int, nulls: int) -> ColumnPartial:
+    """The partial of an int id column of ``rows`` rows, ``nulls`` of them null, whose value counts
+    the fit computes exactly (:attr:`ColumnPartial.counted`): nothing to sketch or sort here."""
+    return ColumnPartial(str(t), "category", rows, nulls, 0, 0, None, None, None, HLL.empty(), None, None, 1,
+                         counted=True)
+
+
+def countable(t: pa.DataType) -> bool:
+    """An Arrow type whose values a Categorify counts as they are (ints Categorify widens to int64
+    without changing them)."""
+    return pa.types.is_integer(t) and t != pa.uint64()
 
 
 def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False,
@@ -380,7 +396,8 @@ def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
         opt([p.moments for p in parts], combine_moments), opt([p.minmax for p in parts], combine_minmax),
         opt([p.kll for p in parts], kll_merge), hll, opt([p.freq for p in parts], Frequent.merge),
         opt([p.oov for p in parts], sum), first.sample_every,
-        lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns))
+        lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns),
+        counted=any(p.counted for p in parts))  # (the fit's counts cover every partition: any sketch is moot)
 
 
 def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
@@ -456,9 +473,11 @@ class ProfileStat:
     label = "Profile"
 
     def __init__(self, columns: Sequence[str], sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
-                 categorical: Sequence[str] = ()) -> None:
+                 categorical: Sequence[str] = (), counted: Sequence[str] = ()) -> None:
         self.columns = list(columns)
         self.categorical = list(categorical)
+        #: id columns whose exact value counts the fit computes (see :func:`counted_partial`)
+        self.counted = [c for c in counted if c in self.categorical]
         self.sample_every = max(1, int(sample_every))
         self.vocabs = vocabs or {}
         self.profile_: Optional[Dict[str, Any]] = None
@@ -467,7 +486,9 @@ class ProfileStat:
                     done: Optional[Dict[str, ColumnPartial]] = None) -> Dict[str, ColumnPartial]:
         """The partial of the partition ``df``; ``done``: the partials of some columns already
         computed from the same rows (:meth:`column_hook`), kept as they are."""
-        rest = [c for c in columns if not done or c not in done]
+        done = dict(done or {})
+        done.update(self._counted(df, [c for c in self.counted if c in columns and c not in done]))
+        rest = [c for c in columns if c not in done]
         if not done:
             return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
         parts = dict(done)
@@ -475,16 +496,31 @@ class ProfileStat:
             parts.update(partial_frame(df, rest, self.sample_every, self.vocabs, self.categorical))
         return {c: parts[c] for c in columns}
 
+    def _counted(self, df: Any, names: List[str]) -> Dict[str, ColumnPartial]:
+        """:func:`counted_partial` of the columns ``names`` of the partition ``df`` (Arrow table,
+        pandas or cuDF frame) that are ints (others get the sketches)."""
+        if not names:
+            return {}
+        if isinstance(df, pa.Table):
+            cols = {c: df.column(c) for c in names}
+            return {c: counted_partial(col.type, len(col), col.null_count) for c, col in cols.items()
+                    if countable(col.type)}
+        types = backend.frame_to_arrow(df[names].iloc[:0]).schema  # (the types as_table gives, no rows copied)
+        return {c: counted_partial(types.field(c).type, len(df), int(df[c].isna().sum())) for c in names
+                if countable(types.field(c).type)}
+
     def column_hook(self, done: Dict[str, ColumnPartial]) -> Callable[[str, Any, Any], None]:
         """A callback ``(name, arrow column, host column)`` for the columns a CPU fit pass reads
         into host columns (``fusion.fit_table``): the partial of a profiled int column is computed
         there, from the fit's unpacked null mask and contiguous values while they are in the
         CPU's cache (the same partial as :func:`column_partial` of the Arrow column), into
         ``done``; :meth:`fit_partial` then computes only the other columns."""
-        wanted, cats = set(self.columns), set(self.categorical)
+        wanted, cats, counted = set(self.columns), set(self.categorical), set(self.counted)
 
         def hook(name: str, arr: Any, host: Any) -> None:
-            if (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
+            if name in counted and name not in done and countable(arr.type):
+                done[name] = counted_partial(arr.type, len(arr), arr.null_count)
+            elif (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
                     and host.values.dtype == _host_type(arr.type) and len(host.values) == len(arr)):
                 kind = "category" if name in cats else "int"
                 done[name] = _numeric_partial(arr, arr.type, kind, self.sample_every, self.vocabs.get(name), None,
