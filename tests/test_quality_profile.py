@@ -516,3 +516,59 @@ def test_fit_profile_exact_counts_on_frames(backend):
     _assert_exact_ids(got["c"], df["c"])
     _assert_exact_ids(got["g"], df["g"])
     assert got["d"]["kind"] == "int" and got["d"]["distinct"] == df["d"].nunique()
+
+
+@pytest.mark.parametrize("merged_max", [None, 1500])
+def test_sketches_of_pending_samples_equal_the_partitions_sketches(merged_max, monkeypatch):
+    """Small samples are kept unsketched in the partials and sketched once, merged (the fit's
+    profile samples few rows a partition); a merge holding more than ``PENDING_MERGED`` values
+    sketches them then (here: ``PENDING_MERGED`` 1,500 values, fewer than the 4 partitions' 4,000). Whichever happens, the profile is the one of sketches built per partition
+    (``PENDING_MAX = 0``: every partial sketches its sample): the same exact fields, frequent
+    values and distinct counts (fewer distinct values than counters), and quantiles within the
+    KLL bound of the data's (numpy, here); across 6 partitions with an empty one, nulls, NaN, inf."""
+    import tabprep.stats.profile as prof
+
+    r = np.random.default_rng(21)
+    n = 12_000
+    x = r.normal(5, 2, n)
+    x[r.random(n) < 0.05] = np.inf
+    x[:7] = -np.inf
+    df = pd.DataFrame({"x": x, "i": pd.array(r.integers(-40, 300, n), dtype="Int64"),
+                       "c": pd.array(r.zipf(1.5, n) % 500, dtype="Int64")})
+    df.loc[r.random(n) < 0.1, "i"] = pd.NA
+    df.loc[r.random(n) < 0.03, "x"] = np.nan
+
+    import inspect
+
+    flushed = []  # (the caller that sketched pending values, how many)
+    real_flush = prof._flush
+
+    def spy(p):
+        if p.pending is not None:
+            flushed.append((inspect.stack()[1].function, p.pending.size))
+        return real_flush(p)
+
+    monkeypatch.setattr(prof, "_flush", spy)
+    limits = prof.PENDING_MAX, prof.PENDING_MERGED
+
+    def run(limit, merged):
+        monkeypatch.setattr(prof, "PENDING_MAX", limit)
+        monkeypatch.setattr(prof, "PENDING_MERGED", merged)
+        flushed.clear()
+        return tp.profile(make_dataset(df, "cpu", nparts=6, empties=True), categorical=["c"], sample_every=3).columns
+
+    eager = run(0, limits[1])
+    assert not [f for f in flushed if f[1]]  # (every partial sketched its sample; the empty ones have none)
+    got = run(limits[0], merged_max or limits[1])
+    callers = {name for name, size in flushed if size > 3000}  # (the 4 partitions' samples together)
+    assert callers == ({"combine_columns"} if merged_max else {"_flushed"}), flushed
+    random = {"kll", "quantiles", "histogram"}
+    for col in ("x", "i", "c"):
+        assert {k: v for k, v in got[col].items() if k not in random} == \
+            {k: v for k, v in eager[col].items() if k not in random}, col
+    assert got["x"]["inf"] == int(np.isinf(df["x"]).sum()) and got["i"]["nulls"] == int(df["i"].isna().sum())
+    for col in ("x", "i"):  # ranks in the data: KLL's 1.3% plus the 1-in-3 sample's (DKW, 99%: 2.1%)
+        data = np.sort(df[col].dropna().to_numpy(dtype=float))
+        data = data[np.isfinite(data)]
+        for q, v in got[col]["quantiles"].items():
+            assert abs(np.searchsorted(data, v, side="right") / data.size - float(q)) <= 0.035, (col, q)
