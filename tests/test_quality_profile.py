@@ -572,3 +572,24 @@ def test_sketches_of_pending_samples_equal_the_partitions_sketches(merged_max, m
         data = data[np.isfinite(data)]
         for q, v in got[col]["quantiles"].items():
             assert abs(np.searchsorted(data, v, side="right") / data.size - float(q)) <= 0.035, (col, q)
+
+
+def test_fit_profile_keeps_sketches_for_a_categorify_subclass_with_its_own_fit(tmp_path):
+    """A Categorify subclass whose fit keeps other counts (here: only the 5 most frequent
+    values) is not a source of exact counts: its column's profile is the sketches' (all 60 ids,
+    the data's counts), not the subclass's vocabulary."""
+    class TopFive(ops.Categorify):
+        reads_ids = True  # (a subclass's name is not Categorify's: it says it reads ids)
+
+        def fit_finalize(self, columns, combined):
+            super().fit_finalize(columns, combined)
+            for st in self.stats_.values():
+                st["values"], st["freqs"] = st["values"][:5], st["freqs"][:5]
+
+    r = np.random.default_rng(4)
+    df = pd.DataFrame({"c": pd.array(r.integers(0, 60, 5000), dtype="Int64")})
+    df.to_parquet(tmp_path / "d.parquet")
+    wf = tp.Workflow(["c"] >> TopFive()).fit(str(tmp_path), profile=True)
+    entry = wf.profile_["columns"]["c"]
+    assert len(wf.nodes[-1].op.stats_["c"]["values"]) == 5 and entry["distinct"] == 60
+    _assert_exact_ids(entry, df["c"])  # (5,000 rows: every row sketched, 60 < 1,024 counters: exact)
