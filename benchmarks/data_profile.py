@@ -6,6 +6,8 @@
 * the training profile's share of ``Workflow.fit`` (the Criteo workflow fitted with
   ``profile=False`` and ``profile=True``, interleaved, best of ``--repeat``; with ``--fit-pairs N``
   also the median of N interleaved pairs' ratios);
+* (``--profile-share N``) the training profile's own CPU time in a fit, instrumented (scheduler
+  ``sync``), and its share of a ``profile=False`` fit's CPU time (the steadier figure);
 * ydata-profiling (minimal mode), Evidently (DataSummaryPreset) and TFDV
   (``generate_statistics_from_dataframe``) on the first ``--baseline-rows`` rows as one pandas
   frame (read before their clock starts), each in a child process, beside ``tp.profile`` of the
@@ -58,6 +60,57 @@ def criteo_workflow() -> tp.Workflow:
     return tp.Workflow((c["categorical"] >> ops.Categorify())
                        + (c["continuous"] >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                        + c["label"])
+
+
+def profile_share(data: str, fits: int) -> Dict[str, Any]:
+    """The training profile's own CPU time in ``fits`` fits (dask's ``sync`` scheduler, one thread:
+    the process's CPU time is the work's): the time spent in the profile's partials (fusion's
+    hook and ``fit_partial``), merges, finalize and the fit's exact counts added at the end, by
+    wrapping them; with the CPU time of as many ``profile=False`` fits, interleaved. Steadier than
+    the difference of two fits' times on a shared machine: it counts only the profile's work."""
+    import statistics
+
+    import dask
+
+    from tabprep.stats import profile as prof
+    from tabprep.workflow import workflow as wfmod
+
+    spent = [0.0]
+
+    def timed(fn: Any) -> Any:
+        def run(*a: Any, **k: Any) -> Any:
+            start = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[0] += time.process_time() - start
+        return run
+
+    saved = {n: getattr(prof.ProfileStat, n) for n in ("fit_partial", "fit_combine", "fit_finalize", "column_hook")}
+    saved_complete = getattr(wfmod, "complete_profile", None)
+    try:
+        for n in ("fit_partial", "fit_combine", "fit_finalize"):
+            setattr(prof.ProfileStat, n, timed(saved[n]))
+        prof.ProfileStat.column_hook = lambda self, done: timed(saved["column_hook"](self, done))
+        if saved_complete is not None:
+            wfmod.complete_profile = timed(saved_complete)
+        own, off = [], []
+        with dask.config.set(scheduler="sync"):
+            criteo_workflow().fit(data, profile=True)  # (warm)
+            for _ in range(fits):
+                spent[0] = 0.0
+                criteo_workflow().fit(data, profile=True)
+                own.append(spent[0])
+                c = time.process_time()
+                criteo_workflow().fit(data, profile=False)
+                off.append(time.process_time() - c)
+    finally:
+        for n, fn in saved.items():
+            setattr(prof.ProfileStat, n, fn)
+        if saved_complete is not None:
+            wfmod.complete_profile = saved_complete
+    return {"profile_own_cpu_s": statistics.median(own), "fit_cpu_s_sync": statistics.median(off),
+            "profile_own_share": statistics.median(own) / statistics.median(off)}
 
 
 def read_pass(files: List[str]) -> None:
@@ -174,6 +227,9 @@ def main() -> None:
     ap.add_argument("--skip-drift", action="store_true", help="skip the drift anchors")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--profile-share", type=int, default=0, metavar="N",
+                    help="also time the training profile's own CPU work in N fits (scheduler sync, instrumented) "
+                         "against N profile=False fits: its share of a fit, without the noise of the whole fits")
     ap.add_argument("--fit-pairs", type=int, default=0, metavar="N",
                     help="also time N interleaved (profile=False, profile=True) fit pairs, alternating which goes "
                          "first, and report the median of the pairs' ratios (steadier than best-of on a shared machine)")
@@ -215,6 +271,8 @@ def main() -> None:
                 cpu[prof].append(c[0])
         res["fit_profile_overhead_median_pair"] = statistics.median(b / a - 1 for a, b in zip(wall[False], wall[True]))
         res["fit_profile_overhead_cpu_median_pair"] = statistics.median(b / a - 1 for a, b in zip(cpu[False], cpu[True]))
+    if args.profile_share:
+        res.update(profile_share(data, args.profile_share))
     if args.baseline_rows:
         # the first --baseline-rows rows (across files), one parquet file: every tool profiles the same rows
         tables, n = [], 0

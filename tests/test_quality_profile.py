@@ -391,8 +391,10 @@ def test_fit_profile_of_the_columns_the_fit_reads_equals_tp_profile_and_exact_su
     got = wf.profile_["columns"]
     want = tp.profile(str(tmp_path), columns=["c", "i", "x", "label"], categorical=["c"], sample_every=3).columns
     random = {"kll", "quantiles", "histogram"}  # (DataSketches' KLL compacts at random: within its bound)
-    for col in ("c", "i", "x", "label"):
+    for col in ("i", "x", "label"):
         assert {k: v for k, v in got[col].items() if k not in random} == {k: v for k, v in want[col].items() if k not in random}, col
+    # c, read by Categorify alone: its counts are the fit's exact ones, tp.profile's over every row
+    assert got["c"] == tp.profile(str(tmp_path), columns=["c"], categorical=["c"], sample_every=1)["c"]
     for col in ("i", "x"):  # quantiles: ranks in the data within KLL's 1.3% plus the 1-in-3 sample's 1.0% (99%)
         data = np.sort(df[col].dropna().to_numpy(dtype=float))
         for q, v in got[col]["quantiles"].items():
@@ -405,3 +407,189 @@ def test_fit_profile_of_the_columns_the_fit_reads_equals_tp_profile_and_exact_su
     assert got["i"]["std"] == pytest.approx(float(Fraction(k * s2 - s1 * s1, k * k)) ** 0.5, rel=1e-15)
     truth = df["c"].dropna().astype(int).value_counts()
     assert got["c"]["distinct"] == truth.size  # 50 ids: exact
+
+
+# -- the training profile takes exact value counts from Categorify ------------------------------------
+def _exact_counts(s: pd.Series) -> "list[list[int]]":
+    """``[value, count]`` of the non-null values of ``s``, most frequent first, ties by value
+    (pandas, computed here)."""
+    vc = s.dropna().astype("int64").value_counts()
+    order = sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [[int(v), int(n)] for v, n in order]
+
+
+def _assert_exact_ids(entry: dict, s: pd.Series) -> None:
+    """A profile entry of an id column holds the exact value counts of ``s`` (nulls dropped)."""
+    counts = _exact_counts(s)
+    nonnull = int(s.notna().sum())
+    assert entry["kind"] == "category" and entry["dtype"] == "int64"
+    assert entry["count"] == len(s) and entry["nulls"] == int(s.isna().sum())
+    assert entry["null_rate"] == pytest.approx(entry["nulls"] / len(s))
+    assert entry["frequent"] == counts[:256]
+    assert entry["top"] == [{"value": v, "count": n} for v, n in counts[:20]]
+    assert (entry["frequent_n"], entry["frequent_error"], entry["frequent_exact"]) == (nonnull, 0, True)
+    assert (entry["distinct"], entry["distinct_exact"], entry["distinct_sampled"]) == (len(counts), True, False)
+    assert entry["top_share"] == pytest.approx(sum(n for _, n in counts[:20]) / nonnull, rel=1e-15)
+    assert entry["tail_share"] == pytest.approx(1 - entry["top_share"], rel=1e-15)
+    assert "quantiles" not in entry and "mean" not in entry
+
+
+def _id_frames(seed: int = 11) -> "list[pd.DataFrame]":
+    """Two files' worth of rows and an empty one: ``c`` has about 2,000 distinct ids (more than
+    the profile's 1,024 frequent-value counters), ``g`` 40, both with nulls; ``d`` 50 ids; ``e``
+    ids with nulls; ``a``/``b`` a shared vocabulary; ``x`` floats with NaN (null once written), +inf and -inf."""
+    r = np.random.default_rng(seed)
+    frames = []
+    for n in (30_000, 0, 20_000):
+        f = pd.DataFrame({
+            "c": pd.array((r.zipf(1.2, n) % 4000) * 7, dtype="Int64"),
+            "g": pd.array(r.integers(0, 40, n), dtype="Int64"),
+            "d": pd.array(r.integers(0, 50, n), dtype="Int64"),
+            "e": pd.array(r.integers(0, 30, n), dtype="Int64"),
+            "a": pd.array(r.integers(0, 20, n), dtype="Int64"),
+            "b": pd.array(r.integers(10, 30, n), dtype="Int64"),
+            "x": r.normal(size=n)})
+        for col, rate in (("c", 0.05), ("g", 0.2), ("e", 0.1)):
+            f.loc[r.random(n) < rate, col] = pd.NA
+        if n:
+            f.loc[[0, 5, 9], "x"] = [np.inf, -np.inf, np.nan]
+        frames.append(f)
+    return frames
+
+
+def _id_workflow() -> tp.Workflow:
+    return tp.Workflow((["c", "g"] >> ops.Categorify()) + (["d"] >> ops.Categorify(max_size=10))
+                       + (["e"] >> ops.FillMissing(fill_val=3) >> ops.Categorify())
+                       + ([["a", "b"]] >> ops.Categorify()) + ["x"])
+
+
+def test_fit_profile_takes_categorify_exact_counts(tmp_path):
+    """The training profile of a column that a Categorify reads as it is (its own vocabulary,
+    no frequency limit) holds the fit's exact value counts: every frequent value and the exact
+    distinct count, also past the sketches' capacity and with the sketches sampling, across
+    files (one empty), save/load and ``inspect``. Columns whose vocabulary is not their exact
+    counts (``max_size``, a fill before Categorify, a shared vocabulary) keep the sketches of
+    tp.profile."""
+    frames = _id_frames()
+    for k, f in enumerate(frames):
+        pq.write_table(pa.Table.from_pandas(f, preserve_index=False), tmp_path / f"part-{k}.parquet")
+    df = pd.concat(frames, ignore_index=True)
+    assert df["c"].nunique() > 1024
+    wf = _id_workflow().fit(str(tmp_path), profile=4)
+    got = wf.profile_["columns"]
+    assert wf.profile_["sample_every"] == 4
+    _assert_exact_ids(got["c"], df["c"])
+    _assert_exact_ids(got["g"], df["g"])
+    # the others: tp.profile's entries of the same files and sampling (KLL compacts at random)
+    want = tp.profile(str(tmp_path), columns=list(got), categorical=["c", "g", "d", "e", "a", "b"], sample_every=4).columns
+    random = {"kll", "quantiles", "histogram"}
+    for col in ("d", "e", "a", "b", "x"):
+        assert {k: v for k, v in got[col].items() if k not in random} == \
+            {k: v for k, v in want[col].items() if k not in random}, col
+    assert got["d"]["distinct"] == 50 and got["d"]["distinct_sampled"]  # the data's ids, not the 7 in the vocabulary
+    assert got["e"]["nulls"] == int(df["e"].isna().sum())  # the raw column's nulls, not the filled one's
+    assert (got["x"]["inf"], got["x"]["nulls"]) == (4, 2)  # (pandas' NaN is written as null)
+    # exact where both are exact: tp.profile over every row of g (40 ids) gives the same entry
+    assert got["g"] == tp.profile(str(tmp_path), columns=["g"], categorical=["g"], sample_every=1)["g"]
+    # saved, loaded and shown by inspect as computed
+    wf.save(str(tmp_path / "wf"))
+    on_disk = json.loads((tmp_path / "wf" / "stats" / "profile.json").read_text())
+    assert on_disk == json.loads(json.dumps(wf.profile_))
+    assert tp.Workflow.load(str(tmp_path / "wf")).profile_ == on_disk
+    from click.testing import CliRunner
+
+    from tabprep.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["inspect", str(tmp_path / "wf"), "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    shown = json.loads(res.output)["training_profile"]["columns"]["c"]
+    assert shown["distinct"] == df["c"].nunique() and shown["null_rate"] == pytest.approx(df["c"].isna().mean())
+
+
+def test_fit_profile_exact_counts_on_frames(backend):
+    """The same on dask frames' partitions (empty ones included; pandas or cuDF), and with the
+    default sampling: the Categorify column's counts are exact, the others unchanged."""
+    df = pd.concat(_id_frames(5), ignore_index=True).iloc[:6000].reset_index(drop=True)
+    wf = tp.Workflow((["c", "g"] >> ops.Categorify()) + ["d"])
+    wf.fit(make_dataset(df[["c", "g", "d"]], backend, nparts=4, empties=True), profile=True)
+    got = wf.profile_["columns"]
+    _assert_exact_ids(got["c"], df["c"])
+    _assert_exact_ids(got["g"], df["g"])
+    assert got["d"]["kind"] == "int" and got["d"]["distinct"] == df["d"].nunique()
+
+
+@pytest.mark.parametrize("merged_max", [None, 1500])
+def test_sketches_of_pending_samples_equal_the_partitions_sketches(merged_max, monkeypatch):
+    """Small samples are kept unsketched in the partials and sketched once, merged (the fit's
+    profile samples few rows a partition); a merge holding more than ``PENDING_MERGED`` values
+    sketches them then (here: ``PENDING_MERGED`` 1,500 values, fewer than the 4 partitions' 4,000). Whichever happens, the profile is the one of sketches built per partition
+    (``PENDING_MAX = 0``: every partial sketches its sample): the same exact fields, frequent
+    values and distinct counts (fewer distinct values than counters), and quantiles within the
+    KLL bound of the data's (numpy, here); across 6 partitions with an empty one, nulls, NaN, inf."""
+    import tabprep.stats.profile as prof
+
+    r = np.random.default_rng(21)
+    n = 12_000
+    x = r.normal(5, 2, n)
+    x[r.random(n) < 0.05] = np.inf
+    x[:7] = -np.inf
+    df = pd.DataFrame({"x": x, "i": pd.array(r.integers(-40, 300, n), dtype="Int64"),
+                       "c": pd.array(r.zipf(1.5, n) % 500, dtype="Int64")})
+    df.loc[r.random(n) < 0.1, "i"] = pd.NA
+    df.loc[r.random(n) < 0.03, "x"] = np.nan
+
+    import inspect
+
+    flushed = []  # (the caller that sketched pending values, how many)
+    real_flush = prof._flush
+
+    def spy(p):
+        if p.pending is not None:
+            flushed.append((inspect.stack()[1].function, p.pending.size))
+        return real_flush(p)
+
+    monkeypatch.setattr(prof, "_flush", spy)
+    limits = prof.PENDING_MAX, prof.PENDING_MERGED
+
+    def run(limit, merged):
+        monkeypatch.setattr(prof, "PENDING_MAX", limit)
+        monkeypatch.setattr(prof, "PENDING_MERGED", merged)
+        flushed.clear()
+        return tp.profile(make_dataset(df, "cpu", nparts=6, empties=True), categorical=["c"], sample_every=3).columns
+
+    eager = run(0, limits[1])
+    assert not [f for f in flushed if f[1]]  # (every partial sketched its sample; the empty ones have none)
+    got = run(limits[0], merged_max or limits[1])
+    callers = {name for name, size in flushed if size > 3000}  # (the 4 partitions' samples together)
+    assert callers == ({"combine_columns"} if merged_max else {"_flushed"}), flushed
+    random = {"kll", "quantiles", "histogram"}
+    for col in ("x", "i", "c"):
+        assert {k: v for k, v in got[col].items() if k not in random} == \
+            {k: v for k, v in eager[col].items() if k not in random}, col
+    assert got["x"]["inf"] == int(np.isinf(df["x"]).sum()) and got["i"]["nulls"] == int(df["i"].isna().sum())
+    for col in ("x", "i"):  # ranks in the data: KLL's 1.3% plus the 1-in-3 sample's (DKW, 99%: 2.1%)
+        data = np.sort(df[col].dropna().to_numpy(dtype=float))
+        data = data[np.isfinite(data)]
+        for q, v in got[col]["quantiles"].items():
+            assert abs(np.searchsorted(data, v, side="right") / data.size - float(q)) <= 0.035, (col, q)
+
+
+def test_fit_profile_keeps_sketches_for_a_categorify_subclass_with_its_own_fit(tmp_path):
+    """A Categorify subclass whose fit keeps other counts (here: only the 5 most frequent
+    values) is not a source of exact counts: its column's profile is the sketches' (all 60 ids,
+    the data's counts), not the subclass's vocabulary."""
+    class TopFive(ops.Categorify):
+        reads_ids = True  # (a subclass's name is not Categorify's: it says it reads ids)
+
+        def fit_finalize(self, columns, combined):
+            super().fit_finalize(columns, combined)
+            for st in self.stats_.values():
+                st["values"], st["freqs"] = st["values"][:5], st["freqs"][:5]
+
+    r = np.random.default_rng(4)
+    df = pd.DataFrame({"c": pd.array(r.integers(0, 60, 5000), dtype="Int64")})
+    df.to_parquet(tmp_path / "d.parquet")
+    wf = tp.Workflow(["c"] >> TopFive()).fit(str(tmp_path), profile=True)
+    entry = wf.profile_["columns"]["c"]
+    assert len(wf.nodes[-1].op.stats_["c"]["values"]) == 5 and entry["distinct"] == 60
+    _assert_exact_ids(entry, df["c"])  # (5,000 rows: every row sketched, 60 < 1,024 counters: exact)

@@ -23,7 +23,7 @@ see every value.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,10 @@ import pyarrow.compute as pc
 from .. import backend
 from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
-                           finalize_column, finalize_profile)
+                           finalize_column)
+from .profile_json import finalize_profile as _finalize_profile
+from .profile_numeric import (Chunk, _chunks, _exact_moments, _host_moments, _host_type,  # noqa: F401 (re-exported)
+                              _host_values, _sorted_runs)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of
 
 
@@ -80,6 +83,26 @@ class ColumnPartial:
     sample_every: int
     lengths: Optional["ColumnPartial"] = None
     values: Optional["ColumnPartial"] = None
+    #: an id column whose value counts the fit computes exactly (a Categorify's): no sketch here;
+    #: ``Workflow.fit`` adds its frequent values and distinct count from them (``counted_fields``)
+    counted: bool = False
+    #: sampled values (finite, nulls dropped) not yet in the sketches (``kll``, ``hll``, ``freq``):
+    #: a small sample is kept as it is and sketched once, merged (:func:`_flush`), instead of each
+    #: partition sorting, hashing and sketching its few values (numeric columns; see ``PENDING_MAX``)
+    pending: Optional[np.ndarray] = None
+
+
+def counted_partial(t: pa.DataType, rows: int, nulls: int) -> ColumnPartial:
+    """The partial of an int id column of ``rows`` rows, ``nulls`` of them null, whose value counts
+    the fit computes exactly (:attr:`ColumnPartial.counted`): nothing to sketch or sort here."""
+    return ColumnPartial(str(t), "category", rows, nulls, 0, 0, None, None, None, HLL.empty(), None, None, 1,
+                         counted=True)
+
+
+def countable(t: pa.DataType) -> bool:
+    """An Arrow type whose values a Categorify counts as they are (ints Categorify widens to int64
+    without changing them)."""
+    return pa.types.is_integer(t) and t != pa.uint64()
 
 
 def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False,
@@ -156,73 +179,6 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
     return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every)
 
 
-# -- the host path of numeric columns -------------------------------------------------------------
-#: Arrow types whose values buffer numpy reads as it is
-_HOST_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-               pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-               pa.float32(): np.float32, pa.float64(): np.float64}
-
-
-def _host_type(t: pa.DataType) -> Optional[np.dtype]:
-    dt = _HOST_TYPES.get(t)
-    return None if dt is None else np.dtype(dt)
-
-
-#: (values, null mask or None) of one chunk of a primitive numeric column: a numpy view of its
-#: values buffer and its validity bitmap unpacked (True = null)
-Chunk = Tuple[np.ndarray, Optional[np.ndarray]]
-
-
-def _chunks(arr: Any) -> List[Chunk]:
-    """The :data:`Chunk` of every non-empty chunk of a primitive numeric Arrow array or chunked
-    array: views of Arrow's values buffers (no copy), each bitmap unpacked once (the exact part
-    and the sample both read it)."""
-    from ..backend.columns import null_mask
-
-    dtype = _host_type(arr.type)
-    out: List[Chunk] = []
-    for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
-        if len(c):
-            values = np.frombuffer(c.buffers()[1], dtype=dtype, count=len(c), offset=c.offset * dtype.itemsize)
-            out.append((values, null_mask(c) if c.null_count else None))
-    return out
-
-
-def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
-    """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a column's
-    :data:`Chunk` list, as numpy: strided views of the values (no copy of the rows left out, no
-    concatenation of the chunks first), their nulls dropped (the unpacked mask strided alike)."""
-    out, start = [], 0
-    for values, mask in chunks:
-        first = (-start) % step  # the chunk's first sampled row
-        start += len(values)
-        if first >= len(values):
-            continue
-        if step > 1:
-            values = values[first::step]
-        if mask is not None:
-            values = values[~(mask[first::step] if step > 1 else mask)]
-        out.append(values)
-    if not out:
-        return np.zeros(0, dtype=chunks[0][0].dtype if chunks else np.float64)
-    return out[0] if len(out) == 1 else np.concatenate(out)
-
-
-def _sorted_runs(values: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-    """(the values sorted, the distinct values ascending in ``values``' dtype, their counts) of a
-    numpy array. 64-bit ints within ``[0, 2**32)`` (hashed ids, most counts) sort as uint32, about
-    twice as fast as int64; the sorted array is then uint32 (same order, same numbers)."""
-    if values.size == 0:
-        return values, values, np.zeros(0, dtype=np.int64)
-    if values.dtype.kind in "iu" and values.dtype.itemsize == 8 and values.min() >= 0 and values.max() < 1 << 32:
-        s = np.sort(values.astype(np.uint32))
-    else:
-        s = np.sort(values)
-    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
-    counts = np.diff(np.append(starts, s.size)).astype(np.int64)
-    return s, s[starts].astype(values.dtype, copy=False), counts
-
-
 def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, vocab: Any,
                      sample: Optional[Any], chunks: Optional[List[Chunk]] = None) -> ColumnPartial:
     """:func:`column_partial` of a primitive int or float column (``kind`` int, float or category),
@@ -243,109 +199,54 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
     vals = _host_values(chunks, sample_every) if sample is None else _host_values(_chunks(sample), 1)
     if kind == "float" and (nan or inf):
         vals = vals[np.isfinite(vals)]
+    if vocab is None and vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
+        if kind != "category":  # (the sample's extremes are values of valid rows: see _valid_extrema)
+            moments, minmax = _host_moments(col, nan or inf, chunks, (vals.min(), vals.max()) if vals.size else None)
+        return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, None, _NO_HLL, None, None,
+                             sample_every, pending=np.array(vals, dtype=_host_type(t), copy=True))  # (no view kept)
     s, keys, counts = _sorted_runs(vals)
     if kind != "category":  # (the sample's extremes are values of valid rows: see _valid_extrema)
         moments, minmax = _host_moments(col, nan or inf, chunks, (keys[0], keys[-1]) if keys.size else None)
-    if kind != "category":
-        kll = kll_of(s.astype(np.float64))
-    if kind != "float":
-        freq = _scaled(Frequent.of_counts(keys, counts, s.size), sample_every)
-    hll = HLL.of_hashes(hash64(keys))
+    kll, hll, freq = _sketches(kind, s, keys, counts, sample_every)
     oov = None
     if vocab is not None:
         oov = (int(counts[vocab.get_indexer(keys) < 0].sum()) if keys.size else 0) * sample_every
     return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every)
 
 
+#: most sampled values a numeric column's partial keeps unsketched (:attr:`ColumnPartial.pending`),
+#: and most a merge of partials keeps before sketching them (1 MiB of 8-byte values): a fit's
+#: training profile samples about 50k rows in all, so its partials sort, hash and sketch nothing
+#: and the sketches are built once per column from the merged sample
+PENDING_MAX = 1 << 14
+PENDING_MERGED = 1 << 17
+#: the empty HLL of a partial whose values are pending (shared, never written: merges make new arrays)
+_NO_HLL = HLL.empty()
+
+
+def _sketches(kind: str, s: np.ndarray, keys: np.ndarray, counts: np.ndarray, every: int
+              ) -> "tuple[Optional[bytes], HLL, Optional[Frequent]]":
+    """(KLL, HLL, frequent values) of a column's sampled values: ``s`` sorted, ``keys`` / ``counts``
+    their distinct values and counts (:func:`_sorted_runs`); counts scaled by ``every``."""
+    kll = kll_of(s.astype(np.float64)) if kind != "category" else None
+    freq = _scaled(Frequent.of_counts(keys, counts, s.size), every) if kind != "float" else None
+    return kll, HLL.of_hashes(hash64(keys)), freq
+
+
+def _flush(p: ColumnPartial) -> ColumnPartial:
+    """``p`` with its pending values put into its sketches (merged with those it has)."""
+    if p.pending is None:
+        return p
+    s, keys, counts = _sorted_runs(p.pending)
+    kll, hll, freq = _sketches(p.kind, s, keys, counts, p.sample_every)
+    return replace(p, pending=None, kll=kll if p.kll is None or kll is None else kll_merge([p.kll, kll]),
+                   hll=hll.merge(p.hll), freq=freq if p.freq is None or freq is None else Frequent.merge([p.freq, freq]))
+
+
 def _array(col: Any) -> Any:
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     return col
-
-
-#: fewest rows in one block of the int64 sums of :func:`_host_moments`: values so large that a
-#: block must be shorter go to Arrow's float kernels (:func:`_exact_moments`)
-_MIN_BLOCK = 4096
-
-
-def _host_moments(col: Any, non_finite: int, chunks: Optional[List[Chunk]] = None,
-                  seen: Optional[Tuple[Any, Any]] = None) -> "tuple[Moments, MinMax]":
-    """:func:`_exact_moments` of a primitive numeric Arrow column, in fewer passes for 64-bit
-    ints, from its :data:`Chunk` list (read from ``col`` when None): the min and max of every slot
-    of a values buffer (numpy, no copy), checked against the null slots' values; the sum and the
-    sum of squares of every slot less those of the null slots (a small gather), in int64 over
-    blocks short enough that no block's sum of squares can reach ``2**63`` (the blocks' sums
-    added as Python ints), so the mean and M2 are the exact rationals rounded once (Python's int
-    division rounds correctly). Other columns (floats, NaN/inf to drop, narrow ints, a slot of
-    magnitude ``2**25.5`` (4.7e7) or more, where blocks would be shorter than :data:`_MIN_BLOCK`
-    rows): :func:`_exact_moments`. A gather of the non-null values into a new array cost more
-    than these passes (fresh pages). ``seen``: the smallest and largest of some valid values
-    (the sample's), which need no check. The sum of squares is numpy's ``einsum`` (int64, ~1.5x
-    faster than ``dot``'s integer loop)."""
-    if non_finite or col.type not in (pa.int64(), pa.uint64()):
-        exact = pc.filter(col, pc.is_finite(col)) if non_finite else col
-        return _exact_moments(exact)
-    if chunks is None:
-        chunks = _chunks(col)
-    n = len(col) - col.null_count
-    if n == 0:
-        return Moments(0, 0.0, 0.0), MinMax(None, None)
-    lo = hi = None
-    s1 = s2 = 0
-    for values, mask in chunks:
-        amin, amax = int(values.min()), int(values.max())  # (of every slot: null slots too)
-        big = max(abs(amin), abs(amax))
-        if big >= 1 << 31 or (_MIN_BLOCK * big * big >= 1 << 63):  # no useful block length
-            return _exact_moments(col)
-        v = values.view(np.int64) if values.dtype == np.uint64 else values  # (< 2**31: same numbers)
-        # whatever the null slots hold (a gather of their positions: fewer than a boolean index's)
-        junk = v.take(np.flatnonzero(mask)) if mask is not None else v[:0]
-        if junk.size == v.size:
-            continue
-        clo, chi = _valid_extrema(v, mask, junk, amin, amax, seen)
-        lo = clo if lo is None else min(lo, clo)
-        hi = chi if hi is None else max(hi, chi)
-        block = (1 << 63) // (big * big + 1) if big else v.size
-        for part, sign in ((v, 1), (junk, -1)):
-            for i in range(0, part.size, block):
-                b = part[i:i + block]
-                s1 += sign * int(b.sum())
-                s2 += sign * int(np.einsum("i,i->", b, b))
-    return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(float(lo), float(hi))
-
-
-def _valid_extrema(v: np.ndarray, mask: Optional[np.ndarray], junk: np.ndarray, amin: int, amax: int,
-                   seen: Optional[Tuple[Any, Any]] = None) -> "tuple[int, int]":
-    """The min and max of the non-null slots of ``v`` (some are), given ``amin`` / ``amax`` of
-    every slot and ``junk``, the null slots' values: an extreme of every slot is the valid one
-    unless a null slot holds it and no valid slot does; a valid slot holds it when ``seen`` (the
-    extremes of some valid values) has it, else the slots holding it are counted; else the valid
-    values are gathered (rare: null slots hold zeros, which a valid value rarely ties at an
-    extreme alone)."""
-    if mask is None or junk.size == 0:
-        return amin, amax
-    ok = True
-    for ext in {amin, amax}:
-        if seen is not None and ext in (int(seen[0]), int(seen[1])):
-            continue
-        if (junk == ext).any() and np.count_nonzero(v == ext) == np.count_nonzero(junk == ext):
-            ok = False
-    if ok:
-        return amin, amax
-    valid = v[~mask]
-    return int(valid.min()), int(valid.max())
-
-
-def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
-    """Count, mean, M2, min and max of the non-null values of a numeric Arrow array (finite
-    already), with Arrow's kernels (one pass each, no numpy copy)."""
-    n = len(col) - col.null_count
-    if n == 0:
-        return Moments(0, 0.0, 0.0), MinMax(None, None)
-    mm = pc.min_max(col)
-    mean = float(pc.mean(col).as_py())
-    var = float(pc.variance(col, ddof=0).as_py())
-    return Moments(n, mean, var * n), MinMax(float(mm["min"].as_py()), float(mm["max"].as_py()))
 
 
 def _scaled(f: Frequent, every: int) -> Frequent:
@@ -371,16 +272,29 @@ def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
         live = [i for i in items if i is not None]
         return fn(live) if live else None
 
+    pending = [p.pending for p in parts if p.pending is not None]
+    if len(pending) > 1:  # (an empty partition's values need not share the others' dtype: not concatenated)
+        pending = [v for v in pending if v.size] or pending[:1]
+    if pending:  # the sampled values wait, merged, while they are few; else they go into the sketches
+        merged = np.concatenate(pending) if len(pending) > 1 else pending[0]
+        parts = [replace(p, pending=None) for p in parts]
+        if merged.size <= PENDING_MERGED:
+            pending = merged
+        else:
+            parts[0], pending = _flush(replace(parts[0], pending=merged)), None
     hll = parts[0].hll
     for p in parts[1:]:
-        hll = hll.merge(p.hll)
+        if p.hll is not _NO_HLL:
+            hll = hll.merge(p.hll)
     return ColumnPartial(
         first.dtype, first.kind, sum(p.rows for p in parts), sum(p.nulls for p in parts),
         sum(p.nan for p in parts), sum(p.inf for p in parts),
         opt([p.moments for p in parts], combine_moments), opt([p.minmax for p in parts], combine_minmax),
         opt([p.kll for p in parts], kll_merge), hll, opt([p.freq for p in parts], Frequent.merge),
         opt([p.oov for p in parts], sum), first.sample_every,
-        lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns))
+        lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns),
+        counted=any(p.counted for p in parts),  # (the fit's counts cover every partition: any sketch is moot)
+        pending=pending if isinstance(pending, np.ndarray) else None)
 
 
 def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
@@ -439,6 +353,21 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
     return {c: parts[c] for c in columns}
 
 
+def finalize_profile(combined: Dict[str, ColumnPartial], columns: Sequence[str], sample_every: int = 1) -> Dict[str, Any]:
+    """The ``profile.json`` document of merged partials (``profile_json.finalize_profile``), their
+    pending sampled values sketched first."""
+    return _finalize_profile({c: _flushed(p) for c, p in combined.items()}, columns, sample_every)
+
+
+def _flushed(p: ColumnPartial) -> ColumnPartial:
+    """:func:`_flush` of ``p`` and of its list lengths' and elements' partials."""
+    p = _flush(p)
+    if p.lengths is not None or p.values is not None:
+        p = replace(p, lengths=None if p.lengths is None else _flushed(p.lengths),
+                    values=None if p.values is None else _flushed(p.values))
+    return p
+
+
 def combine_tables(parts: Sequence[Dict[str, ColumnPartial]]) -> Dict[str, ColumnPartial]:
     names: List[str] = []
     for p in parts:
@@ -456,9 +385,11 @@ class ProfileStat:
     label = "Profile"
 
     def __init__(self, columns: Sequence[str], sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
-                 categorical: Sequence[str] = ()) -> None:
+                 categorical: Sequence[str] = (), counted: Sequence[str] = ()) -> None:
         self.columns = list(columns)
         self.categorical = list(categorical)
+        #: id columns whose exact value counts the fit computes (see :func:`counted_partial`)
+        self.counted = [c for c in counted if c in self.categorical]
         self.sample_every = max(1, int(sample_every))
         self.vocabs = vocabs or {}
         self.profile_: Optional[Dict[str, Any]] = None
@@ -467,7 +398,9 @@ class ProfileStat:
                     done: Optional[Dict[str, ColumnPartial]] = None) -> Dict[str, ColumnPartial]:
         """The partial of the partition ``df``; ``done``: the partials of some columns already
         computed from the same rows (:meth:`column_hook`), kept as they are."""
-        rest = [c for c in columns if not done or c not in done]
+        done = dict(done or {})
+        done.update(self._counted(df, [c for c in self.counted if c in columns and c not in done]))
+        rest = [c for c in columns if c not in done]
         if not done:
             return partial_frame(df, columns, self.sample_every, self.vocabs, self.categorical)
         parts = dict(done)
@@ -475,16 +408,31 @@ class ProfileStat:
             parts.update(partial_frame(df, rest, self.sample_every, self.vocabs, self.categorical))
         return {c: parts[c] for c in columns}
 
+    def _counted(self, df: Any, names: List[str]) -> Dict[str, ColumnPartial]:
+        """:func:`counted_partial` of the columns ``names`` of the partition ``df`` (Arrow table,
+        pandas or cuDF frame) that are ints (others get the sketches)."""
+        if not names:
+            return {}
+        if isinstance(df, pa.Table):
+            cols = {c: df.column(c) for c in names}
+            return {c: counted_partial(col.type, len(col), col.null_count) for c, col in cols.items()
+                    if countable(col.type)}
+        types = backend.frame_to_arrow(df[names].iloc[:0]).schema  # (the types as_table gives, no rows copied)
+        return {c: counted_partial(types.field(c).type, len(df), int(df[c].isna().sum())) for c in names
+                if countable(types.field(c).type)}
+
     def column_hook(self, done: Dict[str, ColumnPartial]) -> Callable[[str, Any, Any], None]:
         """A callback ``(name, arrow column, host column)`` for the columns a CPU fit pass reads
         into host columns (``fusion.fit_table``): the partial of a profiled int column is computed
         there, from the fit's unpacked null mask and contiguous values while they are in the
         CPU's cache (the same partial as :func:`column_partial` of the Arrow column), into
         ``done``; :meth:`fit_partial` then computes only the other columns."""
-        wanted, cats = set(self.columns), set(self.categorical)
+        wanted, cats, counted = set(self.columns), set(self.categorical), set(self.counted)
 
         def hook(name: str, arr: Any, host: Any) -> None:
-            if (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
+            if name in counted and name not in done and countable(arr.type):
+                done[name] = counted_partial(arr.type, len(arr), arr.null_count)
+            elif (name in wanted and name not in done and host is not None and pa.types.is_integer(arr.type)
                     and host.values.dtype == _host_type(arr.type) and len(host.values) == len(arr)):
                 kind = "category" if name in cats else "int"
                 done[name] = _numeric_partial(arr, arr.type, kind, self.sample_every, self.vocabs.get(name), None,

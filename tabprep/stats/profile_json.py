@@ -67,20 +67,14 @@ def finalize_column(p: Any) -> Dict[str, Any]:
             out["histogram"] = {"edges": [float(e) for e in edges],
                                 "counts": [float(m * p.moments.count) for m in mass]}
     distinct = None
-    if p.freq is not None:
-        f = p.freq
-        exact = f.error == 0 and p.sample_every == 1
-        kept = f.top(FREQ_KEPT)
-        top = kept[:TOP_K]
-        top_sum = sum(c for _, c in top)
-        out.update({"frequent": [[_json_value(v), c] for v, c in kept], "frequent_n": f.n,
-                    "frequent_error": f.error, "frequent_exact": exact,
-                    "top": [{"value": _json_value(v), "count": c} for v, c in top],
-                    "top_share": top_sum / f.n if f.n else 0.0,
-                    "tail_share": 1.0 - top_sum / f.n if f.n else 0.0})
+    # (a ``counted`` column's frequent values and distinct count are the fit's exact value counts,
+    # which Workflow.fit adds once its ops are fitted: counted_fields)
+    if p.freq is not None and not p.counted:
+        exact = p.freq.error == 0 and p.sample_every == 1
+        out.update(frequent_fields(p.freq, exact))
         if exact:
-            distinct = int(f.keys.size)
-    if p.kind != "list":
+            distinct = int(p.freq.keys.size)
+    if p.kind != "list" and not p.counted:
         out["distinct"] = distinct if distinct is not None else int(min(round(p.hll.estimate()), nonnull))
         out["distinct_exact"] = distinct is not None
         out["distinct_sampled"] = p.sample_every > 1
@@ -92,6 +86,33 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         out["list_length"] = finalize_column(p.lengths)
     if p.values is not None:
         out["values"] = finalize_column(p.values)
+    return out
+
+
+def frequent_fields(f: Any, exact: bool) -> Dict[str, Any]:
+    """The frequent-value fields of a column's entry (``frequent``, ``top``, shares...) from its
+    :class:`~tabprep.stats.sketches.Frequent` summary; ``exact``: its counts are the data's."""
+    kept = f.top(FREQ_KEPT)
+    top = kept[:TOP_K]
+    top_sum = sum(c for _, c in top)
+    return {"frequent": [[_json_value(v), c] for v, c in kept], "frequent_n": f.n,
+            "frequent_error": f.error, "frequent_exact": exact,
+            "top": [{"value": _json_value(v), "count": c} for v, c in top],
+            "top_share": top_sum / f.n if f.n else 0.0,
+            "tail_share": 1.0 - top_sum / f.n if f.n else 0.0}
+
+
+def counted_fields(values: np.ndarray, counts: np.ndarray) -> Dict[str, Any]:
+    """The frequent-value and distinct-count fields of an id column's entry from its exact value
+    counts (``values`` distinct, most frequent first, ties by ascending value: a fitted
+    Categorify's vocabulary): the same fields as :func:`finalize_column` writes from a sketch
+    that saw every row and held every value (``frequent_error`` 0, ``distinct_exact``)."""
+    from .sketches import Frequent
+
+    values, counts = np.asarray(values), np.asarray(counts, dtype=np.int64)
+    head = Frequent(values[:FREQ_KEPT], counts[:FREQ_KEPT], int(counts.sum()), 0)  # (the top of the whole list)
+    out = frequent_fields(head, True)
+    out.update({"distinct": int(values.size), "distinct_exact": True, "distinct_sampled": False})
     return out
 
 

@@ -3,7 +3,7 @@ which sampling, which are ids. The profile itself is :mod:`tabprep.stats.profile
 from __future__ import annotations
 
 import logging
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 from ..stats.profile import ProfileStat, StatUnit
 
@@ -42,7 +42,70 @@ def profile_unit(wf: Any, ds: Any, columns: List[str], profile: Any) -> Any:
         every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
     else:
         every = int(profile)
-    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf)), cols)
+    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf))), cols)
+
+
+def counted_columns(wf: Any) -> Dict[str, Any]:
+    """``{raw column: Categorify op}`` for the raw columns whose exact value counts (nulls aside)
+    a Categorify of ``wf`` computes in its fit and keeps whole as its vocabulary: the column
+    read as it is (no op before it), its own vocabulary (not a group's), no ``freq_threshold``,
+    ``max_size`` or given ``vocabs``, and Categorify's own fit methods (not a subclass's). The
+    training profile takes those columns' frequent values and distinct count from the fitted
+    vocabulary (exact) instead of its sketches (:func:`complete_profile`)."""
+    from ..ops.categorify import Categorify
+
+    raw = set(wf.input_columns)
+    out: Dict[str, Any] = {}
+    for n in wf.nodes:
+        op = n.op if n.kind == "op" else None
+        if not isinstance(op, Categorify) or n.deps or any(
+                getattr(type(op), m) is not getattr(Categorify, m)
+                for m in ("fit_partial", "fit_partial_columns", "fit_combine", "fit_finalize", "_vocab_keys")):
+            continue
+        for key, cols in op._vocab_keys(list(n.input_columns)).items():
+            if (cols == [key] and key in raw and key not in out and op._param(op.freq_threshold, key) <= 1
+                    and not op._param(op.max_size, key) and not (op.vocabs and key in op.vocabs)
+                    and _reads_raw(n, key)):
+                out[key] = op
+    return out
+
+
+def _reads_raw(node: Any, column: str) -> bool:
+    """``node`` receives the raw input column ``column`` unchanged (through selections, merges
+    and drops only)."""
+    parents = [p for p in node.parents if column in p.output_columns]
+    if len(parents) != 1:
+        return False
+    p = parents[0]
+    if p.kind == "select":
+        return column in p.columns
+    return p.kind in ("concat", "drop") and _reads_raw(p, column)
+
+
+def complete_profile(wf: Any, doc: Optional[Dict[str, Any]]) -> None:
+    """Add to the training profile ``doc`` (in place) the frequent values and distinct count of
+    its counted columns (``ColumnPartial.counted``) from the vocabularies ``wf``'s fitted
+    Categorify ops learned: the exact value counts of every row."""
+    from ..ops.categorify import _host
+    from ..stats.profile_json import counted_fields
+
+    if not doc:
+        return
+    ops = counted_columns(wf)
+    for name, entry in doc["columns"].items():
+        if entry.get("kind") != "category" or "distinct" in entry:
+            continue  # (profiled by its sketches)
+        if name not in ops:
+            raise RuntimeError(f"the training profile of column {name!r} waits for a Categorify's counts that this "
+                               "workflow does not compute; fit with profile=False, or use tp.profile")
+        st = ops[name].stats_[name]
+        values, freqs = _host(st["values"]), _host(st["freqs"])
+        nonnull = entry["count"] - entry["nulls"]
+        if int(st.get("nulls", entry["nulls"])) != entry["nulls"] or int(freqs.sum()) != nonnull:
+            raise RuntimeError(f"the training profile of column {name!r}: Categorify counted {int(freqs.sum())} values "
+                               f"and {st.get('nulls')} nulls, the profile {nonnull} and {entry['nulls']} in the "
+                               "same rows; fit with profile=False, or use tp.profile (and report this)")
+        entry.update(counted_fields(values, freqs))
 
 
 def id_columns(wf: Any) -> List[str]:

@@ -22,7 +22,7 @@ from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtyp
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids, warn_shadowed
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
-from .profiling import FIT_PROFILE_SAMPLE_ROWS, PROFILE_SAMPLE_ROWS, PROFILE_UNIT, profile_unit  # noqa: F401
+from .profiling import FIT_PROFILE_SAMPLE_ROWS, PROFILE_SAMPLE_ROWS, PROFILE_UNIT, complete_profile, profile_unit  # noqa: F401
 from .tasks import _transform_frame, _transform_part, _transform_partition, check_objects, for_workers
 
 log = logging.getLogger(__name__)
@@ -340,6 +340,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
             self._fit_level(parts, meta, level, progress, stage=f"fit pass {i + 1}", nullable=nullable, extra=extra)
         if unit is not None:
             self.profile_ = unit.op.profile_
+            complete_profile(self, self.profile_)  # id columns: the exact counts of the fitted vocabularies
         # cardinalities etc. are known now
         self._bind(ds.schema, ds.describe())
         backend.release_memory(collect=False)  # the pass's freed partitions, before a transform pass starts
