@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from .._warn import warn_difference
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
 
@@ -456,3 +457,27 @@ class FloatOutput:
     def to_config(self) -> Dict[str, Any]:
         # a numpy type (np.float32) is saved by its name; None stays None (the default, float64)
         return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
+
+
+# -- NVTabular 23.08's reduction and storage arguments of the grouped-statistics ops -------------------
+# Categorify, TargetEncoding and JoinGroupby accept them as migrating pipelines pass them
+# (``Categorify(freq_threshold=..., out_path=..., cat_cache="host", split_out=...)``). The knobs of
+# NVTabular's dask reduction (cat_cache, on_host, split_out, split_every, tree_width,
+# cardinality_memory_limit, search_sorted) are stored and change no id or value: tabprep's fit merges
+# the statistics per key in its own tasks (StatOperator.keyed_statistics). out_path (where NVTabular
+# writes its statistics files) warns: tabprep keeps them in the workflow. Another name_sep is an error.
+def check_nvt_args(label: str, name_sep: Any = "_", out_path: Optional[Any] = None) -> None:
+    """Refuse what would silently differ (``name_sep``); warn at build for ``out_path``."""
+    if name_sep != "_":
+        raise ValueError(f"{label}(name_sep={name_sep!r}): tabprep names column groups with '_' "
+                         f"(NVTabular's default), e.g. 'a_b'; another name_sep is not supported. Keep "
+                         f"name_sep='_' and rename the outputs with ops.Rename(f=...)")
+    if out_path is not None:
+        warn_difference(f"{label}(out_path={str(out_path)!r}): tabprep keeps the fitted statistics in the workflow "
+                        f"and writes them with Workflow.save(path); nothing is written to out_path (NVTabular 23.08 "
+                        f"writes its statistics files there).{_CATEGORIES if label == 'Categorify' else ''}",
+                        stacklevel=3, at_build=True)
+
+
+_CATEGORIES = (" op.categories writes NVTabular's unique.<column>.parquet files (values in id order) on demand "
+               "and gives their paths")

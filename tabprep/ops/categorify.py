@@ -17,9 +17,8 @@ from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
-from ._nvt_args import check_nvt_args
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
-from .base import StatOperator, group_keys, singled_in_groups, state_file
+from .base import StatOperator, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 
 PAD_ID = 0
@@ -80,7 +79,7 @@ class Categorify(StatOperator):
         out_path, cat_cache, name_sep, search_sorted, cardinality_memory_limit, tree_width,
             split_out, split_every: NVTabular 23.08's reduction and storage arguments, accepted so
             its pipelines run unchanged; they change no id. ``out_path`` warns (nothing is written
-            there), ``name_sep`` must be ``"_"`` (see ``tabprep/ops/_nvt_args.py``).
+            there), ``name_sep`` must be ``"_"`` (see ``tabprep.ops.base.check_nvt_args``).
 
     Example:
         >>> cats = ["C1", "C2"] >> Categorify(freq_threshold=2)
@@ -107,7 +106,7 @@ class Categorify(StatOperator):
         if search_sorted and freq_threshold:  # NVTabular's own refusal
             raise ValueError("Categorify: search_sorted=True cannot be combined with freq_threshold (as in NVTabular); "
                              "drop search_sorted, it changes no id in tabprep")
-        # NVTabular's reduction / storage knobs, stored verbatim; they change no id (ops/_nvt_args.py)
+        # NVTabular's reduction / storage knobs, stored verbatim; they change no id (ops.base.check_nvt_args)
         self.out_path, self.cat_cache, self.name_sep, self.search_sorted = out_path, cat_cache, name_sep, search_sorted
         self.cardinality_memory_limit, self.tree_width = cardinality_memory_limit, tree_width
         self.split_out, self.split_every = split_out, split_every

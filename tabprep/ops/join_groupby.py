@@ -13,8 +13,7 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
-from ._nvt_args import check_nvt_args
-from .base import StatOperator, column_names_arg, group_keys, state_file
+from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -73,7 +72,7 @@ class JoinGroupby(StatOperator):
                  split_out: Any = None, split_every: Any = None, cat_cache: Any = "host", out_path: Optional[str] = None,
                  on_host: bool = True, name_sep: str = "_", tree_width: Any = None) -> None:
         check_nvt_args("JoinGroupby", name_sep, out_path)
-        # NVTabular's reduction / storage knobs, stored verbatim; they change no value (ops/_nvt_args.py)
+        # NVTabular's reduction / storage knobs, stored verbatim; they change no value (ops.base.check_nvt_args)
         self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
         self.on_host, self.name_sep, self.tree_width = on_host, name_sep, tree_width
         cont_cols = [] if cont_cols is None else cont_cols

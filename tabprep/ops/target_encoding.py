@@ -13,8 +13,7 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from ._nvt_args import check_nvt_args
-from .base import StatOperator, column_names_arg, group_keys, out_of_fold_mode, state_file
+from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, out_of_fold_mode, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 
@@ -104,7 +103,7 @@ class TargetEncoding(StatOperator):
         if out_col is not None and not isinstance(out_col, str) and len(set(out_col)) != len(list(out_col)):
             raise ValueError(f"TargetEncoding out_col names must be unique, got {out_col!r}")
         # NVTabular's arguments, stored verbatim: target_mean and out_col are honoured, the
-        # reduction / storage knobs change no value (ops/_nvt_args.py)
+        # reduction / storage knobs change no value (ops.base.check_nvt_args)
         self.target_mean, self.out_col = target_mean, out_col
         self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
         self.on_host, self.name_sep, self.drop_folds, self.tree_width = on_host, name_sep, drop_folds, tree_width
