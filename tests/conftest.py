@@ -35,6 +35,37 @@ from tabprep.backend import has_cudf
 # TensorFlow test aborts the whole run (tabprep/_frameworks.py, tests/test_frameworks_together.py)
 preload_triton()
 
+# ---------------------------------------------------------------------------
+# pytest-xdist (`-n 4 --dist loadfile`, the README's test command): each file runs whole on one
+# worker (module and session fixtures set up once); the files that take longest are handed out
+# first, so that no long file starts last and runs alone at the end (measured on the 2-core CI
+# machine; most of their time is spent waiting on subprocesses, servers and dask clusters)
+# ---------------------------------------------------------------------------
+SLOW_FILES_FIRST = [
+    "test_docs_snippets.py", "test_cli_cluster.py", "test_cli_subprocess.py", "test_commit.py",
+    "test_keras_backends.py", "test_loader_tf.py", "test_examples.py", "test_serving_parity.py",
+    "test_s3.py", "test_frameworks_together.py", "test_s3_cli.py", "test_conformance.py",
+    "test_s3_edges.py", "test_trust_cli.py", "test_serving_http.py", "test_distributed.py",
+]
+
+
+def pytest_configure(config):
+    # xdist's loadfile scheduler otherwise reorders the files by their number of tests
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist only (the order a worker collects is the order files are handed out):
+    the files of SLOW_FILES_FIRST first, in that order, the others after them as collected."""
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: test order within a file kept
+
+
 @pytest.fixture(autouse=True)
 def _restore_tabprep_logger():
     """An in-process CLI run sets the ``tabprep`` logger's level (``--quiet``: ERROR) for its
