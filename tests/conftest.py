@@ -35,6 +35,38 @@ from tabprep.backend import has_cudf
 # TensorFlow test aborts the whole run (tabprep/_frameworks.py, tests/test_frameworks_together.py)
 preload_triton()
 
+# ---------------------------------------------------------------------------
+# pytest-xdist (`-n 4 --dist loadfile`, the README's test command): each file runs whole on one
+# worker (module and session fixtures set up once); the files that take longest are handed out
+# first, so that no long file starts last and runs alone at the end (order measured on the shared
+# 2-core dev machine, 2026-11-27; a file missing from the list only runs later, nothing breaks)
+# ---------------------------------------------------------------------------
+SLOW_FILES_FIRST = [  # by their time on 4 workers (pytest --durations, summed per file), longest first
+    "test_docs_snippets.py", "test_conformance.py", "test_cli_subprocess.py", "test_cli_cluster.py",
+    "test_loader_tf.py", "test_keras_backends.py", "test_commit.py", "test_s3.py", "test_serving_parity.py",
+    "test_trust_io.py", "test_s3_cli.py", "test_examples.py", "test_serving_keras.py", "test_loader_jax.py",
+    "test_tfrecord.py", "test_loader_torch.py", "test_frameworks_together.py", "test_s3_edges.py",
+    "test_quality_drift.py", "test_s3_options.py", "test_ops_normalize.py", "test_trust_cli.py",
+]
+
+
+def pytest_configure(config):
+    # xdist's loadfile scheduler otherwise reorders the files by their number of tests
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist only (the order a worker collects is the order files are handed out):
+    the files of SLOW_FILES_FIRST first, in that order, the others after them as collected."""
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: test order within a file kept
+
+
 @pytest.fixture(autouse=True)
 def _restore_tabprep_logger():
     """An in-process CLI run sets the ``tabprep`` logger's level (``--quiet``: ERROR) for its

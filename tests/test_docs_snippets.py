@@ -148,3 +148,19 @@ def test_readme_is_short_and_its_install_commands_need_only_pypi() -> None:
     # CI installs what the README's test command installs (plus the docs)
     assert 'pip install -e ".[dev,tf,serve,torch,jax]" && python -m pytest -q' in install.code
     assert '-e ".[dev,tf,serve,torch,jax,docs]"' in ci and "mkdocs build --strict" in ci
+
+
+def test_readme_and_ci_run_one_test_command() -> None:
+    # README's set-up line, its Development block and .ci/run's pytest line: the same pytest
+    # arguments (pytest-xdist's `-n 4 --dist loadfile` included); .ci/run adds only -p no:cacheprovider
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text()
+    ci_cmds = re.findall(r"^python3 -m pytest (.*)$", ci, flags=re.M)
+    assert len(ci_cmds) == 1, ci_cmds
+    ci_args = ci_cmds[0].replace("-p no:cacheprovider", "").split()
+    readme_cmds = [m.split() for m in re.findall(r"python -m pytest ([^#&\n]*?)\s*#[^\n]*CI runs", readme)]
+    assert len(readme_cmds) == 2, readme_cmds
+    assert all(args == ci_args for args in readme_cmds), (readme_cmds, ci_args)
+    assert "-n" in ci_args and "loadfile" in ci_args  # the files run on pytest-xdist workers

@@ -46,9 +46,14 @@ ESCAPES = [
 
 
 @pytest.fixture
-def target_dir():
+def target_dir(tmp_path, monkeypatch):
     """A folder next to the temporary download folders: where an escaping key would land."""
-    # the downloaded copy goes to tempfile.gettempdir()/tabprep-fetch-XXXX: "../" of it is gettempdir()
+    # the downloaded copy goes to tempfile.gettempdir()/tabprep-fetch-XXXX: "../" of it is gettempdir().
+    # This test's own temporary folder (tempfile.tempdir) so that _no_escape's look for leftover
+    # download folders sees only this test's: pytest-xdist workers load from S3 at the same time
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     name = f"tabprep-escape-probe-{os.getpid()}.pth"
     path = Path(tempfile.gettempdir()) / name
     path.unlink(missing_ok=True)
