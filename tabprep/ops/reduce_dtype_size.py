@@ -34,6 +34,9 @@ class ReduceDtypeSize(StatOperator):
     Args:
         float_dtypes: candidate float dtypes, smallest first (None: float32, float64).
         int_dtypes: candidate int dtypes, smallest first (None: int8, int16, int32, int64).
+        float_dtype: NVTabular 23.08's argument: the one dtype for every float column (its
+            default, float32, is also tabprep's first candidate). A column whose fitted range
+            does not fit it keeps its dtype (NVTabular casts it anyway: values overflow to inf).
 
     Example:
         >>> small = ["C1", "I1"] >> Categorify() >> ReduceDtypeSize()   # ids in int8/int16/...
@@ -42,8 +45,11 @@ class ReduceDtypeSize(StatOperator):
     supports_lists = True
 
     def __init__(self, float_dtypes: Optional[Sequence[str]] = None,
-                 int_dtypes: Optional[Sequence[str]] = None) -> None:
-        for d in float_dtypes or ():
+                 int_dtypes: Optional[Sequence[str]] = None, float_dtype: Any = None) -> None:
+        if float_dtype is not None and float_dtypes is not None:
+            raise ValueError("ReduceDtypeSize: give float_dtype (NVTabular's: one dtype for every float column) or "
+                             "float_dtypes (tabprep's: candidates, smallest first), not both")
+        for d in float_dtypes or ([float_dtype] if float_dtype is not None else ()):
             if np.dtype(d).kind != "f":
                 raise ValueError(f"float_dtypes must be float dtypes, got {d!r}")
         for d in int_dtypes or ():
@@ -51,6 +57,7 @@ class ReduceDtypeSize(StatOperator):
                 raise ValueError(f"int_dtypes must be integer dtypes, got {d!r}")
         self.float_dtypes = float_dtypes
         self.int_dtypes = int_dtypes
+        self.float_dtype = float_dtype
         self.stats_: Optional[Dict[str, Any]] = None
 
     # -- fit ---------------------------------------------------------------------------------
@@ -80,9 +87,16 @@ class ReduceDtypeSize(StatOperator):
             stats[c] = {"min": lo, "max": hi, "dtype": self._pick(kind, lo, hi)}
         self.stats_ = stats
 
+    def to_config(self) -> Dict[str, Any]:
+        config = dict(self.get_params())
+        if config.get("float_dtype") is not None:  # np.float32 (NVTabular's default spelling) is saved by its name
+            config["float_dtype"] = np.dtype(config["float_dtype"]).name
+        return config
+
     def _pick(self, kind: str, lo: Any, hi: Any) -> Optional[str]:
         if kind == "f":
-            for d in self.float_dtypes or DEFAULT_FLOAT_DTYPES:
+            candidates = [self.float_dtype] if self.float_dtype is not None else self.float_dtypes
+            for d in candidates or DEFAULT_FLOAT_DTYPES:
                 info = np.finfo(d)
                 if lo is None or (float(info.min) <= lo and hi <= float(info.max)):
                     return np.dtype(d).name

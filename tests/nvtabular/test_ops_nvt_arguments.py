@@ -136,3 +136,25 @@ def test_join_groupby_defaults_are_nvtabulars_count_only():
     assert list(bare.columns) == ["s_count"]
     want = df["s"].map(df["s"].value_counts()).to_numpy()
     np.testing.assert_array_equal(bare["s_count"].to_numpy(), want)
+
+
+def test_reduce_dtype_size_float_dtype_as_nvtabular():
+    """NVTabular 23.08: ``ReduceDtypeSize(float_dtype=np.float32)``, every float column cast to
+    ``float_dtype`` (a TypeError in tabprep before). Ints are reduced as before."""
+    df = pd.DataFrame({"f32": np.array([0.5, -1.25, np.nan], dtype="float32"), "f64": [1.0, 2.5, 1e30],
+                       "i": [1, 2, 300]})
+    _, wide = _out(["f32", "f64", "i"] >> ops.ReduceDtypeSize(float_dtype=np.float64), df)
+    assert [str(wide[c].dtype) for c in ("f32", "f64")] == ["float64", "float64"]
+    np.testing.assert_array_equal(wide["f32"].to_numpy(), df["f32"].to_numpy().astype("float64"))
+    _, narrow = _out(["f32", "f64", "i"] >> ops.ReduceDtypeSize(float_dtype="float32"), df)
+    assert [str(narrow[c].dtype) for c in ("f32", "f64", "i")] == ["float32", "float32", "int16"]
+    np.testing.assert_array_equal(narrow["f64"].to_numpy(), df["f64"].to_numpy().astype("float32"))
+    with pytest.raises(ValueError, match="float_dtype"):
+        ops.ReduceDtypeSize(float_dtype="float32", float_dtypes=["float32", "float64"])
+
+
+def test_reduce_dtype_size_saves_a_numpy_float_dtype(tmp_path):
+    df = pd.DataFrame({"f": np.array([0.5, 1.5], dtype="float32")})
+    wf, _ = _out(["f"] >> ops.ReduceDtypeSize(float_dtype=np.float64), df)  # NVTabular's spelling: a numpy type
+    wf.save(str(tmp_path / "wf"))
+    assert str(tp.Workflow.load(str(tmp_path / "wf")).transform(df)["f"].dtype) == "float64"
