@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._warn import warn_difference
 from .._util import is_frame
 from ..io import fs as fsmod
 from ..io.paths import expand_paths
@@ -61,7 +62,9 @@ class JoinExternal(Operator):
 
     def __init__(self, df_or_path: Any = None, on: Union[str, Sequence[str], None] = None,
                  columns_ext: Optional[Sequence[str]] = None, how: str = "left",
-                 storage_options: Optional[Dict[str, Any]] = None, *, df_ext: Any = None) -> None:
+                 storage_options: Optional[Dict[str, Any]] = None, *, df_ext: Any = None,
+                 on_ext: Union[str, Sequence[str], None] = None, drop_duplicates_ext: Optional[bool] = None,
+                 kind_ext: Any = None, cache: Any = "host") -> None:
         # ``df_ext`` is NVTabular 23.08's keyword for the side table; ``df_or_path`` is tabprep's
         if df_ext is not None:
             if df_or_path is not None:
@@ -80,6 +83,18 @@ class JoinExternal(Operator):
         if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or is_frame(df_or_path)):
             raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame, a pyarrow Table, a dask "
                             f"DataFrame, a tabprep Dataset or a parquet / csv path, got {type(df_or_path).__name__}")
+        on_list = [on] if isinstance(on, str) else list(on)
+        ext_list = on_list if on_ext is None else ([on_ext] if isinstance(on_ext, str) else list(on_ext))
+        if len(ext_list) != len(on_list):
+            raise ValueError(f"JoinExternal: on_ext {on_ext!r} must name as many key columns as on {on!r}")
+        if ext_list != on_list:
+            warn_difference(f"JoinExternal(on_ext={on_ext!r}): the side table's key column(s) {ext_list} are joined "
+                            f"as {on_list} and not output; NVTabular 23.08 also outputs them under their own names "
+                            f"(equal to the key where a row matched). Add them back with LambdaOp if the model "
+                            f"reads them", stacklevel=2, at_build=True)
+        # NVTabular's: the side table's key names (honoured), full-row duplicates dropped before the
+        # join (honoured), the table's format and cache (tabprep reads by type / suffix; no effect)
+        self.on_ext, self.drop_duplicates_ext, self.kind_ext, self.cache = on_ext, drop_duplicates_ext, kind_ext, cache
         self.df_or_path = df_or_path
         self.on = on
         self.columns_ext = columns_ext
@@ -122,12 +137,22 @@ class JoinExternal(Operator):
 
     def _validate(self, frame: Any) -> Any:
         keys = self.keys
+        if self.on_ext is not None:  # the side table's own key names -> on's (a saved table has on's already)
+            ext_keys = [self.on_ext] if isinstance(self.on_ext, str) else list(self.on_ext)
+            renames = {e: k for e, k in zip(ext_keys, keys) if e != k and e in frame.columns}
+            both = [k for k in renames.values() if k in frame.columns]
+            if both:
+                raise ValueError(f"JoinExternal: the side table holds both the on_ext key(s) {list(renames)} and "
+                                 f"column(s) {both} named like the data's keys; rename or drop one of them")
+            frame = frame.rename(columns=renames)
         missing = [k for k in keys if k not in frame.columns]
         if missing:
             raise KeyError(f"JoinExternal: key column(s) {missing} are not in the side table "
                            f"(its columns: {list(frame.columns)})")
         ext = self.ext_columns(frame)
         frame = frame[keys + ext]
+        if self.drop_duplicates_ext:  # NVTabular's: repeated rows of the joined columns go before the join
+            frame = frame.drop_duplicates(ignore_index=True)
         nulls = frame[keys].isna().any(axis=1)
         if nulls.any():  # a null key never matches
             frame = frame[~nulls]

@@ -158,3 +158,35 @@ def test_reduce_dtype_size_saves_a_numpy_float_dtype(tmp_path):
     wf, _ = _out(["f"] >> ops.ReduceDtypeSize(float_dtype=np.float64), df)  # NVTabular's spelling: a numpy type
     wf.save(str(tmp_path / "wf"))
     assert str(tp.Workflow.load(str(tmp_path / "wf")).transform(df)["f"].dtype) == "float64"
+
+
+# -- JoinExternal(on_ext=, drop_duplicates_ext=, kind_ext=, cache=) ----------------------------------
+def _rows():
+    return pd.DataFrame({"item_id": [3, 1, 2, 9, 1], "x": [0.5, 1.5, 2.5, 3.5, 4.5]})
+
+
+def test_join_external_on_ext_joins_on_the_side_tables_own_key_name(tmp_path):
+    side = pd.DataFrame({"item": [1, 2, 3], "price": [10.0, 20.0, 30.0]})
+    with pytest.warns(tp.NVTabularDifferenceWarning, match="on_ext"):
+        node = ["item_id", "x"] >> ops.JoinExternal(side, on="item_id", on_ext="item", kind_ext="pandas", cache="host")
+    wf, got = _out(node, _rows())
+    want = _rows().merge(side, left_on="item_id", right_on="item", how="left")["price"].to_numpy()
+    np.testing.assert_array_equal(got["price"].to_numpy(dtype="float64", na_value=np.nan), want)
+    assert list(got.columns) == ["item_id", "x", "price"]
+    wf.save(str(tmp_path / "wf"))
+    again = tp.Workflow.load(str(tmp_path / "wf")).transform(_rows())
+    np.testing.assert_array_equal(again["price"].to_numpy(dtype="float64", na_value=np.nan), want)
+
+
+def test_join_external_drop_duplicates_ext_drops_repeated_rows_only():
+    # rows equal on the joined columns (key + columns_ext), as NVTabular compares them; "note" is not joined
+    side = pd.DataFrame({"item_id": [1, 1, 2, 3], "price": [10.0, 10.0, 20.0, 30.0], "note": ["a", "b", "c", "d"]})
+    with pytest.raises(ValueError, match="duplicate keys"):
+        _out(["item_id"] >> ops.JoinExternal(side, on="item_id", columns_ext=["item_id", "price"]), _rows())
+    _, got = _out(["item_id"] >> ops.JoinExternal(side, on="item_id", columns_ext=["item_id", "price"],
+                                                  drop_duplicates_ext=True), _rows())
+    np.testing.assert_array_equal(got["price"].to_numpy(dtype="float64", na_value=np.nan),
+                                  [30.0, 10.0, 20.0, np.nan, 10.0])
+    clash = pd.DataFrame({"item_id": [1, 1], "price": [10.0, 11.0]})  # the same key, other values: still refused
+    with pytest.raises(ValueError, match="duplicate keys"):
+        _out(["item_id"] >> ops.JoinExternal(clash, on="item_id", drop_duplicates_ext=True), _rows())
