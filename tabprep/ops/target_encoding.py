@@ -112,6 +112,7 @@ class TargetEncoding(StatOperator):
             raise ValueError(f"TargetEncoding kfold must be >= 1, got {kfold}")
         if float(p_smooth) < 0:
             raise ValueError(f"TargetEncoding p_smooth must be >= 0, got {p_smooth}")
+        out_dtype = "float32" if out_dtype is None else out_dtype  # NVTabular: out_dtype or np.float32
         if np.dtype(out_dtype).kind != "f":
             raise ValueError(f"TargetEncoding out_dtype must be a float dtype, got {out_dtype!r}")
         if int(kfold) > 1:

@@ -190,3 +190,9 @@ def test_join_external_drop_duplicates_ext_drops_repeated_rows_only():
     clash = pd.DataFrame({"item_id": [1, 1], "price": [10.0, 11.0]})  # the same key, other values: still refused
     with pytest.raises(ValueError, match="duplicate keys"):
         _out(["item_id"] >> ops.JoinExternal(clash, on="item_id", drop_duplicates_ext=True), _rows())
+
+
+def test_target_encoding_out_dtype_none_is_float32():
+    """NVTabular 23.08: ``output_dtype = self.out_dtype or np.float32`` (numpy's dtype(None) is float64)."""
+    _, got = _out(["c"] >> ops.TargetEncoding("t", out_dtype=None))
+    assert str(got["TE_c_t"].dtype) == "float32"
