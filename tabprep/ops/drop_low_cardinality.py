@@ -49,16 +49,25 @@ class DropLowCardinality(StatOperator):
     supports_lists = True
 
     def __init__(self, min_cardinality: Optional[int] = None) -> None:
-        # NVTabular's threshold for the same call (its default is 4), to say where choices differ
-        self._nvt_min = 4 if min_cardinality is None else int(min_cardinality)
-        min_cardinality = 2 if min_cardinality is None else min_cardinality
-        if int(min_cardinality) < 1:
+        if min_cardinality is not None and int(min_cardinality) < 1:
             raise ValueError(f"min_cardinality must be >= 1, got {min_cardinality}")
-        self.min_cardinality = int(min_cardinality)
+        # as given: None (the default) resolves to 2 here and to NVTabular's 4 in its rule, also
+        # after save/load (a resolved 2 reloaded as an explicit 2 for both)
+        self.min_cardinality = min_cardinality
         self._warned: set = set()
         self.stats_: Optional[Dict[str, int]] = None
         self._schema_cards: Dict[str, Optional[int]] = {}
         self._continuous: List[str] = []
+
+    @property
+    def _min(self) -> int:
+        """The threshold tabprep applies (default 2)."""
+        return 2 if self.min_cardinality is None else int(self.min_cardinality)
+
+    @property
+    def _nvt_min(self) -> int:
+        """NVTabular's threshold for the same call (its default is 4), to say where choices differ."""
+        return 4 if self.min_cardinality is None else int(self.min_cardinality)
 
     # -- fit: count distinct values, capped --------------------------------------------------
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, List[Any]]:
@@ -70,7 +79,7 @@ class DropLowCardinality(StatOperator):
             if backend.is_list_series(s):
                 s, _ = backend.list_leaves(s)
             counts, _ = backend.value_counts(s)
-            out[c] = backend.to_numpy(counts.index[: self.min_cardinality]).tolist()
+            out[c] = backend.to_numpy(counts.index[: self._min]).tolist()
         return out
 
     def fit_combine(self, partials: List[Dict[str, List[Any]]]) -> Dict[str, List[Any]]:
@@ -79,9 +88,9 @@ class DropLowCardinality(StatOperator):
             seen: set = set()
             for p in partials:
                 seen.update(p[c])
-                if len(seen) >= self.min_cardinality:
+                if len(seen) >= self._min:
                     break
-            out[c] = list(seen)[: self.min_cardinality]
+            out[c] = list(seen)[: self._min]
         return out
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, List[Any]]) -> None:
@@ -101,7 +110,7 @@ class DropLowCardinality(StatOperator):
             if c in self._continuous:
                 continue
             card = self.cardinality(c)
-            if card is not None and card < self.min_cardinality:
+            if card is not None and card < self._min:
                 out.append(c)
         return out
 
@@ -134,7 +143,7 @@ class DropLowCardinality(StatOperator):
         if set(mine) == set(theirs) or not first_time(self._warned, (tuple(mine), tuple(theirs))):
             return
         # which columns a model gets must not silently differ from the NVTabular pipeline's
-        warn_difference(f"DropLowCardinality(min_cardinality={self.min_cardinality}) drops {mine}, where NVTabular "
+        warn_difference(f"DropLowCardinality(min_cardinality={self._min}) drops {mine}, where NVTabular "
                         f"23.08's DropLowCardinality(min_cardinality={self._nvt_min}) drops {theirs}: tabprep counts "
                         f"a column's distinct values (of a Categorify output, its vocabulary), NVTabular compares "
                         f"the schema's domain max (vocabulary + 1 + num_buckets) and keeps every column without a "

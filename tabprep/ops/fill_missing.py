@@ -72,10 +72,10 @@ class FillMissing(Operator):
             src = input_schema[c]
             cols.append(src.with_(tags=tuple(src.tags)))
         if self.add_binary_cols:
-            # the indicator takes its column's tags, as merlin-core gives a column mapped from one
-            # input (NVTabular 23.08: x_filled of a continuous x is continuous); no "binary" tag,
-            # which merlin's BINARY_CLASSIFICATION target tag includes
-            # and its properties, less an id column's table size (a bool indicator has none)
+            # the indicator takes its column's tags and properties, as merlin-core gives a column
+            # mapped from one input (NVTabular 23.08: x_filled of a continuous x is continuous), less
+            # an id column's table size (a bool indicator has none); no "binary" tag, which merlin's
+            # BINARY_CLASSIFICATION target tag includes
             cols += [ColumnSchema(f"{c}_filled", dtype="bool", tags=tuple(input_schema[c].tags),
                                   properties=without_table_properties(input_schema[c].properties)) for c in columns]
         return Schema(cols)

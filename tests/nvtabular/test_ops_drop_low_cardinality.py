@@ -62,3 +62,16 @@ def test_nvtabular_rule_on_the_schema():
         tp.ColumnSchema("f", dtype="int64", properties={"domain": {"min": 0, "max": 1}}),
     ])
     assert op.nvtabular_dropped(schema, ["c", "d", "e", "f"]) == ["c"]
+
+
+def test_a_saved_default_op_keeps_nvtabulars_default_after_load(tmp_path):
+    """The default's NVTabular threshold (4) survives save/load: the op stores ``min_cardinality``
+    as given (None), not the resolved 2, which reloaded as an explicit 2 and compared against
+    NVTabular's ``min_cardinality=2``."""
+    wf, _ = _fit(["v1", "v2", "v3"] >> ops.Categorify() >> ops.DropLowCardinality())
+    wf.save(str(tmp_path / "wf"))
+    (op,) = [n.op for n in tp.Workflow.load(str(tmp_path / "wf")).stat_nodes if isinstance(n.op, ops.DropLowCardinality)]
+    schema = tp.Schema([tp.ColumnSchema("c", dtype="int64", tags=("categorical",),
+                                        properties={"domain": {"min": 0, "max": 3}})])
+    assert op.nvtabular_dropped(schema, ["c"]) == ["c"]
+    assert op.min_cardinality is None
