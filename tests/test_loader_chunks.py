@@ -121,6 +121,9 @@ def test_gpu_loader_gives_the_device_rmm_async_allocator_unless_one_was_chosen(t
     import rmm
 
     _write(tmp_path / "a.parquet", 100, 0, 100)
+    # JAX imported by another test module of this process would keep the switch from being made
+    # (test_async_allocator_is_not_switched_in_a_process_that_imported_jax)
+    monkeypatch.delitem(__import__("sys").modules, "jax", raising=False)
     saved = rmm.mr.get_per_device_resource(0)
     make = lambda: DataLoader(str(tmp_path), 10, label_names=["y"], cat_names=["c"], cont_names=["f"], device=0)  # noqa: E731
     try:
@@ -137,3 +140,59 @@ def test_gpu_loader_gives_the_device_rmm_async_allocator_unless_one_was_chosen(t
         assert type(rmm.mr.get_per_device_resource(0)) is rmm.mr.CudaMemoryResource
     finally:
         rmm.mr.set_per_device_resource(0, saved)
+
+
+class _FakeRmm:
+    """Stands in for RMM's ``mr`` module: records which resource each device is given (the
+    decision is tabprep's; what RMM does with the resource is RMM's)."""
+
+    class CudaMemoryResource:
+        pass
+
+    class CudaAsyncMemoryResource:
+        pass
+
+    def __init__(self):
+        self.resources = {0: self.CudaMemoryResource()}
+        self.mr = self
+
+    def get_per_device_resource(self, index):
+        return self.resources[index]
+
+    def set_per_device_resource(self, index, resource):
+        self.resources[index] = resource
+
+
+def test_async_allocator_is_not_switched_in_a_process_that_imported_jax(monkeypatch, caplog):
+    """On a 4x H200 host (cuDF 26.10, jax 0.11.2 with jax-cuda13-plugin) a GPU DataLoader's switch
+    of RMM to CudaAsyncMemoryResource, in a process that had imported JAX, made later cuDF
+    device-to-host copies fail (``to_arrow_host.cu: cudaErrorInvalidValue``) in every test after it;
+    TABPREP_RMM_ASYNC=0 or JAX_PLATFORMS=cpu avoided it. So with JAX in the process the switch
+    is not made, and the log says why and how to force it."""
+    import logging
+    import sys
+    import types
+
+    from tabprep.backend import core
+
+    fake = _FakeRmm()
+    monkeypatch.setitem(sys.modules, "rmm", fake)
+    monkeypatch.setattr(core, "has_cudf", lambda: True)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Device=lambda i: __import__("contextlib").nullcontext())))
+    monkeypatch.delenv("TABPREP_RMM_ASYNC", raising=False)
+
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    assert core.use_async_allocator(0) is True                  # no JAX: switched, as before
+    assert isinstance(fake.resources[0], fake.CudaAsyncMemoryResource)
+
+    fake.resources[0] = fake.CudaMemoryResource()
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    with caplog.at_level(logging.INFO, logger="tabprep.backend"):
+        assert core.use_async_allocator(0) is False
+    assert type(fake.resources[0]) is fake.CudaMemoryResource   # left as it was
+    assert "JAX" in caplog.text and "TABPREP_RMM_ASYNC=1" in caplog.text
+
+    monkeypatch.setenv("TABPREP_RMM_ASYNC", "1")                # the user forces it
+    assert core.use_async_allocator(0) is True
+    assert isinstance(fake.resources[0], fake.CudaAsyncMemoryResource)

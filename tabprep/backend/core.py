@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
@@ -247,8 +248,21 @@ def use_async_allocator(index: int) -> bool:
     sized on demand, so memory other libraries need is not reserved up front as
     ``rmm.reinitialize(pool_allocator=True)`` would). A resource the user or dask-cuda chose (any
     other type) is kept, and ``TABPREP_RMM_ASYNC=0`` keeps the default. Returns True if switched.
+
+    Not switched in a process that has imported JAX, unless ``TABPREP_RMM_ASYNC=1`` forces it: on a
+    4x H200 host (cuDF 26.10, jax 0.11.2 with its CUDA 13 plugin) the switch, made by a GPU loader
+    in a process that had imported JAX, made every later cuDF device-to-host copy fail
+    (``to_arrow_host.cu: cudaErrorInvalidValue``); ``TABPREP_RMM_ASYNC=0`` or ``JAX_PLATFORMS=cpu``
+    avoided it (docs/benchmarks.md, "RMM's async allocator and JAX"). The cost of not switching is
+    speed only (the online transform's allocations).
     """
     if switched_off(ASYNC_ALLOCATOR_ENV) or not has_cudf():
+        return False
+    forced = os.environ.get(ASYNC_ALLOCATOR_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    if "jax" in sys.modules and not forced:
+        log.info("GPU %d: RMM allocator left as it is: JAX is imported in this process, where switching to "
+                 "CudaAsyncMemoryResource broke cuDF's device-to-host copies (set TABPREP_RMM_ASYNC=1 to "
+                 "switch anyway)", index)
         return False
     import rmm
 
