@@ -11,10 +11,16 @@ own), and only the chain's last output becomes a pandas column again. Today's Cr
 ``FillMissing >> Clip >> LogOp >> Normalize`` thus costs a few ufunc passes per column instead
 of four pandas frames of fresh temporaries.
 
-Where a kernel declines a column (returns None: a dtype it does not reproduce exactly), that
-column goes through the ops' ``transform`` instead, op after op, so results never depend on
-whether a chain was fused. Frames whose columns are not host columns (cuDF:
-:func:`tabprep.backend.host_columns_supported` is False) run every op's ``transform`` as before.
+The same holds on cuDF frames: the backend turns a cuDF column into a
+:class:`tabprep.backend.DeviceColumn` (CuPy values + null mask) and back
+(:func:`tabprep.backend.host_column` / :func:`tabprep.backend.host_series` dispatch on the
+column's type), and the kernels, written for any array namespace, run as a few CuPy passes per
+column instead of four cuDF frames of temporaries.
+
+Where a kernel declines a column (returns None: a dtype or column type it does not reproduce
+exactly), that column goes through the ops' ``transform`` instead, op after op, so results never
+depend on whether a chain was fused. Frames whose columns cannot become kernel columns
+(:func:`tabprep.backend.host_columns_supported` is False) run every op's ``transform`` as before.
 """
 from __future__ import annotations
 
@@ -86,7 +92,7 @@ def plan_chains(nodes: Sequence[Node], needed: set, wanted: set) -> Dict[int, Li
 def run_chain(ops: List[Operator], columns: List[str], inp: Any,
               timer: Optional[Callable[[int, float], None]] = None,
               clock: Callable[[], float] = time.perf_counter) -> Any:
-    """The frame ``ops[-1]`` would output for ``columns`` of the pandas frame ``inp`` after
+    """The frame ``ops[-1]`` would output for ``columns`` of the frame ``inp`` (pandas or cuDF) after
     ``ops[0] .. ops[-2]``, computed with the ops' column kernels (``transform`` for columns a kernel
     declines). ``timer(i, seconds)``: optional, called with the time spent in ``ops[i]``."""
     out: Dict[str, Any] = {}
