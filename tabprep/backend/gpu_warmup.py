@@ -140,6 +140,20 @@ def _normalize() -> None:
     cupy.where(cupy.isnan(f), np.nan, 0.0).astype("float32")
 
 
+def _fused_chain(dtype: str) -> None:
+    """The column kernels of a fused FillMissing >> Clip >> LogOp >> Normalize chain (workflow/fusion.py)
+    on a tiny device column with a null, as the online Criteo transform runs them."""
+    import cupy
+
+    from .columns import DeviceColumn, clip_host, fill_host, log1p_host, normalize_host
+
+    values = _a([1, 0, 3], dtype)
+    col = DeviceColumn(values, cupy.asarray([False, True, False]), owned=True)
+    col = clip_host(fill_host(col, 0), 0, None)
+    normalize_host(log1p_host(col), 1.0, 2.0, "float32")
+    clip_host(DeviceColumn(values.copy(), None, owned=True), 0, None)
+
+
 def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
     # Categorify's kernels first (its lookup is the first op of most recommender workflows);
     # the fit compiles none: it runs on libcudf
@@ -151,6 +165,7 @@ def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
         (_k_astype, (np.int32, np.int64)), (_k_astype, (np.int64, np.float64)),
         (_k_astype, (np.float64, np.float64)),
         (_log1p, ("int32",)), (_log1p, ("float32",)),
+        (_fused_chain, ("int64",)), (_fused_chain, ("float32",)), (_fused_chain, ("float64",)),
     ]
     return tasks
 
@@ -169,7 +184,7 @@ def _warm() -> None:
     t = time.perf_counter()
     try:
         # NVRTC compiles outside the GIL, so independent kernels compile side by side; a few
-        # threads suffice (each kernel takes 0.1-1 s; there are 18 tasks)
+        # threads suffice (each kernel takes 0.1-1 s; there are about 20 tasks)
         workers = max(1, min(THREADS, os.cpu_count() or 1))
         with ThreadPoolExecutor(workers, thread_name_prefix="tabprep-cupy-warmup") as pool:
             for fut in [pool.submit(_run, task, args) for task, args in _tasks()]:
