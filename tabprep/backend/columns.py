@@ -229,6 +229,10 @@ def fill_host(col: ArrayColumn, value: Any) -> Optional[ArrayColumn]:
     return None
 
 
+#: the largest finite value of each float dtype (a Clip bound past it would become inf)
+_FLOAT_MAX = {np.dtype(t): float(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)}
+
+
 def clip_host(col: ArrayColumn, lower: Any, upper: Any) -> Optional[ArrayColumn]:
     """Clip: values bounded to ``[lower, upper]`` (dtype and nulls kept), where ``np.clip`` gives what
     pandas' clip gives (numpy int/float dtypes, integral bounds for ints; see ``array_clip_bounds``).
@@ -239,17 +243,11 @@ def clip_host(col: ArrayColumn, lower: Any, upper: Any) -> Optional[ArrayColumn]
     bounds = array_clip_bounds(v.dtype, lower, upper)
     if bounds is None:
         return None
-    typed = []
-    for b in bounds:
-        if b is None:
-            typed.append(None)
-            continue
-        with np.errstate(over="ignore"):
-            t = v.dtype.type(b)
-        if np.isfinite(t) != np.isfinite(b):
-            return None
-        typed.append(t)
-    out = array_module(v).clip(v, typed[0], typed[1], out=v if col.owned else None)
+    top = _FLOAT_MAX.get(v.dtype)  # ints: array_clip_bounds gave ints the dtype holds
+    if top is not None and any(b is not None and top < abs(b) < np.inf for b in bounds):
+        return None
+    lo, hi = (None if b is None else v.dtype.type(b) for b in bounds)
+    out = array_module(v).clip(v, lo, hi, out=v if col.owned else None)
     return col.like(out, col.mask, True, col.nullable)
 
 
