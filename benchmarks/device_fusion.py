@@ -56,8 +56,7 @@ def main() -> None:
         sync = lambda: None  # noqa: E731
     full = criteo_workflow(1_000_000).fit(tp.Dataset(files, cpu=not args.gpu))
     chain = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
-    conts = tp.Workflow(chain)
-    conts.fit(frame.iloc[:100_000] if not args.gpu else frame.iloc[:100_000].to_pandas())
+    conts = tp.Workflow(chain).fit(tp.Dataset(files, cpu=not args.gpu))
     print(f"device: {'GPU (cuDF)' if args.gpu else 'CPU (pandas)'}; {len(frame):,} rows", flush=True)
 
     fused_support = tb.host_columns_supported
