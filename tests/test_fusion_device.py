@@ -246,10 +246,70 @@ def test_categorify_kernel_declines_device_columns(fake_device):
     """Categorify's kernel is numpy's lookup: a device column goes through its transform."""
     df = pd.DataFrame({"x": [1, 2, 2, 3]})
     wf = tp.Workflow(["x"] >> ops.Categorify()).fit(df)
-    kernel = wf.nodes[-1].op.column_kernel("x") if wf.nodes[-1].kind == "op" else \
-        [n for n in wf.nodes if n.kind == "op"][0].op.column_kernel("x")
-    assert kernel(DeviceColumn(wrap(df["x"].to_numpy()))) is None
-    assert kernel(backend.host_column(df["x"])) is not None
+    (cat,) = [n.op for n in wf.nodes if n.kind == "op"]
+    assert cat.column_kernel("x")(DeviceColumn(wrap(df["x"].to_numpy()))) is None
+    assert cat.column_kernel("x")(backend.host_column(df["x"])) is not None
+
+
+class FakeDeviceSeries(pd.Series):
+    """A series whose kernel column is a fake device column (as a cuDF series' is a DeviceColumn)."""
+
+    @property
+    def _constructor(self):
+        return FakeDeviceSeries
+
+
+class FakeDeviceFrame(pd.DataFrame):
+    @property
+    def _constructor(self):
+        return FakeDeviceFrame
+
+    @property
+    def _constructor_sliced(self):
+        return FakeDeviceSeries
+
+
+def test_run_chain_asks_the_backend_for_device_columns(fake_device):
+    """fusion.run_chain on a frame whose columns the backend turns into device columns (registered
+    here for the fake device, as gpu.py registers cuDF's): the kernels run in the device namespace,
+    a column they decline (a nullable bool FillMissing cannot fill exactly) goes through the ops'
+    transforms, and the frame equals the CPU workflow's output."""
+    from tabprep.workflow import fusion
+
+    df = frame()
+    df["nb"] = pd.array([True, None, False, True] * 10, dtype="boolean")
+    cols = COLS + ["nb"]
+    wf = tp.Workflow(cols >> ops.FillMissing(fill_val=0) >> ops.Clip(min_value=LO, max_value=HI) >> ops.LogOp()
+                     >> ops.Normalize()).fit(df)
+    chain = [n.op for n in wf.nodes if n.kind == "op"]
+    made = []
+
+    def to_device(series):
+        col = device_column(pd.Series(series), float_nulls=True) if str(series.dtype) != "boolean" else None
+        made.append(type(col).__name__)
+        return col
+
+    def to_series(col, like, name):
+        values, mask = host(col.values), None if col.mask is None else host(col.mask)
+        assert mask is None  # FillMissing and Normalize leave no mask
+        return pd.Series(values, index=like.index, name=name)
+
+    saved = backend.host_series._lookup.get(DeviceColumn)
+    backend.host_column.register(FakeDeviceSeries, to_device)
+    backend.host_series.register(DeviceColumn, to_series)
+    try:
+        got = fusion.run_chain(chain, cols, FakeDeviceFrame(df))
+    finally:
+        backend.host_column._lookup.pop(FakeDeviceSeries, None)
+        backend.host_series._lookup.pop(DeviceColumn, None)
+        if saved is not None:  # the GPU backend's, where it was loaded
+            backend.host_series.register(DeviceColumn, saved)
+    assert made.count("DeviceColumn") == len(COLS) and made.count("NoneType") == 1, made
+    assert {"isnan", "clip", "subtract"} <= set(FakeXP.calls)
+    ref = wf.transform(df)
+    assert list(got.columns) == cols
+    for c in cols:
+        assert_col_equals(HostColumn(got[c].to_numpy()), ref[c], c)
 
 
 # -- on the GPU: the chain on cuDF frames --------------------------------------------------------
