@@ -241,7 +241,7 @@ class Operator(metaclass=_OperatorType):
         raise NotImplementedError
 
     def column_kernel(self, column: str) -> Optional[Callable[[Any], Any]]:
-        """An element-wise host kernel for ``column``, or None (the default: the workflow runs
+        """An element-wise column kernel for ``column``, or None (the default: the workflow runs
         :meth:`transform`).
 
         An op whose output column ``c`` depends only on input column ``c``, row by row (same name,

@@ -1,7 +1,8 @@
-"""Fused element-wise chains: consecutive ops with host kernels run as one pass per column.
+"""Fused element-wise chains: consecutive ops with column kernels run as one pass per column.
 
-An op may declare an element-wise host kernel per column (:meth:`tabprep.ops.Operator.column_kernel`):
-a function on :class:`tabprep.backend.HostColumn` (numpy values + null mask) that computes what
+An op may declare an element-wise kernel per column (:meth:`tabprep.ops.Operator.column_kernel`):
+a function on :class:`tabprep.backend.HostColumn` (numpy values + null mask; on cuDF frames a
+:class:`tabprep.backend.DeviceColumn` of CuPy arrays, see below) that computes what
 its ``transform`` computes for that column. A *chain* is a run of op nodes ``n1 >> n2 >> ... >> nk``
 that all declare kernels, keep their column names (output columns == input columns), read no
 other column, keep the rows, and where each ``n_i`` (i < k) feeds only ``n_{i+1}`` and is not
