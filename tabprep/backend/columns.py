@@ -204,7 +204,9 @@ def fill_host(col: ArrayColumn, value: Any) -> Optional[ArrayColumn]:
             return None
         if col.mask is None:
             return col.like(v, None, col.owned)
-        fill = xp.asarray(value, dtype=v.dtype)  # an integral float (2.0) as the column's int
+        # a Python int (an integral float such as 2.0 made one): a weak scalar, so where() keeps the
+        # column's dtype, and no 0-d array to copy to the device
+        fill = int(value)
         if col.owned:
             xp.copyto(v, fill, where=col.mask)
             return col.like(v, None, True)
@@ -219,7 +221,6 @@ def fill_host(col: ArrayColumn, value: Any) -> Optional[ArrayColumn]:
         nan = xp.isnan(v)  # a device column's nulls are NaN in its values too
         if not bool(nan.any()):
             return col.like(v, None, col.owned)
-        fill = xp.asarray(fill)  # 0-d of the column's dtype: where() keeps float32 a float32
         if col.owned:
             xp.copyto(v, fill, where=nan)
             return col.like(v, None, True)
