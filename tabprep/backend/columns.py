@@ -93,7 +93,8 @@ class DeviceColumn(ArrayColumn):
 # ---------------------------------------------------------------------------
 host_columns_supported = Dispatch("host_columns_supported", """True when the columns of this frame can be
 turned into kernel columns by :func:`host_column` (pandas: :class:`HostColumn`; cuDF:
-:class:`DeviceColumn`), so that the workflow fuses chains of column kernels; False for other frames.""")
+:class:`DeviceColumn`, once the GPU kernel warm-up is done), so that the workflow fuses chains of
+column kernels; False for other frames.""")
 host_columns_supported.register(object, lambda frame: False)
 host_columns_supported.register(pd.DataFrame, lambda frame: True)
 

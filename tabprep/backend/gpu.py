@@ -204,7 +204,11 @@ def _log1p_float(values: Any, overwrite: bool = False) -> Any:
 # ---------------------------------------------------------------------------
 @_register(C.host_columns_supported)
 def _host_columns_supported(frame: Any) -> bool:
-    return True  # numeric cuDF columns become DeviceColumns (host_column below)
+    # numeric cuDF columns become DeviceColumns (host_column below), whose kernels are CuPy's: fused
+    # only once the warm-up pool has built them (gpu_warmup._fused_chain). Until then, and always
+    # with TABPREP_GPU_WARMUP=0, every op's transform runs as before, so a cold worker's fit and
+    # FillMissing / Clip compile no CuPy kernel (libcudf's; issue #16). Same results either way.
+    return gpu_warmup.READY.is_set() and gpu_warmup.enabled()
 
 
 @_register(C.host_column)

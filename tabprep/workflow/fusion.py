@@ -16,7 +16,10 @@ The same holds on cuDF frames: the backend turns a cuDF column into a
 :class:`tabprep.backend.DeviceColumn` (CuPy values + null mask) and back
 (:func:`tabprep.backend.host_column` / :func:`tabprep.backend.host_series` dispatch on the
 column's type), and the kernels, written for any array namespace, run as a few CuPy passes per
-column instead of four cuDF frames of temporaries.
+column instead of four cuDF frames of temporaries. The GPU backend does so once its kernel
+warm-up (:mod:`tabprep.backend.gpu_warmup`) has built those kernels; before, and with
+``TABPREP_GPU_WARMUP=0``, cuDF frames run every op's ``transform`` (libcudf's precompiled
+operations: a cold worker compiles no CuPy kernel for FillMissing or Clip).
 
 Where a kernel declines a column (returns None: a dtype or column type it does not reproduce
 exactly), that column goes through the ops' ``transform`` instead, op after op, so results never
