@@ -91,7 +91,7 @@ def test_every_gpu_dispatcher_is_registered_lazily():
 
     registered = set(re.findall(r"@_register\((\w+)\.(\w+)\)", src))
     registered |= set(re.findall(r"(\w)\.(\w+)\.register_module\(GPU_MODULES", src))
-    mods = {"A": backend.arrays, "F": backend.frames, "L": backend.lists, "K": backend.lookup,
+    mods = {"A": backend.arrays, "C": backend.columns, "F": backend.frames, "L": backend.lists, "K": backend.lookup,
             "P": backend.parquet, "R": backend.reductions}
     assert len(registered) > 30
     for alias, name in registered:

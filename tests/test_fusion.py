@@ -2,7 +2,7 @@
 
 ``Operator.column_kernel`` promises the same dtype and bits as ``transform``. The reference here
 is each op's pandas ``transform`` run op by op (fusion switched off by making
-``backend.host_columns_supported`` answer False, which is what cuDF frames get), on columns of
+``backend.host_columns_supported`` answer False, as for frames the kernels do not take), on columns of
 every numeric dtype with nulls, NaN, +-inf, negatives and values past the LogOp table, for random
 chains and parameters. Then the Arrow path (``fusion.transform_table``) against the pandas path
 on the same partitions, and the planner's chain rules.

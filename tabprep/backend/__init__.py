@@ -38,7 +38,7 @@ from .arrays import (ALIGN, LOG_SMALL, _numpy_kind_dtype, array_clip_bounds, arr
                      int_values, is_float_series, is_int_like, is_list_series, is_string_series, isnull,
                      log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
                      to_host, to_numpy, value_counts)
-from .columns import (HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
+from .columns import (ArrayColumn, DeviceColumn, HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
                       host_columns_supported, host_series, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
@@ -61,7 +61,7 @@ from .reductions import (any_true, count_order, finite_minmax, finite_moments, f
                          int_counts, merge_counts, profile_exact)
 
 __all__ = [
-    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

@@ -436,12 +436,13 @@ def fast_log1p(x: Any, out: Any = None) -> Any:
 
 log1p_float = Dispatch("log1p_float", """``float32(log1p(x))`` of a float64 array (numpy or cupy), as
 computing ``log1p`` in float64 then rounding (LogOp on float columns). NaN stays NaN, -1 gives -inf,
-values below -1 give NaN, +inf stays +inf.""")
+values below -1 give NaN, +inf stays +inf. ``overwrite=True``: ``x`` is the caller's own and may be
+used as scratch (the CPU computes in place; the result is the same either way).""")
 
 
 @log1p_float.register(object)
-def _log1p_float(x: np.ndarray) -> np.ndarray:
-    return fast_log1p(x).astype(np.float32)
+def _log1p_float(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    return fast_log1p(x, out=x if overwrite else None).astype(np.float32)
 
 
 mod_buckets = Dispatch("mod_buckets", """``hashes % num_buckets`` of a uint32 hash array (numpy or cupy)

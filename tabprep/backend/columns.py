@@ -15,10 +15,16 @@ Conventions (the same as the ops' ``transform`` on pandas):
 * ``owned``: the kernel may write into ``values`` / ``mask`` (fresh arrays). Arrays taken from a
   pandas column or an Arrow buffer are not owned (read-only views of the input).
 
-The kernels here are the host (numpy) halves of FillMissing, Clip, LogOp and Normalize; each
-computes exactly what the op's ``transform`` computes on pandas (same dtype, same bits), or
-returns None where it would not (the workflow then runs ``transform``). There is no GPU
-implementation: :func:`host_column` answers None for cuDF columns, so the GPU keeps its own path.
+The kernels here are the halves of FillMissing, Clip, LogOp and Normalize that run on a column's
+arrays; each computes exactly what the op's ``transform`` computes (same dtype, same bits), or
+returns None where it would not (the workflow then runs ``transform``). They are written once
+for any array namespace ``xp`` (:func:`~tabprep.backend.arrays.array_module` of the values:
+numpy, or CuPy on the GPU), and build their output with ``col.like(...)``, so the same code runs
+on a :class:`HostColumn` and on a :class:`DeviceColumn` (CuPy values + mask, made from a cuDF
+column by the GPU backend's :func:`host_column`). Where the backends compute a function
+differently (``log1p``: a table and ``log(1 + x)`` on the CPU, the device's ``log1p`` on the GPU)
+the kernels call the same dispatchers as the ops' ``transform``, so each backend's fused result
+equals its own unfused one.
 """
 from __future__ import annotations
 
@@ -28,46 +34,73 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrays import LOG_SMALL, _fits, array_clip_bounds, fast_log1p, float_values, int_data, int_log1p32
-from .dispatch import Dispatch
+from .arrays import (LOG_SMALL, _fits, array_clip_bounds, array_module, float_values, int_data, log1p_float,
+                     log1p_int)
+from .dispatch import Dispatch, register_gpu_lazy
 
 
-class HostColumn:
-    """``values`` (numpy), ``mask`` (bool numpy, True = null, or None), ``owned``, ``nullable``."""
+class ArrayColumn:
+    """One scalar column as arrays: ``values``, ``mask`` (bool array, True = null, or None),
+    ``owned``, ``nullable`` (see the module docstring). The kernels take and return these; the
+    subclasses say where the arrays live (:class:`HostColumn`: numpy; :class:`DeviceColumn`: CuPy)."""
 
     __slots__ = ("values", "mask", "owned", "nullable")
 
-    def __init__(self, values: np.ndarray, mask: Optional[np.ndarray] = None, owned: bool = False,
+    def __init__(self, values: Any, mask: Optional[Any] = None, owned: bool = False,
                  nullable: bool = False) -> None:
         self.values = values
         self.mask = mask
         self.owned = owned
         self.nullable = nullable or mask is not None
 
+    def like(self, values: Any, mask: Optional[Any] = None, owned: bool = True,
+             nullable: bool = False) -> "ArrayColumn":
+        """A column of this one's type (host or device) holding ``values`` / ``mask``."""
+        return type(self)(values, mask, owned, nullable)
+
     def __len__(self) -> int:
         return len(self.values)
 
     @property
     def dtype(self) -> np.dtype:
-        """The values' numpy dtype (so that ``is_int_like`` and friends read a HostColumn as a column)."""
+        """The values' numpy dtype (so that ``is_int_like`` and friends read a column of arrays as a column)."""
         return self.values.dtype
 
     def __repr__(self) -> str:
         nulls = 0 if self.mask is None else int(self.mask.sum())
-        return f"HostColumn({self.values.dtype}, {len(self)} rows, {nulls} nulls, owned={self.owned})"
+        return f"{type(self).__name__}({self.values.dtype}, {len(self)} rows, {nulls} nulls, owned={self.owned})"
+
+
+class HostColumn(ArrayColumn):
+    """``values`` (numpy), ``mask`` (bool numpy, True = null, or None), ``owned``, ``nullable``."""
+
+    __slots__ = ()
+
+
+class DeviceColumn(ArrayColumn):
+    """``values`` (a CuPy array), ``mask`` (bool CuPy array, True = null, or None), ``owned``,
+    ``nullable``: a cuDF column's arrays (:func:`host_column` of a cuDF series, in
+    :mod:`tabprep.backend.gpu`). Conventions as :class:`HostColumn`, with two differences that keep
+    what cuDF's own ops give: ``nullable`` is True only where this partition has nulls (cuDF has
+    no masked dtypes), and a float column's nulls are NaN in ``values`` *and* True in ``mask`` (a
+    cuDF float column keeps nulls apart from NaN; a chain ending in Clip keeps them null)."""
+
+    __slots__ = ()
 
 
 # ---------------------------------------------------------------------------
 # frames <-> host columns
 # ---------------------------------------------------------------------------
 host_columns_supported = Dispatch("host_columns_supported", """True when the columns of this frame can be
-turned into :class:`HostColumn` (pandas); False for cuDF, whose ops keep their device path.""")
+turned into kernel columns by :func:`host_column` (pandas: :class:`HostColumn`; cuDF:
+:class:`DeviceColumn`, once the GPU kernel warm-up is done), so that the workflow fuses chains of
+column kernels; False for other frames.""")
 host_columns_supported.register(object, lambda frame: False)
 host_columns_supported.register(pd.DataFrame, lambda frame: True)
 
-host_column = Dispatch("host_column", """The :class:`HostColumn` of a scalar numeric series (views, not
-copies), or None for anything the kernels do not take (strings, lists, categoricals, Arrow- or
-float-masked dtypes, cuDF).""")
+host_column = Dispatch("host_column", """The kernel column of a scalar numeric series: a :class:`HostColumn`
+of a pandas series (views, not copies), a :class:`DeviceColumn` of a cuDF one; None for anything
+the kernels do not take (strings, lists, categoricals, datetimes, Arrow- or float-masked dtypes).""")
 host_column.register(object, lambda series: None)
 
 
@@ -100,7 +133,13 @@ def _float_values_host(col: HostColumn, dtype: str = "float64") -> np.ndarray:
     return x
 
 
-def host_series(col: HostColumn, like: pd.Series, name: Any) -> pd.Series:
+host_series = Dispatch("host_series", """``host_series(col, like, name)``: the series of the kernel column
+``col`` on ``like``'s backend, with ``like``'s index, as the ops' ``transform`` would build it (a
+:class:`HostColumn` gives a pandas series, a :class:`DeviceColumn` a cuDF one).""")
+
+
+@host_series.register(HostColumn)
+def _host_series(col: HostColumn, like: pd.Series, name: Any) -> pd.Series:
     """A pandas series of ``col`` with ``like``'s index: masked ints/bools (``nullable``) become
     ``Int64``/``boolean`` style arrays, the rest plain numpy columns (no copy)."""
     values = col.values
@@ -153,22 +192,26 @@ def host_column_to_arrow(col: HostColumn) -> pa.Array:
 # ---------------------------------------------------------------------------
 # element-wise kernels (FillMissing, Clip, LogOp, Normalize): host halves of the ops' transforms
 # ---------------------------------------------------------------------------
-def fill_host(col: HostColumn, value: Any) -> Optional[HostColumn]:
+def fill_host(col: ArrayColumn, value: Any) -> Optional[ArrayColumn]:
     """FillMissing: nulls (and NaN) replaced by ``value``; masked ints become plain ints.
     None where pandas' ``fillna`` would decide the dtype (a value the column cannot hold)."""
     v = col.values
+    xp = array_module(v)
     kind = v.dtype.kind
     if kind in "iu":
         if not col.nullable:
-            return HostColumn(v, None, col.owned)  # a numpy int column holds no null
+            return col.like(v, None, col.owned)  # a numpy int column holds no null
         if not _fits(value, v.dtype):
             return None
         if col.mask is None:
-            return HostColumn(v, None, col.owned)
+            return col.like(v, None, col.owned)
+        # a Python int (an integral float such as 2.0 made one): a weak scalar, so where() keeps the
+        # column's dtype, and no 0-d array to copy to the device
+        fill = int(value)
         if col.owned:
-            v[col.mask] = value
-            return HostColumn(v, None, True)
-        return HostColumn(np.where(col.mask, np.asarray(value, dtype=v.dtype), v), None, True)
+            xp.copyto(v, fill, where=col.mask)
+            return col.like(v, None, True)
+        return col.like(xp.where(col.mask, fill, v), None, True)
     if kind == "f":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             return None
@@ -176,72 +219,88 @@ def fill_host(col: HostColumn, value: Any) -> Optional[HostColumn]:
             fill = v.dtype.type(value)
         if np.isfinite(fill) != np.isfinite(value):
             return None  # overflows the dtype: pandas warns and decides
-        nan = np.isnan(v)
-        if not nan.any():
-            return HostColumn(v, None, col.owned)
+        nan = xp.isnan(v)  # a device column's nulls are NaN in its values too
+        if not bool(nan.any()):
+            return col.like(v, None, col.owned)
         if col.owned:
-            v[nan] = fill
-            return HostColumn(v, None, True)
-        return HostColumn(np.where(nan, fill, v), None, True)
+            xp.copyto(v, fill, where=nan)
+            return col.like(v, None, True)
+        return col.like(xp.where(nan, fill, v), None, True)
     if kind == "b" and not col.nullable:
-        return HostColumn(v, None, col.owned)
+        return col.like(v, None, col.owned)
     return None
 
 
-def clip_host(col: HostColumn, lower: Any, upper: Any) -> Optional[HostColumn]:
+#: the largest finite value of each float dtype (a Clip bound past it would become inf)
+_FLOAT_MAX = {np.dtype(t): float(np.finfo(t).max) for t in (np.float16, np.float32, np.float64)}
+
+
+def clip_host(col: ArrayColumn, lower: Any, upper: Any) -> Optional[ArrayColumn]:
     """Clip: values bounded to ``[lower, upper]`` (dtype and nulls kept), where ``np.clip`` gives what
-    pandas' clip gives (numpy int/float dtypes, integral bounds for ints; see ``array_clip_bounds``)."""
+    pandas' clip gives (numpy int/float dtypes, integral bounds for ints; see ``array_clip_bounds``).
+    The bounds are scalars of the column's dtype (what numpy does with a Python bound; said
+    explicitly so that every namespace compares in the column's dtype and keeps it); None for a
+    finite bound the dtype cannot hold (1e300 on float32: the ops' transform decides)."""
     v = col.values
     bounds = array_clip_bounds(v.dtype, lower, upper)
     if bounds is None:
         return None
-    out = np.clip(v, bounds[0], bounds[1], out=v if col.owned else None)
-    return HostColumn(out, col.mask, True, col.nullable)
+    top = _FLOAT_MAX.get(v.dtype)  # ints: array_clip_bounds gave ints the dtype holds
+    if top is not None and any(b is not None and top < abs(b) < np.inf for b in bounds):
+        return None
+    lo, hi = (None if b is None else v.dtype.type(b) for b in bounds)
+    out = array_module(v).clip(v, lo, hi, out=v if col.owned else None)
+    return col.like(out, col.mask, True, col.nullable)
 
 
-def log1p_host(col: HostColumn) -> Optional[HostColumn]:
-    """LogOp: ``float32(log1p(x))``; ints by table (:func:`int_log1p32`), nulls become NaN; floats as
-    ``log(x + 1)`` in float64 with ``log1p`` for ``|x| < 1e-4``, in place in one float64 array."""
+def log1p_host(col: ArrayColumn) -> Optional[ArrayColumn]:
+    """LogOp: ``float32(log1p(x))``; ints by ``log1p_int`` (a table on the CPU), nulls become NaN;
+    floats by ``log1p_float`` (on the CPU ``log(x + 1)`` in float64 with ``log1p`` for
+    ``|x| < 1e-4``, in place in one float64 array) -- the dispatchers LogOp's ``transform`` calls."""
     v = col.values
     kind = v.dtype.kind
     if kind in "iub":
-        out = int_log1p32(v if v.dtype == np.int64 else v.astype(np.int64))
+        out = log1p_int(v if v.dtype == np.int64 else v.astype(np.int64))
         if col.mask is not None:
-            out[col.mask] = np.nan
-        return HostColumn(out, None, True)
+            array_module(out).copyto(out, np.nan, where=col.mask)
+        return col.like(out, None, True)
     if kind != "f":
         return None
     x = v if (v.dtype == np.float64 and col.owned) else v.astype(np.float64)
-    return HostColumn(fast_log1p(x, out=x).astype(np.float32), None, True)
+    return col.like(log1p_float(x, overwrite=True), None, True)
 
 
-def normalize_host(col: HostColumn, mean: float, std: float, dtype: str = "float32") -> Optional[HostColumn]:
+def normalize_host(col: ArrayColumn, mean: float, std: float, dtype: str = "float32") -> Optional[ArrayColumn]:
     """Normalize: ``((x - mean) / std)`` computed in float64 and rounded once to ``dtype``
     (``"float32"`` or ``"float64"``; 0 where ``std`` is 0 or not finite); nulls and NaN stay NaN.
     The float64 intermediate is one array (the column's own float64 buffer when it owns one),
     rounded into the column's own float32 buffer when the output is float32 and it owns one."""
     v = col.values
+    xp = array_module(v)
     if v.dtype.kind not in "iufb":
         return None
     if not std or not np.isfinite(std):
-        out = np.zeros(len(v), dtype=dtype)
+        out = xp.zeros(len(v), dtype=dtype)
         if v.dtype.kind == "f":
-            out[np.isnan(v)] = np.nan
+            xp.copyto(out, np.nan, where=xp.isnan(v))
     else:
         own64 = v.dtype == np.float64 and col.owned
-        x = np.subtract(v, mean, out=v if own64 else None, dtype=np.float64)  # exact float64 of v, minus mean
-        np.divide(x, std, out=x)
+        src = v.astype(np.float64) if v.dtype.kind == "b" else v  # exact; not every namespace subtracts bools
+        x = xp.subtract(src, mean, out=v if own64 else None, dtype=np.float64)  # exact float64 of v, minus mean
+        xp.divide(x, std, out=x)
         if dtype == "float64":
             out = x
         elif v.dtype == np.float32 and col.owned:
-            np.copyto(v, x, casting="same_kind")  # the float32 rounding of astype, into v's buffer
+            xp.copyto(v, x, casting="same_kind")  # the float32 rounding of astype, into v's buffer
             out = v
         else:
             out = x.astype(dtype)
     if col.mask is not None:
-        out[col.mask] = np.nan
-    return HostColumn(out, None, True)
+        xp.copyto(out, np.nan, where=col.mask)
+    return col.like(out, None, True)
 
 
-__all__ = ["HostColumn", "LOG_SMALL", "clip_host", "fill_host", "host_column", "host_column_from_arrow",
+register_gpu_lazy(host_column, host_columns_supported)
+
+__all__ = ["ArrayColumn", "DeviceColumn", "HostColumn", "LOG_SMALL", "clip_host", "fill_host", "host_column", "host_column_from_arrow",
            "host_column_to_arrow", "host_columns_supported", "host_series", "log1p_host", "normalize_host"]

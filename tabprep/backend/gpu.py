@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import arrays as A
+from . import columns as C
 from . import frames as F
 from . import lists as L
 from . import lookup as K
@@ -184,7 +185,6 @@ def _clip_series(s: Any, lower: Any, upper: Any) -> Any:
     return s.clip(lower=lower, upper=upper)
 
 
-@_register(A.log1p_float)
 @_register(A.log1p_int)
 def _log1p_int(values: Any) -> Any:
     # the device's log1p is fast: no table needed. One kernel computes in float64 and stores float32
@@ -192,6 +192,48 @@ def _log1p_int(values: Any) -> Any:
     out = cupy.empty(len(values), dtype=np.float32)
     with A.quiet():
         return cupy.log1p(values, out=out, dtype=np.float64)
+
+
+@_register(A.log1p_float)
+def _log1p_float(values: Any, overwrite: bool = False) -> Any:
+    return _log1p_int(values)  # the same kernel; never in place (the output is a new float32 array)
+
+
+# ---------------------------------------------------------------------------
+# device columns: the fused element-wise chains (workflow/fusion.py) on cuDF frames
+# ---------------------------------------------------------------------------
+@_register(C.host_columns_supported)
+def _host_columns_supported(frame: Any) -> bool:
+    # numeric cuDF columns become DeviceColumns (host_column below), whose kernels are CuPy's: fused
+    # only once the warm-up pool has built them (gpu_warmup._fused_chain). Until then, and always
+    # with TABPREP_GPU_WARMUP=0, every op's transform runs as before, so a cold worker's fit and
+    # FillMissing / Clip compile no CuPy kernel (libcudf's; issue #16). Same results either way.
+    return gpu_warmup.READY.is_set() and gpu_warmup.enabled()
+
+
+@_register(C.host_column)
+def _device_column(series: Any) -> Optional[C.DeviceColumn]:
+    """The :class:`~tabprep.backend.columns.DeviceColumn` of a numeric / bool cuDF series: its CuPy
+    values (a view when there is no null), or with nulls fresh values (0 / False / NaN in the null
+    slots, which the kernels never read as values) and the null mask; None for other dtypes."""
+    dtype = series.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
+        return None  # strings, lists, categoricals, decimals, datetimes: the ops' transform
+    if not series.has_nulls:
+        return C.DeviceColumn(series.values, None)
+    mask = series.isna().values
+    if dtype.kind == "f":
+        values = series.to_cupy(na_value=np.nan)  # a float null is NaN in the values too (as on the host)
+    else:
+        values = series.fillna(False if dtype.kind == "b" else 0).values
+    return C.DeviceColumn(values, mask, owned=True)
+
+
+@C.host_series.register(C.DeviceColumn)
+def _device_series(col: C.DeviceColumn, like: Any, name: Any) -> Any:
+    # built as the ops' transforms build their outputs (new_series of a CuPy array), nulls set from the mask
+    out = F.new_series(col.values, like=like, name=name)
+    return out if col.mask is None else F.set_nulls(out, col.mask)
 
 
 @_register(A.mod_buckets)

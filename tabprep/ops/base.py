@@ -241,18 +241,21 @@ class Operator(metaclass=_OperatorType):
         raise NotImplementedError
 
     def column_kernel(self, column: str) -> Optional[Callable[[Any], Any]]:
-        """An element-wise host kernel for ``column``, or None (the default: the workflow runs
+        """An element-wise column kernel for ``column``, or None (the default: the workflow runs
         :meth:`transform`).
 
         An op whose output column ``c`` depends only on input column ``c``, row by row (same name,
         same rows), may return a function ``kernel(col) -> col`` on
-        :class:`tabprep.backend.columns.HostColumn` (numpy values + null mask) that computes
-        exactly what :meth:`transform` computes for that column on pandas: same dtype, same bits.
-        It may overwrite ``col``'s arrays when ``col.owned``, and returns None when it cannot
-        reproduce ``transform`` for this input (e.g. a dtype it does not handle): the workflow then
-        runs ``transform`` on that column. The workflow fuses consecutive ops that have kernels
-        into one pass per column (see :mod:`tabprep.workflow.fusion`), on the CPU only; it is
-        called once per partition (kernels may read fitted statistics). A subclass that overrides
+        :class:`tabprep.backend.columns.ArrayColumn` (values + null mask: a ``HostColumn`` of numpy
+        arrays for pandas frames, a ``DeviceColumn`` of CuPy arrays for cuDF frames) that computes
+        exactly what :meth:`transform` computes for that column on that backend: same dtype, same
+        bits. Write it once with the values' array module (``backend.array_module``) and
+        ``col.like(...)`` for the output. It may overwrite ``col``'s arrays when ``col.owned``, and
+        returns None when it cannot reproduce ``transform`` for this input (e.g. a dtype, or a
+        column type, it does not handle): the workflow then runs ``transform`` on that column.
+        The workflow fuses consecutive ops that have kernels into one pass per column (see
+        :mod:`tabprep.workflow.fusion`); it is called once per partition (kernels may read fitted
+        statistics). A subclass that overrides
         ``transform`` but not ``column_kernel`` gets no kernel (the base class's would be stale).
         """
         return None

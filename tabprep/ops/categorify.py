@@ -399,7 +399,10 @@ class Categorify(StatOperator):
 
     def _encode_host(self, col: Any, key: str) -> Any:
         """:meth:`_encode` of a :class:`~tabprep.backend.HostColumn`: ints (and bools) widened to
-        int64 as ``int_data`` does, floats as they are (NaN is null); None for other dtypes."""
+        int64 as ``int_data`` does, floats as they are (NaN is null); None for other dtypes, and
+        for a device column (the lookup is numpy's: cuDF frames keep ``transform``'s libcudf path)."""
+        if not isinstance(col, backend.HostColumn):
+            return None
         v = col.values
         kind = v.dtype.kind
         if len(v) == 0 and kind in "iubf":

@@ -43,6 +43,6 @@ class Clip(Operator):
         return backend.make_frame(out, like=df)
 
     def column_kernel(self, column: str) -> Any:
-        """Host kernel (see :meth:`Operator.column_kernel`): ``np.clip``, in place when it may."""
+        """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``clip``, in place when it may."""
         lower, upper = self.min_value, self.max_value
         return lambda col: backend.clip_host(col, lower, upper)

@@ -60,7 +60,7 @@ class FillMissing(Operator):
         return backend.make_frame(out, like=df)
 
     def column_kernel(self, column: str) -> Any:
-        """Host kernel (see :meth:`Operator.column_kernel`): ``fill_host`` with ``fill_val``."""
+        """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``fill_host`` with ``fill_val``."""
         if self.add_binary_cols:
             return None
         value = self.fill_val

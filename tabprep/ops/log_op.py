@@ -39,7 +39,7 @@ class LogOp(Operator):
         return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
     def column_kernel(self, column: str) -> Any:
-        """Host kernel (see :meth:`Operator.column_kernel`): the table lookup / ``log(x + 1)`` above."""
+        """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``log1p_int`` / ``log1p_float`` as above."""
         return backend.log1p_host
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:

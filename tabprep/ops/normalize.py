@@ -117,7 +117,7 @@ class Normalize(FloatOutput, StatOperator):
         return backend.make_frame(out, like=df)
 
     def column_kernel(self, column: str) -> Any:
-        """Host kernel (see :meth:`Operator.column_kernel`): ``(x - mean) / std`` in one float64 array."""
+        """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``(x - mean) / std`` in one float64 array."""
         if not self.fitted or column not in self.stats_:
             return None
         mean, std, dtype = self.stats_[column]["mean"], self.stats_[column]["std"], self.output_dtype

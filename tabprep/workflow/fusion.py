@@ -1,7 +1,8 @@
-"""Fused element-wise chains: consecutive ops with host kernels run as one pass per column.
+"""Fused element-wise chains: consecutive ops with column kernels run as one pass per column.
 
-An op may declare an element-wise host kernel per column (:meth:`tabprep.ops.Operator.column_kernel`):
-a function on :class:`tabprep.backend.HostColumn` (numpy values + null mask) that computes what
+An op may declare an element-wise kernel per column (:meth:`tabprep.ops.Operator.column_kernel`):
+a function on :class:`tabprep.backend.HostColumn` (numpy values + null mask; on cuDF frames a
+:class:`tabprep.backend.DeviceColumn` of CuPy arrays, see below) that computes what
 its ``transform`` computes for that column. A *chain* is a run of op nodes ``n1 >> n2 >> ... >> nk``
 that all declare kernels, keep their column names (output columns == input columns), read no
 other column, keep the rows, and where each ``n_i`` (i < k) feeds only ``n_{i+1}`` and is not
@@ -11,10 +12,19 @@ own), and only the chain's last output becomes a pandas column again. Today's Cr
 ``FillMissing >> Clip >> LogOp >> Normalize`` thus costs a few ufunc passes per column instead
 of four pandas frames of fresh temporaries.
 
-Where a kernel declines a column (returns None: a dtype it does not reproduce exactly), that
-column goes through the ops' ``transform`` instead, op after op, so results never depend on
-whether a chain was fused. Frames whose columns are not host columns (cuDF:
-:func:`tabprep.backend.host_columns_supported` is False) run every op's ``transform`` as before.
+The same holds on cuDF frames: the backend turns a cuDF column into a
+:class:`tabprep.backend.DeviceColumn` (CuPy values + null mask) and back
+(:func:`tabprep.backend.host_column` / :func:`tabprep.backend.host_series` dispatch on the
+column's type), and the kernels, written for any array namespace, run as a few CuPy passes per
+column instead of four cuDF frames of temporaries. The GPU backend does so once its kernel
+warm-up (:mod:`tabprep.backend.gpu_warmup`) has built those kernels; before, and with
+``TABPREP_GPU_WARMUP=0``, cuDF frames run every op's ``transform`` (libcudf's precompiled
+operations: a cold worker compiles no CuPy kernel for FillMissing or Clip).
+
+Where a kernel declines a column (returns None: a dtype or column type it does not reproduce
+exactly), that column goes through the ops' ``transform`` instead, op after op, so results never
+depend on whether a chain was fused. Frames whose columns cannot become kernel columns
+(:func:`tabprep.backend.host_columns_supported` is False) run every op's ``transform`` as before.
 """
 from __future__ import annotations
 
@@ -86,7 +96,7 @@ def plan_chains(nodes: Sequence[Node], needed: set, wanted: set) -> Dict[int, Li
 def run_chain(ops: List[Operator], columns: List[str], inp: Any,
               timer: Optional[Callable[[int, float], None]] = None,
               clock: Callable[[], float] = time.perf_counter) -> Any:
-    """The frame ``ops[-1]`` would output for ``columns`` of the pandas frame ``inp`` after
+    """The frame ``ops[-1]`` would output for ``columns`` of the frame ``inp`` (pandas or cuDF) after
     ``ops[0] .. ops[-2]``, computed with the ops' column kernels (``transform`` for columns a kernel
     declines). ``timer(i, seconds)``: optional, called with the time spent in ``ops[i]``."""
     out: Dict[str, Any] = {}
