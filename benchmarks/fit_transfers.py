@@ -61,6 +61,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads per worker with --share-gpu (default 2)")
     ap.add_argument("--fits", type=int, default=3, help="fits, the first a warm-up (default 3)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--detail", action="store_true",
+                    help="per task name: compute and transfer task-s, the bytes moved between workers "
+                         "(by the name of the moved result), and the bytes of statistics the client receives")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"),
                     help="where the generated data is cached")
     args = ap.parse_args()
@@ -77,11 +80,17 @@ def main() -> None:
           f"{args.workers} workers ({'GPU 0 shared' if args.share_gpu else 'GPU' if args.gpu else 'CPU'})")
     walls: List[float] = []
     moved: List[float] = []
+    received: List[int] = []
+    if args.detail:
+        _count_received(received)
     for i in range(args.fits):
         ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=not args.gpu)
         wf = tp.Workflow((CATS >> ops.Categorify())
                          + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                          + ["label"])
+        if args.detail:
+            client.run(_clear_transfer_log)
+            received.clear()
         with get_task_stream(client) as ts:
             start, t0 = time.perf_counter(), time.time()  # the task stream's times are time.time()
             wf.fit(ds)
@@ -95,6 +104,8 @@ def main() -> None:
         label = "warm-up" if i == 0 else f"fit {i}"
         print(f"  {label}: {wall:.2f} s, transfer {transfer:.2f} task-s, partitions per worker "
               f"{sorted(per_worker.values())} of {ds.npartitions}; {_phases(ts.data, t0, wall)}", flush=True)
+        if args.detail:
+            _print_detail(ts.data, client.run(_transfer_log), received)
         if i:
             walls.append(wall)
             moved.append(transfer)
@@ -102,6 +113,71 @@ def main() -> None:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
     client.close()
     cluster.close()
+
+
+def _clear_transfer_log(dask_worker: Any) -> None:
+    dask_worker.transfer_incoming_log.clear()
+
+
+def _transfer_log(dask_worker: Any) -> List[Dict[str, Any]]:
+    return [{"keys": dict(e["keys"]), "duration": e["duration"], "who": e["who"]}
+            for e in dask_worker.transfer_incoming_log]
+
+
+def _count_received(received: List[int]) -> None:
+    """Record the bytes of the final tasks' results the client receives (wraps ``adopt_fitted``)."""
+    from tabprep.workflow import workflow as wmod
+
+    adopt = wmod.adopt_fitted
+
+    def counting(nodes: Any, fitted: Any, packed: bool) -> None:
+        received.append(sum(_nbytes(state) for group in fitted for state in group.values()))
+        adopt(nodes, fitted, packed)
+
+    wmod.adopt_fitted = counting
+
+
+def _nbytes(obj: Any) -> int:
+    if hasattr(obj, "nbytes"):
+        return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(v) for v in obj)
+    return 0
+
+
+def _print_detail(stream: List[Dict[str, Any]], logs: Dict[str, List[Dict[str, Any]]], received: List[int]) -> None:
+    """Per task name: tasks, compute task-s, tasks that fetched inputs from another worker and
+    their transfer task-s; per name of the results that moved: how many and MB; the MB the
+    client received."""
+    from dask.utils import key_split
+
+    by_name: Dict[str, List[float]] = {}
+    for t in stream:
+        row = by_name.setdefault(key_split(t["key"]), [0, 0.0, 0, 0.0])
+        row[0] += 1
+        fetched = False
+        for s in t.get("startstops", ()):
+            if s["action"] == "compute":
+                row[1] += s["stop"] - s["start"]
+            elif s["action"] == "transfer":
+                row[3] += s["stop"] - s["start"]
+                fetched = True
+        row[2] += fetched
+    for name, (n, comp, fetched, tr) in sorted(by_name.items()):
+        print(f"    task {name}: {n} tasks, compute {comp:.2f} task-s, {fetched} fetched inputs, transfer {tr:.2f} task-s")
+    moves: Dict[str, List[float]] = {}
+    for entries in logs.values():
+        for e in entries:
+            for key, nbytes in e["keys"].items():
+                row = moves.setdefault(key_split(key), [0, 0.0])
+                row[0] += 1
+                row[1] += (nbytes or 0) / 1e6
+    for name, (n, mb) in sorted(moves.items()):
+        print(f"    moved between workers: {n} results of {name}, {mb:.1f} MB")
+    if received:
+        print(f"    client received {sum(received) / 1e6:.1f} MB of statistics")
 
 
 def _phases(stream: List[Dict[str, Any]], t0: float, wall: float) -> str:

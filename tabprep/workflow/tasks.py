@@ -17,6 +17,7 @@ from .._warn import task_warnings
 from ..io.dataset import nullable_frame, source_noted, timed_read
 from ..ops.base import _OUT_OF_FOLD, Operator
 from ..schema import unit_drift
+from . import sizes  # noqa: F401 - dask's sizes of the statistics partials, on the workers that make them
 from .fusion import fit_table, transform_table
 
 if TYPE_CHECKING:  # pragma: no cover
