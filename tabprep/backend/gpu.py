@@ -283,6 +283,13 @@ def _to_backend(frame: Any, cpu: Optional[bool]):
     return frame
 
 
+@_register(F.held_bytes)
+def _held_bytes(obj: Any) -> int:
+    if isinstance(obj, cupy.ndarray):
+        return int(obj.nbytes)
+    return int(obj.memory_usage())  # cuDF series / index / frame: device bytes (strings' chars included)
+
+
 @_register(F.move_like)
 def _move_like(like: Any, frame: Any):
     return from_host(frame)

@@ -13,9 +13,9 @@ objects. dask.distributed reads these sizes where it matters for the statistics 
   dask-cuda's device spilling) counts held results by these sizes.
 
 Registered here, in the module the fit's tasks import (a worker imports it with its first fit
-task; ``import tabprep`` imports no dask). Each size is the sum of dask's own sizes of the
-object's fields, so numpy, pandas, cupy and cuDF arrays and series are each sized by dask's
-registrations (no backend test here).
+task; ``import tabprep`` imports no dask). Each size is the sum of the sizes of the object's
+fields: arrays and series by :func:`tabprep.backend.held_bytes` (dask's own sizes on the CPU, device
+bytes for cupy and cuDF), anything else (nested statistics, numbers) by dask's ``sizeof``.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from typing import Any
 
 from dask.sizeof import sizeof
 
+from .. import backend
 from ..stats.moments import MinMax, Moments, Sketch
 from ..stats.profile import ColumnPartial
 from ..stats.sketches import HLL, Frequent
@@ -32,8 +33,14 @@ from ..stats.vocab import Counts
 
 
 def _fields_size(obj: Any, names: Any) -> int:
-    """The object's own size plus dask's sizes of the fields ``names``."""
-    return sys.getsizeof(obj) + sum(int(sizeof(getattr(obj, n, None))) for n in names)
+    """The object's own size plus the sizes of its fields ``names``."""
+    return sys.getsizeof(obj) + sum(_size(getattr(obj, n, None)) for n in names)
+
+
+def _size(value: Any) -> int:
+    if hasattr(value, "dtype") or hasattr(value, "dtypes"):  # an array, series, index or frame of either backend
+        return backend.held_bytes(value)
+    return int(sizeof(value))
 
 
 @sizeof.register(Counts)
