@@ -13,6 +13,11 @@ partials, the combine and finalize after them, the tail back to the client). Wit
 GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
 (the workers share the device).
 
+``--compare-sizes`` alternates, on the same cluster, timed fits with dask sizing the fit's
+statistics partials as what they hold (``tabprep.workflow.sizes``, issue 34) and fits with dask's
+default for unknown objects (``sys.getsizeof``: 56 bytes for any vocabulary's counts, as before
+issue 34), and prints the medians of each: an interleaved before/after of that change in one run.
+
 To compare two versions of tabprep, run the script once per checkout, alternating, with
 ``PYTHONPATH`` pointing at the other checkout (the script imports ``tabprep`` from there):
 ``PYTHONPATH=/path/to/old python benchmarks/fit_transfers.py ...``. It prints the location of the
@@ -61,6 +66,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads per worker with --share-gpu (default 2)")
     ap.add_argument("--fits", type=int, default=3, help="fits, the first a warm-up (default 3)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--compare-sizes", action="store_true",
+                    help="alternate timed fits with and without tabprep's dask sizes of the statistics (issue 34)")
     ap.add_argument("--detail", action="store_true",
                     help="per task name: compute and transfer task-s, the bytes moved between workers "
                          "(by the name of the moved result), and the bytes of statistics the client receives")
@@ -80,6 +87,7 @@ def main() -> None:
           f"{args.workers} workers ({'GPU 0 shared' if args.share_gpu else 'GPU' if args.gpu else 'CPU'})")
     walls: List[float] = []
     moved: List[float] = []
+    by_mode: Dict[str, List[float]] = {}
     received: List[int] = []
     if args.detail:
         _count_received(received)
@@ -88,6 +96,12 @@ def main() -> None:
         wf = tp.Workflow((CATS >> ops.Categorify())
                          + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                          + ["label"])
+        mode = ""
+        if args.compare_sizes:
+            sized = i % 2 == 1  # the warm-up and even fits without: each timed pair is (sized, default)
+            client.run(_stat_sizes, sized)
+            _stat_sizes(sized)
+            mode = " sized" if sized else " default sizes"
         if args.detail:
             client.run(_clear_transfer_log)
             received.clear()
@@ -101,7 +115,7 @@ def main() -> None:
         for t in ts.data:
             if "fit_partition" in str(t["key"]):
                 per_worker[t["worker"]] = per_worker.get(t["worker"], 0) + 1
-        label = "warm-up" if i == 0 else f"fit {i}"
+        label = ("warm-up" if i == 0 else f"fit {i}") + mode
         print(f"  {label}: {wall:.2f} s, transfer {transfer:.2f} task-s, partitions per worker "
               f"{sorted(per_worker.values())} of {ds.npartitions}; {_phases(ts.data, t0, wall)}", flush=True)
         if args.detail:
@@ -109,10 +123,32 @@ def main() -> None:
         if i:
             walls.append(wall)
             moved.append(transfer)
+            by_mode.setdefault(mode.strip(), []).append(wall)
     if walls:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
+    if args.compare_sizes:
+        for mode, ws in sorted(by_mode.items()):
+            print(f"  {mode}: median fit {statistics.median(ws):.2f} s over {len(ws)} fits")
     client.close()
     cluster.close()
+
+
+def _stat_sizes(sized: bool, dask_worker: Any = None) -> None:
+    """dask's sizes of the fit's statistics objects: tabprep's (``sized``) or dask's default for an
+    unknown object (``sys.getsizeof``), in this process (a worker with ``client.run``)."""
+    import dataclasses
+
+    from dask.sizeof import sizeof
+
+    from tabprep.workflow import sizes
+
+    for cls in (sizes.Counts, sizes.Moments, sizes.MinMax, sizes.Sketch, sizes.HLL, sizes.Frequent, sizes.ColumnPartial):
+        if not sized:
+            sizeof.register(cls)(sys.getsizeof)
+        elif dataclasses.is_dataclass(cls):
+            sizeof.register(cls)(sizes._sizeof_dataclass)
+        else:
+            sizeof.register(cls)(sizes._sizeof_counts)
 
 
 def _clear_transfer_log(dask_worker: Any) -> None:
