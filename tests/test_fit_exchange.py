@@ -53,6 +53,19 @@ def test_statistics_partials_report_their_bytes_to_dask(backend):
     assert sizeof(strings) >= 50_000 * 8  # at least the counts (int64), besides the strings
 
 
+def test_frames_and_series_of_either_backend_report_their_bytes_to_dask(backend):
+    """TargetEncoding's and JoinGroupby's partials are small frames indexed by category: dask sizes
+    them (and series) as the bytes they hold on their backend, also on a GPU worker that never
+    imported dask_cudf (where cuDF's own dask sizes are registered)."""
+    n = 100_000
+    s = _series(backend, np.arange(n, dtype="int64"))
+    assert sizeof(s) >= 8 * n
+    frame = s.to_frame("sum")
+    frame["count"] = s
+    assert sizeof(frame) >= 16 * n
+    assert sizeof({"partial": frame}) >= 16 * n
+
+
 def test_sketches_report_their_bytes_to_dask():
     """The other mergeable statistics holding arrays (FillMedian's quantile sketch, the profile's
     HyperLogLog registers and frequent-value counters) are sized as their arrays."""

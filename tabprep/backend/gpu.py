@@ -287,7 +287,8 @@ def _to_backend(frame: Any, cpu: Optional[bool]):
 def _held_bytes(obj: Any) -> int:
     if isinstance(obj, cupy.ndarray):
         return int(obj.nbytes)
-    return int(obj.memory_usage())  # cuDF series / index / frame: device bytes (strings' chars included)
+    used = obj.memory_usage()  # cuDF series / index: an int of device bytes (strings' chars included)
+    return int(used.sum()) if hasattr(used, "sum") else int(used)  # a frame: bytes per column
 
 
 @_register(F.move_like)
