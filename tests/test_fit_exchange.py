@@ -116,6 +116,32 @@ def test_packed_integer_arrays_travel_narrow_and_come_back_int64():
         np.testing.assert_array_equal(got[name], state["stats_"][name])
 
 
+def test_counts_travel_between_workers_narrowed(backend):
+    """A combined piece crosses to the final task's worker pickled: its int64 counts (mostly small
+    numbers) and values travel in the narrowest integer dtype holding them, and arrive as the
+    int64 arrays they were (values, dtype, backend); the series layout (strings) as it was."""
+    import pickle
+
+    n = 300_000
+    keys = np.arange(n, dtype="int64") * 7 - 1_000_000  # fit int32
+    ints = V.partial_counts([_series(backend, np.concatenate([keys, keys[: n // 2]]))])
+    assert ints.sorted_layout and str(ints.keys.dtype) == "int64" and str(ints.counts.dtype) == "int64"
+    data = pickle.dumps(ints, protocol=5)
+    assert len(data) < 0.5 * 16 * n, len(data)  # int32 values + uint8 counts, against 16 bytes each
+    back = pickle.loads(data)
+    assert type(back.keys) is type(ints.keys) and back.keys.dtype == ints.keys.dtype
+    assert back.counts.dtype == ints.counts.dtype and back.nulls == ints.nulls
+    to_np = (lambda a: a) if is_cpu(backend) else (lambda a: a.get())
+    np.testing.assert_array_equal(to_np(back.keys), np.sort(keys))
+    np.testing.assert_array_equal(to_np(back.counts), np.where(np.sort(keys) < keys[n // 2], 2, 1))
+    wide = V.Counts(np.array([1] * 5000 + [1 << 40], dtype="int64"), 0, np.arange(5001, dtype="int64"))
+    back = pickle.loads(pickle.dumps(wide, protocol=5))
+    assert back.counts.dtype == np.int64 and int(back.counts[-1]) == 1 << 40
+    words = V.partial_counts([_series(backend, ["a", "b", "a", None])])
+    back = pickle.loads(pickle.dumps(words, protocol=5))
+    assert not back.sorted_layout and back.nulls == 1 and int(back.counts.sum()) == 3
+
+
 @pytest.fixture(scope="module")
 def cluster3():
     with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,

@@ -17,6 +17,7 @@ from .._warn import task_warnings
 from ..io.dataset import nullable_frame, source_noted, timed_read
 from ..ops.base import _OUT_OF_FOLD, Operator
 from ..schema import unit_drift
+from ..stats.vocab import narrow_ints, widen_ints
 from . import sizes  # noqa: F401 - dask's sizes of the statistics partials, on the workers that make them
 from .fusion import fit_table, transform_table
 
@@ -193,14 +194,6 @@ def merge_keyed(pieces: List[Tuple[int, int, Dict[str, Any]]]) -> Dict[str, Any]
     return {key: value for _, key, value in sorted(ranked, key=lambda r: r[0])}
 
 
-#: integer arrays at least this long travel to the client in the narrowest integer dtype holding
-#: their values (:func:`pack_state`); shorter ones are not worth the pass over them
-NARROW_MIN = 1 << 12
-
-#: the integer dtypes an array may travel in, narrowest first
-_NARROW_DTYPES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32"))
-
-
 def pack_state(state: Dict[str, Any]) -> List[np.ndarray]:
     """An attribute dict as byte arrays: a pickle (protocol 5) header, then the out-of-band
     buffers of its arrays. dask.distributed sends a list of numpy arrays zero-copy, but pickles an
@@ -209,7 +202,7 @@ def pack_state(state: Dict[str, Any]) -> List[np.ndarray]:
     (on an H100 worker, 200M rows: 1.1 s from the last task to the client having the op).
 
     Integer arrays of 64-bit items (a vocabulary's values and counts) of at least
-    :data:`NARROW_MIN` items travel in the narrowest integer dtype that holds their values
+    :data:`~tabprep.stats.vocab.NARROW_MIN` items travel in the narrowest integer dtype that holds their values
     (counts are mostly small numbers, values often fit 32 bits) and are widened back to their
     dtype by :func:`unpack_state`: the bytes the client receives shrink (issue #34: the tail from
     the last task to the client does not shrink with more workers), the values stay equal."""
@@ -227,17 +220,7 @@ def unpack_state(frames: List[np.ndarray]) -> Dict[str, Any]:
 
 def _widened(small: np.ndarray, dtype: str) -> np.ndarray:
     """An array :func:`pack_state` narrowed, as ``dtype`` again (a new, writeable array)."""
-    return small.astype(dtype)
-
-
-def _narrowest(arr: np.ndarray) -> Optional[np.dtype]:
-    """The narrowest integer dtype holding every value of the 64-bit integer array ``arr``, or None."""
-    lo, hi = int(arr.min()), int(arr.max())
-    for dt in _NARROW_DTYPES:
-        info = np.iinfo(dt)
-        if info.min <= lo and hi <= info.max:
-            return dt
-    return None
+    return widen_ints(small, dtype)
 
 
 class _NarrowingPickler(pickle.Pickler):
@@ -248,11 +231,10 @@ class _NarrowingPickler(pickle.Pickler):
         super().__init__(file, protocol=5, buffer_callback=buffers.append)
 
     def reducer_override(self, obj: Any) -> Any:
-        if (type(obj) is np.ndarray and obj.dtype.kind in "iu" and obj.dtype.itemsize == 8
-                and obj.size >= NARROW_MIN):
-            small = _narrowest(obj)
-            if small is not None:
-                return _widened, (obj.astype(small, order="A"), obj.dtype.str)
+        if type(obj) is np.ndarray:
+            small, dtype = narrow_ints(obj)
+            if dtype is not None:
+                return _widened, (small, dtype)
         return NotImplemented
 
 
