@@ -13,10 +13,12 @@ partials, the combine and finalize after them, the tail back to the client). Wit
 GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
 (the workers share the device).
 
-``--compare-sizes`` alternates, on the same cluster, timed fits with dask sizing the fit's
-statistics partials as what they hold (``tabprep.workflow.sizes``, issue 34) and fits with dask's
-default for unknown objects (``sys.getsizeof``: 56 bytes for any vocabulary's counts, as before
-issue 34), and prints the medians of each: an interleaved before/after of that change in one run.
+``--compare-exchange`` alternates, on the same cluster, timed fits with the statistics exchange of
+issue 34 (dask sizes the fit's statistics as what they hold, ``tabprep.workflow.sizes``; integer
+arrays cross between processes narrowed, ``tabprep.stats.vocab.narrow_ints``) and fits without
+(dask's default size for unknown objects, ``sys.getsizeof``: 56 bytes for any vocabulary's
+counts; int64 arrays sent as they are), and prints the medians of each: an interleaved
+before/after of that change in one run.
 
 To compare two versions of tabprep, run the script once per checkout, alternating, with
 ``PYTHONPATH`` pointing at the other checkout (the script imports ``tabprep`` from there):
@@ -66,8 +68,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads per worker with --share-gpu (default 2)")
     ap.add_argument("--fits", type=int, default=3, help="fits, the first a warm-up (default 3)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
-    ap.add_argument("--compare-sizes", action="store_true",
-                    help="alternate timed fits with and without tabprep's dask sizes of the statistics (issue 34)")
+    ap.add_argument("--compare-exchange", action="store_true",
+                    help="alternate timed fits with and without issue 34's statistics exchange (sizes, narrowed arrays)")
     ap.add_argument("--detail", action="store_true",
                     help="per task name: compute and transfer task-s, the bytes moved between workers "
                          "(by the name of the moved result), and the bytes of statistics the client receives")
@@ -97,11 +99,11 @@ def main() -> None:
                          + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                          + ["label"])
         mode = ""
-        if args.compare_sizes:
-            sized = i % 2 == 1  # the warm-up and even fits without: each timed pair is (sized, default)
-            client.run(_stat_sizes, sized)
-            _stat_sizes(sized)
-            mode = " sized" if sized else " default sizes"
+        if args.compare_exchange:
+            new = i % 2 == 1  # the warm-up and even fits without: each timed pair is (with, without)
+            client.run(_exchange, new)
+            _exchange(new)
+            mode = " issue-34 exchange" if new else " before issue 34"
         if args.detail:
             client.run(_clear_transfer_log)
             received.clear()
@@ -126,22 +128,26 @@ def main() -> None:
             by_mode.setdefault(mode.strip(), []).append(wall)
     if walls:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
-    if args.compare_sizes:
+    if args.compare_exchange:
         for mode, ws in sorted(by_mode.items()):
             print(f"  {mode}: median fit {statistics.median(ws):.2f} s over {len(ws)} fits")
     client.close()
     cluster.close()
 
 
-def _stat_sizes(sized: bool, dask_worker: Any = None) -> None:
-    """dask's sizes of the fit's statistics objects: tabprep's (``sized``) or dask's default for an
-    unknown object (``sys.getsizeof``), in this process (a worker with ``client.run``)."""
+def _exchange(new: bool, dask_worker: Any = None) -> None:
+    """The statistics exchange of issue 34 (``new``) or the one before, in this process (a worker
+    with ``client.run``): dask's sizes of the fit's statistics objects, tabprep's or dask's default
+    for an unknown object (``sys.getsizeof``); integer arrays narrowed to travel, or not."""
     import dataclasses
 
     from dask.sizeof import sizeof
 
+    from tabprep.stats import vocab
     from tabprep.workflow import sizes
 
+    vocab.NARROW_MIN = 1 << 12 if new else 1 << 62
+    sized = new
     for cls in (sizes.Counts, sizes.Moments, sizes.MinMax, sizes.Sketch, sizes.HLL, sizes.Frequent, sizes.ColumnPartial):
         if not sized:
             sizeof.register(cls)(sys.getsizeof)
