@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from dask.sizeof import sizeof
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 import tabprep.workflow.tasks  # noqa: F401 - what a worker imports to run a fit task
@@ -140,6 +142,29 @@ def test_counts_travel_between_workers_narrowed(backend):
     words = V.partial_counts([_series(backend, ["a", "b", "a", None])])
     back = pickle.loads(pickle.dumps(words, protocol=5))
     assert not back.sorted_layout and back.nulls == 1 and int(back.counts.sum()) == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1), max_size=40),
+       unsigned=st.booleans())
+def test_narrowed_integers_round_trip_exactly(values, unsigned):
+    """Any 64-bit integer array narrowed to travel comes back with its values and dtype, and is
+    narrowed only to a dtype holding every value (checked against numpy's own conversion)."""
+    dtype = "uint64" if unsigned else "int64"
+    vals = [v % (1 << 64) for v in values] if unsigned else values
+    arr = np.array(vals, dtype=dtype)
+    old = V.NARROW_MIN
+    V.NARROW_MIN = 1  # (the property holds at any length; the default skips short arrays)
+    try:
+        small, back_dtype = V.narrow_ints(arr)
+    finally:
+        V.NARROW_MIN = old
+    if back_dtype is not None:
+        assert small.dtype.itemsize < 8
+        np.testing.assert_array_equal(small.astype(object), arr.astype(object))  # exact, as Python ints
+    back = V.widen_ints(small, back_dtype)
+    assert back.dtype == arr.dtype
+    np.testing.assert_array_equal(back, arr)
 
 
 @pytest.fixture(scope="module")
