@@ -13,6 +13,13 @@ partials, the combine and finalize after them, the tail back to the client). Wit
 GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
 (the workers share the device).
 
+``--compare-exchange`` alternates, on the same cluster, timed fits with the statistics exchange of
+issue 34 (dask sizes the fit's statistics as what they hold, ``tabprep.workflow.sizes``; integer
+arrays cross between processes narrowed, ``tabprep.stats.vocab.narrow_ints``) and fits without
+(dask's default size for unknown objects, ``sys.getsizeof``: 56 bytes for any vocabulary's
+counts; int64 arrays sent as they are), and prints the medians of each: an interleaved
+before/after of that change in one run.
+
 To compare two versions of tabprep, run the script once per checkout, alternating, with
 ``PYTHONPATH`` pointing at the other checkout (the script imports ``tabprep`` from there):
 ``PYTHONPATH=/path/to/old python benchmarks/fit_transfers.py ...``. It prints the location of the
@@ -61,6 +68,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="threads per worker with --share-gpu (default 2)")
     ap.add_argument("--fits", type=int, default=3, help="fits, the first a warm-up (default 3)")
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
+    ap.add_argument("--compare-exchange", action="store_true",
+                    help="alternate timed fits with and without issue 34's statistics exchange (sizes, narrowed arrays)")
+    ap.add_argument("--detail", action="store_true",
+                    help="per task name: compute and transfer task-s, the bytes moved between workers "
+                         "(by the name of the moved result), and the bytes of statistics the client receives")
     ap.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "tabprep-bench"),
                     help="where the generated data is cached")
     args = ap.parse_args()
@@ -77,11 +89,24 @@ def main() -> None:
           f"{args.workers} workers ({'GPU 0 shared' if args.share_gpu else 'GPU' if args.gpu else 'CPU'})")
     walls: List[float] = []
     moved: List[float] = []
+    by_mode: Dict[str, List[float]] = {}
+    received: List[int] = []
+    if args.detail:
+        _count_received(received)
     for i in range(args.fits):
         ds = tp.Dataset(os.path.join(data, "*.parquet"), cpu=not args.gpu)
         wf = tp.Workflow((CATS >> ops.Categorify())
                          + (CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32"))
                          + ["label"])
+        mode = ""
+        if args.compare_exchange:
+            new = i % 2 == 1  # the warm-up and even fits without: each timed pair is (with, without)
+            client.run(_exchange, new)
+            _exchange(new)
+            mode = " issue-34 exchange" if new else " before issue 34"
+        if args.detail:
+            client.run(_clear_transfer_log)
+            received.clear()
         with get_task_stream(client) as ts:
             start, t0 = time.perf_counter(), time.time()  # the task stream's times are time.time()
             wf.fit(ds)
@@ -92,16 +117,109 @@ def main() -> None:
         for t in ts.data:
             if "fit_partition" in str(t["key"]):
                 per_worker[t["worker"]] = per_worker.get(t["worker"], 0) + 1
-        label = "warm-up" if i == 0 else f"fit {i}"
+        label = ("warm-up" if i == 0 else f"fit {i}") + mode
         print(f"  {label}: {wall:.2f} s, transfer {transfer:.2f} task-s, partitions per worker "
               f"{sorted(per_worker.values())} of {ds.npartitions}; {_phases(ts.data, t0, wall)}", flush=True)
+        if args.detail:
+            _print_detail(ts.data, client.run(_transfer_log), received)
         if i:
             walls.append(wall)
             moved.append(transfer)
+            by_mode.setdefault(mode.strip(), []).append(wall)
     if walls:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
+    if args.compare_exchange:
+        for mode, ws in sorted(by_mode.items()):
+            print(f"  {mode}: median fit {statistics.median(ws):.2f} s over {len(ws)} fits")
     client.close()
     cluster.close()
+
+
+def _exchange(new: bool, dask_worker: Any = None) -> None:
+    """The statistics exchange of issue 34 (``new``) or the one before, in this process (a worker
+    with ``client.run``): dask's sizes of the fit's statistics objects, tabprep's or dask's default
+    for an unknown object (``sys.getsizeof``); integer arrays narrowed to travel, or not."""
+    import dataclasses
+
+    from dask.sizeof import sizeof
+
+    from tabprep.stats import vocab
+    from tabprep.workflow import sizes
+
+    vocab.NARROW_MIN = 1 << 12 if new else 1 << 62
+    sized = new
+    for cls in (sizes.Counts, sizes.Moments, sizes.MinMax, sizes.Sketch, sizes.HLL, sizes.Frequent, sizes.ColumnPartial):
+        if not sized:
+            sizeof.register(cls)(sys.getsizeof)
+        elif dataclasses.is_dataclass(cls):
+            sizeof.register(cls)(sizes._sizeof_dataclass)
+        else:
+            sizeof.register(cls)(sizes._sizeof_counts)
+
+
+def _clear_transfer_log(dask_worker: Any) -> None:
+    dask_worker.transfer_incoming_log.clear()
+
+
+def _transfer_log(dask_worker: Any) -> List[Dict[str, Any]]:
+    return [{"keys": dict(e["keys"]), "duration": e["duration"], "who": e["who"]}
+            for e in dask_worker.transfer_incoming_log]
+
+
+def _count_received(received: List[int]) -> None:
+    """Record the bytes of the final tasks' results the client receives (wraps ``adopt_fitted``)."""
+    from tabprep.workflow import workflow as wmod
+
+    adopt = wmod.adopt_fitted
+
+    def counting(nodes: Any, fitted: Any, packed: bool) -> None:
+        received.append(sum(_nbytes(state) for group in fitted for state in group.values()))
+        adopt(nodes, fitted, packed)
+
+    wmod.adopt_fitted = counting
+
+
+def _nbytes(obj: Any) -> int:
+    if hasattr(obj, "nbytes"):
+        return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_nbytes(v) for v in obj)
+    return 0
+
+
+def _print_detail(stream: List[Dict[str, Any]], logs: Dict[str, List[Dict[str, Any]]], received: List[int]) -> None:
+    """Per task name: tasks, compute task-s, tasks that fetched inputs from another worker and
+    their transfer task-s; per name of the results that moved: how many and MB; the MB the
+    client received."""
+    from dask.utils import key_split
+
+    by_name: Dict[str, List[float]] = {}
+    for t in stream:
+        row = by_name.setdefault(key_split(t["key"]), [0, 0.0, 0, 0.0])
+        row[0] += 1
+        fetched = False
+        for s in t.get("startstops", ()):
+            if s["action"] == "compute":
+                row[1] += s["stop"] - s["start"]
+            elif s["action"] == "transfer":
+                row[3] += s["stop"] - s["start"]
+                fetched = True
+        row[2] += fetched
+    for name, (n, comp, fetched, tr) in sorted(by_name.items()):
+        print(f"    task {name}: {n} tasks, compute {comp:.2f} task-s, {fetched} fetched inputs, transfer {tr:.2f} task-s")
+    moves: Dict[str, List[float]] = {}
+    for entries in logs.values():
+        for e in entries:
+            for key, nbytes in e["keys"].items():
+                row = moves.setdefault(key_split(key), [0, 0.0])
+                row[0] += 1
+                row[1] += (nbytes or 0) / 1e6
+    for name, (n, mb) in sorted(moves.items()):
+        print(f"    moved between workers: {n} results of {name}, {mb:.1f} MB")
+    if received:
+        print(f"    client received {sum(received) / 1e6:.1f} MB of statistics")
 
 
 def _phases(stream: List[Dict[str, Any]], t0: float, wall: float) -> str:

@@ -48,7 +48,7 @@ from .dispatch import Dispatch
 from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, arrow_list_columns, cast_keep_nulls,
                      cast_safely, concat_columns, concat_rows, empty_frame_like, frame_to_arrow, from_host,
                      has_array_cells, lists_to_arrow, lists_to_numpy, make_frame,
-                     move_like, new_series, non_string_objects, non_string_objects_message, nullable_columns,
+                     held_bytes, move_like, new_series, non_string_objects, non_string_objects_message, nullable_columns,
                      nullable_int_dtypes, on_one_backend, read_csv, set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import (flatten_nested, list_depth, list_from_leaves, list_levels, list_leaves, nested_flatten, nested_rebuild,
                     on_leaves)
@@ -74,7 +74,7 @@ __all__ = [
     "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
     "flatten_nested", "list_depth", "list_from_leaves", "list_levels", "list_leaves", "nested_flatten",
     "nested_rebuild", "on_leaves", "arrow_list_columns", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
-    "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",
+    "held_bytes", "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",
     "nullable_int_dtypes", "on_one_backend",
     "parquet_reader", "quiet", "read_csv", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",

@@ -145,6 +145,19 @@ def _to_backend_pandas(frame: Any, cpu: Optional[bool]):
     return frame
 
 
+held_bytes = Dispatch("held_bytes", """Bytes an array, series or index of either backend holds (device
+bytes for cuDF / cupy), as dask's ``sizeof`` should count them (``tabprep.workflow.sizes``: the
+fit's statistics partials). dask sizes numpy and pandas itself; cuDF registers its sizes only when
+dask_cudf is imported, which a fit that reads parquet itself never does on a worker.""")
+
+
+@held_bytes.register(object)
+def _held_bytes_host(obj: Any) -> int:
+    from dask.sizeof import sizeof  # dask is imported where this runs (the fit's tasks); not at import tabprep
+
+    return int(sizeof(obj))
+
+
 move_like = Dispatch("move_like", """Host (pandas) frame ``frame`` on the backend of ``like``
 (dispatched on ``like``: a cuDF copy for cuDF objects, ``frame`` itself otherwise).""")
 move_like.register(object, lambda like, frame: frame)
@@ -353,7 +366,8 @@ def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> 
     return dd.read_csv(files, blocksize=blocksize, **kwargs)
 
 
-register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, nullable_columns,
+register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, held_bytes,
+                  nullable_columns,
                   nullable_int_dtypes,
                   set_nulls, cast_keep_nulls, frame_to_arrow, to_dask)
 

@@ -325,6 +325,14 @@ def _to_backend(frame: Any, cpu: Optional[bool]):
     return frame
 
 
+@_register(F.held_bytes)
+def _held_bytes(obj: Any) -> int:
+    if isinstance(obj, cupy.ndarray):
+        return int(obj.nbytes)
+    used = obj.memory_usage()  # cuDF series / index: an int of device bytes (strings' chars included)
+    return int(used.sum()) if hasattr(used, "sum") else int(used)  # a frame: bytes per column
+
+
 @_register(F.move_like)
 def _move_like(like: Any, frame: Any):
     return from_host(frame)

@@ -77,7 +77,45 @@ class Counts:
         return len(self.counts)
 
     def __reduce__(self):
-        return (Counts, (self.counts, self.nulls, self.keys))
+        # pickled only to travel (dask.distributed moves a combined piece to its final task's
+        # worker, or spills it): the sorted layout's int64 arrays go narrowed (issue #34)
+        if self.keys is None:
+            return (Counts, (self.counts, self.nulls, self.keys))
+        return (_counts_from, (*narrow_ints(self.counts), self.nulls, *narrow_ints(self.keys)))
+
+
+#: integer arrays at least this long travel in the narrowest integer dtype holding their values
+#: (:func:`narrow_ints`); shorter ones are not worth the pass over them
+NARROW_MIN = 1 << 12
+
+#: the integer dtypes an array may travel in, narrowest first
+_NARROW_DTYPES = tuple(np.dtype(d) for d in ("uint8", "int8", "uint16", "int16", "uint32", "int32"))
+
+
+def narrow_ints(arr: Any) -> Tuple[Any, Optional[str]]:
+    """``(array, dtype)``: a 64-bit integer array (numpy or cupy) of at least :data:`NARROW_MIN`
+    items as the narrowest integer dtype holding its values, with its own dtype to widen it back
+    to (:func:`widen_ints`); anything else as it is, with None. For the bytes that move between
+    processes: a vocabulary's counts are mostly small numbers and its values often fit 32 bits."""
+    dtype = getattr(arr, "dtype", None)
+    if dtype is None or dtype.kind not in "iu" or dtype.itemsize != 8 or getattr(arr, "size", 0) < NARROW_MIN:
+        return arr, None
+    lo, hi = int(arr.min()), int(arr.max())
+    for small in _NARROW_DTYPES:
+        info = np.iinfo(small)
+        if info.min <= lo and hi <= info.max:
+            return arr.astype(small), dtype.str
+    return arr, None
+
+
+def widen_ints(arr: Any, dtype: Optional[str]) -> Any:
+    """The array :func:`narrow_ints` narrowed, as ``dtype`` again (a new array); ``arr`` itself when
+    it was not narrowed (``dtype`` None)."""
+    return arr if dtype is None else arr.astype(dtype)
+
+
+def _counts_from(counts: Any, counts_dtype: Optional[str], nulls: int, keys: Any, keys_dtype: Optional[str]) -> Counts:
+    return Counts(widen_ints(counts, counts_dtype), nulls, widen_ints(keys, keys_dtype))
 
 
 # -- partial ------------------------------------------------------------------------------------
