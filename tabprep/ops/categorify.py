@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-
 import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
@@ -24,7 +23,6 @@ from .embeddings import embedding_sizes_property
 PAD_ID = 0
 NULL_ID = 1
 OOV_START = 2
-
 
 
 class Categorify(StatOperator):
@@ -398,10 +396,9 @@ class Categorify(StatOperator):
         return lambda col: self._encode_host(col, key)
 
     def _encode_host(self, col: Any, key: str) -> Any:
-        """:meth:`_encode` of a :class:`~tabprep.backend.HostColumn`: ints (and bools) widened to
-        int64 as ``int_data`` does, floats as they are (NaN is null); None for other dtypes, and
-        for a device column (the lookup is numpy's: cuDF frames keep ``transform``'s libcudf path)."""
-        if not isinstance(col, backend.HostColumn):
+        """:meth:`_encode` of a :class:`~tabprep.backend.HostColumn`: ints (and bools) widened to int64 as
+        ``int_data`` does, floats as they are (NaN is null); None for other dtypes and device columns."""
+        if not isinstance(col, backend.HostColumn):   # numpy lookup; cuDF keeps transform's libcudf path
             return None
         v = col.values
         kind = v.dtype.kind
