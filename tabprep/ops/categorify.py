@@ -263,8 +263,7 @@ class Categorify(StatOperator):
         values = _host(st["values"])
         freqs = st.get("freqs")
         start = OOV_START + self.oov_buckets(key) + self.id_offset(key)
-        # unnamed, as NVTabular 23.08 writes its files: a user's reset_index() gives "index" in both
-        index = pd.RangeIndex(start, start + len(values))
+        index = pd.RangeIndex(start, start + len(values))  # unnamed, as in NVTabular 23.08's files
         data = {key: values}
         if freqs is not None:
             data[f"{key}_size"] = np.asarray(freqs, dtype="int64")
