@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -145,6 +145,56 @@ class ColumnSchema:
             col = replace(col, properties=props)
         return col
 
+    # -- merlin-core 23.08's spellings, which NVTabular scripts call ------------------
+    def with_name(self, name: str) -> "ColumnSchema":
+        """A copy named ``name``."""
+        return replace(self, name=name)
+
+    def with_tags(self, tags: Any) -> "ColumnSchema":
+        """A copy with ``tags`` (one tag or a list) added, as merlin-core's ``TagSet.override``: the
+        existing tags they collide with (``categorical`` / ``continuous`` / ``embedding`` / ``id``)
+        are dropped, compound tags (``user_id``: ``user`` + ``id``) expanded."""
+        new = [p for t in ([tags] if isinstance(tags, str) or not isinstance(tags, Iterable) else tags)
+               for p in _COMPOUND_TAGS.get(str(getattr(t, "value", t)), (str(getattr(t, "value", t)),))]
+        drop = {t for tag in new for t in _TAG_COLLISIONS.get(tag, ())}
+        return replace(self, tags=tuple(t for t in self.tags if t not in drop) + tuple(new))
+
+    def with_properties(self, properties: Dict[str, Any]) -> "ColumnSchema":
+        """A copy with ``properties`` merged over the existing ones (a list's ``value_count`` given
+        here becomes its count)."""
+        if not isinstance(properties, dict):
+            raise TypeError(f"ColumnSchema.with_properties takes a dict, got {type(properties).__name__}")
+        changes: Dict[str, Any] = {"properties": {**self.properties, **properties}}
+        if isinstance(properties.get("value_count"), dict):
+            changes.update(value_count=None, is_list=True)
+        return replace(self, **changes)
+
+    def with_dtype(self, dtype: Any, is_list: Optional[bool] = None, is_ragged: Optional[bool] = None) -> "ColumnSchema":
+        """A copy of dtype ``dtype`` (list-ness changed only where given); tags and properties kept."""
+        changes: Dict[str, Any] = {"dtype": dtype}
+        changes.update({k: v for k, v in (("is_list", is_list), ("is_ragged", is_ragged)) if v is not None})
+        return self.with_(**changes)
+
+    @property
+    def int_domain(self) -> Optional["Domain"]:
+        """``properties["domain"]`` as a :class:`Domain` for an integer column, else None."""
+        return self._domain("iu")
+
+    @property
+    def float_domain(self) -> Optional["Domain"]:
+        """``properties["domain"]`` as a :class:`Domain` for a float column, else None."""
+        return self._domain("f")
+
+    def _domain(self, kinds: str) -> Optional["Domain"]:
+        dom = self.properties.get("domain")
+        try:
+            kind = np.dtype(self.leaf_dtype).kind
+        except TypeError:  # str and other non-numpy names
+            kind = ""
+        if not isinstance(dom, dict) or kind not in kinds:
+            return None
+        return Domain(dom.get("min"), dom.get("max"), dom.get("name"))
+
     @property
     def is_categorical(self) -> bool:
         return Tags.CATEGORICAL in self.tags
@@ -269,6 +319,47 @@ class Schema:
         """The schema less the columns ``names`` (merlin-core's ``Schema.without``)."""
         drop = {names} if isinstance(names, str) else set(names)
         return Schema(c for c in self if c.name not in drop)
+
+    # -- merlin-core 23.08's spellings -------------------------------------------------
+    def select_by_name(self, names: Any) -> "Schema":
+        """The columns ``names`` in the order given; names not in the schema are skipped."""
+        names = [names] if isinstance(names, str) else list(names)
+        return Schema(self._cols[n] for n in names if n in self._cols)
+
+    def excluding_by_name(self, names: Any) -> "Schema":
+        """= :meth:`without`."""
+        return self.without(names)
+
+    def remove_col(self, name: str) -> "Schema":
+        """The schema less the column ``name`` (a new schema; this one is unchanged)."""
+        return self.without([name])
+
+    def remove_by_tag(self, tags: Any, pred_fn: Any = None) -> "Schema":
+        """= :meth:`excluding_by_tag`."""
+        return self.excluding_by_tag(tags, pred_fn=pred_fn)
+
+    def excluding(self, selector: Any) -> "Schema":
+        """The columns a :class:`ColumnSelector` (or a list of names) does not select."""
+        if selector is None:
+            return self
+        if not isinstance(selector, ColumnSelector):
+            return self.without(selector)
+        out = self.without(selector.all_names)
+        return out.excluding_by_tag(selector.tags) if selector.tags else out
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The column ``name``, or ``default`` when it is not in the schema."""
+        return self._cols.get(name, default)
+
+    @property
+    def first(self) -> ColumnSchema:
+        """The first column (``ValueError`` for an empty schema)."""
+        if not self._cols:
+            raise ValueError("There are no columns in this schema to call .first on")
+        return next(iter(self._cols.values()))
+
+    def copy(self) -> "Schema":
+        return Schema(list(self))
 
     def __add__(self, other: "Schema") -> "Schema":
         return Schema(list(self) + [c for c in other if c.name not in self])
@@ -416,6 +507,19 @@ TABLE_PROPERTIES = frozenset({"cardinality", "domain", "embedding_sizes", "embed
 def without_table_properties(props: Dict[str, Any]) -> Dict[str, Any]:
     """``props`` less :data:`TABLE_PROPERTIES`."""
     return {k: v for k, v in props.items() if k not in TABLE_PROPERTIES}
+
+
+class Domain(NamedTuple):
+    """merlin-core's ``Domain``: a column's ``min``, ``max`` and ``name`` (``int_domain``)."""
+
+    min: Any = None
+    max: Any = None
+    name: Optional[str] = None
+
+
+#: merlin-core's COMPOUND_TAGS: ``with_tags`` expands them
+_COMPOUND_TAGS = {"user_id": ("user", "id"), "item_id": ("item", "id"), "session_id": ("session", "id"),
+                  "text_tokenized": ("text", "tokenized")}
 
 
 #: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas
