@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,6 +20,8 @@ from .dtypes import (  # noqa: F401
     check_bucket_dtype, check_id_dtype, drift_message, dtype_kind, dtypes_compatible, kind_mismatch_message,
     normalize_dtype, opaque_column_fix, plural, time_parts, unit_drift,
 )
+from .schema_merlin import TAG_COLLISIONS as _TAG_COLLISIONS
+from .schema_merlin import Domain, MerlinColumnSchema, MerlinSchema  # noqa: F401
 
 
 class Tags:
@@ -54,7 +56,7 @@ class Tags:
 
 
 @dataclass(frozen=True)
-class ColumnSchema:
+class ColumnSchema(MerlinColumnSchema):
     """Description of one column.
 
     Attributes:
@@ -145,56 +147,6 @@ class ColumnSchema:
             col = replace(col, properties=props)
         return col
 
-    # -- merlin-core 23.08's spellings, which NVTabular scripts call ------------------
-    def with_name(self, name: str) -> "ColumnSchema":
-        """A copy named ``name``."""
-        return replace(self, name=name)
-
-    def with_tags(self, tags: Any) -> "ColumnSchema":
-        """A copy with ``tags`` (one tag or a list) added, as merlin-core's ``TagSet.override``: the
-        existing tags they collide with (``categorical`` / ``continuous`` / ``embedding`` / ``id``)
-        are dropped, compound tags (``user_id``: ``user`` + ``id``) expanded."""
-        new = [p for t in ([tags] if isinstance(tags, str) or not isinstance(tags, Iterable) else tags)
-               for p in _COMPOUND_TAGS.get(str(getattr(t, "value", t)), (str(getattr(t, "value", t)),))]
-        drop = {t for tag in new for t in _TAG_COLLISIONS.get(tag, ())}
-        return replace(self, tags=tuple(t for t in self.tags if t not in drop) + tuple(new))
-
-    def with_properties(self, properties: Dict[str, Any]) -> "ColumnSchema":
-        """A copy with ``properties`` merged over the existing ones (a list's ``value_count`` given
-        here becomes its count)."""
-        if not isinstance(properties, dict):
-            raise TypeError(f"ColumnSchema.with_properties takes a dict, got {type(properties).__name__}")
-        changes: Dict[str, Any] = {"properties": {**self.properties, **properties}}
-        if isinstance(properties.get("value_count"), dict):
-            changes.update(value_count=None, is_list=True)
-        return replace(self, **changes)
-
-    def with_dtype(self, dtype: Any, is_list: Optional[bool] = None, is_ragged: Optional[bool] = None) -> "ColumnSchema":
-        """A copy of dtype ``dtype`` (list-ness changed only where given); tags and properties kept."""
-        changes: Dict[str, Any] = {"dtype": dtype}
-        changes.update({k: v for k, v in (("is_list", is_list), ("is_ragged", is_ragged)) if v is not None})
-        return self.with_(**changes)
-
-    @property
-    def int_domain(self) -> Optional["Domain"]:
-        """``properties["domain"]`` as a :class:`Domain` for an integer column, else None."""
-        return self._domain("iu")
-
-    @property
-    def float_domain(self) -> Optional["Domain"]:
-        """``properties["domain"]`` as a :class:`Domain` for a float column, else None."""
-        return self._domain("f")
-
-    def _domain(self, kinds: str) -> Optional["Domain"]:
-        dom = self.properties.get("domain")
-        try:
-            kind = np.dtype(self.leaf_dtype).kind
-        except TypeError:  # str and other non-numpy names
-            kind = ""
-        if not isinstance(dom, dict) or kind not in kinds:
-            return None
-        return Domain(dom.get("min"), dom.get("max"), dom.get("name"))
-
     @property
     def is_categorical(self) -> bool:
         return Tags.CATEGORICAL in self.tags
@@ -237,7 +189,7 @@ class ColumnSchema:
         )
 
 
-class Schema:
+class Schema(MerlinSchema):
     """An ordered collection of :class:`ColumnSchema`, indexed by name."""
 
     def __init__(self, columns: Any = ()) -> None:
@@ -320,47 +272,6 @@ class Schema:
         drop = {names} if isinstance(names, str) else set(names)
         return Schema(c for c in self if c.name not in drop)
 
-    # -- merlin-core 23.08's spellings -------------------------------------------------
-    def select_by_name(self, names: Any) -> "Schema":
-        """The columns ``names`` in the order given; names not in the schema are skipped."""
-        names = [names] if isinstance(names, str) else list(names)
-        return Schema(self._cols[n] for n in names if n in self._cols)
-
-    def excluding_by_name(self, names: Any) -> "Schema":
-        """= :meth:`without`."""
-        return self.without(names)
-
-    def remove_col(self, name: str) -> "Schema":
-        """The schema less the column ``name`` (a new schema; this one is unchanged)."""
-        return self.without([name])
-
-    def remove_by_tag(self, tags: Any, pred_fn: Any = None) -> "Schema":
-        """= :meth:`excluding_by_tag`."""
-        return self.excluding_by_tag(tags, pred_fn=pred_fn)
-
-    def excluding(self, selector: Any) -> "Schema":
-        """The columns a :class:`ColumnSelector` (or a list of names) does not select."""
-        if selector is None:
-            return self
-        if not isinstance(selector, ColumnSelector):
-            return self.without(selector)
-        out = self.without(selector.all_names)
-        return out.excluding_by_tag(selector.tags) if selector.tags else out
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The column ``name``, or ``default`` when it is not in the schema."""
-        return self._cols.get(name, default)
-
-    @property
-    def first(self) -> ColumnSchema:
-        """The first column (``ValueError`` for an empty schema)."""
-        if not self._cols:
-            raise ValueError("There are no columns in this schema to call .first on")
-        return next(iter(self._cols.values()))
-
-    def copy(self) -> "Schema":
-        return Schema(list(self))
-
     def __add__(self, other: "Schema") -> "Schema":
         return Schema(list(self) + [c for c in other if c.name not in self])
 
@@ -423,6 +334,15 @@ class Schema:
         return cls(cols)
 
 
+#: the tag that stands for ``ColumnSelector("*")`` (merlin's ``selector.all``): every column
+ALL_COLUMNS = "*"
+
+
+def selected_by_tags(col: ColumnSchema, tags: Iterable[str]) -> bool:
+    """True when ``col`` carries any of ``tags`` (``"*"``: every column)."""
+    return any(t == ALL_COLUMNS or t in col.tags for t in tags)
+
+
 class ColumnSelector:
     """merlin-core's ``ColumnSelector(names, subgroups=, tags=)``: a selection of columns by name,
     by group (``subgroups``: selectors whose columns form one ``[["a", "b"]]`` group) and by tag,
@@ -431,6 +351,8 @@ class ColumnSelector:
     ``ColumnSelector(tags=[Tags.CATEGORICAL]) >> ops.Categorify()``."""
 
     def __init__(self, names: Any = None, subgroups: Any = None, tags: Any = None) -> None:
+        if names == "*":  # merlin's "every column": a selection resolved on the schema, as tags are
+            names, tags = None, [ALL_COLUMNS, *([tags] if isinstance(tags, str) else list(tags or []))]
         if isinstance(names, str):
             names = [names]
         self.names: List[str] = []
@@ -451,6 +373,11 @@ class ColumnSelector:
         self.tags: List[str] = [str(getattr(t, "value", t)) for t in tags]
 
     @property
+    def all(self) -> bool:
+        """True for ``ColumnSelector("*")``: every column of the schema it meets."""
+        return ALL_COLUMNS in self.tags
+
+    @property
     def grouped_names(self) -> List[Any]:
         """Names, then each subgroup as a tuple of its names (the list form ``>>`` takes)."""
         return list(self.names) + [tuple(g.all_names) for g in self.subgroups]
@@ -466,7 +393,7 @@ class ColumnSelector:
         """Names and subgroups' names, then the columns of ``schema`` carrying any of the tags."""
         out = list(self.all_names)
         if self.tags:
-            out += [c.name for c in schema if any(t in c.tags for t in self.tags) and c.name not in out]
+            out += [c.name for c in schema if selected_by_tags(c, self.tags) and c.name not in out]
         return out
 
     def select_from(self, schema: "Schema") -> "Schema":
@@ -509,27 +436,6 @@ def without_table_properties(props: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in props.items() if k not in TABLE_PROPERTIES}
 
 
-class Domain(NamedTuple):
-    """merlin-core's ``Domain``: a column's ``min``, ``max`` and ``name`` (``int_domain``)."""
-
-    min: Any = None
-    max: Any = None
-    name: Optional[str] = None
-
-
-#: merlin-core's COMPOUND_TAGS: ``with_tags`` expands them
-_COMPOUND_TAGS = {"user_id": ("user", "id"), "item_id": ("item", "id"), "session_id": ("session", "id"),
-                  "text_tokenized": ("text", "tokenized")}
-
-
-#: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas
-#: drops the earlier schema's tags that collide with the later one's
-_TAG_COLLISIONS = {
-    "categorical": ("continuous", "embedding"),
-    "continuous": ("categorical", "embedding", "id"),
-    "embedding": ("continuous", "categorical", "id"),
-    "id": ("continuous", "embedding"),
-}
 
 
 def merge_column_schemas(earlier: ColumnSchema, later: ColumnSchema) -> ColumnSchema:
