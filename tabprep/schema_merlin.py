@@ -91,7 +91,7 @@ class MerlinColumnSchema:
 
 class MerlinSchema:
     """``select_by_name``, ``excluding_by_name``, ``remove_col``, ``remove_by_tag``, ``excluding``,
-    ``get``, ``first`` and ``copy`` of merlin-core's ``Schema`` (new schemas; this one unchanged)."""
+    ``apply``, ``apply_inverse``, ``get``, ``first`` and ``copy`` of merlin-core's ``Schema`` (new schemas; this one unchanged)."""
 
     def select_by_name(self, names: Any) -> Any:
         """The columns ``names`` in the order given; names not in the schema are skipped."""
@@ -120,6 +120,14 @@ class MerlinSchema:
             return type(self)()
         out = self.without(selector.all_names)  # type: ignore[attr-defined]
         return out.excluding_by_tag(selector.tags) if selector.tags else out
+
+    def apply(self, selector: Any) -> Any:
+        """= ``select`` (the whole schema for None)."""
+        return self if selector is None else self.select(selector)  # type: ignore[attr-defined]
+
+    def apply_inverse(self, selector: Any) -> Any:
+        """= :meth:`excluding`."""
+        return self.excluding(selector)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The column ``name``, or ``default`` when it is not in the schema."""

@@ -131,3 +131,13 @@ def test_schema_merlin_selection_methods():
         tp.Schema([]).first
     c = s.copy()
     assert c == s and c is not s
+
+
+def test_schema_apply_and_apply_inverse():
+    """merlin-core's Schema.apply(selector) (names, then tagged columns; None: the whole schema) and
+    apply_inverse(selector) (= excluding); values from merlin-core 23.8.0."""
+    s = tp.Schema([tp.ColumnSchema("a", tags=(tp.Tags.CATEGORICAL,)), tp.ColumnSchema("b"),
+                   tp.ColumnSchema("c", tags=(tp.Tags.TARGET,))])
+    assert s.apply(tp.ColumnSelector(["b"], tags=[tp.Tags.TARGET])).column_names == ["b", "c"]
+    assert s.apply_inverse(tp.ColumnSelector(["b"])).column_names == ["a", "c"]
+    assert s.apply(None).column_names == ["a", "b", "c"]
