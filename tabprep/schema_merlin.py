@@ -91,7 +91,8 @@ class MerlinColumnSchema:
 
 class MerlinSchema:
     """``select_by_name``, ``excluding_by_name``, ``remove_col``, ``remove_by_tag``, ``excluding``,
-    ``apply``, ``apply_inverse``, ``get``, ``first`` and ``copy`` of merlin-core's ``Schema`` (new schemas; this one unchanged)."""
+    ``apply``, ``apply_inverse``, ``get``, ``first`` and ``copy`` of merlin-core's ``Schema`` (new
+    schemas; this one unchanged)."""
 
     def select_by_name(self, names: Any) -> Any:
         """The columns ``names`` in the order given; names not in the schema are skipped."""
