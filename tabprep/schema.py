@@ -20,6 +20,8 @@ from .dtypes import (  # noqa: F401
     check_bucket_dtype, check_id_dtype, drift_message, dtype_kind, dtypes_compatible, kind_mismatch_message,
     normalize_dtype, opaque_column_fix, plural, time_parts, unit_drift,
 )
+from .schema_merlin import TAG_COLLISIONS as _TAG_COLLISIONS
+from .schema_merlin import Domain, MerlinColumnSchema, MerlinSchema  # noqa: F401
 
 
 class Tags:
@@ -54,7 +56,7 @@ class Tags:
 
 
 @dataclass(frozen=True)
-class ColumnSchema:
+class ColumnSchema(MerlinColumnSchema):
     """Description of one column.
 
     Attributes:
@@ -187,7 +189,7 @@ class ColumnSchema:
         )
 
 
-class Schema:
+class Schema(MerlinSchema):
     """An ordered collection of :class:`ColumnSchema`, indexed by name."""
 
     def __init__(self, columns: Any = ()) -> None:
@@ -332,6 +334,15 @@ class Schema:
         return cls(cols)
 
 
+#: the tag that stands for ``ColumnSelector("*")`` (merlin's ``selector.all``): every column
+ALL_COLUMNS = "*"
+
+
+def selected_by_tags(col: ColumnSchema, tags: Iterable[str]) -> bool:
+    """True when ``col`` carries any of ``tags`` (``"*"``: every column)."""
+    return any(t == ALL_COLUMNS or t in col.tags for t in tags)
+
+
 class ColumnSelector:
     """merlin-core's ``ColumnSelector(names, subgroups=, tags=)``: a selection of columns by name,
     by group (``subgroups``: selectors whose columns form one ``[["a", "b"]]`` group) and by tag,
@@ -340,6 +351,8 @@ class ColumnSelector:
     ``ColumnSelector(tags=[Tags.CATEGORICAL]) >> ops.Categorify()``."""
 
     def __init__(self, names: Any = None, subgroups: Any = None, tags: Any = None) -> None:
+        if names == "*":  # merlin's "every column": a selection resolved on the schema, as tags are
+            names, tags = None, [ALL_COLUMNS, *([tags] if isinstance(tags, str) else list(tags or []))]
         if isinstance(names, str):
             names = [names]
         self.names: List[str] = []
@@ -360,6 +373,11 @@ class ColumnSelector:
         self.tags: List[str] = [str(getattr(t, "value", t)) for t in tags]
 
     @property
+    def all(self) -> bool:
+        """True for ``ColumnSelector("*")``: every column of the schema it meets."""
+        return ALL_COLUMNS in self.tags
+
+    @property
     def grouped_names(self) -> List[Any]:
         """Names, then each subgroup as a tuple of its names (the list form ``>>`` takes)."""
         return list(self.names) + [tuple(g.all_names) for g in self.subgroups]
@@ -375,7 +393,7 @@ class ColumnSelector:
         """Names and subgroups' names, then the columns of ``schema`` carrying any of the tags."""
         out = list(self.all_names)
         if self.tags:
-            out += [c.name for c in schema if any(t in c.tags for t in self.tags) and c.name not in out]
+            out += [c.name for c in schema if selected_by_tags(c, self.tags) and c.name not in out]
         return out
 
     def select_from(self, schema: "Schema") -> "Schema":
@@ -418,14 +436,6 @@ def without_table_properties(props: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in props.items() if k not in TABLE_PROPERTIES}
 
 
-#: tags a column cannot carry together (merlin-core's TAG_COLLISIONS): merging a column's schemas
-#: drops the earlier schema's tags that collide with the later one's
-_TAG_COLLISIONS = {
-    "categorical": ("continuous", "embedding"),
-    "continuous": ("categorical", "embedding", "id"),
-    "embedding": ("continuous", "categorical", "id"),
-    "id": ("continuous", "embedding"),
-}
 
 
 def merge_column_schemas(earlier: ColumnSchema, later: ColumnSchema) -> ColumnSchema:

@@ -89,6 +89,11 @@ class DatasetCompat:
         out = self._to_ddf().tail(int(n))  # type: ignore[attr-defined]
         return backend.lists_to_numpy(out.reset_index(drop=True))
 
+    def persist(self) -> Any:
+        """``to_ddf().persist()``: the partitions computed and held in memory (merlin-core binds
+        dask's ``persist``); list cells as in :meth:`to_ddf`."""
+        return self.to_ddf().persist()  # type: ignore[attr-defined]
+
     def shuffle_by_keys(self, keys: Any, hive_data: Any = None, npartitions: Optional[int] = None) -> Any:
         """Not provided: raises ``NotImplementedError`` saying what to use instead."""
         raise NotImplementedError(

@@ -100,6 +100,27 @@ class _OperatorType(type):
         return as_node(other) >> cls
 
 
+def _announce_nvtabular_api(cls: type) -> None:
+    """Warn when a user's op class is written against NVTabular 23.08's op API (members tabprep
+    never calls, or a ``col_selector`` it does not pass), naming tabprep's counterparts."""
+    found = [m for m in ("column_mapping", "fit") if callable(cls.__dict__.get(m))]
+    tr = cls.__dict__.get("transform")
+    try:
+        params = list(inspect.signature(tr).parameters) if callable(tr) else []
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= 2 and params[1] == "col_selector":
+        found.insert(0, "transform(col_selector, df)")
+    if found:
+        warn_difference(
+            f"{cls.__name__} defines {', '.join(found)}: NVTabular 23.08's custom-op API, which tabprep does not "
+            f"use. tabprep calls transform(columns, df) with a list of column names (no .names), names the "
+            f"outputs with output_column_names(columns) (not column_mapping), types them with "
+            f"column_schema(col), and fits a StatOperator with fit_partial / fit_combine / fit_finalize "
+            f"(not fit(col_selector, ddf)); port the class as docs/migration.md ('Custom ops') shows and check "
+            f"it with tabprep.testing.check_op", stacklevel=4)
+
+
 class Operator(metaclass=_OperatorType):
     """A stateless transform of a group of columns.
 
@@ -157,6 +178,8 @@ class Operator(metaclass=_OperatorType):
                         and not cls.__name__.startswith("_"))
         if register:
             _REGISTRY[cls.__name__] = cls
+        if not cls.__module__.startswith(_OPS_PACKAGE + "."):
+            _announce_nvtabular_api(cls)
 
     # -- graph sugar -------------------------------------------------------------
     def __rrshift__(self, other: Any):

@@ -261,7 +261,7 @@ class Categorify(StatOperator):
         values = _host(st["values"])
         freqs = st.get("freqs")
         start = OOV_START + self.oov_buckets(key) + self.id_offset(key)
-        index = pd.RangeIndex(start, start + len(values), name="labels")
+        index = pd.RangeIndex(start, start + len(values))  # unnamed, as in NVTabular 23.08's files
         data = {key: values}
         if freqs is not None:
             data[f"{key}_size"] = np.asarray(freqs, dtype="int64")

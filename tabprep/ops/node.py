@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .._warn import warn_difference
-from ..schema import ColumnSelector, Schema
+from ..schema import ColumnSelector, Schema, selected_by_tags
 from .base import Operator
 
 ColumnLike = Union[str, Sequence[Any], "Node", Operator]
@@ -97,7 +97,7 @@ class Node:
     def resolve_tags(self, schema: Schema) -> None:
         """Fix a tag selection's columns on ``schema`` (see :attr:`tags`)."""
         if self.kind == "select" and self.tags:
-            extra = [c.name for c in schema if any(t in c.tags for t in self.tags) and c.name not in self.columns]
+            extra = [c.name for c in schema if selected_by_tags(c, self.tags) and c.name not in self.columns]
             self.columns = tuple(self.columns) + tuple(extra)
             self.tags = ()
             self._out = None

@@ -4,7 +4,7 @@ schema computed) and the fitted input schema as a contract on the data a transfo
 :mod:`tabprep.workflow.workflow`."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .. import backend
 from .._util import did_you_mean, refuse_duplicate_columns
@@ -137,3 +137,19 @@ class WorkflowContract:
 
 def _shown_dtype(col: Any) -> str:
     return col.dtype if col.dtype != "str" else "str (strings)"
+
+
+def check_declared_ints(label: str, out: Any, schema: Optional[Schema]) -> None:
+    """A user's op whose transform returns fractional floats for a column its output schema
+    declares int: the workflow would cast them to that int (:func:`_conform`) and truncate them
+    silently, where NVTabular keeps what the op returns. An error naming the op, column and fix."""
+    if schema is None or not len(out):
+        return
+    for name, dtype in zip(out.columns, out.dtypes):
+        col = schema.column_schemas.get(name)
+        if (col is not None and not col.is_list and col.dtype[:3] in ("int", "uin") and "float" in str(dtype)
+                and bool((out[name] % 1 != 0).any())):
+            raise ValueError(
+                f"{label} returns {dtype} values with fractions for column {name!r}, which its output schema "
+                f"declares {col.dtype}: tabprep would truncate them to {col.dtype} (NVTabular keeps what the op "
+                f"returns). Declare the output dtype in the op's column_schema (or compute_output_schema)")

@@ -19,6 +19,7 @@ from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_m
                       unit_drift)
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
+from .contract import check_declared_ints
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids, warn_shadowed
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
@@ -251,6 +252,8 @@ class Workflow(WorkflowContract, WorkflowCompat):
             raise
         if self.op_timer is not None:
             self.op_timer(self.node_id(n), n.op.label, "transform", self.op_clock() - start, len(inp))
+        if not type(n.op).__module__.startswith("tabprep."):
+            check_declared_ints(n.op.label, out, self._node_schemas.get(self.node_id(n)))
         return out
 
     def transform_frame(self, df: Any, out_of_fold: bool = False, cast: bool = False) -> Any:
@@ -552,6 +555,7 @@ def _conform(out: Any, schema: Schema) -> Any:
                 continue
             casts[col.name] = col.dtype
     return out.astype(casts) if casts else out
+
 
 
 _NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}

@@ -268,3 +268,15 @@ def test_to_ddf_partitions_hold_numpy_list_cells(tmp_path):
     assert out["l"].iloc[0].dtype == np.int64 and out["l"].iloc[0].tolist() == [3, 4] and out["l"].iloc[1] is None
     arrow_frame = table.to_pandas(types_mapper=pd.ArrowDtype)
     assert tp.Dataset(arrow_frame).to_ddf().compute()["l"].iloc[0].dtype == np.int64
+
+
+def test_persist_is_dasks_persist_of_the_frame(tmp_path):
+    """merlin-core binds dask's ``persist`` on Dataset (``_bind_dd_method("persist")``):
+    ``ds.persist()`` is the dataset's dask frame held in memory, list cells as ``to_ddf()``."""
+    import dask.dataframe as dd
+
+    df = pd.DataFrame({"a": [1, 2, None, 4], "x": [0.5, np.inf, np.nan, 2.0]})
+    ds = tp.Dataset(df, npartitions=2)
+    got = ds.persist()
+    assert isinstance(got, dd.DataFrame) and got.npartitions == 2
+    pd.testing.assert_frame_equal(got.compute().reset_index(drop=True), df, check_dtype=False)

@@ -179,3 +179,18 @@ def test_raw_nodes_as_groupby_and_lambda_arguments(df):
     lab = tp.Workflow(["label"]).output_node
     got = tp.Workflow(["c"] >> ops.LambdaOp(lambda s, frame: s * frame["label"], dependency=lab)).transform(df)
     np.testing.assert_array_equal(got["c"].to_numpy(), (df["c"] * df["label"]).to_numpy())
+
+
+def test_column_selector_star_selects_every_input_column():
+    """merlin.dag.ColumnSelector("*") (``selector.all``) selects every column of the data, resolved
+    when the workflow meets the data's schema (checked on nvtabular 23.8.0: ``ColumnSelector("*")
+    >> FillMissing(fill_val=-1)`` fills a and b; ``>> Rename(postfix="_r")`` renames a, b and c)."""
+    df = pd.DataFrame({"a": [1.0, None], "b": [None, 2.0], "c": ["x", None]})
+    wf = tp.Workflow(tp.ColumnSelector("*") >> ops.FillMissing(fill_val=-1))
+    out = wf.fit_transform(tp.Dataset(df[["a", "b"]])).compute()
+    assert out.to_dict("list") == {"a": [1.0, -1.0], "b": [-1.0, 2.0]}
+    wf = tp.Workflow((tp.ColumnSelector("*") >> ops.Rename(postfix="_r")) + ["a"])
+    assert list(wf.fit_transform(tp.Dataset(df)).compute().columns) == ["a_r", "b_r", "c_r", "a"]
+    assert tp.ColumnSelector("*").all and not tp.ColumnSelector(["a"]).all
+    assert tp.Schema(["x", "y"]).select(tp.ColumnSelector("*")).column_names == ["x", "y"]
+    assert tp.Schema(["x", "y"]).excluding(tp.ColumnSelector("*")).column_names == []  # merlin: Schema()

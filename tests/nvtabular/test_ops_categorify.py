@@ -67,6 +67,17 @@ def test_combo_with_a_null_part_gets_its_own_id(backend):
     assert len({ids[0], ids[2], ids[3], ids[5]}) == 4 and min(ids[2], ids[3], ids[5]) >= 3
 
 
+def test_combo_with_a_null_part_ids_are_nvtabulars_numbers(backend):
+    """The ids nvtabular 23.8.0 gives on this frame (run side by side): the vocabulary of
+    combinations by descending count, ties by ascending value with a null part first:
+    (NaN, "User_C") 3, (1.0, None) 4, (1.0, "User_C") 5, (2.0, "User_D") 6; all-null 1."""
+    df = pd.DataFrame({"a": [None, None, 1.0, 1.0, None, 2.0],
+                       "b": ["User_C", "User_C", "User_C", None, None, "User_D"]})
+    wf, out = _fit_transform([["a", "b"]], ops.Categorify(encode_type="combo"), df, backend)
+    assert out["a_b"].tolist() == [3, 3, 5, 4, 1, 6]
+    assert wf.output_schema["a_b"].properties["cardinality"] == 7
+
+
 def test_target_encoding_group_with_null_part():
     """TargetEncoding groups with dropna=False as well: (NaN, "x") has its own mean."""
     df = pd.DataFrame({"a": [None, None, 1.0, 1.0], "b": ["x", "x", "x", "x"], "t": [1.0, 3.0, 10.0, 20.0]})

@@ -59,3 +59,18 @@ def test_categorify_categories_files():
 def test_unfitted_is_empty():
     """Before fit the names read as empty dicts (no error)."""
     assert ops.Normalize().means == {} and ops.Categorify().categories == {}
+
+
+def test_categorify_categories_file_has_nvtabulars_unnamed_index(tmp_path):
+    """NVTabular 23.08 writes ``unique.<col>.parquet`` with an unnamed range index (checked on
+    nvtabular 23.8.0: pandas metadata ``{'kind': 'range', 'name': None, 'start': 3}``), so
+    ``pd.read_parquet(f).reset_index()`` gives the columns ``index``, ``<col>``, ``<col>_size``;
+    with ``num_buckets=3`` the ids start at 5."""
+    for kwargs, start in (({}, 3), ({"num_buckets": 3}, 5)):
+        op = ops.Categorify(**kwargs)
+        tp.Workflow(["c"] >> op).fit(tp.Dataset(_df()))
+        cats = pd.read_parquet(op.categories["c"])
+        assert cats.index.name is None
+        assert list(cats.reset_index().columns) == ["index", "c", "c_size"]
+        assert cats.index.tolist() == list(range(start, start + 3))
+        assert list(op.category_frame("c").reset_index().columns) == ["index", "c", "c_size"]
