@@ -336,6 +336,7 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
         from tabprep.backend import gpu_warmup
 
         monkeypatch.delenv("TABPREP_GPU_WARMUP", raising=False)
+        monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")   # opt-in on cuDF (gpu_warmup.device_fusion)
         gpu_warmup.start()
         assert gpu_warmup.READY.wait(300)
     df = frame(64)
@@ -351,12 +352,13 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
         import cudf
 
         data["f32"] = cudf.Series(df["f32"].to_numpy(), nan_as_null=False)
-    made_columns = []
+    made_columns, seen = [], []   # seen: (column, dtype, what host_column made), for the message
     real = tb.host_column
 
     def spy(series):
         col = real(series)
         made_columns.append(type(col).__name__)
+        seen.append((getattr(series, "name", None), str(getattr(series, "dtype", "?")), type(col).__name__))
         return col
 
     monkeypatch.setattr(tb, "host_column", spy)
@@ -365,7 +367,24 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
     with monkeypatch.context() as m:
         m.setattr(tb, "host_columns_supported", lambda frame: False)
         unfused = to_pandas(wf.transform(data))
-    assert set(made_columns) <= {"HostColumn", "DeviceColumn"} and made_columns
+    assert set(made_columns) <= {"HostColumn", "DeviceColumn"} and made_columns, seen
     assert ("HostColumn" if is_cpu(backend) else "DeviceColumn") in made_columns, made_columns
     assert_frames_same(fused, unfused, f"{backend} fused vs unfused {chain}")
     assert_frames_same(fused, cpu, f"{backend} vs cpu {chain}")
+
+
+def test_device_fusion_is_opt_in_and_its_kernels_are_warmed_only_then(monkeypatch):
+    """Fused chains on cuDF frames are off unless TABPREP_DEVICE_FUSION=1 (their first GPU run did
+    not get as far as comparing values); the CuPy warm-up builds their kernels only then."""
+    from tabprep.backend import gpu_warmup
+
+    monkeypatch.delenv("TABPREP_DEVICE_FUSION", raising=False)
+    assert not gpu_warmup.device_fusion()
+    assert gpu_warmup._fused_chain not in [task for task, _ in gpu_warmup._tasks()]
+    for off in ("0", "", "no"):
+        monkeypatch.setenv("TABPREP_DEVICE_FUSION", off)
+        assert not gpu_warmup.device_fusion()
+    monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")
+    assert gpu_warmup.device_fusion()
+    assert [args for task, args in gpu_warmup._tasks() if task is gpu_warmup._fused_chain] == [
+        ("int64",), ("float32",), ("float64",)]
