@@ -492,6 +492,15 @@ class FloatOutput:
 # cardinality_memory_limit, search_sorted) are stored and change no id or value: tabprep's fit merges
 # the statistics per key in its own tasks (StatOperator.keyed_statistics). out_path (where NVTabular
 # writes its statistics files) warns: tabprep keeps them in the workflow. Another name_sep is an error.
+def infinite_note(label: str, columns: List[str], statistics: str) -> str:
+    """The fit's note for columns holding +-inf: tabprep's statistics leave them out, NVTabular
+    23.08's count them (docs/migration.md, "Non-finite values in statistics")."""
+    return (f"{label}: column(s) {sorted(columns)} hold +-inf; tabprep leaves them out of the fitted {statistics} "
+            f"(an infinite value stays +-inf at transform), where NVTabular 23.08 counts them, so one infinite "
+            f"value makes its outputs inf or NaN (docs/migration.md, 'Non-finite values in statistics'). Bound "
+            f"them with Clip (or replace them) before {label} to get the same numbers from both.")
+
+
 def check_nvt_args(label: str, name_sep: Any = "_", out_path: Optional[Any] = None) -> None:
     """Refuse what would silently differ (``name_sep``); warn at build for ``out_path``."""
     if name_sep != "_":

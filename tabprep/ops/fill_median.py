@@ -1,10 +1,10 @@
 """FillMedian: replace nulls with each column's median."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from ..stats.moments import Sketch, combine_sketches, partial_sketch, sketch_quantile
-from .base import StatOperator
+from ..stats.moments import Sketch, combine_sketches, infinite_count, partial_sketch, sketch_quantile
+from .base import StatOperator, infinite_note
 from .fill_missing import FillMissing
 
 
@@ -32,20 +32,23 @@ class FillMedian(FillMissing, StatOperator):
     def get_params(self) -> Dict[str, Any]:
         return {"add_binary_cols": self.add_binary_cols}
 
-    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Sketch]:
-        return {c: partial_sketch(df[c]) for c in columns}
+    # the sketch of the finite values, and the count of +-inf left out (fit_notes_)
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Sketch, int]]:
+        return {c: (partial_sketch(df[c]), infinite_count(df[c])) for c in columns}
 
-    def fit_combine(self, partials: List[Dict[str, Sketch]]) -> Dict[str, Sketch]:
-        return {c: combine_sketches([p[c] for p in partials]) for c in partials[0]}
+    def fit_combine(self, partials: List[Dict[str, Tuple[Sketch, int]]]) -> Dict[str, Tuple[Sketch, int]]:
+        return {c: (combine_sketches([p[c][0] for p in partials]), sum(p[c][1] for p in partials)) for c in partials[0]}
 
     @property
     def medians(self) -> Dict[str, float]:
         """Column -> fitted median (NVTabular's ``FillMedian.medians``; empty before fit)."""
         return {c: st["median"] for c, st in (self.stats_ or {}).items()}
 
-    def fit_finalize(self, columns: List[str], combined: Dict[str, Sketch]) -> None:
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Sketch, int]]) -> None:
         self.stats_ = {}
-        for c, sk in combined.items():
+        infinite = [c for c, (_, n) in combined.items() if n]
+        self.fit_notes_ = [infinite_note("FillMedian", infinite, "median")] if infinite else []
+        for c, (sk, _) in combined.items():
             med = sketch_quantile(sk, 0.5)
             self.stats_[c] = {"median": 0.0 if med is None else med, "exact": sk.exact}
 

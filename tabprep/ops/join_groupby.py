@@ -13,7 +13,7 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, state_file
+from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -166,6 +166,7 @@ class JoinGroupby(StatOperator):
         conts = {c: backend.float_values(df[c]) for c in self.conts}
         # what fit_warnings reports (NVTabular 23.08 differs there): null conts, keys with a null part
         null_conts = [c for c, x in conts.items() if backend.any_true(xp.isnan(x))]
+        inf_conts = [c for c, x in conts.items() if backend.any_true(xp.isinf(x))]
         out = {}
         for key, cols in self._keys(columns).items():
             keys, valid = G.key_column(self._key_series(df, cols))
@@ -193,7 +194,7 @@ class JoinGroupby(StatOperator):
             res.index.name = None
             null_part = len(cols) > 1 and bool(G.null_columns(df, cols))
             out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp),
-                        "flags": {"null_conts": null_conts, "null_part": null_part}}
+                        "flags": {"null_conts": null_conts, "null_part": null_part, "inf_conts": inf_conts}}
         return out
 
     def _aggs(self) -> Dict[str, str]:
@@ -222,7 +223,8 @@ class JoinGroupby(StatOperator):
             out[key] = {"groups": self._combine_frames(frames),
                         "null": self._combine_null([p[key]["null"] for p in partials]),
                         "flags": {"null_conts": sorted({c for p in partials for c in p[key]["flags"]["null_conts"]}),
-                                  "null_part": any(p[key]["flags"]["null_part"] for p in partials)}}
+                                  "null_part": any(p[key]["flags"]["null_part"] for p in partials),
+                                  "inf_conts": sorted({c for p in partials for c in p[key]["flags"].get("inf_conts", [])})}}
         return out
 
     def _combine_frames(self, frames: List[Any]) -> Any:
@@ -287,6 +289,9 @@ class JoinGroupby(StatOperator):
                          f"are over the non-null values, where NVTabular 23.08's mean counts null rows (it divides "
                          f"the sum by the group's row count, nulls included; docs/migration.md). Fill them "
                          f"(FillMissing) first if the model was trained on NVTabular's numbers.")
+        inf_conts = sorted({c for e in combined.values() for c in e["flags"].get("inf_conts", [])})
+        if inf_conts and any(st != "count" for st in self.stat_list):
+            notes.append(infinite_note("JoinGroupby", inf_conts, "statistics per category"))
         keys = self._keys(columns)
         for key, entry in combined.items():
             if entry["flags"]["null_part"]:

@@ -8,8 +8,8 @@ import numpy as np
 from .. import backend
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
-from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, partial_moments_minmax
-from .base import FloatOutput, StatOperator, map_elements
+from ..stats.moments import MinMax, Moments, combine_minmax, combine_moments, infinite_count, partial_moments_minmax
+from .base import FloatOutput, StatOperator, infinite_note, map_elements
 
 
 class Normalize(FloatOutput, StatOperator):
@@ -51,16 +51,17 @@ class Normalize(FloatOutput, StatOperator):
     # partials carry the extrema too: a constant column must get std exactly 0, but its float
     # mean is not always exact (mean of [0.1] * 3 != 0.1), which leaves a ~1e-17 "std" that
     # would turn every value into +-1 instead of 0.
-    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Moments, MinMax]]:
-        return {c: partial_moments_minmax(df[c]) for c in columns}
+    # ... and the count of +-inf left out (fit_notes_: NVTabular 23.08 counts them)
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[Moments, MinMax, int]]:
+        return {c: partial_moments_minmax(df[c]) + (infinite_count(df[c]),) for c in columns}
 
-    def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Dict[str, Tuple[Moments, MinMax]]:
+    def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Dict[str, Tuple[Moments, MinMax, int]]:
         """:meth:`fit_partial` on host columns (the same float64 values: nulls and NaN, +-inf left out)."""
-        return {c: partial_moments_minmax(cols[c]) for c in columns}
+        return {c: partial_moments_minmax(cols[c]) + (infinite_count(cols[c]),) for c in columns}
 
-    def fit_combine(self, partials: List[Dict[str, Tuple[Moments, MinMax]]]) -> Dict[str, Tuple[Moments, MinMax]]:
-        return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]))
-                for c in partials[0]}
+    def fit_combine(self, partials: List[Dict[str, Tuple[Moments, MinMax, int]]]) -> Dict[str, Tuple[Moments, MinMax, int]]:
+        return {c: (combine_moments([p[c][0] for p in partials]), combine_minmax([p[c][1] for p in partials]),
+                    sum(p[c][2] for p in partials)) for c in partials[0]}
 
     # NVTabular 23.08's names of the fitted statistics ({column: float}; empty before fit)
     @property
@@ -73,9 +74,11 @@ class Normalize(FloatOutput, StatOperator):
         """Column -> fitted standard deviation (NVTabular's ``Normalize.stds``)."""
         return {c: st["std"] for c, st in (self.stats_ or {}).items()}
 
-    def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Moments, MinMax]]) -> None:
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[Moments, MinMax, int]]) -> None:
         stats = {}
-        for c, (m, mm) in combined.items():
+        infinite = [c for c, part in combined.items() if part[2]]
+        self.fit_notes_ = [infinite_note("Normalize", infinite, "mean and std")] if infinite else []
+        for c, (m, mm, _) in combined.items():
             # NVTabular divides by the sample std (moments.py: _finalize_moments(ddof=1))
             mean, std = m.mean, m.sample_std
             if mm.min is not None and mm.min == mm.max:
@@ -86,10 +89,11 @@ class Normalize(FloatOutput, StatOperator):
     def fit_warnings(self) -> List[str]:
         """A warning per column whose fitted std is 0 (computed from ``stats_``, so the keyed
         shards of a fit give one list): tabprep maps it to 0, NVTabular 23.08 to ``x - mean``."""
+        notes = super().fit_warnings()   # fit_notes_: +-inf left out of the statistics
         zero = [c for c, st in (self.stats_ or {}).items() if not st["std"]]
         if not zero:
-            return []
-        return [f"Normalize: column(s) {zero} have a fitted std of 0 (constant, or fewer than 2 values, in the "
+            return notes
+        return notes + [f"Normalize: column(s) {zero} have a fitted std of 0 (constant, or fewer than 2 values, in the "
                 f"fitted data): tabprep outputs 0 for every row, where NVTabular 23.08 outputs x - mean (the "
                 f"same on the fitted data, different on new data; docs/migration.md). Drop the column(s) from "
                 f"Normalize's input if they carry no information."]

@@ -1,15 +1,15 @@
 """NormalizeMinMax: scale continuous columns to [0, 1]."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from .. import backend
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Tags
-from ..stats.moments import MinMax, combine_minmax, partial_minmax
-from .base import FloatOutput, StatOperator, map_elements
+from ..stats.moments import MinMax, combine_minmax, infinite_count, partial_minmax
+from .base import FloatOutput, StatOperator, infinite_note, map_elements
 
 
 class NormalizeMinMax(FloatOutput, StatOperator):
@@ -42,11 +42,12 @@ class NormalizeMinMax(FloatOutput, StatOperator):
         self.out_dtype = out_dtype
         self.stats_ = None
 
-    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, MinMax]:
-        return {c: partial_minmax(df[c]) for c in columns}
+    # the extrema of the finite values, and the count of +-inf left out (fit_notes_)
+    def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Tuple[MinMax, int]]:
+        return {c: (partial_minmax(df[c]), infinite_count(df[c])) for c in columns}
 
-    def fit_combine(self, partials: List[Dict[str, MinMax]]) -> Dict[str, MinMax]:
-        return {c: combine_minmax([p[c] for p in partials]) for c in partials[0]}
+    def fit_combine(self, partials: List[Dict[str, Tuple[MinMax, int]]]) -> Dict[str, Tuple[MinMax, int]]:
+        return {c: (combine_minmax([p[c][0] for p in partials]), sum(p[c][1] for p in partials)) for c in partials[0]}
 
     # NVTabular 23.08's names of the fitted statistics ({column: value}; empty before fit)
     @property
@@ -59,17 +60,20 @@ class NormalizeMinMax(FloatOutput, StatOperator):
         """Column -> fitted maximum (NVTabular's ``NormalizeMinMax.maxs``)."""
         return {c: st["max"] for c, st in (self.stats_ or {}).items()}
 
-    def fit_finalize(self, columns: List[str], combined: Dict[str, MinMax]) -> None:
-        self.stats_ = {c: {"min": m.min, "max": m.max} for c, m in combined.items()}
+    def fit_finalize(self, columns: List[str], combined: Dict[str, Tuple[MinMax, int]]) -> None:
+        self.stats_ = {c: {"min": m.min, "max": m.max} for c, (m, _) in combined.items()}
+        infinite = [c for c, (_, n) in combined.items() if n]
+        self.fit_notes_ = [infinite_note("NormalizeMinMax", infinite, "min and max")] if infinite else []
 
     def fit_warnings(self) -> List[str]:
         """A warning naming the columns whose fitted ``max == min`` (or that hold no value):
         tabprep maps them to 0, NVTabular 23.08 to ``x / (2 * x)`` (0.5, NaN where x is 0)."""
         flat = [c for c, st in (self.stats_ or {}).items()
                 if st["min"] is None or st["max"] is None or st["min"] == st["max"]]
+        notes = super().fit_warnings()   # fit_notes_: +-inf left out of the statistics
         if not flat:
-            return []
-        return [f"NormalizeMinMax: column(s) {flat} have a fitted max equal to their min (constant, or no value, in "
+            return notes
+        return notes + [f"NormalizeMinMax: column(s) {flat} have a fitted max equal to their min (constant, or no value, in "
                 f"the fitted data): tabprep outputs 0 for every row, where NVTabular 23.08 outputs x / (2 * x) (0.5, "
                 f"or NaN where x is 0; docs/migration.md). Drop the column(s) from NormalizeMinMax's input if they "
                 f"carry no information."]

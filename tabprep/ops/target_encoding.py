@@ -13,7 +13,8 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
-from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, out_of_fold_mode, state_file
+from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
+                   state_file)
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 
@@ -201,6 +202,7 @@ class TargetEncoding(StatOperator):
         ys = self._target_arrays(df, xp)
         totals = {}
         cols_per_target = {}
+        inf_targets = [t for t, y in ys.items() if backend.any_true(xp.isinf(y))]  # fit_notes_ (NVTabular counts them)
         for t, y in ys.items():
             ok = xp.isfinite(y)  # non-finite policy: NaN (null) and +-inf targets are left out, like nulls
             yz = xp.where(ok, y, 0.0)
@@ -223,7 +225,7 @@ class TargetEncoding(StatOperator):
             keyed[key] = G.group_agg(keys, data, {n: "sum" for n in data}, like=df)
             if len(cols) > 1 and G.null_columns(df, cols):
                 null_parts.append(key)
-        return {"keys": keyed, "totals": totals, "null_parts": null_parts}
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets}
 
     def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
         keyed = {}
@@ -233,7 +235,8 @@ class TargetEncoding(StatOperator):
         totals = {t: (sum(p["totals"][t][0] for p in partials), sum(p["totals"][t][1] for p in partials))
                   for t in partials[0]["totals"]}
         null_parts = sorted({k for p in partials for k in p.get("null_parts", [])})
-        return {"keys": keyed, "totals": totals, "null_parts": null_parts}
+        inf_targets = sorted({t for p in partials for t in p.get("inf_targets", [])})
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets}
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
         k = self.kfold
@@ -259,6 +262,8 @@ class TargetEncoding(StatOperator):
             f"encodes each such combination from its own rows, where NVTabular 23.08 fits it with a count of 0 "
             f"(the prior, or inf with p_smooth=0; docs/migration.md). Fill the nulls (FillMissing) first to make "
             f"these categories explicit." for key in combined.get("null_parts", [])]
+        if combined.get("inf_targets"):
+            self.fit_notes_.append(infinite_note("TargetEncoding", combined["inf_targets"], "sums and means per category"))
 
     def clear(self) -> None:
         self.stats_ = None

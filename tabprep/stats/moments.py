@@ -59,6 +59,16 @@ def partial_moments_minmax(series: Any) -> "tuple[Moments, MinMax]":
     return Moments(n, mean, m2), MinMax(lo, hi)
 
 
+def infinite_count(series: Any) -> int:
+    """How many +-inf values ``series`` holds (list leaves for list columns): the values the fitted
+    statistics leave out (the non-finite policy); 0 for integer and bool columns, which hold none."""
+    s = _leaves(series)
+    if getattr(getattr(s, "dtype", None), "kind", "f") in ("i", "u", "b"):
+        return 0
+    x = backend.float_values(s)
+    return int(backend.array_module(x).isinf(x).sum())
+
+
 def _leaves(series: Any) -> Any:
     if backend.is_list_series(series):
         series, _ = backend.list_leaves(series)
