@@ -65,6 +65,12 @@ def infinite_count(series: Any) -> int:
     s = _leaves(series)
     if getattr(getattr(s, "dtype", None), "kind", "f") in ("i", "u", "b"):
         return 0
+    v = getattr(s, "values", None)
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        # numpy floats (a pandas column's values, a host column's): no float64 copy, one bool pass
+        inf = np.isinf(v)
+        mask = s.mask if isinstance(s, backend.HostColumn) else None
+        return int((inf & ~mask).sum() if mask is not None else inf.sum())
     x = backend.float_values(s)
     return int(backend.array_module(x).isinf(x).sum())
 

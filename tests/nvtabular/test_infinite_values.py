@@ -76,3 +76,21 @@ def test_normalize_statistics_leave_infinite_values_out(backend):
     assert op.stds["x"] == pytest.approx(finite.std(ddof=1))
     out = to_pandas(wf.transform(make_dataset(_df(x), backend, nparts=2, empties=False)))
     assert np.isposinf(out["x"][4])                # an infinite value stays infinite at transform
+
+
+def test_infinite_count_of_each_column_kind():
+    """The partials' count: +-inf only (not NaN or nulls), none in int columns, a host column's
+    null slots not read (their values are arbitrary)."""
+    from tabprep.backend import HostColumn
+    from tabprep.stats.moments import infinite_count
+
+    assert infinite_count(pd.Series([1.0, np.inf, -np.inf, np.nan])) == 2
+    assert infinite_count(pd.Series(np.array([np.inf, 2.0], dtype="float32"))) == 1
+    assert infinite_count(pd.Series([1.0, None, np.inf], dtype="Float64")) == 1
+    assert infinite_count(pd.Series([1, 2, 3])) == 0
+    assert infinite_count(pd.Series([1, None], dtype="Int64")) == 0
+    assert infinite_count(HostColumn(np.array([np.inf, 1.0, -np.inf]), np.array([True, False, False]))) == 1
+    import pyarrow as pa   # a list column as tabprep holds one (Arrow-backed): its leaves are counted
+
+    lists = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1.0, np.inf], [], None, [-np.inf, np.nan]])))
+    assert infinite_count(lists) == 2
