@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .._warn import warn_difference
+from .._warn import first_time, is_rebuilding, warn_difference
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
 
@@ -501,8 +501,27 @@ def infinite_note(label: str, columns: List[str], statistics: str) -> str:
             f"them with Clip (or replace them) before {label} to get the same numbers from both.")
 
 
-def check_nvt_args(label: str, name_sep: Any = "_", out_path: Optional[Any] = None) -> None:
-    """Refuse what would silently differ (``name_sep``); warn at build for ``out_path``."""
+#: op names whose hashed ids were announced in this process (note_hash_ids)
+_HASH_NOTED: set = set()
+
+
+def note_hash_ids(label: str, stacklevel: int = 3) -> None:
+    """Once per process and op, when a graph is built (not when a saved one is loaded): tabprep's
+    hashed ids are murmur3 on every backend, NVTabular 23.08's are not (docs/migration.md)."""
+    if is_rebuilding() or not first_time(_HASH_NOTED, label):
+        return
+    warn_difference(f"{label}: hashed ids are murmur3 hashes, the same on the CPU, the GPU and at serving time; "
+                    f"NVTabular 23.08's differ (hash_pandas_object on the CPU, which also hashes the row's index, "
+                    f"cuDF's murmur3 on the GPU, XOR for crosses), so hashed ids and the embeddings trained on them "
+                    f"do not carry over from an NVTabular pipeline (docs/migration.md, 'Hash values'): retrain the "
+                    f"hashed embeddings.", stacklevel=stacklevel, at_build=True)
+
+
+def check_nvt_args(label: str, name_sep: Any = "_", out_path: Optional[Any] = None, hashed: bool = False) -> None:
+    """Refuse what would silently differ (``name_sep``); warn at build for ``out_path``, and for
+    hashed ids (``hashed``: :func:`note_hash_ids`)."""
+    if hashed:
+        note_hash_ids(label, stacklevel=4)
     if name_sep != "_":
         raise ValueError(f"{label}(name_sep={name_sep!r}): tabprep names column groups with '_' "
                          f"(NVTabular's default), e.g. 'a_b'; another name_sep is not supported. Keep "

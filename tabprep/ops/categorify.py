@@ -100,7 +100,7 @@ class Categorify(StatOperator):
                  single_table: bool = False, out_path: Optional[str] = None, cat_cache: Any = "host",
                  name_sep: str = "_", search_sorted: bool = False, cardinality_memory_limit: Any = None,
                  tree_width: Any = None, split_out: Any = 1, split_every: Any = 8) -> None:
-        check_nvt_args("Categorify", name_sep, out_path)
+        check_nvt_args("Categorify", name_sep, out_path, hashed=num_buckets is not None)
         if search_sorted and freq_threshold:  # NVTabular's own refusal
             raise ValueError("Categorify: search_sorted=True cannot be combined with freq_threshold (as in NVTabular); "
                              "drop search_sorted, it changes no id in tabprep")

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Union
 
 from .. import backend
 from ..schema import ColumnSchema, Tags, check_bucket_dtype, without_table_properties
-from .base import Operator, map_elements
+from .base import Operator, map_elements, note_hash_ids
 from .embeddings import embedding_sizes_property
 
 
@@ -44,6 +44,7 @@ class HashBucket(Operator):
         if any(int(v) < 1 for v in values):
             raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
         check_bucket_dtype(dtype, num_buckets)  # ids 0 .. num_buckets - 1 must fit the id dtype (issue #30)
+        note_hash_ids("HashBucket")
         self.num_buckets = num_buckets
         self.dtype = dtype
         self.embedding_dim = embedding_dim

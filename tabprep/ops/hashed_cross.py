@@ -8,7 +8,7 @@ import numpy as np
 from .. import backend
 from .._warn import first_time, warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
-from .base import Operator
+from .base import Operator, note_hash_ids
 from .embeddings import embedding_sizes_property
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
@@ -92,6 +92,7 @@ class HashedCross(Operator):
             raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"HashedCross dtype must be an integer dtype, got {dtype!r}")
+        note_hash_ids("HashedCross")
         check_bucket_dtype(dtype, num_buckets, "HashedCross")  # ids 0 .. num_buckets - 1 must fit (issue #30)
         if columns is not None:
             if isinstance(columns, str):
