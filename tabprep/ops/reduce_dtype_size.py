@@ -86,6 +86,14 @@ class ReduceDtypeSize(StatOperator):
             kind, lo, hi = v
             stats[c] = {"min": lo, "max": hi, "dtype": self._pick(kind, lo, hi)}
         self.stats_ = stats
+        # NVTabular 23.08 casts every float column to float_dtype, so a range past it becomes +-inf there
+        kept = [c for c, st in stats.items() if self.float_dtype is not None and combined[c] is not None
+                and combined[c][0] == "f" and st["min"] is not None and st["dtype"] is None]
+        self.fit_notes_ = [
+            f"ReduceDtypeSize(float_dtype={np.dtype(self.float_dtype).name!r}): column(s) {kept} hold values outside "
+            f"{np.dtype(self.float_dtype).name}'s range and keep their dtype, where NVTabular 23.08 casts them anyway "
+            f"(the values past the range become +-inf; docs/migration.md). Clip them first, or leave them out of "
+            f"ReduceDtypeSize, to get the same numbers from both."] if kept else []
 
     def to_config(self) -> Dict[str, Any]:
         config = dict(self.get_params())

@@ -153,6 +153,31 @@ def test_reduce_dtype_size_float_dtype_as_nvtabular():
         ops.ReduceDtypeSize(float_dtype="float32", float_dtypes=["float32", "float64"])
 
 
+def test_reduce_dtype_size_float_dtype_too_narrow_warns_where_nvtabular_overflows():
+    """NVTabular 23.08 casts every float column to ``float_dtype``, so 1e300 becomes inf in
+    float32; tabprep keeps such a column's dtype and says so at fit, naming the column."""
+    import warnings
+
+    df = pd.DataFrame({"ok": [0.5, 1.5, 2.0], "big": [1.0, 1e300, -2.0], "i": [1, 2, 3]})
+    def fit(node):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            wf = tp.Workflow(node)
+            wf.fit(tp.Dataset(df))
+        return wf.transform(df), rec
+
+    out, rec = fit(["ok", "big", "i"] >> ops.ReduceDtypeSize(float_dtype=np.float32))
+    notes = [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+             and "ReduceDtypeSize" in str(w.message)]
+    assert len(notes) == 1 and "['big']" in notes[0] and "+-inf" in notes[0], notes
+    assert str(out["ok"].dtype) == "float32" and str(out["big"].dtype) == "float64"
+    assert out["big"].tolist() == df["big"].tolist()           # not inf, as NVTabular's cast gives
+    with np.errstate(over="ignore"):
+        assert np.isinf(df["big"].to_numpy().astype("float32")[1])   # what the cast gives (the reference)
+    _, rec = fit(["ok"] >> ops.ReduceDtypeSize(float_dtype="float32"))   # everything fits: no note
+    assert not [w for w in rec if "ReduceDtypeSize" in str(w.message)]
+
+
 def test_reduce_dtype_size_saves_a_numpy_float_dtype(tmp_path):
     df = pd.DataFrame({"f": np.array([0.5, 1.5], dtype="float32")})
     wf, _ = _out(["f"] >> ops.ReduceDtypeSize(float_dtype=np.float64), df)  # NVTabular's spelling: a numpy type
