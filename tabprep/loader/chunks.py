@@ -56,6 +56,7 @@ class _ChunkPreparation:
     _sparse_max: Dict[str, Any]
     _warned_nulls: set
     _warned_narrowing: set
+    _warned_truncation: set
 
     def _output_schema(self) -> Any:
         raise NotImplementedError
@@ -138,6 +139,8 @@ class _ChunkPreparation:
                 values = self._values(leaves, name, name in cont)
                 xp = _xp(values)
                 out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
+                if self.sparse_as_dense and isinstance(self._sparse_max.get(name), int):
+                    self._note_truncation(name, out[name].offsets, self._sparse_max[name])
                 if name not in self._sparse_names:
                     self._sparse_names.append(name)
                     if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
@@ -145,6 +148,18 @@ class _ChunkPreparation:
             else:
                 out[name] = self._values(s, name, name in cont)
         return out
+
+    def _note_truncation(self, name: str, offsets: Any, size: int) -> None:
+        """Once per loader and column: rows longer than ``sparse_max`` are cut to their first
+        ``size`` values, where NVTabular 23.08's loader raises (one reduction per chunk)."""
+        if name in self._warned_truncation or len(offsets) < 2:
+            return
+        longest = int((offsets[1:] - offsets[:-1]).max())
+        if longest > size and first_time(self._warned_truncation, name):
+            warn_difference(f"loader: list column {name!r} has rows of up to {longest} values, more than its "
+                            f"sparse_max ({size}); tabprep keeps their first {size} values, where NVTabular 23.08's "
+                            f"loader raises (docs/migration.md). Pass sparse_max={{{name!r}: {longest}}} or more (the "
+                            f"default is the schema's value_count['max']) to keep every value", stacklevel=2)
 
     def _values(self, s: Any, name: str, cont: bool) -> Any:
         """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).

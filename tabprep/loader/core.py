@@ -223,6 +223,7 @@ class DataLoader(_ChunkPreparation):
         self._gen_next = -1
         self._warned_nulls: set = set()
         self._warned_narrowing: set = set()
+        self._warned_truncation: set = set()
         self._ready = False
 
     def _ensure_ready(self) -> None:

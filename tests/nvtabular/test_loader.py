@@ -275,3 +275,29 @@ def test_float64_continuous_columns_narrowed_to_float32_warn_once_naming_the_col
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         list(DataLoader(str(path), 16, cont_names=["f"], label_names=["y"], shuffle=False, device=device))
+
+
+def test_rows_longer_than_sparse_max_are_cut_with_a_warning_naming_the_column(tmp_path, backend):
+    """merlin-dataloader 23.08 raises on a list row longer than ``sparse_max``; tabprep keeps its
+    first ``sparse_max`` values (docs/migration.md) and says so once per loader and column."""
+    import warnings
+
+    rows = [[1, 2, 3, 4], [5], [], [6, 7]]
+    df = pd.DataFrame({"l": [np.array(r, dtype="int64") for r in rows], "y": [0, 1, 0, 1]})
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path)
+    device = "cpu" if backend == "cpu" else 0
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        batches = list(DataLoader(str(path), 2, cat_names=["l"], label_names=["y"], shuffle=False, device=device,
+                                  sparse_as_dense=True, sparse_max={"l": 2}))
+    notes = [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+             and "sparse_max" in str(w.message)]
+    assert len(notes) == 1 and "'l'" in notes[0] and "up to 4 values" in notes[0], notes
+    dense = np.concatenate([tp.backend.to_numpy(b["l"]) for b in batches])
+    np.testing.assert_array_equal(dense, [[1, 2], [5, 0], [0, 0], [6, 7]])   # first 2 values, padded with 0
+    with warnings.catch_warnings(record=True) as rec:   # every row fits: nothing said
+        warnings.simplefilter("always")
+        list(DataLoader(str(path), 2, cat_names=["l"], label_names=["y"], shuffle=False, device=device,
+                        sparse_as_dense=True, sparse_max={"l": 4}))
+    assert not [w for w in rec if "sparse_max" in str(w.message)]
