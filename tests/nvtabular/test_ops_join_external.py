@@ -75,3 +75,30 @@ def test_both_side_table_names_is_an_error():
         ops.JoinExternal(_side(), on="k", df_ext=_side())
     with pytest.raises(TypeError, match="df_ext"):
         ops.JoinExternal(on="k")
+
+
+def test_int_side_column_with_misses_keeps_its_dtype_and_says_so(backend, monkeypatch):
+    """NVTabular 23.08 (pandas merge) gives an integer side column float64 NaN where a row has no
+    match; tabprep keeps it integer (nullable) and says so once per column."""
+    import warnings
+
+    from conftest import make_dataset, to_pandas
+    from tabprep.ops import join_external
+
+    monkeypatch.setattr(join_external, "_MISSES_NOTED", set())
+    side = pd.DataFrame({"k": [1, 2, 4], "n": [10, 20, 40], "f": [1.5, 2.5, 4.5]})
+
+    def run(data):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            wf = tp.Workflow(["k"] >> ops.JoinExternal(side, on="k"))
+            out = to_pandas(wf.fit_transform(make_dataset(data, backend, nparts=2, empties=False)))
+        return out, [str(w.message) for w in rec if "JoinExternal" in str(w.message) and "match" in str(w.message)]
+
+    out, notes = run(pd.DataFrame({"k": [1, 2, 3, 2]}))
+    assert len(notes) == 1 and "'n'" in notes[0] and "float64" in notes[0], notes
+    assert out["n"].dtype.kind == "i" and out["n"].isna().tolist() == [False, False, True, False]
+    assert out["n"].dropna().tolist() == [10, 20, 20]
+    monkeypatch.setattr(join_external, "_MISSES_NOTED", set())
+    _, notes = run(pd.DataFrame({"k": [1, 2, 4, 2]}))       # every row matches: nothing said
+    assert notes == []
