@@ -301,3 +301,33 @@ def test_rows_longer_than_sparse_max_are_cut_with_a_warning_naming_the_column(tm
         list(DataLoader(str(path), 2, cat_names=["l"], label_names=["y"], shuffle=False, device=device,
                         sparse_as_dense=True, sparse_max={"l": 4}))
     assert not [w for w in rec if "sparse_max" in str(w.message)]
+
+
+def test_sharding_across_ranks_is_announced_once(tmp_path, monkeypatch):
+    """merlin-dataloader 23.08 gives each rank whole partitions; tabprep cuts the rows into
+    ``global_size`` equal contiguous ranges (docs/migration.md, "Sharding"): the first sharded
+    loader of a process says so, naming ``global_size``."""
+    import warnings
+
+    from tabprep.loader import core
+
+    monkeypatch.setattr(core, "_SHARDING_NOTED", set())
+    df = pd.DataFrame({"c": np.arange(10), "y": np.arange(10) % 2})
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path, row_group_size=3)
+
+    def make(**kw):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            loader = DataLoader(str(path), 2, cat_names=["c"], label_names=["y"], shuffle=False, device="cpu", **kw)
+        return loader, [str(w.message) for w in rec if "global_size" in str(w.message)]
+
+    _, notes = make()
+    assert notes == []                                            # one rank: nothing to say
+    ranks = []
+    for rank in (0, 1):
+        loader, notes = make(global_size=2, global_rank=rank)
+        assert len(notes) == (1 if rank == 0 else 0), notes       # once per process
+        assert all("whole partitions" in n and "global_size=2" in n for n in notes)
+        ranks.append(np.concatenate([np.asarray(b["c"]).ravel() for b in loader]).tolist())
+    assert ranks == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]            # equal contiguous ranges in file order
