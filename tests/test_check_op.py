@@ -103,7 +103,7 @@ class WrongHostPartial(ops.Normalize):
         for c in columns:
             x = np.nan_to_num(cols[c].values.astype("float64"), nan=0.0, posinf=0.0, neginf=0.0)
             out[c] = (Moments(len(x), float(x.mean()), float(((x - x.mean()) ** 2).sum())),
-                      MinMax(float(x.min()), float(x.max())))
+                      MinMax(float(x.min()), float(x.max())), 0)   # Normalize's partial: moments, extrema, +-inf count
         return out
 
 
