@@ -154,7 +154,8 @@ class _ChunkPreparation:
         ``size`` values, where NVTabular 23.08's loader raises (one reduction per chunk)."""
         if name in self._warned_truncation or len(offsets) < 2:
             return
-        longest = int((offsets[1:] - offsets[:-1]).max())
+        host = backend.to_numpy(offsets)   # on the host: no CuPy reduction kernel to compile on a fresh GPU process
+        longest = int((host[1:] - host[:-1]).max())
         if longest > size and first_time(self._warned_truncation, name):
             warn_difference(f"loader: list column {name!r} has rows of up to {longest} values, more than its "
                             f"sparse_max ({size}); tabprep keeps their first {size} values, where NVTabular 23.08's "
