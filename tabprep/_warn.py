@@ -68,6 +68,24 @@ def first_time(seen: MutableSet[Any], key: Any) -> bool:
         return True
 
 
+#: keys of the once-per-process warnings given so far (:func:`warn_once`)
+_ONCE: Set[Any] = set()
+
+
+def warned_once(key: Any) -> bool:
+    """Whether :func:`warn_once` already gave ``key``'s warning in this process (a cheap check
+    before computing whether the warning applies)."""
+    return key in _ONCE
+
+
+def warn_once(key: Any, message: str, stacklevel: int = 2, at_build: bool = False) -> None:
+    """:func:`warn_difference` the first time this process meets ``key``. With ``at_build``, not
+    while a saved workflow is loaded, and the key is not used up there."""
+    if (at_build and _REBUILDING.get()) or not first_time(_ONCE, key):
+        return
+    warn_difference(message, stacklevel=stacklevel + 1, at_build=at_build)
+
+
 def warn_difference(message: str, stacklevel: int = 2, at_build: bool = False) -> None:
     """``warnings.warn(message, NVTabularDifferenceWarning)`` at the caller's ``stacklevel``;
     with ``at_build`` not while a saved workflow is loaded (logged at DEBUG instead)."""

@@ -71,7 +71,7 @@ import numpy as np
 
 from .. import backend
 from .._util import did_you_mean
-from .._warn import first_time, warn_difference
+from .._warn import warn_once
 from ..schema import Schema, Tags
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
 from .chunks import _ChunkPreparation
@@ -84,9 +84,6 @@ from .nested import (check_fixed, dense_size, is_nested_series, leaves_are_integ
                      pad_chunk_column)
 from .sources import (FRAME_UNIT_ROWS, reader_cpu, _DaskSource, _FrameSource, _is_frame, _make_source,  # noqa: F401
                       _ParquetSource, _Piece, _Source, _Unit, reader_options)
-
-#: whether this process was told how tabprep shards rows across ranks (once: every rank's loader would repeat it)
-_SHARDING_NOTED: set = set()
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +180,12 @@ class DataLoader(_ChunkPreparation):
         self.global_size = 1 if global_size is None else int(global_size)
         self.global_rank = 0 if global_rank is None else int(global_rank)
         self.drop_last = bool(drop_last)
-        if self.global_size > 1 and first_time(_SHARDING_NOTED, "sharding"):
-            warn_difference(f"DataLoader(global_size={self.global_size}): each rank reads an equal contiguous range of "
-                            f"the rows in file order (every rank gets the same number of batches), where NVTabular "
-                            f"23.08 gives each rank whole partitions, so ranks read other rows there (docs/migration.md, "
-                            f"'Sharding'; drop_last=True also drops the N % global_size leftover rows)", stacklevel=2)
+        if self.global_size > 1:   # once per process: every rank's loader would repeat it
+            warn_once("loader sharding",
+                      f"DataLoader(global_size={self.global_size}): each rank reads an equal contiguous range of the "
+                      f"rows in file order (every rank gets the same number of batches), where NVTabular 23.08 gives "
+                      f"each rank whole partitions, so ranks read other rows there (docs/migration.md, 'Sharding'; "
+                      f"drop_last=True also drops the N % global_size leftover rows)", stacklevel=2)
         self.sparse_as_dense = bool(sparse_as_dense)
         self.prefetch = int(prefetch)
         self._sparse_names_arg = list(sparse_names) if sparse_names is not None else None

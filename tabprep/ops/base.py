@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from .._warn import first_time, is_rebuilding, warn_difference
+from .._warn import warn_difference, warn_once
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
 
@@ -485,13 +485,6 @@ class FloatOutput:
         return {"out_dtype": None if self.out_dtype is None else self.output_dtype}
 
 
-# -- NVTabular 23.08's reduction and storage arguments of the grouped-statistics ops -------------------
-# Categorify, TargetEncoding and JoinGroupby accept them as migrating pipelines pass them
-# (``Categorify(freq_threshold=..., out_path=..., cat_cache="host", split_out=...)``). The knobs of
-# NVTabular's dask reduction (cat_cache, on_host, split_out, split_every, tree_width,
-# cardinality_memory_limit, search_sorted) are stored and change no id or value: tabprep's fit merges
-# the statistics per key in its own tasks (StatOperator.keyed_statistics). out_path (where NVTabular
-# writes its statistics files) warns: tabprep keeps them in the workflow. Another name_sep is an error.
 def infinite_note(label: str, columns: List[str], statistics: str) -> str:
     """The fit's note for columns holding +-inf: tabprep's statistics leave them out, NVTabular
     23.08's count them (docs/migration.md, "Non-finite values in statistics")."""
@@ -501,22 +494,24 @@ def infinite_note(label: str, columns: List[str], statistics: str) -> str:
             f"them with Clip (or replace them) before {label} to get the same numbers from both.")
 
 
-#: op names whose hashed ids were announced in this process (note_hash_ids)
-_HASH_NOTED: set = set()
-
-
 def note_hash_ids(label: str, stacklevel: int = 3) -> None:
     """Once per process and op, when a graph is built (not when a saved one is loaded): tabprep's
     hashed ids are murmur3 on every backend, NVTabular 23.08's are not (docs/migration.md)."""
-    if is_rebuilding() or not first_time(_HASH_NOTED, label):
-        return
-    warn_difference(f"{label}: hashed ids are murmur3 hashes, the same on the CPU, the GPU and at serving time; "
-                    f"NVTabular 23.08's differ (hash_pandas_object on the CPU, which also hashes the row's index, "
-                    f"cuDF's murmur3 on the GPU, XOR for crosses), so hashed ids and the embeddings trained on them "
-                    f"do not carry over from an NVTabular pipeline (docs/migration.md, 'Hash values'): retrain the "
-                    f"hashed embeddings.", stacklevel=stacklevel, at_build=True)
+    warn_once(("hash ids", label),
+              f"{label}: hashed ids are murmur3 hashes, the same on the CPU, the GPU and at serving time; NVTabular "
+              f"23.08's differ (hash_pandas_object on the CPU, which also hashes the row's index, cuDF's murmur3 on "
+              f"the GPU, XOR for crosses), so hashed ids and the embeddings trained on them do not carry over from "
+              f"an NVTabular pipeline (docs/migration.md, 'Hash values'): retrain the hashed embeddings.",
+              stacklevel=stacklevel, at_build=True)
 
 
+# -- NVTabular 23.08's reduction and storage arguments of the grouped-statistics ops -------------------
+# Categorify, TargetEncoding and JoinGroupby accept them as migrating pipelines pass them
+# (``Categorify(freq_threshold=..., out_path=..., cat_cache="host", split_out=...)``). The knobs of
+# NVTabular's dask reduction (cat_cache, on_host, split_out, split_every, tree_width,
+# cardinality_memory_limit, search_sorted) are stored and change no id or value: tabprep's fit merges
+# the statistics per key in its own tasks (StatOperator.keyed_statistics). out_path (where NVTabular
+# writes its statistics files) warns: tabprep keeps them in the workflow. Another name_sep is an error.
 def check_nvt_args(label: str, name_sep: Any = "_", out_path: Optional[Any] = None, hashed: bool = False) -> None:
     """Refuse what would silently differ (``name_sep``); warn at build for ``out_path``, and for
     hashed ids (``hashed``: :func:`note_hash_ids`)."""

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
-from .._warn import first_time, is_rebuilding, warn_difference
+from .._warn import warn_once, warned_once
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -16,9 +16,9 @@ AGGS = ("list", "count", "first", "last", "sum", "mean", "min", "max", "std", "v
 _COUNTS = ("count", "nunique")
 #: aggregations NVTabular computes from the group's list (its ``_list_aggs``), output first
 _LIST_AGGS = ("list", "first", "last")
-_warned_dtypes = False
-#: the once-per-process warnings given at transform ("null_keys")
-_announced: set = set()
+#: the keys of Groupby's once-per-process warnings (tabprep._warn.warn_once)
+_DTYPES_NOTE = ("Groupby", "dtypes")
+_NULL_KEYS_NOTE = ("Groupby", "null keys")
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -103,16 +103,14 @@ class Groupby(Operator):
         self.aggs = aggs
         self.name_sep = name_sep
         self.ascending = ascending
-        global _warned_dtypes
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
         recast = any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names)
         # once per process, where a graph is built (Workflow.load rebuilds one: not there)
-        if recast and not _warned_dtypes and not is_rebuilding():
-            _warned_dtypes = True
-            warn_difference("Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or float64; "
-                            "NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
-                            "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2)
+        if recast:
+            warn_once(_DTYPES_NOTE, "Groupby: count/nunique come out int64 and sum/mean/median/std/var int64 or "
+                      "float64; NVTabular 23.08 casts them to int32/float32 (see docs/migration.md). Cast with "
+                      "LambdaOp(f, dtype=...) for NVTabular's dtypes", stacklevel=2, at_build=True)
 
     # -- columns ---------------------------------------------------------------------------
     @property
@@ -289,10 +287,10 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
 def _announce_null_keys(work: Any, keys: List[str]) -> None:
     """Warn (once per process) when rows have a null key: tabprep groups them (the last group);
     NVTabular 23.08's ``df.groupby(keys)`` drops them (pandas' / cuDF's ``dropna=True``)."""
-    if "null_keys" in _announced:
+    if warned_once(_NULL_KEYS_NOTE):
         return
     nulls = G.null_columns(work, keys)
-    if nulls and first_time(_announced, "null_keys"):
-        warn_difference(f"Groupby: rows with a null key in {nulls} form one group of their own (the last); NVTabular "
-                        f"23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
-                        f"(or ops.Filter) for NVTabular's result", stacklevel=2)
+    if nulls:
+        warn_once(_NULL_KEYS_NOTE, f"Groupby: rows with a null key in {nulls} form one group of their own (the last); "
+                  f"NVTabular 23.08 drops them (see docs/migration.md). Drop them first with {nulls} >> ops.Dropna() "
+                  f"(or ops.Filter) for NVTabular's result", stacklevel=2)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._warn import first_time, warn_difference
+from .._warn import warn_difference, warn_once, warned_once
 from .._util import is_frame
 from ..io import fs as fsmod
 from ..io.paths import expand_paths
@@ -16,23 +16,22 @@ from ..schema import Schema
 from .base import Operator, state_file
 
 _ROW = "__tabprep_row__"
-#: side columns whose misses were announced in this process (_note_int_misses)
-_MISSES_NOTED: set = set()
+#: stands for a side table that a saved workflow holds in its state (see ``from_config``)
+_IN_SAVED_STATE = object()
 
 
 def _note_int_misses(merged: Any, side: Any, ext: List[str]) -> None:
     """Once per process and column: rows without a match get a null in an integer or bool side
     column, which keeps its dtype (pandas ``Int64``), where NVTabular 23.08 gives float64 NaN."""
     for c in ext:
-        if c in _MISSES_NOTED or getattr(side[c].dtype, "kind", "") not in ("i", "u", "b"):
+        key = ("JoinExternal misses", c)
+        if warned_once(key) or getattr(side[c].dtype, "kind", "") not in ("i", "u", "b"):
             continue
-        if backend.any_true(merged[c].isna().values) and first_time(_MISSES_NOTED, c):
-            warn_difference(f"JoinExternal: rows without a match get a null in the integer or bool side column {c!r}, "
-                            f"which keeps its dtype (nullable), where NVTabular 23.08 turns the column "
-                            f"into float64 with NaN (docs/migration.md). Cast it with LambdaOp(f, dtype='float64') "
-                            f"after the join to get NVTabular's values.", stacklevel=2)
-#: stands for a side table that a saved workflow holds in its state (see ``from_config``)
-_IN_SAVED_STATE = object()
+        if backend.any_true(merged[c].isna().values):
+            warn_once(key, f"JoinExternal: rows without a match get a null in the integer or bool side column {c!r}, "
+                           f"which keeps its dtype (nullable), where NVTabular 23.08 turns the column into float64 "
+                           f"with NaN (docs/migration.md). Cast it with LambdaOp(f, dtype='float64') after the join "
+                           f"to get NVTabular's values.", stacklevel=2)
 
 
 class JoinExternal(Operator):

@@ -14,7 +14,7 @@ import pytest
 
 import tabprep as tp
 from tabprep import ops
-from tabprep.ops import base
+from tabprep import _warn
 
 BUILDERS = {
     "HashBucket": lambda: ["x"] >> ops.HashBucket(10),
@@ -32,7 +32,7 @@ def _notes(build):
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_first_hashed_op_built_says_its_ids_are_not_nvtabulars(name, monkeypatch, tmp_path):
-    monkeypatch.setattr(base, "_HASH_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     node, notes = _notes(BUILDERS[name])
     assert len(notes) == 1 and notes[0].category is tp.NVTabularDifferenceWarning
     text = str(notes[0].message)
@@ -41,12 +41,12 @@ def test_first_hashed_op_built_says_its_ids_are_not_nvtabulars(name, monkeypatch
     _, again = _notes(BUILDERS[name])
     assert again == []                           # once per process and op
     # loading a saved workflow builds the op again without a note
-    monkeypatch.setattr(base, "_HASH_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     df = pd.DataFrame({"x": ["a", "b", "a", None], "y": [1, 2, 3, 4]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         wf = tp.Workflow(BUILDERS[name]()).fit(df)
-    monkeypatch.setattr(base, "_HASH_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     wf.save(str(tmp_path / "wf"))
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
@@ -55,7 +55,7 @@ def test_first_hashed_op_built_says_its_ids_are_not_nvtabulars(name, monkeypatch
 
 
 def test_categorify_without_hashing_says_nothing(monkeypatch):
-    monkeypatch.setattr(base, "_HASH_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     _, notes = _notes(lambda: ["x"] >> ops.Categorify())
     assert notes == []
 

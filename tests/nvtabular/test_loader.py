@@ -309,9 +309,9 @@ def test_sharding_across_ranks_is_announced_once(tmp_path, monkeypatch):
     loader of a process says so, naming ``global_size``."""
     import warnings
 
-    from tabprep.loader import core
+    from tabprep import _warn
 
-    monkeypatch.setattr(core, "_SHARDING_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     df = pd.DataFrame({"c": np.arange(10), "y": np.arange(10) % 2})
     path = tmp_path / "d.parquet"
     df.to_parquet(path, row_group_size=3)

@@ -64,8 +64,9 @@ def test_std_var_median_nunique(backend):
 def test_dtype_difference_is_announced():
     """count int64 (NVTabular: int32) is a documented difference, warned once per process."""
     import tabprep.ops.groupby as G
+    from tabprep import _warn
 
-    G._warned_dtypes = False
+    _warn._ONCE.discard(G._DTYPES_NOTE)
     with pytest.warns(UserWarning, match="int32/float32"):
         ops.Groupby("session", aggs="count")
 
@@ -84,8 +85,9 @@ def test_null_key_group_is_announced(backend):
     ``dropna=True``), so rows with a null key are dropped; tabprep keeps them as one last group
     (a documented difference): the transform warns, naming the key and how to drop them."""
     import tabprep.ops.groupby as G
+    from tabprep import _warn
 
-    G._announced.discard("null_keys")
+    _warn._ONCE.discard(G._NULL_KEYS_NOTE)
     df = pd.DataFrame({"session": [1.0, None, 1.0, 2.0, None], "item": [10, 11, 12, 13, 14]})
     wf = tp.Workflow(["session", "item"] >> ops.Groupby("session", aggs={"item": ["list"]}))
     with pytest.warns(UserWarning, match=r"null key.*\['session'\].*Dropna"):
@@ -93,7 +95,7 @@ def test_null_key_group_is_announced(backend):
     assert out["session"].isna().tolist() == [False, False, True]
     assert [list(v) for v in out["item_list"]] == [[10, 12], [13], [11, 14]]
     # rows dropped first (NVTabular's result): no null group, no warning
-    G._announced.discard("null_keys")
+    _warn._ONCE.discard(G._NULL_KEYS_NOTE)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         kept = to_pandas(tp.Workflow(["session", "item"] >> ops.Dropna() >> ops.Groupby("session", aggs={"item": ["list"]}))

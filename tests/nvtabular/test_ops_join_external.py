@@ -83,9 +83,9 @@ def test_int_side_column_with_misses_keeps_its_dtype_and_says_so(backend, monkey
     import warnings
 
     from conftest import make_dataset, to_pandas
-    from tabprep.ops import join_external
+    from tabprep import _warn
 
-    monkeypatch.setattr(join_external, "_MISSES_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     side = pd.DataFrame({"k": [1, 2, 4], "n": [10, 20, 40], "f": [1.5, 2.5, 4.5]})
 
     def run(data):
@@ -99,6 +99,6 @@ def test_int_side_column_with_misses_keeps_its_dtype_and_says_so(backend, monkey
     assert len(notes) == 1 and "'n'" in notes[0] and "float64" in notes[0], notes
     assert out["n"].dtype.kind == "i" and out["n"].isna().tolist() == [False, False, True, False]
     assert out["n"].dropna().tolist() == [10, 20, 20]
-    monkeypatch.setattr(join_external, "_MISSES_NOTED", set())
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
     _, notes = run(pd.DataFrame({"k": [1, 2, 4, 2]}))       # every row matches: nothing said
     assert notes == []

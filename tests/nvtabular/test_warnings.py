@@ -28,9 +28,9 @@ def _ours(record):
 def test_build_warns_and_load_does_not(tmp_path, monkeypatch):
     """Building warns (the '+' shadowing, single_table, Groupby's dtypes); fit and save work;
     Workflow.load of the folder, twice, emits none of these warnings."""
-    import tabprep.ops.groupby as groupby_module
+    from tabprep import _warn
 
-    monkeypatch.setattr(groupby_module, "_warned_dtypes", False)  # once per process: as in a fresh one
+    monkeypatch.setattr(_warn, "_ONCE", set())  # once per process: as in a fresh one
     with pytest.warns(tp.NVTabularDifferenceWarning) as record:
         graph = ((["a"] >> ops.Categorify()) + (["a"] >> ops.HashBucket(10))
                  + (["b"] >> ops.Categorify(single_table=True)))
@@ -45,7 +45,7 @@ def test_build_warns_and_load_does_not(tmp_path, monkeypatch):
     wf.fit(tp.Dataset(_df()))
     wf.save(str(tmp_path / "wf"))
     gb.save(str(tmp_path / "gb"))
-    monkeypatch.setattr(groupby_module, "_warned_dtypes", False)
+    monkeypatch.setattr(_warn, "_ONCE", set())
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         for _ in range(2):
