@@ -218,11 +218,6 @@ def unpack_state(frames: List[np.ndarray]) -> Dict[str, Any]:
     return pickle.loads(frames[0].tobytes(), buffers=[f if f.flags.writeable else f.copy() for f in frames[1:]])
 
 
-def _widened(small: np.ndarray, dtype: str) -> np.ndarray:
-    """An array :func:`pack_state` narrowed, as ``dtype`` again (a new, writeable array)."""
-    return widen_ints(small, dtype)
-
-
 class _NarrowingPickler(pickle.Pickler):
     """:func:`pack_state`'s pickler: long 64-bit integer arrays as a narrower array and the call
     that widens it back."""
@@ -234,7 +229,7 @@ class _NarrowingPickler(pickle.Pickler):
         if type(obj) is np.ndarray:
             small, dtype = narrow_ints(obj)
             if dtype is not None:
-                return _widened, (small, dtype)
+                return widen_ints, (small, dtype)   # unpickled: a new, writeable array of the old dtype
         return NotImplemented
 
 
