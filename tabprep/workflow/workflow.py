@@ -386,7 +386,9 @@ class Workflow(WorkflowContract, WorkflowCompat):
         (``broadcast=True``) and the tasks take that future, so the graph sent to the scheduler
         holds a key, not a pickled workflow (dask warned "large graph" for big vocabularies).
         ``hash=False``: each call scatters the workflow's current state (a later fit pass sees
-        the statistics of the earlier ones). The workers drop it once the last future (held by
+        the statistics of the earlier ones). dask's active memory manager may drop a replica
+        that no task waits on yet (its ReduceReplicas policy, every 2 s): a worker then fetches
+        the workflow once from another when its first task runs. The workers drop it once the last future (held by
         the graph of a lazy transform) is released. A lazy transform made under a client must
         be computed with that client, and it uses the workflow as it was when ``transform``
         was called (set ``op_timer`` before).
