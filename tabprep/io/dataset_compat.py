@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from .. import backend
+from .._warn import warn_once
 from ..schema import Schema
 
 
@@ -16,11 +17,37 @@ class Shuffle(enum.Enum):
     """NVTabular's ``nvt.io.Shuffle`` (merlin.io.Shuffle) for ``to_parquet(shuffle=...)``:
     ``PER_PARTITION`` is tabprep's ``"partition"`` (rows shuffled within each partition);
     ``PER_WORKER`` and ``FULL`` are ``"full"`` (every row to a random output file, each file
-    shuffled: at least the mixing NVTabular's per-worker shuffle gives)."""
+    shuffled: at least the mixing NVTabular's per-worker shuffle gives; ``PER_WORKER`` warns once
+    per process, see :func:`note_per_worker`)."""
 
     PER_PARTITION = 0
     PER_WORKER = 1
     FULL = 2
+
+
+def is_per_worker(shuffle: Any) -> bool:
+    """Whether ``shuffle`` is NVTabular's ``Shuffle.PER_WORKER`` (tabprep's or merlin's enum)."""
+    return (isinstance(shuffle, Shuffle) or type(shuffle).__name__ == "Shuffle") and shuffle.name == "PER_WORKER"
+
+
+def note_per_worker(n_files: int, stacklevel: int = 2) -> None:
+    """Once per process: ``Shuffle.PER_WORKER`` is written as tabprep's full shuffle.
+
+    merlin-core 23.08 (``merlin/io/dataset.py``, ``dask.py``, ``parquet.py``) mixes rows only among
+    the files one task writes: the partitions (in random order) are cut into contiguous ranges, one
+    per task of ``out_files_per_proc`` files (one file per partition when neither ``output_files``
+    nor ``out_files_per_proc`` is given), and each file is shuffled again after writing. tabprep's
+    ``"full"`` sends every row to a random one of all output files: the same rows, mixed more, in
+    another file split (``n_files`` here)."""
+    warn_once(("to_parquet", "Shuffle.PER_WORKER"),
+              f"shuffle=Shuffle.PER_WORKER: tabprep shuffles fully (shuffle='full': every row to a random one of "
+              f"all output files, each file shuffled; {n_files} file{'s' if n_files != 1 else ''} here). NVTabular "
+              f"23.08 mixes rows only among the files one worker task writes: with neither output_files nor "
+              f"out_files_per_proc, one file per partition, each shuffled (tabprep's shuffle='partition' / "
+              f"Shuffle.PER_PARTITION); with out_files_per_proc=N on one process, every row over N files (tabprep's "
+              f"shuffle='full' with out_files_per_proc=N). The same rows either way; pass shuffle='full' or "
+              f"shuffle='partition' to choose and not see this again (docs/migration.md)",
+              stacklevel=stacklevel + 1)
 
 
 def shuffle_name(shuffle: Any) -> Optional[str]:

@@ -49,7 +49,7 @@ from . import commit
 from . import fs as fsmod
 from . import objectstore
 from .commit import METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, TFRECORD_SPEC_FILE  # noqa: F401
-from .dataset_compat import shuffle_name, write_roles
+from .dataset_compat import is_per_worker, note_per_worker, shuffle_name, write_roles
 from .planning import split_rows
 from .tfrecord import TFRecordSink, spec_for
 
@@ -244,7 +244,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         shuffle: None keeps row order; ``"partition"`` shuffles rows within each partition;
             ``"full"`` sends each row to a random output file and shuffles each file (one output
             file must then fit in memory). NVTabular's ``Shuffle.PER_PARTITION`` is
-            ``"partition"``, ``Shuffle.PER_WORKER`` / ``Shuffle.FULL`` are ``"full"``.
+            ``"partition"``, ``Shuffle.PER_WORKER`` / ``Shuffle.FULL`` are ``"full"``
+            (``PER_WORKER`` warns once per process: NVTabular mixes less, see docs/migration.md).
         roles: ``{"cats" | "conts" | "labels": [{"col_name", "index"}]}`` (``to_parquet(cats=...)``):
             recorded in ``_metadata.json``, with ``_file_list.txt``, as NVTabular does for HugeCTR.
         split_per_worker: W writes ``worker_0`` .. ``worker_{W-1}`` sub-folders holding row counts
@@ -267,6 +268,7 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     """
     if fmt not in ("parquet", "tfrecord"):
         raise ValueError(f"unknown output format {fmt!r}: use 'parquet' or 'tfrecord'")
+    per_worker = is_per_worker(shuffle)
     shuffle = shuffle_name(shuffle)
     if shuffle not in SHUFFLES:
         raise ValueError(f"shuffle must be one of {SHUFFLES}, got {shuffle!r}")
@@ -293,6 +295,8 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
         nparts = ds.npartitions
         if out_files_per_proc is not None:
             output_files = int(out_files_per_proc) * _n_procs()
+        if per_worker:   # before any task runs: at the caller's to_parquet / to_tfrecord
+            note_per_worker((output_files or 1) * (split_per_worker or 1), stacklevel=3)
         ext = ".parquet" if fmt == "parquet" else ".tfrecord" + (".gz" if (options.get("compression") or "").upper() == "GZIP" else "")
         # one file per partition as is only when no file count was asked for: output_files=N
         # promises N files of near-equal row counts even when N == npartitions

@@ -280,3 +280,38 @@ def test_persist_is_dasks_persist_of_the_frame(tmp_path):
     got = ds.persist()
     assert isinstance(got, dd.DataFrame) and got.npartitions == 2
     pd.testing.assert_frame_equal(got.compute().reset_index(drop=True), df, check_dtype=False)
+
+
+def test_shuffle_per_worker_is_a_full_shuffle_and_says_so_once(tmp_path, monkeypatch):
+    """merlin-core 23.08's ``to_parquet(shuffle=Shuffle.PER_WORKER)`` mixes rows only among the files
+    one worker task writes (one file per partition when no file count is given); tabprep shuffles
+    fully (docs/migration.md). The first such write of a process warns, naming ``Shuffle.PER_WORKER``
+    and the options to choose instead; the rows written are the same."""
+    import warnings
+
+    from tabprep import _warn
+
+    monkeypatch.setattr(_warn, "_ONCE", set())   # once per process: as in a fresh one
+    df = _frame()
+
+    def write(name, shuffle, **kw):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            tp.Dataset(df, npartitions=3).to_parquet(str(tmp_path / name), shuffle=shuffle, seed=0, **kw)
+        table = pq.read_table(tmp_path / name, ignore_prefixes=["_"])
+        return table, [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+                       and "PER_WORKER" in str(w.message)]
+
+    table, notes = write("pw", tp.io.Shuffle.PER_WORKER)
+    assert len(notes) == 1, notes
+    assert "shuffle='full'" in notes[0] and "shuffle='partition'" in notes[0] and "out_files_per_proc" in notes[0]
+    assert "1 file" in notes[0]   # what this write did: every row over 1 file (NVTabular: one per partition)
+    got = table.to_pandas().sort_values("a").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, df, check_dtype=False)   # the same rows, inf and NaN included
+    assert len([f for f in (tmp_path / "pw").iterdir() if f.suffix == ".parquet"]) == 1
+    _, notes = write("pw2", tp.io.Shuffle.PER_WORKER, output_files=2)
+    assert notes == []                                            # once per process
+    monkeypatch.setattr(_warn, "_ONCE", set())
+    for i, shuffle in enumerate([tp.io.Shuffle.PER_PARTITION, tp.io.Shuffle.FULL, "full", "partition", None]):
+        _, notes = write(f"o{i}", shuffle)
+        assert notes == [], shuffle                               # the other values say nothing
