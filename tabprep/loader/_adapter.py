@@ -16,7 +16,8 @@ Layout of one batch, ``(features, labels)``:
     loaders emit them;
   - columns named in ``sparse_names`` with ``sparse_as_dense=True``: one ``(batch, max_len)``
     array right-padded with 0 (Categorify's padding id); rows longer than ``max_len``
-    (``sparse_max``, default the schema's ``value_count["max"]``) are truncated;
+    (``sparse_max``, default the schema's ``value_count["max"]``) are truncated, with the core
+    loader's warning (once per loader and column);
 
 * ``labels``: a 1-D array for one label, a dict ``{name: array}`` for several, absent (the
   batch is just ``features``) when there is no label.
@@ -251,6 +252,8 @@ class FrameworkLoader(LoaderViews):
                                  schema=schema, seed=seed, prefetch=prefetch, threads=threads,
                                  storage_options=storage_options)
         self._dense_max: Optional[Dict[str, int]] = None
+        if self.sparse_as_dense and not core_dense:   # padded here per batch: the core keeps their longest row
+            self.loader.track_longest_rows(list(sparse_names or []))
         if workflow is not None:
             self.map(workflow)
 
@@ -315,6 +318,7 @@ class FrameworkLoader(LoaderViews):
 
         dense = self._dense_columns()
         if name in dense:
+            self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once, as the core does
             return self._array(pad_batch(value, dense[name], name))
         xp = backend.array_module(value.values)
         if self.sparse_format == "nnzs":   # nested too: leaves and leaves per row, as NVTabular

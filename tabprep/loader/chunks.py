@@ -9,6 +9,7 @@ loader's resolved configuration (source, columns, transform, device); the row or
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -24,6 +25,22 @@ from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
 log = logging.getLogger("tabprep.loader.core")
+
+
+#: guards the loader's running maximum row lengths, updated by several prefetch threads
+_LONGEST_LOCK = threading.Lock()
+
+
+def truncation_message(name: str, longest: int, size: int) -> str:
+    """The warning where rows of list column ``name`` (up to ``longest`` values) are cut to
+    ``sparse_max`` (``size``): the core loader's padding and an adapter's per-batch padding of its
+    ``sparse_names`` columns say the same."""
+    return (f"loader: list column {name!r} has rows of up to {longest} values, more than its sparse_max ({size}); "
+            f"tabprep keeps their first {size} values. NVTabular 23.08's loader does not cut them: on the CPU "
+            f"merlin-dataloader reshapes the column's values by the first row's length (a ValueError, or rows "
+            f"split at the wrong places), on the GPU it passes them on unpadded (docs/migration.md). Pass "
+            f"sparse_max={{{name!r}: {longest}}} or more (the default is the schema's value_count['max']) to "
+            f"keep every value")
 
 
 def _is_float64(s: Any) -> bool:
@@ -106,10 +123,13 @@ class _ChunkPreparation:
                 columns[name] = pad_chunk_column(columns[name], m, name)
         with block_buffers(buffers):
             chunk = build_blocks(columns, self._label_names, perm, first, n)
-        for c in chunk.columns.values():
+        tracked = getattr(self, "_longest_rows", None)
+        for name, c in chunk.columns.items():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
+                if tracked is not None and name in tracked and getattr(c, "levels", None) is None:
+                    self._record_longest(name, c.host_offsets)
         # one wait per chunk: its arrays are complete before the consumer's thread slices them
         self._device.synchronize()
         return chunk
@@ -151,16 +171,34 @@ class _ChunkPreparation:
 
     def _note_truncation(self, name: str, offsets: Any, size: int) -> None:
         """Once per loader and column: rows longer than ``sparse_max`` are cut to their first
-        ``size`` values, where NVTabular 23.08's loader raises (one reduction per chunk)."""
+        ``size`` values, where NVTabular 23.08's loader does not cut them (one reduction per chunk)."""
         if name in self._warned_truncation or len(offsets) < 2:
             return
         host = backend.to_numpy(offsets)   # on the host: no CuPy reduction kernel to compile on a fresh GPU process
         longest = int((host[1:] - host[:-1]).max())
         if longest > size and first_time(self._warned_truncation, name):
-            warn_difference(f"loader: list column {name!r} has rows of up to {longest} values, more than its "
-                            f"sparse_max ({size}); tabprep keeps their first {size} values, where NVTabular 23.08's "
-                            f"loader raises (docs/migration.md). Pass sparse_max={{{name!r}: {longest}}} or more (the "
-                            f"default is the schema's value_count['max']) to keep every value", stacklevel=2)
+            warn_difference(truncation_message(name, longest, size), stacklevel=2)
+
+    def track_longest_rows(self, names: List[str]) -> None:
+        """Keep the longest row read so far of each list column in ``names`` (from the host
+        offsets every chunk has): a framework adapter that pads these columns per batch checks it
+        with :meth:`note_padding`, with no device work per batch."""
+        self._longest_rows: Dict[str, int] = {n: 0 for n in names}
+
+    def _record_longest(self, name: str, host_offsets: np.ndarray) -> None:
+        if len(host_offsets) < 2:
+            return
+        longest = int((host_offsets[1:] - host_offsets[:-1]).max())
+        with _LONGEST_LOCK:   # prefetch threads prepare chunks side by side
+            if longest > self._longest_rows.get(name, 0):
+                self._longest_rows[name] = longest
+
+    def note_padding(self, name: str, size: Any) -> None:
+        """Once per loader and column: an adapter pads ``name`` to ``size`` values per row, and a
+        row read so far (see :meth:`track_longest_rows`) is longer; warned as the core's padding."""
+        longest = getattr(self, "_longest_rows", {}).get(name, 0)
+        if isinstance(size, (int, np.integer)) and longest > size and first_time(self._warned_truncation, name):
+            warn_difference(truncation_message(name, longest, int(size)), stacklevel=3)
 
     def _values(self, s: Any, name: str, cont: bool) -> Any:
         """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).

@@ -314,6 +314,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                                  drop_last=drop_last, sparse_max=sparse_max if core_dense else None,
                                  sparse_as_dense=core_dense, schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads, storage_options=storage_options)
+        if self._dense_names is not None:   # padded here per batch: the core keeps their longest row
+            self.loader.track_longest_rows(self._dense_names)
         self._check_flat_names()
 
     # -- configuration ---------------------------------------------------------------------
@@ -427,6 +429,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 if name in dense:
+                    self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once
                     x[name] = _to_backend(pad_batch(value, dense[name], name))
                 elif self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
                     x[name] = tf.RaggedTensor.from_nested_row_lengths(

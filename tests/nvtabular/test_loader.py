@@ -303,6 +303,67 @@ def test_rows_longer_than_sparse_max_are_cut_with_a_warning_naming_the_column(tm
     assert not [w for w in rec if "sparse_max" in str(w.message)]
 
 
+def _adapter_truncation(make, path, device, size):
+    """Batches of an adapter padding only ``sparse_names`` columns, and its sparse_max notes."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        batches = list(make(str(path), batch_size=2, sparse_names=["l"], sparse_as_dense=True,
+                            sparse_max={"l": size}, device=device))
+    notes = [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+             and "sparse_max" in str(w.message)]
+    return batches, notes
+
+
+def _ragged_frame(tmp_path):
+    rows = [[1, 2, 3, 4], [5], [], [6, 7]]
+    df = pd.DataFrame({"l": [np.array(r, dtype="int64") for r in rows], "r": [np.array(r[:1], dtype="int64") for r in rows],
+                       "y": [0, 1, 0, 1]})
+    path = tmp_path / "d.parquet"
+    df.to_parquet(path)
+    return path
+
+
+@pytest.mark.torch
+def test_torch_adapter_padding_sparse_names_warns_where_it_cuts_rows(tmp_path, backend):
+    """An adapter pads only the ``sparse_names`` columns (per batch, as NVTabular's per-column
+    rule); rows longer than ``sparse_max`` are cut to their first values there too, with the core
+    loader's warning (once per loader and column). merlin-dataloader 23.08 does not cut them (on the
+    CPU it reshapes the values by the first row's length: a ValueError here, checked on 23.8.0)."""
+    TorchAsyncItr = _torch()
+    path = _ragged_frame(tmp_path)
+    device = "cpu" if backend == "cpu" else 0
+
+    def make(p, **kw):
+        return TorchAsyncItr(p, cats=["l", "r"], labels=["y"], shuffle=False, **kw)
+
+    batches, notes = _adapter_truncation(make, path, device, 2)
+    assert len(notes) == 1 and "'l'" in notes[0] and "up to 4 values" in notes[0] and "sparse_max={'l': 4}" in notes[0]
+    assert "ValueError" in notes[0]   # what NVTabular does instead
+    dense = np.concatenate([b[0]["l"].cpu().numpy() for b in batches])
+    np.testing.assert_array_equal(dense, [[1, 2], [5, 0], [0, 0], [6, 7]])   # first 2 values, padded with 0
+    _, notes = _adapter_truncation(make, path, device, 4)
+    assert notes == []                                                        # every row fits: nothing said
+
+
+@pytest.mark.tf
+def test_keras_adapter_padding_sparse_names_warns_where_it_cuts_rows(tmp_path):
+    """KerasSequenceLoader(sparse_names=, sparse_as_dense=True, sparse_max=): the same note."""
+    KerasSequenceLoader = _keras()
+    path = _ragged_frame(tmp_path)
+
+    def make(p, batch_size, device, **kw):
+        return KerasSequenceLoader(p, batch_size, label_names=["y"], cat_names=["l", "r"], shuffle=False, **kw)
+
+    batches, notes = _adapter_truncation(make, path, "cpu", 2)
+    assert len(notes) == 1 and "'l'" in notes[0] and "up to 4 values" in notes[0]
+    np.testing.assert_array_equal(np.concatenate([np.asarray(b[0]["l"]) for b in batches]),
+                                  [[1, 2], [5, 0], [0, 0], [6, 7]])
+    _, notes = _adapter_truncation(make, path, "cpu", 4)
+    assert notes == []
+
+
 def test_sharding_across_ranks_is_announced_once(tmp_path, monkeypatch):
     """merlin-dataloader 23.08 gives each rank whole partitions; tabprep cuts the rows into
     ``global_size`` equal contiguous ranges (docs/migration.md, "Sharding"): the first sharded
