@@ -16,7 +16,7 @@ from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
-from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
+from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, note_singled_in_combo  # noqa: F401 (re-exported)
 from .base import StatOperator, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 
@@ -211,6 +211,9 @@ class Categorify(StatOperator):
             raise ValueError(f"Categorify(encode_type='joint'): column(s) {both} are selected alone and inside a "
                              f"group; joint encoding writes one output per column, so it cannot give {both[0]!r} "
                              f"both its own vocabulary and the group's. Select it once, or use encode_type='combo'")
+        if both and self.encode_type == "combo" and not getattr(self, "_singled_noted", False):
+            self._singled_noted = True   # once per op (a workflow binds its schema more than once)
+            note_singled_in_combo(both, self._vocab_keys(columns))
         for key, cols in self._vocab_keys(columns).items():
             if len(cols) < 2:
                 continue

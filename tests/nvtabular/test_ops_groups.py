@@ -43,6 +43,53 @@ def test_combo_column_alone_and_in_group(backend):
     assert _is_bijective(out["b_c"], df[["b", "c"]])
 
 
+def test_combo_column_alone_and_in_group_warns_that_its_table_is_its_own(backend, tmp_path, monkeypatch):
+    """NVTabular 23.08 (checked on 23.8.0) writes the group's domain (``name: b_c``, max 8) into
+    ``b``'s and ``c``'s schema, so ``get_embedding_sizes`` sizes their tables by the group's
+    vocabulary; tabprep gives each output its own (docs/migration.md). Building such a workflow
+    warns once, naming the columns and the group, and saying the ids are the same; loading the
+    saved workflow does not warn again; a selection without such a column says nothing."""
+    import warnings
+
+    from tabprep import _warn
+
+    monkeypatch.setattr(_warn, "_ONCE", set())
+    df = _frame()
+
+    def notes_of(build):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            result = build()
+        return result, [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+                        and "b_c" in str(w.message)]
+
+    def fitted():
+        wf = tp.Workflow(["b", "c", ["b", "c"]] >> ops.Categorify(encode_type="combo"))
+        out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=3)).to_ddf().compute())
+        return wf, out
+
+    (wf, out), notes = notes_of(fitted)
+    assert len(notes) == 1, notes
+    assert "'b'" in notes[0] and "'c'" in notes[0] and "ids are the same" in notes[0]
+    # values unchanged: each column's ids are those of its own Categorify, the group's of the group alone
+    alone = to_pandas(tp.Workflow(["b", "c"] >> ops.Categorify()).fit_transform(make_dataset(df, backend)).to_ddf().compute())
+    group = to_pandas(tp.Workflow([["b", "c"]] >> ops.Categorify(encode_type="combo"))
+                      .fit_transform(make_dataset(df, backend)).to_ddf().compute())
+    np.testing.assert_array_equal(out["b"].to_numpy(), alone["b"].to_numpy())
+    np.testing.assert_array_equal(out["c"].to_numpy(), alone["c"].to_numpy())
+    np.testing.assert_array_equal(out["b_c"].to_numpy(), group["b_c"].to_numpy())
+    # each output's table is its own vocabulary's: 0 pad, 1 null, 2 OOV, then the distinct values
+    assert wf.output_schema["b"].properties["cardinality"] == df["b"].nunique() + 3
+    assert wf.output_schema["c"].properties["cardinality"] == df["c"].nunique() + 3
+    wf.save(str(tmp_path / "wf"))
+    _, notes = notes_of(lambda: tp.Workflow.load(str(tmp_path / "wf")))
+    assert notes == []                                  # the graph's author saw it when building
+    for sel in ([["b", "c"]], ["b", "c"], ["num", ["b", "c"]]):
+        _, notes = notes_of(lambda: tp.Workflow(sel >> ops.Categorify(encode_type="combo"))
+                            .fit(make_dataset(df, backend)))
+        assert notes == [], sel                          # no column alone and in its group
+
+
 def test_names_before_groups_order():
     """grouped_names lists the plain names first, then the subgroups: [["b", "c"], "num"] gives num, b_c."""
     wf = tp.Workflow([["b", "c"], "num"] >> ops.Categorify(encode_type="combo"))
