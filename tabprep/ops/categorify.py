@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import check_keyed_params, check_limits
-from .._warn import warn_difference
+from .._warn import first_time, warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
@@ -444,6 +444,7 @@ class Categorify(StatOperator):
             for c in cols:
                 s = df[c]
                 if backend.is_list_series(s):
+                    self._note_null_rows(c, s)
                     leaves, offsets = backend.list_leaves(s)
                     ids = self._encode(leaves, key).astype(self.dtype)
                     out[c] = backend.list_from_leaves(ids, offsets, like=s, name=c)
@@ -451,6 +452,16 @@ class Categorify(StatOperator):
                     out[c] = backend.new_series(self._encode(s, key), like=s, name=c, dtype=self.dtype)
         names = self.output_column_names(columns)
         return backend.make_frame({n: out[n] for n in names}, like=df)
+
+    def _note_null_rows(self, column: str, s: Any) -> None:
+        """Once per op and column: a null list row stays null, where NVTabular 23.08 raises on the
+        CPU (``TypeError``) and gives an empty list on the GPU (docs/migration.md)."""
+        warned = self.__dict__.setdefault("_warned_null_rows", set())
+        if column not in warned and backend.any_true(backend.isnull(s)) and first_time(warned, column):
+            warn_difference(f"Categorify: list column {column!r} has null rows; they stay null rows here. NVTabular "
+                            f"23.08 raises a TypeError on them on the CPU and gives an empty list on the GPU. Put "
+                            f"ops.FillMissing(fill_val=[]) on {column!r} before Categorify for empty lists "
+                            f"(docs/migration.md)", stacklevel=2)
 
     # -- schema ----------------------------------------------------------------------
     def cardinality(self, key: str) -> Optional[int]:

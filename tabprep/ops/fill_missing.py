@@ -8,8 +8,17 @@ from ..schema import ColumnSchema, Schema, without_table_properties
 from .base import Operator
 
 
+def _empty_list(value: Any) -> bool:
+    """Whether ``fill_val`` is ``[]`` (or ``()``): fill null rows of list columns with empty lists."""
+    return isinstance(value, (list, tuple)) and len(value) == 0
+
+
 def fill_column(s: Any, value: Any) -> Any:
-    """``s`` with nulls (and NaN) replaced by ``value``; nullable ints become plain int64."""
+    """``s`` with nulls (and NaN) replaced by ``value``; nullable ints become plain int64. With
+    ``value=[]``, the null rows of a list column become empty lists (its elements are left alone)."""
+    if _empty_list(value):
+        leaves, offsets = backend.list_leaves(s)   # reads a null row as an empty list
+        return backend.list_from_leaves(leaves, offsets, like=s, keep_null_rows=False)
     if backend.is_list_series(s):
         from .base import map_elements
 
@@ -30,7 +39,10 @@ class FillMissing(Operator):
         add_binary_cols: also output ``<column>_filled``, a bool column, True where a value was missing.
 
     Integer columns with nulls come out as plain int64 (no nulls left). List columns are
-    filled element-wise (null rows stay null lists).
+    filled element-wise (null rows stay null lists); ``fill_val=[]`` instead turns a list column's
+    null rows into empty lists (its null elements stay: fill them with a second ``FillMissing``),
+    what NVTabular 23.08's Categorify gives a null list row on the GPU (a tabprep addition: NVTabular
+    raises on ``fill_val=[]``). Flat list columns only.
 
     Example:
         >>> conts = ["I1", "I2"] >> FillMissing(fill_val=0, add_binary_cols=True)
@@ -42,6 +54,17 @@ class FillMissing(Operator):
     def __init__(self, fill_val: Any = 0, add_binary_cols: bool = False) -> None:
         self.fill_val = fill_val
         self.add_binary_cols = add_binary_cols
+
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        super().check_input(input_schema, columns)
+        if not _empty_list(self.fill_val):
+            return
+        for c in columns:
+            col = input_schema[c] if c in input_schema else None
+            if col is not None and (not col.is_list or col.depth > 1):
+                kind = "a nested list column" if col.is_list else f"a {col.dtype} column, not a list"
+                raise TypeError(f"FillMissing(fill_val=[]) fills the null rows of flat list columns with empty lists; "
+                                f"column {c!r} is {kind}. Select only flat list columns for it")
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         if not self.add_binary_cols:
@@ -61,7 +84,7 @@ class FillMissing(Operator):
 
     def column_kernel(self, column: str) -> Any:
         """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``fill_host`` with ``fill_val``."""
-        if self.add_binary_cols:
+        if self.add_binary_cols or _empty_list(self.fill_val):   # list rows: the frame transform
             return None
         value = self.fill_val
         return lambda col: backend.fill_host(col, value)

@@ -372,3 +372,45 @@ def test_single_table_refusals_name_the_option():
     out = tp.Workflow(["x"] >> ops.Categorify(single_table=False)).fit_transform(
         tp.Dataset(pd.DataFrame({"x": ["a", None]}))).to_ddf().compute()
     assert out["x"].tolist() == [3, 1]
+
+
+def _null_list_frame():
+    # a null row in two partitions, an empty row, a null element
+    from conftest import list_series
+
+    return pd.DataFrame({"g": list_series([["a", "b"], None, ["b"], [], ["c", None], None, ["a"], ["b", "b"]],
+                                          "string"), "x": np.arange(8)})
+
+
+def _lists(s):
+    return [None if v is None or v is pd.NA or (np.isscalar(v) and pd.isna(v)) else list(v) for v in s]
+
+
+def test_null_list_row_stays_null_and_warns_once_naming_fill_missing(backend):
+    """NVTabular 23.08 raises on a null list row on the CPU (checked on 23.8.0: ``TypeError:
+    'NoneType' object is not iterable``) and gives an empty list on the GPU; tabprep keeps the row
+    null (docs/migration.md) and the first transform meeting one warns once per column, naming
+    ``FillMissing(fill_val=[])``, which gives NVTabular's GPU result; filled first, nothing is said."""
+    import warnings
+
+    df = _null_list_frame()
+    ds = make_dataset(df, backend, nparts=2)
+    wf = tp.Workflow(["g"] >> ops.Categorify())
+    wf.fit(ds)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        out = to_pandas(wf.transform(ds))
+        to_pandas(wf.transform(ds))                     # again: still once
+    notes = [str(w.message) for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning)
+             and "null" in str(w.message)]
+    assert len(notes) == 1 and "'g'" in notes[0] and "FillMissing(fill_val=[])" in notes[0], notes
+    got, rows = _lists(out["g"]), _lists(df["g"])
+    assert [r is None for r in got] == [v is None for v in rows] == [False, True, False, False, False, True,
+                                                                       False, False]   # null rows stay null
+    assert [len(r) for r in got if r is not None] == [len(v) for v in rows if v is not None]
+    filled = tp.Workflow(["g"] >> ops.FillMissing(fill_val=[]) >> ops.Categorify())
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        ref = _lists(to_pandas(filled.fit_transform(ds))["g"])
+    assert not [w for w in rec if issubclass(w.category, tp.NVTabularDifferenceWarning) and "null" in str(w.message)]
+    assert ref == [[] if r is None else r for r in got]                        # same ids; [] for the null rows

@@ -80,3 +80,20 @@ def test_rename_postfix_function_and_name():
     assert out.columns.tolist() == ["z"] and out["z"].tolist() == _df()["i"].tolist()
     with pytest.raises(ValueError, match="name="):
         _run(["x", "i"], ops.Rename(name="z"))
+
+
+def test_fill_missing_empty_list_fills_null_list_rows(backend):
+    """``FillMissing(fill_val=[])`` (a tabprep addition; NVTabular 23.08 raises a TypeError from
+    pandas' fillna) turns null rows of a list column into empty lists, NVTabular's GPU result for a
+    null list row in Categorify; null elements inside a row are left alone. A scalar column is refused
+    by name."""
+    from conftest import list_series
+
+    df = pd.DataFrame({"l": list_series([[1.0, None], None, [], [3.0], None], "float64"),
+                       "s": [1.0, None, 2.0, 3.0, 4.0]})
+    out = to_pandas(tp.Workflow(["l"] >> ops.FillMissing(fill_val=[])).fit_transform(make_dataset(df, backend, nparts=2)))
+    got = [list(v) for v in out["l"]]
+    assert [len(v) for v in got] == [2, 0, 0, 1, 0]
+    assert got[0][0] == 1.0 and pd.isna(got[0][1]) and got[3] == [3.0]
+    with pytest.raises(TypeError, match="'s'"):
+        tp.Workflow(["s"] >> ops.FillMissing(fill_val=[])).fit(make_dataset(df, backend))
