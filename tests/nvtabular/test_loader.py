@@ -318,8 +318,8 @@ def _adapter_truncation(make, path, device, size):
 
 def _ragged_frame(tmp_path):
     rows = [[1, 2, 3, 4], [5], [], [6, 7]]
-    df = pd.DataFrame({"l": [np.array(r, dtype="int64") for r in rows], "r": [np.array(r[:1], dtype="int64") for r in rows],
-                       "y": [0, 1, 0, 1]})
+    df = pd.DataFrame({"l": [np.array(r, dtype="int64") for r in rows],
+                       "r": [np.array(r[:1], dtype="int64") for r in rows], "y": [0, 1, 0, 1]})
     path = tmp_path / "d.parquet"
     df.to_parquet(path)
     return path

@@ -72,7 +72,8 @@ def test_combo_column_alone_and_in_group_warns_that_its_table_is_its_own(backend
     assert len(notes) == 1, notes
     assert "'b'" in notes[0] and "'c'" in notes[0] and "ids are the same" in notes[0]
     # values unchanged: each column's ids are those of its own Categorify, the group's of the group alone
-    alone = to_pandas(tp.Workflow(["b", "c"] >> ops.Categorify()).fit_transform(make_dataset(df, backend)).to_ddf().compute())
+    alone = to_pandas(tp.Workflow(["b", "c"] >> ops.Categorify()).fit_transform(make_dataset(df, backend))
+                      .to_ddf().compute())
     group = to_pandas(tp.Workflow([["b", "c"]] >> ops.Categorify(encode_type="combo"))
                       .fit_transform(make_dataset(df, backend)).to_ddf().compute())
     np.testing.assert_array_equal(out["b"].to_numpy(), alone["b"].to_numpy())

@@ -91,7 +91,8 @@ def test_fill_missing_empty_list_fills_null_list_rows(backend):
 
     df = pd.DataFrame({"l": list_series([[1.0, None], None, [], [3.0], None], "float64"),
                        "s": [1.0, None, 2.0, 3.0, 4.0]})
-    out = to_pandas(tp.Workflow(["l"] >> ops.FillMissing(fill_val=[])).fit_transform(make_dataset(df, backend, nparts=2)))
+    wf = tp.Workflow(["l"] >> ops.FillMissing(fill_val=[]))
+    out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=2)))
     got = [list(v) for v in out["l"]]
     assert [len(v) for v in got] == [2, 0, 0, 1, 0]
     assert got[0][0] == 1.0 and pd.isna(got[0][1]) and got[3] == [3.0]
