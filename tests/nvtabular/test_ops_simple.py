@@ -98,3 +98,6 @@ def test_fill_missing_empty_list_fills_null_list_rows(backend):
     assert got[0][0] == 1.0 and pd.isna(got[0][1]) and got[3] == [3.0]
     with pytest.raises(TypeError, match="'s'"):
         tp.Workflow(["s"] >> ops.FillMissing(fill_val=[])).fit(make_dataset(df, backend))
+    nested = pd.DataFrame({"n": pd.Series([[[1], [2, 3]], None], dtype=object)})
+    with pytest.raises(TypeError, match="'n' is a nested list column"):
+        tp.Workflow(["n"] >> ops.FillMissing(fill_val=[])).fit(tp.Dataset(nested))
