@@ -63,8 +63,10 @@ cupy, host / device) are :mod:`tabprep.backend` calls.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import threading
+import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
@@ -75,8 +77,8 @@ from .._warn import warn_once
 from ..schema import Schema, Tags
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
 from .chunks import _ChunkPreparation
-from .planning import (PERMUTATIONS, _EpochPlan, chunk_permutation, plan_epoch, plan_pieces, rank_pieces,  # noqa: F401
-                       shard_rows, slice_rows, _trim_piece)
+from .planning import (PERMUTATIONS, _EpochPlan, chunk_permutation, merge_plans, plan_epoch, plan_pieces,  # noqa: F401
+                       rank_pieces, shard_rows, slice_rows, _trim_piece)
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
@@ -232,6 +234,9 @@ class DataLoader(_ChunkPreparation):
         self._warned_narrowing: set = set()
         self._warned_truncation: set = set()
         self._ready = False
+        #: epochs streamed per iteration (``epochs(n)``), and the data epoch the first one is
+        self._epochs = 1
+        self._epoch_base = 0
 
     def _ensure_ready(self) -> None:
         """Resolve column names and plan this rank's pieces (lazily: ``map()`` may come later)."""
@@ -284,6 +289,38 @@ class DataLoader(_ChunkPreparation):
             self.batch_size = int(batch_size)
             self._plans = {}
 
+    def epochs(self, epochs: int = 1) -> "DataLoader":
+        """A loader whose every iteration streams the data ``epochs`` times (merlin-dataloader's
+        ``loader.epochs(n)``): the loader itself when it already does, else a new loader (this one
+        is unchanged) over the same data, workflow and seed.
+
+        Each of the ``n`` passes is a new epoch: its pieces and rows are shuffled with that epoch's
+        seed (``seed_fn`` is called once per pass), so the rows are exactly those of ``n`` plain
+        epochs in turn; batches run on across the passes (only the iteration's last batch may be
+        short), so ``len`` is ``ceil(n * rows / batch_size)`` (``floor`` with ``drop_last``). The
+        new loader's first pass is the next epoch this loader would have played; iterating it again
+        plays the ``n`` epochs after those.
+        """
+        if isinstance(epochs, bool) or int(epochs) != epochs or int(epochs) < 1:
+            raise ValueError(f"epochs must be an int >= 1, got {epochs!r}")
+        n = int(epochs)
+        if n == self._epochs:
+            return self
+        with self._lock:
+            new = copy.copy(self)
+            # the next data epoch this loader has not played yet
+            base = self._epoch_base + (self.epoch + (1 if self._started else 0)) * self._epochs
+        # its own iteration state (the copy shares the data, workflow and planned pieces)
+        new._lock = threading.RLock()
+        new._epoch_seeds = dict(self._epoch_seeds)
+        new._plans = {}
+        new._stream, new._gen, new._gen_next = None, None, -1
+        new.epoch, new._started, new._done = 0, False, False
+        new._warned_nulls, new._warned_narrowing = set(self._warned_nulls), set(self._warned_narrowing)
+        new._warned_truncation = set(self._warned_truncation)
+        new._epochs, new._epoch_base = n, base
+        return new
+
     # -- resolved configuration (known once the loader is planned) ----------------------------
     @property
     def label_names(self) -> List[str]:
@@ -329,6 +366,32 @@ class DataLoader(_ChunkPreparation):
         """Schema of the emitted columns (None when a plain callable is mapped)."""
         self._ensure_ready()
         return self._output_schema()
+
+    @property
+    def input_schema(self) -> Optional[Schema]:
+        """Schema of the data the loader reads, before the mapped workflow (merlin-dataloader's
+        ``input_schema``; :attr:`output_schema` is that of the emitted columns): every column of the
+        input, the loader's labels tagged ``target`` and, where no workflow is mapped (the names
+        are then the input's), its categorical / continuous columns tagged so, as NVTabular's
+        loaders tag the dataset's schema. None when the input has no schema. The dataset's own
+        schema is not changed."""
+        self._ensure_ready()
+        schema = self._source.schema
+        if schema is None:
+            return None
+        tags = {n: Tags.TARGET for n in self._label_names}
+        if self.workflow is None:
+            tags.update({n: Tags.CATEGORICAL for n in self._cat_names})
+            tags.update({n: Tags.CONTINUOUS for n in self._cont_names})
+        return Schema([c.with_tags(tags[c.name]) if c.name in tags else c for c in schema])
+
+    @property
+    def schema(self) -> Optional[Schema]:
+        """Deprecated in merlin-dataloader 23.08 (a warning naming ``input_schema`` /
+        ``output_schema``): :attr:`input_schema`."""
+        warnings.warn("This `schema` property is deprecated and will be removed in a future version. Please use "
+                      "either the `input_schema` or `output_schema` property instead.", UserWarning, stacklevel=2)
+        return self.input_schema
 
     def _output_schema(self) -> Optional[Schema]:
         from ..workflow.workflow import Workflow
@@ -413,6 +476,14 @@ class DataLoader(_ChunkPreparation):
                   self.dataset_rows, self._piece_rows, self.global_rank, self.global_size, self._num_rows,
                   len(self._pieces))
 
+    def _data_plan(self, epoch: int) -> _EpochPlan:
+        """The chunks of data epoch ``epoch`` (one pass over this rank's rows)."""
+        # buffer_size in rows plans alike on every device (CPU == GPU batches); a share of memory
+        # is device-dependent anyway, and the host does not gather small files (see HostDevice)
+        gather = self.buffer_size >= 1 or self._device.gathers_small_files
+        return plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
+                          self._piece_rows if gather else None)
+
     def _epoch_seed(self, epoch: int) -> Any:
         if epoch not in self._epoch_seeds:
             self._epoch_seeds[epoch] = [int(self.seed_fn()) % (2 ** 63)] if self.seed_fn is not None \
@@ -424,21 +495,23 @@ class DataLoader(_ChunkPreparation):
         self._ensure_ready()
         if epoch in self._plans:
             return self._plans[epoch]
-        # buffer_size in rows plans alike on every device (CPU == GPU batches); a share of memory
-        # is device-dependent anyway, and the host does not gather small files (see HostDevice)
-        gather = self.buffer_size >= 1 or self._device.gathers_small_files
-        plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
-                          self._piece_rows if gather else None)
+        if self._epochs == 1 and self._epoch_base == 0:
+            plan = self._data_plan(epoch)
+        else:   # epochs(n): iteration `epoch` streams data epochs first .. first + n - 1
+            first = self._epoch_base + epoch * self._epochs
+            plan = merge_plans([self._data_plan(first + j) for j in range(self._epochs)], epoch)
         self._plans = {k: v for k, v in self._plans.items() if k >= epoch - 1}
         self._plans[epoch] = plan
         return plan
 
     def __len__(self) -> int:
-        """Batches per epoch on this rank (an upper bound when the workflow drops rows)."""
+        """Batches per epoch on this rank (an upper bound when the workflow drops rows); per
+        iteration of ``epochs(n)`` passes, ``ceil(n * rows / batch_size)``."""
         self._ensure_ready()
+        rows = self._num_rows * self._epochs
         if self.drop_last:
-            return self._num_rows // self.batch_size
-        return -(-self._num_rows // self.batch_size)
+            return rows // self.batch_size
+        return -(-rows // self.batch_size)
 
     # -- batches -----------------------------------------------------------------------------
     def _reset_iteration(self) -> None:
