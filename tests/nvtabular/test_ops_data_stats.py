@@ -145,3 +145,15 @@ def test_list_columns_are_refused_naming_the_column():
 @pytest.mark.filterwarnings("ignore::tabprep.NVTabularDifferenceWarning")   # the battery's data holds +-inf
 def test_check_op():
     check_op(ops.DataStats())
+
+
+def test_cardinality_is_exact_beyond_small_vocabularies():
+    """NVTabular's ``nunique`` is exact; so is tabprep's (the profile's distinct count alone is an
+    estimate above 1024 values)."""
+    n = 5000
+    df = pd.DataFrame({"i": np.arange(n) % 4999, "s": (np.arange(n) % 3001).astype(str)})
+    df.loc[::7, "s"] = None
+    op = ops.DataStats()
+    tp.Workflow(["i", "s"] >> op).fit(tp.Dataset(df, npartitions=3))
+    assert op.output["i"]["cardinality"] == df["i"].nunique()
+    assert op.output["s"]["cardinality"] == df["s"].nunique()
