@@ -63,8 +63,8 @@ class DataStats(StatOperator):
         # the numbers behind min / max / mean / std of columns that are not numbers themselves
         derived = {}
         for c in columns:
-            if parts[c].kind == "string":
-                derived[c] = df[c].str.len()
+            if parts[c].kind == "string":   # (float64 in every partition: pandas gives int64 where no row is null)
+                derived[c] = df[c].str.len().astype("float64")
             elif parts[c].kind == "bool":
                 derived[c] = df[c].astype("float64")
         more = partial_frame(backend.make_frame(derived, like=df), list(derived)) if derived else {}

@@ -157,3 +157,21 @@ def test_cardinality_is_exact_beyond_small_vocabularies():
     tp.Workflow(["i", "s"] >> op).fit(tp.Dataset(df, npartitions=3))
     assert op.output["i"]["cardinality"] == df["i"].nunique()
     assert op.output["s"]["cardinality"] == df["s"].nunique()
+
+
+def test_string_lengths_with_and_without_nulls_across_partitions(backend):
+    """Partitions with a null string (pandas' lengths float64) and without one or empty (int64): the
+    lengths' statistics merge (the conformance battery's data failed here)."""
+    df = pd.DataFrame({"s": ["a", "bb", "ccc", None, "dddd", "ee"]})
+    op = ops.DataStats()
+    tp.Workflow(["s"] >> op).fit(make_dataset(df, backend, nparts=3, empties=True))
+    # the stat protocol on pandas partitions as a fit may hand them (check_op does): str dtype
+    direct = ops.DataStats()
+    parts = [direct.fit_partial(["s"], p) for p in (df.iloc[:3], df.iloc[3:], df.iloc[:0])]
+    direct.fit_finalize(["s"], direct.fit_combine(parts))
+    assert direct.output == op.output
+    lengths = df["s"].dropna().str.len()
+    assert (op.output["s"]["min"], op.output["s"]["max"]) == (1.0, 4.0)
+    assert op.output["s"]["mean"] == pytest.approx(lengths.mean())
+    assert op.output["s"]["std"] == pytest.approx(lengths.std())
+    assert op.output["s"]["cardinality"] == 5 and op.output["s"]["per_nan"] == pytest.approx(100 / 6)
