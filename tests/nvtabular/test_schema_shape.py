@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 from tabprep import ops
@@ -86,6 +88,28 @@ def test_shape_round_trips_through_workflow_save_and_load(tmp_path):
     back = Schema.from_json(schema.to_json())
     assert back["n"].shape.as_tuple == ((0, None), 4, (1, 5))
     assert back["x"].shape.as_tuple == ((0, None),)
+
+
+_dim = st.one_of(st.none(), st.integers(0, 50),
+                 st.tuples(st.integers(0, 20), st.integers(0, 30)).map(lambda t: (t[0], t[0] + t[1])),
+                 st.tuples(st.integers(0, 20), st.none()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(dims=st.lists(_dim, min_size=1, max_size=4), dtype=st.sampled_from(["int64", "float32", "str"]))
+def test_with_shape_then_shape_round_trips(dims, dtype):
+    """``col.with_shape(dims).shape`` is ``Shape(dims)`` (merlin's), up to what tabprep does not
+    store: the rows' dimension reads ``(0, None)`` and a list dimension of unknown maximum keeps no
+    minimum; the same after the schema's JSON; ``is_list`` / ``is_ragged`` are the shape's."""
+    col = ColumnSchema("c", dtype, properties={"p": 1}).with_shape(tuple(dims))
+    given_shape = tp.Shape(tuple(dims))
+    expected = tuple([(0, None)] + [(0, None) if d.max is None else (d.min, d.max) for d in given_shape.dims[1:]])
+    got = tuple((d.min, d.max) for d in col.shape.dims)
+    assert got == expected
+    assert col.is_list == given_shape.is_list and col.leaf_dtype == dtype and col.properties["p"] == 1
+    assert col.is_ragged == tp.Shape(expected).is_ragged
+    back = Schema.from_json(Schema([col]).to_json())["c"]
+    assert back.shape == col.shape and back.shape.as_tuple == col.shape.as_tuple
 
 
 def test_shape_equality_and_unknown_wildcard():
