@@ -147,3 +147,15 @@ def test_schema_to_pandas_has_merlins_columns():
     assert np.isnan(df.loc[1, "properties.cardinality"])
     assert df.loc[2, "properties.value_count.max"] == 2
     assert Schema().to_pandas().empty
+
+
+def test_workflow_schemas_shapes_are_nvtabulars():
+    """nvtabular 23.08 for ``(["a"] >> LogOp()) + (["c", "l"] >> Categorify())`` fitted on a frame:
+    input and output ``a`` / ``c`` ``((0, None),)``, ``l`` ``((0, None), (0, None))``, ragged."""
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": ["x", "y", "x"], "l": [[1, 2], [3], [4, 5, 6]]})
+    wf = tp.Workflow((["a"] >> ops.LogOp()) + (["c", "l"] >> ops.Categorify()))
+    wf.fit(tp.Dataset(df))
+    for schema in (wf.input_schema, wf.output_schema):
+        assert [(c.name, c.shape.as_tuple) for c in schema] == [("a", ((0, None),)), ("c", ((0, None),)),
+                                                                 ("l", ((0, None), (0, None)))]
+        assert schema["l"].shape.is_ragged and not schema["c"].shape.is_list
