@@ -64,7 +64,8 @@ def _pandas_stats(df):
     for c in df.columns:
         s = df[c]
         kind = "str" if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) else s.dtype.kind
-        entry = {"dtype": "object" if kind == "str" else str(np.dtype(s.dtype.numpy_dtype if hasattr(s.dtype, "numpy_dtype") else s.dtype)),
+        numpy_dtype = getattr(s.dtype, "numpy_dtype", s.dtype)   # Int64 -> int64
+        entry = {"dtype": "object" if kind == "str" else str(np.dtype(numpy_dtype)),
                  "per_nan": 100 * (1 - s.count() / len(s))}
         if kind != "f":
             entry["cardinality"] = int(s.nunique())

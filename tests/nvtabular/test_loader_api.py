@@ -36,7 +36,8 @@ def data(tmp_path):
 def _core(path, **kw):
     kw.setdefault("shuffle", True)
     return DataLoader(path, batch_size=kw.pop("batch_size", 5), label_names=["y"], cat_names=["c"],
-                      cont_names=["x"], device="cpu", seed=kw.pop("seed", 7), buffer_size=kw.pop("buffer_size", 8), **kw)
+                      cont_names=["x"], device="cpu", seed=kw.pop("seed", 7), buffer_size=kw.pop("buffer_size", 8),
+                      **kw)
 
 
 def _rows(loader):
