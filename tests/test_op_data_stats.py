@@ -176,3 +176,33 @@ def test_string_lengths_with_and_without_nulls_across_partitions(backend):
     assert op.output["s"]["mean"] == pytest.approx(lengths.mean())
     assert op.output["s"]["std"] == pytest.approx(lengths.std())
     assert op.output["s"]["cardinality"] == 5 and op.output["s"]["per_nan"] == pytest.approx(100 / 6)
+
+
+def test_serving_passes_the_columns_through():
+    """A workflow holding DataStats serves (its transform is the identity, as NVTabular's Triton
+    export runs it): ServingTransform's output equals the offline transform."""
+    from tabprep.serving import ServingTransform
+
+    df = pd.DataFrame({"i": [1, 2, 3], "c": ["a", "b", "a"]})
+    wf = tp.Workflow((["i"] >> ops.DataStats()) + (["c"] >> ops.Categorify()))
+    wf.fit(tp.Dataset(df))
+    offline = wf.transform(df)
+    got = ServingTransform(wf)(df)
+    np.testing.assert_array_equal(np.asarray(got["i"]).ravel(), offline["i"].to_numpy())
+    np.testing.assert_array_equal(np.asarray(got["c"]).ravel(), offline["c"].to_numpy())
+
+
+@pytest.mark.tf
+def test_keras_export_passes_the_columns_through():
+    pytest.importorskip("tensorflow")
+    from serving_helpers import keras_inputs, keras_outputs
+
+    from tabprep.serving import ServingTransform, to_keras
+
+    df = pd.DataFrame({"i": [1, 2, 3], "x": [0.5, np.nan, 2.0]})
+    wf = tp.Workflow(["i", "x"] >> ops.DataStats())
+    wf.fit(tp.Dataset(df))
+    new = pd.DataFrame({"i": [4, 5], "x": [1.5, np.nan]})
+    out = keras_outputs(to_keras(wf)(keras_inputs(ServingTransform(wf), new)), ["i", "x"])
+    np.testing.assert_array_equal(np.asarray(out["i"]).ravel(), [4, 5])
+    np.testing.assert_array_equal(np.asarray(out["x"]).ravel(), [1.5, np.nan])
