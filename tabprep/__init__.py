@@ -28,6 +28,8 @@ _LAZY: Dict[str, str] = {
     "Schema": "tabprep.schema",
     "Tags": "tabprep.schema",
     "ColumnSelector": "tabprep.schema",
+    "Shape": "tabprep.schema",
+    "Dimension": "tabprep.schema",
     "Subgraph": "tabprep.ops.node",
     "profile": "tabprep.quality",
     "drift": "tabprep.quality",
@@ -38,6 +40,7 @@ _LAZY: Dict[str, str] = {
 }
 
 __all__ = ["Dataset", "Transaction", "Workflow", "ops", "Schema", "ColumnSchema", "ColumnSelector", "Subgraph", "Tags",
+           "Shape", "Dimension",
            "get_embedding_sizes", "register_function", "UntrustedCodeError", "ServingTransform", "__version__",
            "profile", "drift", "Profile", "DriftReport", "NVTabularDifferenceWarning"]
 

@@ -21,7 +21,7 @@ from .dtypes import (  # noqa: F401
     normalize_dtype, opaque_column_fix, plural, time_parts, unit_drift,
 )
 from .schema_merlin import TAG_COLLISIONS as _TAG_COLLISIONS
-from .schema_merlin import Domain, MerlinColumnSchema, MerlinSchema  # noqa: F401
+from .schema_merlin import Dimension, Domain, MerlinColumnSchema, MerlinSchema, Shape  # noqa: F401
 
 
 class Tags:

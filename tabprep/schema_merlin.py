@@ -3,8 +3,8 @@ tabprep's own: :class:`tabprep.schema.ColumnSchema` and :class:`tabprep.schema.S
 methods from the mixins below (docs/migration.md, *Schema*). Nothing here imports tabprep."""
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Dict, Iterable, NamedTuple, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -34,6 +34,163 @@ def _tag_names(tags: Any) -> list:
     one = isinstance(tags, str) or not isinstance(tags, Iterable)
     names = [str(getattr(t, "value", t)) for t in ([tags] if one else tags)]
     return [p for t in names for p in COMPOUND_TAGS.get(t, (t,))]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """merlin-core's ``Dimension``: the sizes one dimension of a column can take, ``min`` to
+    ``max`` (None: unbounded). ``Dimension(3, 3)`` is a fixed size 3; ``Dimension()`` is unknown."""
+
+    min: int = 0
+    max: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.min is None:
+            raise ValueError("The minimum size of a dimension cannot be None")
+        for what, v in (("minimum", self.min), ("maximum", self.max)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise ValueError(f"The {what} size of a dimension must be an integer, got {type(v).__name__} {v!r}")
+        if self.min < 0 or (self.max is not None and self.max < 0):
+            raise ValueError(f"The sizes of a dimension must be non-negative, got min={self.min} max={self.max}")
+        if self.max is not None and self.max < self.min:
+            raise ValueError(f"The maximum size of a dimension must be at least as large as the minimum size, "
+                             f"got min={self.min} max={self.max}")
+        object.__setattr__(self, "min", int(self.min))
+        object.__setattr__(self, "max", None if self.max is None else int(self.max))
+
+    def __int__(self) -> int:
+        if self.is_fixed:
+            return int(self.max)  # type: ignore[arg-type]
+        raise ValueError(f"Can't convert {self} without a fixed size to an integer")
+
+    @property
+    def is_bounded(self) -> bool:
+        return self.max is not None
+
+    @property
+    def is_fixed(self) -> bool:
+        return self.max is not None and self.min == self.max
+
+    @property
+    def is_variable(self) -> bool:
+        return not self.is_fixed
+
+    @property
+    def is_unknown(self) -> bool:
+        return self.min == 0 and self.max is None
+
+    def with_min(self, value: int) -> "Dimension":
+        return replace(self, min=value)
+
+    def with_max(self, value: Optional[int]) -> "Dimension":
+        return replace(self, max=value)
+
+
+def _dimension(dim: Any, dims: Any) -> Dimension:
+    if isinstance(dim, Dimension):
+        return dim
+    if dim is None:
+        return Dimension()
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        return Dimension(int(dim), int(dim))
+    if isinstance(dim, (tuple, list)) and len(dim) == 2:
+        return Dimension(dim[0], dim[1])
+    raise ValueError(f"Invalid shape {dims!r}: each dimension is None, an int (a fixed size) or a (min, max) pair, "
+                     f"got {dim!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Shape:
+    """merlin-core's ``Shape``: one :class:`Dimension` per axis of a column, the batch (rows)
+    first: ``((0, None),)`` a scalar column, ``((0, None), (1, 5))`` a list of 1 to 5 values,
+    ``((0, None), 100, 10)`` a fixed 100 x 10 nested list. Dimensions are given as None
+    (unknown), an int (fixed) or a ``(min, max)`` pair. ``Shape()`` (``dims`` None) is an unknown
+    shape, equal to any shape, as in merlin-core."""
+
+    dims: Optional[Tuple[Dimension, ...]] = None
+
+    def __post_init__(self) -> None:
+        dims = self.dims
+        if isinstance(dims, Shape):
+            dims = dims.dims
+        if dims is not None:
+            dims = tuple(_dimension(d, self.dims) for d in dims)
+        object.__setattr__(self, "dims", dims)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Shape):
+            return False
+        return self.dims is None or other.dims is None or self.dims == other.dims
+
+    def __hash__(self) -> int:
+        return hash(self.dims)
+
+    def __iter__(self) -> Any:
+        return iter(self.dims or ())
+
+    def __len__(self) -> int:
+        return len(self.dims or ())
+
+    def __getitem__(self, index: int) -> Dimension:
+        return (self.dims or ())[index]
+
+    def __repr__(self) -> str:
+        return f"Shape({self.as_tuple!r})"
+
+    def with_dim(self, index: int, value: Any) -> "Shape":
+        dims = list(self.dims or ())
+        dims[index] = _dimension(value, self.dims)
+        return Shape(tuple(dims))
+
+    def with_dim_min(self, index: int, value: int) -> "Shape":
+        return self.with_dim(index, self[index].with_min(value))
+
+    def with_dim_max(self, index: int, value: Optional[int]) -> "Shape":
+        return self.with_dim(index, self[index].with_max(value))
+
+    @property
+    def min(self) -> Tuple[int, ...]:
+        return tuple(d.min for d in self)
+
+    @property
+    def max(self) -> Tuple[Optional[int], ...]:
+        return tuple(d.max for d in self)
+
+    @property
+    def is_bounded(self) -> bool:
+        return all(d.is_bounded for d in self)
+
+    @property
+    def is_fixed(self) -> bool:
+        return all(d.is_fixed for d in self)
+
+    @property
+    def is_variable(self) -> bool:
+        return not self.is_fixed
+
+    @property
+    def is_list(self) -> bool:
+        return self.dims is not None and len(self.dims) > 1
+
+    @property
+    def is_ragged(self) -> bool:
+        return self.is_list and any(not d.is_fixed for d in self.dims[1:])  # type: ignore[index]
+
+    @property
+    def is_unknown(self) -> bool:
+        return self.dims is None
+
+    @property
+    def as_tuple(self) -> Optional[tuple]:
+        """The dims as merlin-core writes them: an int for a fixed size, ``(min, max)`` otherwise."""
+        if not self.dims:
+            return None
+        return tuple(d.max if d.is_fixed else (d.min, d.max) for d in self.dims)
+
+
+def _count(dim: Dimension) -> Optional[Dict[str, int]]:
+    """tabprep's ``value_count`` of a list dimension (None where the longest row is unknown)."""
+    return None if dim.max is None else {"min": dim.min, "max": dim.max}
 
 
 class MerlinColumnSchema:
@@ -67,6 +224,49 @@ class MerlinColumnSchema:
         changes: Dict[str, Any] = {"dtype": dtype}
         changes.update({k: v for k, v in (("is_list", is_list), ("is_ragged", is_ragged)) if v is not None})
         return self.with_(**changes)  # type: ignore[attr-defined]
+
+    @property
+    def shape(self) -> Shape:
+        """merlin-core's ``shape``: the rows' dimension ``(0, None)``, then per list level the
+        lengths (``value_count`` / ``value_counts``; ``(0, None)`` where unknown):
+        ``((0, None),)`` for a scalar column, ``((0, None), (1, 5))`` for a list column of 1 to 5
+        values, ``((0, None), 3)`` for a fixed length 3."""
+        rows = Dimension()
+        if not self.is_list:  # type: ignore[attr-defined]
+            return Shape((rows,))
+        depth = self.depth  # type: ignore[attr-defined]
+        counts = list(self.value_counts or [])  # type: ignore[attr-defined]
+        if depth == 1 or not counts:
+            counts = [self.value_count] + [None] * (depth - 1)  # type: ignore[attr-defined]
+        levels = [Dimension(int(c.get("min") or 0), None if c.get("max") is None else int(c["max"]))
+                  if c else Dimension() for c in counts[:depth]]
+        return Shape((rows, *levels))
+
+    @property
+    def dims(self) -> Tuple[Dimension, ...]:
+        """The dimensions of :attr:`shape` (merlin-core 23.08's ``ColumnSchema.dims`` is the
+        constructor's ``dims`` argument and reads None afterwards; docs/migration.md)."""
+        return self.shape.dims  # type: ignore[return-value]
+
+    def with_shape(self, shape: Any) -> Any:
+        """A copy of shape ``shape`` (a :class:`Shape` or a tuple of dims, rows first), as
+        merlin-core's ``with_shape``: one dim makes a scalar column, two a list column whose
+        ``value_count`` is the second dim (ragged unless it is fixed), more a nested list (one
+        ``value_counts`` entry per level). The element dtype, tags and other properties are kept;
+        the rows' dimension is not stored (tabprep does not record it). A list dimension of unknown
+        maximum gives an unknown ``value_count`` (its minimum is not kept)."""
+        shape = shape if isinstance(shape, Shape) else Shape(shape)
+        leaf = self.leaf_dtype  # type: ignore[attr-defined]
+        props = {k: v for k, v in self.properties.items() if k != "value_count"}  # type: ignore[attr-defined]
+        if not shape.is_list:
+            return replace(self, dtype=leaf, is_list=False, is_ragged=False, value_count=None,  # type: ignore
+                           value_counts=None, properties=props)
+        levels = shape.dims[1:]  # type: ignore[index]
+        nested = len(levels) > 1
+        dtype = "list<" * (len(levels) - 1) + leaf + ">" * (len(levels) - 1)
+        return replace(self, dtype=dtype, is_list=True, is_ragged=shape.is_ragged,  # type: ignore[type-var]
+                       value_count=_count(levels[0]), properties=props,
+                       value_counts=[_count(d) for d in levels] if nested else None)
 
     @property
     def int_domain(self) -> Optional[Domain]:
@@ -143,3 +343,16 @@ class MerlinSchema:
 
     def copy(self) -> Any:
         return type(self)(list(self))  # type: ignore[call-overload]
+
+    def to_pandas(self) -> Any:
+        """merlin-core's ``to_pandas``: one row per column, ``name``, ``tags`` (a set of tag
+        strings; merlin's is a ``TagSet``), ``dtype`` (tabprep's dtype string; merlin's is a
+        ``DType``), ``is_list``, ``is_ragged``, then the properties flattened
+        (``properties.domain.min``...; NaN where a column lacks one), as ``pandas.json_normalize``."""
+        import pandas as pd
+
+        rows = [{"name": c.name, "tags": set(c.tags), "dtype": c.dtype, "is_list": bool(c.is_list),
+                 "is_ragged": bool(c.is_ragged), "properties": dict(c.properties)} for c in self]  # type: ignore
+        if not rows:
+            return pd.DataFrame()
+        return pd.json_normalize(rows)

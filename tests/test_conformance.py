@@ -548,6 +548,9 @@ _add_cases({
                            **{c: (py_values(d[c][d[["f64", "s"]].notna().all(axis=1).to_numpy()]), "exact")
                               for c in ["f64", "s", "idx"]}}),
     ],
+    "DataStats": [   # statistics only (their values: tests/test_op_data_stats.py); the columns pass
+        Case(lambda: ops.DataStats(), ["i8", "I64", "f64", "s", "b"], identity(["i8", "I64", "f64", "s", "b"])),
+    ],
     "Bucketize": [
         Case(lambda: ops.Bucketize([0, 2.5, 10]), BUCKET_COLS,
              _per_col(lambda t, d: ref_digitize(d, [0, 2.5, 10]), "exact")(BUCKET_COLS),

@@ -129,6 +129,31 @@ class DatasetCompat:
             "keys itself), so drop the call; to write files grouped by key, sort or group in a workflow")
 
     @property
+    def file_partition_map(self) -> Dict[str, List[int]]:
+        """merlin-core's ``file_partition_map`` of a parquet dataset: each file's path (as the
+        dataset lists its files) -> the indices of the partitions holding its rows, in order, from
+        tabprep's partition plan (no data read): one partition per file by default, several where a
+        file is split (``part_size``, ``row_groups_per_part``); an empty file has its own empty
+        partition; on the GPU, where a partition spans several small files, it is listed under each.
+        merlin-core 23.08's parquet engine gives a file's last partition as an int instead (its CSV
+        engine and its own callers use sequences; docs/migration.md).
+
+        Raises:
+            AttributeError: for a dataset that is not parquet files (a frame, csv, a transformed
+                dataset), as merlin-core's frame datasets do.
+        """
+        if self.engine != "parquet" or self._ddf is not None or self._tables is not None:  # type: ignore[attr-defined]
+            raise AttributeError(f"file_partition_map is only known for a dataset of parquet files, not for "
+                                 f"{self.describe()}")  # type: ignore[attr-defined]
+        out: Dict[str, List[int]] = {}
+        for i, piece in enumerate(self.pieces):  # type: ignore[attr-defined]
+            for path in [piece.path] + [p for p, _ in piece.more]:
+                parts = out.setdefault(path, [])
+                if not parts or parts[-1] != i:
+                    parts.append(i)
+        return out
+
+    @property
     def partition_lens(self) -> List[int]:
         """Rows of each partition (merlin-core's; parquet: from the footers, no data read)."""
         if self.engine == "parquet" and self._ddf is None and self._tables is None:  # type: ignore[attr-defined]

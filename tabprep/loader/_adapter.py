@@ -201,6 +201,36 @@ class LoaderViews:
         return self.loader.output_schema
 
     @property
+    def input_schema(self) -> Any:
+        """Schema of the data read, before the mapped workflow (merlin-dataloader's
+        ``input_schema``): :attr:`tabprep.loader.DataLoader.input_schema`."""
+        return self.loader.input_schema
+
+    @property
+    def schema(self) -> Any:
+        """Deprecated in merlin-dataloader 23.08 (a warning naming ``input_schema``): :attr:`input_schema`."""
+        import warnings
+
+        warnings.warn("This `schema` property is deprecated and will be removed in a future version. Please use "
+                      "either the `input_schema` or `output_schema` property instead.", UserWarning, stacklevel=2)
+        return self.loader.input_schema
+
+    def epochs(self, epochs: int = 1) -> Any:
+        """A loader whose every iteration streams the data ``epochs`` times (merlin-dataloader's
+        ``loader.epochs(n)``): this loader when it already does, else a new one (this one unchanged);
+        see :meth:`tabprep.loader.DataLoader.epochs` (each pass reshuffled, batches run on across
+        passes, ``len`` is ``ceil(n * rows / batch_size)``)."""
+        import copy
+
+        core = self.loader.epochs(epochs)
+        if core is self.loader:
+            return self
+        new = copy.copy(self)
+        new.loader = core
+        new._next_iter = None
+        return new
+
+    @property
     def global_size(self) -> int:
         return self.loader.global_size
 

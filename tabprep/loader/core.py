@@ -75,8 +75,9 @@ from .._warn import warn_once
 from ..schema import Schema, Tags
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
 from .chunks import _ChunkPreparation
-from .planning import (PERMUTATIONS, _EpochPlan, chunk_permutation, plan_epoch, plan_pieces, rank_pieces,  # noqa: F401
-                       shard_rows, slice_rows, _trim_piece)
+from .merlin_calls import MerlinLoaderCalls
+from .planning import (PERMUTATIONS, _EpochPlan, chunk_permutation, merge_plans, plan_epoch, plan_pieces,  # noqa: F401
+                       rank_pieces, shard_rows, slice_rows, _trim_piece)
 from .prefetch import _ChunkStream, _iter_batches, _Prefetcher, _weak_producer  # noqa: F401 - re-exported
 from .ragged import (ALIGN, PAD_ID, RaggedBatch, _Chunk, _concat_batches, _RaggedColumn, _row_ids,  # noqa: F401
                      _slice, _take_aligned, _xp, pad_ragged, take_ragged)
@@ -91,7 +92,7 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------
 # the loader
 # ---------------------------------------------------------------------------------------
-class DataLoader(_ChunkPreparation):
+class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
     """Batches of a parquet dataset, transformed online by an attached workflow.
 
     Args:
@@ -232,6 +233,9 @@ class DataLoader(_ChunkPreparation):
         self._warned_narrowing: set = set()
         self._warned_truncation: set = set()
         self._ready = False
+        #: epochs streamed per iteration (``epochs(n)``), and the data epoch the first one is
+        self._epochs = 1
+        self._epoch_base = 0
 
     def _ensure_ready(self) -> None:
         """Resolve column names and plan this rank's pieces (lazily: ``map()`` may come later)."""
@@ -413,6 +417,14 @@ class DataLoader(_ChunkPreparation):
                   self.dataset_rows, self._piece_rows, self.global_rank, self.global_size, self._num_rows,
                   len(self._pieces))
 
+    def _data_plan(self, epoch: int) -> _EpochPlan:
+        """The chunks of data epoch ``epoch`` (one pass over this rank's rows)."""
+        # buffer_size in rows plans alike on every device (CPU == GPU batches); a share of memory
+        # is device-dependent anyway, and the host does not gather small files (see HostDevice)
+        gather = self.buffer_size >= 1 or self._device.gathers_small_files
+        return plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
+                          self._piece_rows if gather else None)
+
     def _epoch_seed(self, epoch: int) -> Any:
         if epoch not in self._epoch_seeds:
             self._epoch_seeds[epoch] = [int(self.seed_fn()) % (2 ** 63)] if self.seed_fn is not None \
@@ -424,21 +436,23 @@ class DataLoader(_ChunkPreparation):
         self._ensure_ready()
         if epoch in self._plans:
             return self._plans[epoch]
-        # buffer_size in rows plans alike on every device (CPU == GPU batches); a share of memory
-        # is device-dependent anyway, and the host does not gather small files (see HostDevice)
-        gather = self.buffer_size >= 1 or self._device.gathers_small_files
-        plan = plan_epoch(self._pieces, epoch, self._epoch_seed(epoch), self.shuffle, self.parts_per_chunk,
-                          self._piece_rows if gather else None)
+        if self._epochs == 1 and self._epoch_base == 0:
+            plan = self._data_plan(epoch)
+        else:   # epochs(n): iteration `epoch` streams data epochs first .. first + n - 1
+            first = self._epoch_base + epoch * self._epochs
+            plan = merge_plans([self._data_plan(first + j) for j in range(self._epochs)], epoch)
         self._plans = {k: v for k, v in self._plans.items() if k >= epoch - 1}
         self._plans[epoch] = plan
         return plan
 
     def __len__(self) -> int:
-        """Batches per epoch on this rank (an upper bound when the workflow drops rows)."""
+        """Batches per epoch on this rank (an upper bound when the workflow drops rows); per
+        iteration of ``epochs(n)`` passes, ``ceil(n * rows / batch_size)``."""
         self._ensure_ready()
+        rows = self._num_rows * self._epochs
         if self.drop_last:
-            return self._num_rows // self.batch_size
-        return -(-self._num_rows // self.batch_size)
+            return rows // self.batch_size
+        return -(-rows // self.batch_size)
 
     # -- batches -----------------------------------------------------------------------------
     def _reset_iteration(self) -> None:

@@ -70,10 +70,31 @@ class _EpochPlan:
     offsets: List[int]          # first (input) row of each chunk; len(chunks) + 1 entries
     #: chunk -> its permutation being drawn (:func:`permutation_job`)
     _permutation_jobs: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the seed of each chunk's row order where the chunks come from several epochs
+    #: (:func:`merge_plans`); None: ``seed + [k + 1]`` for chunk ``k``
+    chunk_seeds: Optional[List[Any]] = None
 
     @property
     def num_rows(self) -> int:
         return self.offsets[-1]
+
+    def chunk_seed(self, k: int) -> Any:
+        """The seed of chunk ``k``'s row order."""
+        return self.chunk_seeds[k] if self.chunk_seeds is not None else self.seed + [k + 1]
+
+
+def merge_plans(plans: Sequence[_EpochPlan], epoch: int) -> _EpochPlan:
+    """The epochs ``plans`` one after the other, as one plan (``loader.epochs(n)``): their chunks in
+    order, each keeping its own epoch's row order, so the rows are exactly those of the plans in turn
+    and batches run on across the epochs' boundaries (merlin-dataloader streams its epochs alike)."""
+    chunks: List[List[_Piece]] = []
+    seeds: List[Any] = []
+    offsets = [0]
+    for p in plans:
+        chunks += p.chunks
+        seeds += [p.chunk_seed(k) for k in range(len(p.chunks))]
+        offsets += [offsets[-1] + o for o in p.offsets[1:]]
+    return _EpochPlan(epoch, plans[0].seed if plans else [epoch], chunks, offsets, chunk_seeds=seeds)
 
 
 def rank_pieces(units: Sequence[_Unit], piece_rows: int, global_size: int, global_rank: int,
@@ -143,7 +164,7 @@ def chunk_permutation(plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
     if n <= 1:
         return None
     order = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
-    np.random.default_rng(plan.seed + [k + 1]).shuffle(order)
+    np.random.default_rng(plan.chunk_seed(k)).shuffle(order)
     return order
 
 

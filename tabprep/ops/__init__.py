@@ -10,6 +10,7 @@ from .bucketize import Bucketize
 from .categorify import Categorify
 from .clip import Clip
 from .column_similarity import ColumnSimilarity
+from .data_stats import DataStats
 from .difference_lag import DifferenceLag
 from .drop_low_cardinality import DropLowCardinality
 from .dropna import Dropna
@@ -39,5 +40,5 @@ __all__ = [
     "AddMetadata", "AddProperties", "AddTags", "Bucketize", "DifferenceLag", "DropLowCardinality",
     "HashedCross", "ListSlice", "ReduceDtypeSize", "ValueCount",
     "TargetEncoding", "JoinGroupby", "JoinExternal", "ColumnSimilarity", "Groupby", "shuffle_by_key",
-    "Dropna", "TagAsUserID", "TagAsItemID", "TagAsUserFeatures", "TagAsItemFeatures",
+    "Dropna", "DataStats", "TagAsUserID", "TagAsItemID", "TagAsUserFeatures", "TagAsItemFeatures",
 ]

@@ -38,7 +38,7 @@ class Node:
     module docstring); :attr:`upstream` is ``parents + deps``.
     """
 
-    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps")
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps", "_schemas")
 
     def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
                  columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = (),
@@ -53,6 +53,27 @@ class Node:
         self.columns: Tuple[str, ...] = tuple(columns)
         self.groups: Tuple[Tuple[str, ...], ...] = tuple(tuple(g) for g in groups)
         self._out: Optional[List[str]] = None
+        #: ``(input schema, output schema)`` set by the last workflow that computed its schemas with
+        #: this node (:meth:`tabprep.Workflow.fit` / ``fit_schema`` / ``load``); None before
+        self._schemas: Optional[Tuple[Schema, Schema]] = None
+
+    # -- schemas (NVTabular's node.input_schema / node.output_schema) ------------------------
+    @property
+    def input_schema(self) -> Optional[Schema]:
+        """Schema of the columns this node receives (an op: its parents' merged columns and the
+        argument columns it reads, e.g. TargetEncoding's target; a selection: the selected input
+        columns), as NVTabular sets it when a Workflow computes its schemas. A node may sit in several
+        workflows: it holds the schemas of the most recent workflow that computed schemas with it
+        (fit, ``fit_schema`` / ``bind_schema``, ``Workflow.load`` builds new nodes). None before."""
+        schemas = getattr(self, "_schemas", None)   # a node unpickled from before this slot existed
+        return None if schemas is None else schemas[0]
+
+    @property
+    def output_schema(self) -> Optional[Schema]:
+        """Schema of the columns this node gives (see :attr:`input_schema` for when it is set and
+        which workflow's it is); None before a workflow computed schemas with this node."""
+        schemas = getattr(self, "_schemas", None)
+        return None if schemas is None else schemas[1]
 
     # -- sugar ----------------------------------------------------------------------
     def __rshift__(self, other: Any) -> "Node":

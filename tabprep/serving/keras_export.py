@@ -32,8 +32,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .._frameworks import preload_triton
-from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DropLowCardinality, FillMissing,
-                   HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, Rename, ValueCount)
+from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DataStats, DropLowCardinality,
+                   FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, Rename, ValueCount)
 from .columns import kind_of
 from .kernels import ServingBuildError
 from .transform import ServingTransform
@@ -160,7 +160,7 @@ class _Builder:
     def compile(self, op: Any, columns: List[str], in_schema: Any, out_schema: Any) -> Any:
         t = type(op)
         kinds = {c: kind_of(in_schema[c].dtype) for c in columns}
-        if t in (Rename, AddMetadata, AddTags, AddProperties, ValueCount, DropLowCardinality):
+        if t in (Rename, AddMetadata, AddTags, AddProperties, ValueCount, DropLowCardinality, DataStats):
             names = op.output_column_names(columns)
             pairs = list(zip(columns, names)) if len(names) == len(columns) else [(n, n) for n in names]
             return lambda cols: {dst: cols[src] for src, dst in pairs}

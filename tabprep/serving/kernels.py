@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 from ..hashing import mod_uint32
-from ..ops import (AddMetadata, AddProperties, AddTags, Categorify, DropLowCardinality, FillMedian, FillMissing,
-                   HashBucket, HashedCross, Rename, ValueCount)
+from ..ops import (AddMetadata, AddProperties, AddTags, Categorify, DataStats, DropLowCardinality, FillMedian,
+                   FillMissing, HashBucket, HashedCross, Rename, ValueCount)
 from ..ops.categorify import combo_key
 from ..ops.hashed_cross import hash_combine
 from ..schema import Schema
@@ -130,7 +130,7 @@ class _Passthrough(Kernel):
         return {dst: vals[src] for src, dst in self.pairs}
 
 
-for _cls in (Rename, AddMetadata, AddTags, AddProperties, ValueCount, DropLowCardinality):
+for _cls in (Rename, AddMetadata, AddTags, AddProperties, ValueCount, DropLowCardinality, DataStats):
     register_kernel(_cls)(_Passthrough)
 
 

@@ -33,9 +33,10 @@ class WorkflowContract:
         for n in self.nodes:
             n._out = None
         schemas: Dict[int, Schema] = {}
+        inputs: Dict[int, Schema] = {}   # what each node receives (its node.input_schema)
         for n in self.nodes:
             if n.kind == "select":
-                schemas[id(n)] = input_schema.select(n.columns)
+                inputs[id(n)] = schemas[id(n)] = input_schema.select(n.columns)
             elif n.kind == "concat":
                 sch = Schema()
                 for p in n.parents:
@@ -48,8 +49,9 @@ class WorkflowContract:
                         for c in schemas[id(p)]:
                             cols[c.name] = merge_column_schemas(cols[c.name], c) if c.name in cols else c
                     sch = Schema([cols[c] for c in n.output_columns])
-                schemas[id(n)] = sch
+                inputs[id(n)] = schemas[id(n)] = sch
             elif n.kind == "drop":
+                inputs[id(n)] = schemas[id(n.parents[0])]
                 schemas[id(n)] = schemas[id(n.parents[0])].select(n.output_columns)
             else:
                 inp = Schema()
@@ -66,6 +68,7 @@ class WorkflowContract:
                                     f"which tabprep's ops and loaders do not support; flatten them to one list level "
                                     f"(or leave them out of the ops: plain selected columns pass through)")
                 n.op.check_input(inp, n.input_columns)
+                inputs[id(n)] = inp
                 schemas[id(n)] = n.op.compute_output_schema(inp, n.input_columns)
                 refuse_duplicate_columns(n.output_columns, f"the output of {n.op.label} on {n.input_columns}",
                                          "a Rename f / postfix that maps each column to its own name")  # issue #30
@@ -74,6 +77,8 @@ class WorkflowContract:
         self.input_schema = input_schema
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
+        for n in self.nodes:   # NVTabular's node.input_schema / output_schema: this workflow's, the latest
+            n._schemas = (inputs[id(n)], schemas[id(n)])
 
     def _missing_column(self, col: str, available: Any, source: str) -> KeyError:
         """The error for an input column ``col`` absent from ``source`` (whose columns are

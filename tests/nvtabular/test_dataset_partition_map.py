@@ -1,0 +1,84 @@
+"""merlin-core 23.08's ``Dataset.file_partition_map`` for parquet datasets: each file's path -> the
+indices of the partitions its rows are in, on tabprep's partition plan.
+
+merlin-core's parquet engine keys the map by the file's path; its consumers (``shuffle_by_keys``'s
+hive detection in ``merlin/io/dask.py``) and its CSV engine take the values as sequences of partition
+indices, which tabprep gives (merlin 23.08's parquet engine gives an int, the file's last partition:
+docs/migration.md). The expected maps are built in the tests from the rows of each partition.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tabprep as tp
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Three files of distinct ids (25 rows in 3 row groups, 10 in 1, an empty one)."""
+    sizes = [25, 10, 0]
+    start = 0
+    out = []
+    for i, n in enumerate(sizes):
+        path = tmp_path / f"part{i}.parquet"
+        pd.DataFrame({"id": np.arange(start, start + n, dtype="int64"),
+                      "x": np.where(np.arange(n) % 4 == 0, np.nan, 1.5)}).to_parquet(path, row_group_size=10)
+        out.append((str(path), start, start + n))
+        start += n
+    return tmp_path, out
+
+
+def _expected(ds, files):
+    """file -> partitions holding its ids, from the partitions' data (pandas)."""
+    ddf = ds.to_ddf()
+    out = {}
+    for i in range(ddf.npartitions):
+        ids = ddf.get_partition(i).compute()["id"].to_numpy()
+        for path, lo, hi in files:
+            if ((ids >= lo) & (ids < hi)).any():
+                out.setdefault(os.path.realpath(path), []).append(i)
+    return out
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"row_groups_per_part": 1}, {"part_size": 100}])
+def test_file_partition_map_lists_each_files_partitions(files, kwargs, backend):
+    """One partition per file by default (on the CPU; on the GPU small files share one); a file
+    split into several parts (row_groups_per_part=1: one per row group; a small part_size) maps to
+    all of them, in order; on the CPU the empty file to its own empty partition, as merlin-core's
+    plan has it."""
+    tmp_path, fl = files
+    ds = tp.Dataset(str(tmp_path), engine="parquet", cpu=backend == "cpu", **kwargs)
+    got = {os.path.realpath(k): v for k, v in ds.file_partition_map.items()}
+    expected = _expected(ds, fl)
+    empty = os.path.realpath(fl[2][0])
+    if backend == "cpu":
+        assert empty in got and ds.partition_lens[got[empty][0]] == 0
+    assert all(0 <= i < ds.npartitions for i in got.pop(empty, []))
+    assert got == expected
+    assert all(isinstance(i, int) for v in got.values() for i in v)
+    assert sorted(i for v in ds.file_partition_map.values() for i in v) == list(range(ds.npartitions))
+    if kwargs.get("row_groups_per_part") == 1:
+        assert got[os.path.realpath(fl[0][0])] == [0, 1, 2]
+    if not kwargs and backend == "cpu":
+        assert list(got.values()) == [[0], [1]]
+
+
+def test_file_partition_map_keys_are_the_datasets_files(files):
+    """Keys are the file paths as the dataset lists them (merlin: the files' paths)."""
+    tmp_path, fl = files
+    ds = tp.Dataset([fl[1][0], fl[0][0]])
+    assert list(ds.file_partition_map) == [fl[1][0], fl[0][0]]
+    assert ds.file_partition_map == {fl[1][0]: [0], fl[0][0]: [1]}
+
+
+def test_file_partition_map_of_a_frame_is_an_attribute_error():
+    """merlin: a dataset of a frame has no files (``AttributeError``, which merlin's
+    ``shuffle_by_keys`` catches); tabprep says why."""
+    ds = tp.Dataset(pd.DataFrame({"a": [1, 2]}))
+    with pytest.raises(AttributeError, match="parquet"):
+        ds.file_partition_map
+    assert not hasattr(ds, "file_partition_map")
