@@ -2,10 +2,9 @@
 JoinGroupby groups): one string per row standing for the row's tuple of values."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from .. import backend
-from .._warn import warn_difference
 
 #: the combined-key format of column groups. 3 (current): every part is length-prefixed and a
 #: null part has its own marker, so a row is null only when all its parts are null (NVTabular 23.08
@@ -67,18 +66,3 @@ def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) 
     key = key.where(~backend.new_series(nulls, like=key).astype(bool))
     return key.rename("_".join(cols))
 
-
-def note_singled_in_combo(both: List[str], keys: Dict[str, List[str]]) -> None:
-    """Categorify(encode_type="combo") with columns ``both`` selected alone and inside a group
-    (``keys``: vocabulary name -> columns). NVTabular 23.08 (checked on 23.8.0) writes the group's
-    ``domain`` into their schemas, so its ``get_embedding_sizes`` sizes their tables by the group's
-    vocabulary (rows no id reaches); tabprep gives each output its own. The ids are the same, so this
-    is said where the graph is built (``at_build``), not when a saved workflow is loaded."""
-    groups = {key: cols for key, cols in keys.items() if len(cols) > 1}
-    pairs = ", ".join(f"{c!r} (group {key!r})" for c in both for key, cols in groups.items() if c in cols)
-    warn_difference(f"Categorify(encode_type='combo'): column(s) {pairs} are selected alone and inside a group. "
-                    f"The ids are the same as NVTabular 23.08's, but NVTabular writes the group's domain into the "
-                    f"single columns' schema, so its get_embedding_sizes sizes their embedding tables by the group's "
-                    f"vocabulary; tabprep gives each output its own vocabulary's domain and cardinality "
-                    f"(docs/migration.md). No option gives NVTabular's oversized tables: for them, size these columns "
-                    f"from the group's cardinality (workflow.output_schema[<group>])", stacklevel=5, at_build=True)

@@ -12,11 +12,12 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import check_keyed_params, check_limits
-from .._warn import first_time, warn_difference
+from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
-from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, note_singled_in_combo  # noqa: F401 (re-exported)
+from ._categorify_notes import check_singled, note_null_list_rows
+from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 
@@ -206,14 +207,7 @@ class Categorify(StatOperator):
             raise ValueError(f"Categorify(single_table=True): num_buckets gives the vocabularies different "
                              f"out-of-vocabulary counts ({ {k: self.oov_buckets(k) for k in self._vocab_keys(columns)} }), "
                              f"but the shared table has one OOV range 2..1+B: give one int num_buckets")
-        both = [c for c in singled_in_groups(self.input_groups) if c in columns]
-        if both and self.encode_type == "joint":
-            raise ValueError(f"Categorify(encode_type='joint'): column(s) {both} are selected alone and inside a "
-                             f"group; joint encoding writes one output per column, so it cannot give {both[0]!r} "
-                             f"both its own vocabulary and the group's. Select it once, or use encode_type='combo'")
-        if both and self.encode_type == "combo" and not getattr(self, "_singled_noted", False):
-            self._singled_noted = True   # once per op (a workflow binds its schema more than once)
-            note_singled_in_combo(both, self._vocab_keys(columns))
+        check_singled(self, [c for c in singled_in_groups(self.input_groups) if c in columns], columns)
         for key, cols in self._vocab_keys(columns).items():
             if len(cols) < 2:
                 continue
@@ -444,7 +438,7 @@ class Categorify(StatOperator):
             for c in cols:
                 s = df[c]
                 if backend.is_list_series(s):
-                    self._note_null_rows(c, s)
+                    note_null_list_rows(self, c, s)
                     leaves, offsets = backend.list_leaves(s)
                     ids = self._encode(leaves, key).astype(self.dtype)
                     out[c] = backend.list_from_leaves(ids, offsets, like=s, name=c)
@@ -452,16 +446,6 @@ class Categorify(StatOperator):
                     out[c] = backend.new_series(self._encode(s, key), like=s, name=c, dtype=self.dtype)
         names = self.output_column_names(columns)
         return backend.make_frame({n: out[n] for n in names}, like=df)
-
-    def _note_null_rows(self, column: str, s: Any) -> None:
-        """Once per op and column: a null list row stays null, where NVTabular 23.08 raises on the
-        CPU (``TypeError``) and gives an empty list on the GPU (docs/migration.md)."""
-        warned = self.__dict__.setdefault("_warned_null_rows", set())
-        if column not in warned and backend.any_true(backend.isnull(s)) and first_time(warned, column):
-            warn_difference(f"Categorify: list column {column!r} has null rows; they stay null rows here. NVTabular "
-                            f"23.08 raises a TypeError on them on the CPU and gives an empty list on the GPU. Put "
-                            f"ops.FillMissing(fill_val=[]) on {column!r} before Categorify for empty lists "
-                            f"(docs/migration.md)", stacklevel=2)
 
     # -- schema ----------------------------------------------------------------------
     def cardinality(self, key: str) -> Optional[int]:
