@@ -11,7 +11,8 @@ of the process, all threads).
 Pipelines (``--pipelines``, default ``core``): ``core`` and ``torch`` (``TorchAsyncItr``) with no
 workflow on DIR; ``core_wf`` and ``torch_wf`` with the Criteo workflow attached online (``map(wf)``,
 fitted on the first raw file, not timed) on the raw files of ``--raw`` (default: DIR without its
-``_transformed`` suffix). Each is timed right after a raw read of the files it reads.
+``_transformed`` suffix); ``core_ordered``: ``core`` with ``shuffle=False`` (rows in file order, no
+gather). Each is timed right after a raw read of the files it reads.
 
 ``--against TREE`` (a checkout or ``git archive`` export of another commit) compares two versions of
 the code in the same run: every round runs one fresh interpreter per code tree (this checkout and
@@ -39,7 +40,7 @@ ROOT = os.path.dirname(HERE)
 
 CATS = [f"C{i}" for i in range(1, 27)]
 CONTS = [f"I{i}" for i in range(1, 14)]
-PIPELINES = ("core", "core_wf", "torch", "torch_wf")
+PIPELINES = ("core", "core_wf", "torch", "torch_wf", "core_ordered")
 
 
 def timed(batches: Iterable[Any]) -> Tuple[float, float]:
@@ -87,7 +88,8 @@ def one_round(args: argparse.Namespace, r: int) -> Dict[str, Any]:
 
     def make(name: str, src: List[str]) -> Any:
         if name.startswith("core"):
-            loader = DataLoader(src, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, **common)
+            opts = dict(common, shuffle=name != "core_ordered")
+            loader = DataLoader(src, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, **opts)
         else:
             from tabprep.loader.torch import TorchAsyncItr
 
