@@ -56,6 +56,14 @@ class MerlinNodeAPI:
 
     __slots__ = ()
 
+    def __setstate__(self: Any, state: Any) -> None:
+        """Unpickling / ``copy.deepcopy``: restore the slots, then record the node as its parents'
+        child (:attr:`children`), which ``__init__`` does for a node built in this process."""
+        plain, slots = state if isinstance(state, tuple) else (state, None)
+        for key, value in {**(plain or {}), **(slots or {})}.items():
+            setattr(self, key, value)
+        note_children(self)
+
     # -- read-only attributes ---------------------------------------------------------------
     @property
     def children(self: Any) -> List["Node"]:

@@ -82,6 +82,16 @@ def test_dependencies_parents_with_dependencies_and_children(df):
     assert te2.dependencies == [computed] and computed.children == [te2]
 
 
+def test_children_survive_pickling_and_deepcopy():
+    import copy
+    import pickle
+
+    out = (["a"] >> ops.Normalize()) + ["b"]
+    for again in (pickle.loads(pickle.dumps(out)), copy.deepcopy(out)):
+        assert again.output_columns == ["a", "b"]
+        assert [p.children for p in again.parents] == [[again], [again]]
+
+
 def test_column_mapping_is_nvtabulars(df):
     # values printed by nvtabular 23.08 after fit_schema of the same graph
     cat = ["a", "c"] >> ops.Categorify()
