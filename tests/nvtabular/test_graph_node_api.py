@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 from tabprep import ops
@@ -82,6 +84,18 @@ def test_dependencies_parents_with_dependencies_and_children(df):
     assert te2.dependencies == [computed] and computed.children == [te2]
 
 
+def test_children_do_not_keep_abandoned_nodes_alive():
+    import gc
+    import weakref
+
+    base = ["a"] >> ops.Normalize()
+    tried = base >> ops.LogOp()  # a branch written and dropped, as in a notebook
+    gone = weakref.ref(tried)
+    del tried
+    gc.collect()
+    assert gone() is None and base.children == []
+
+
 def test_children_survive_pickling_and_deepcopy():
     import copy
     import pickle
@@ -126,6 +140,21 @@ def test_add_parent_transforms_the_new_columns_too(df, tmp_path):
     assert list(got.columns) == ["a", "c"]
     assert got["a"].tolist() == _filled(df).tolist()
     assert got["c"].tolist() == ["x", "y", "x", "z", -1]  # nvtabular's values (FillMissing of an object column)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.permutations(["a", "b", "t", "x"]), st.integers(1, 3))
+def test_add_parent_equals_the_merge_written_with_plus(order, k):
+    """Property: ``(first >> op).add_parent(rest)`` outputs what ``(first + rest) >> op`` does (merlin's
+    op reads every parent's columns), on data with nulls and inf; the reference is pandas' fillna."""
+    frame = pd.DataFrame({"a": [1.0, np.nan, np.inf], "b": [np.nan, 2.0, 3.0], "t": [0.0, 1.0, np.nan],
+                          "x": [np.nan, np.nan, -np.inf]})
+    first, rest = list(order[:k]), list(order[k:])
+    edited = first >> ops.FillMissing(fill_val=-1)
+    edited.add_parent(rest)
+    got = tp.Workflow(edited).fit(tp.Dataset(frame)).transform(frame)
+    assert list(got.columns) == first + rest
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), frame[first + rest].fillna(-1.0), check_dtype=False)
 
 
 def test_add_parent_node_and_add_child_are_the_same_edge(df, tmp_path):
