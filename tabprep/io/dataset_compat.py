@@ -15,34 +15,29 @@ from ..schema import Schema
 
 def _csv_partition_map(ds: Any) -> Dict[str, List[int]]:
     """merlin-core's CSV ``file_partition_map`` of the csv dataset ``ds`` (see
-    ``DatasetCompat.file_partition_map``): blocks counted by dask's ``read_bytes`` (offsets only,
-    nothing read), which ``dask.dataframe.read_csv`` (and dask-cuDF's) split files with."""
+    ``DatasetCompat.file_partition_map``), from the reader's own split of the files
+    (:func:`tabprep.backend.csv_block_counts`; nothing read)."""
     import posixpath
 
-    from dask.bytes import read_bytes
-    from fsspec.utils import infer_compression
-
-    blocksize = ds._csv_block_size()
-    opts = ds.storage_options or {}
-    out: Dict[str, List[int]] = {}
     where: Dict[str, str] = {}
-    start = 0
     for path in ds.files:
         name = posixpath.basename(path.replace("\\", "/"))
         if name in where:
             raise ValueError(f"file_partition_map: the csv files {where[name]} and {path} share the name {name!r}, "
                              f"which merlin-core's csv map is keyed by; rename one, or use ds.to_ddf().npartitions")
         where[name] = path
-        compression = ds.read_kwargs.get("compression", "infer")
-        compressed = (infer_compression(path) if compression == "infer" else compression) is not None
-        n = 1 if compressed else len(read_bytes(path, delimiter=b"\n", blocksize=blocksize, sample=False,
-                                                **opts)[1][0])
+    counts = backend.csv_block_counts(ds.files, ds._csv_block_size(), ds.cpu,
+                                      compression=ds.read_kwargs.get("compression", "infer"),
+                                      storage_options=ds.storage_options)
+    out: Dict[str, List[int]] = {}
+    start = 0
+    for name, n in zip(where, counts):
         out[name] = list(range(start, start + n))
         start += n
     npartitions = ds.to_ddf().npartitions
     if start != npartitions:  # a reader that splits otherwise: say so rather than give a wrong map
-        raise RuntimeError(f"file_partition_map: counted {start} byte blocks in the csv files of {ds.describe()}, "
-                           f"but the reader made {npartitions} partitions; please report this")
+        raise RuntimeError(f"file_partition_map: counted {start} blocks in the csv files of {ds.describe()}, but the "
+                           f"reader made {npartitions} partitions; please report this (tabprep.backend.csv_block_counts)")
     return out
 
 

@@ -9,6 +9,7 @@ docs/migration.md). The expected maps are built in the tests from the rows of ea
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -126,3 +127,18 @@ def test_file_partition_map_of_csv_files_sharing_a_name_is_an_error(csv_files, t
     ds = tp.Dataset([fl[0][0], str(other)], engine="csv")
     with pytest.raises(ValueError, match="f0.csv"):
         ds.file_partition_map
+
+
+def test_file_partition_map_of_compressed_csv_files_is_one_partition_each(tmp_path, backend):
+    """A compressed csv file cannot be read in blocks: one partition per file (merlin's engine, which
+    uses dask's split, and the reader agree), whatever ``part_size``."""
+    for i, n in enumerate([300, 20]):
+        pd.DataFrame({"id": np.arange(n) + 1000 * i, "x": np.where(np.arange(n) % 3 == 0, np.nan, 2.0)}).to_csv(
+            tmp_path / f"g{i}.csv.gz", index=False, compression="gzip")
+    ds = tp.Dataset(str(tmp_path / "*.csv.gz"), engine="csv", part_size="500B", cpu=backend == "cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dask says the gzip files are read whole
+        got = ds.file_partition_map
+        assert got == {"g0.csv.gz": [0], "g1.csv.gz": [1]}
+        ddf = ds.to_ddf()
+        assert [len(ddf.get_partition(i).compute()) for i in range(ddf.npartitions)] == [300, 20]
