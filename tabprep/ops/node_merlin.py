@@ -172,6 +172,7 @@ class MerlinNodeAPI:
                              f"tabprep select from a node with node[[...]] or merge with node_a + node_b")
         if self.kind == "drop":
             raise ValueError(f"add_parent: {self!r} (a '-') reads one node; merge first: (node_a + node_b) - [...]")
+        _check_not_a_group(self, "add_parent")
         _attach(self, parents=tuple(self.parents) + (node,), deps=self.deps)
 
     def add_child(self: Any, child: Any) -> None:
@@ -195,6 +196,7 @@ class MerlinNodeAPI:
         node = as_node(dep)
         _check_editable(self, node, "add_dependency")
         if self.kind == "concat":
+            _check_not_a_group(self, "add_dependency")
             _attach(self, parents=tuple(self.parents) + (node,), deps=self.deps)
         elif self.kind == "op":
             _attach(self, parents=self.parents, deps=tuple(self.deps) + (node,))
@@ -267,6 +269,12 @@ class MerlinNodeAPI:
 def _names(output: str, column: str) -> bool:
     """Whether ``column`` is a ``_``-separated part of the output name ``output`` (``t`` in ``TE_c_t``)."""
     return f"_{column}_" in f"_{output}_"
+
+
+def _check_not_a_group(node: Any, call: str) -> None:
+    if node.kind == "concat" and node.groups:
+        raise ValueError(f"{call}: {node!r} is one column group ([node_a, node_b] in a '+'), whose columns were fixed "
+                         f"when it was written; write the group again with the new columns")
 
 
 def _check_editable(node: Any, other: Any, call: str) -> None:

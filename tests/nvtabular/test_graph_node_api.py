@@ -169,12 +169,12 @@ def test_add_parent_node_and_add_child_are_the_same_edge(df, tmp_path):
         assert got["a"].tolist() == _filled(df).tolist() and got["b"].tolist() == _clipped(df).tolist()
 
 
-def test_add_dependency_on_an_op_does_not_change_its_outputs(df):
+def test_add_dependency_on_an_op_does_not_change_its_outputs(df, tmp_path):
     # nvtabular S2 / S11: the dependency's columns reach the op's frame, the op transforms its parents' only
     n = ["a"] >> ops.FillMissing(fill_val=-1)
     n.add_dependency(["b"])
     assert [d.output_columns for d in n.dependencies] == [["b"]]
-    got = _out(n, df)
+    got = _out(n, df, tmp_path)
     assert list(got.columns) == ["a"] and got["a"].tolist() == _filled(df).tolist()
 
 
@@ -217,6 +217,10 @@ def test_what_tabprep_cannot_follow_raises_naming_its_spelling(df):
     # nvtabular S6: a '-' given a dependency keeps other columns; tabprep refuses
     with pytest.raises(ValueError, match="node - other_node"):
         ((["a", "b"] >> ops.FillMissing()) - ["a"]).add_dependency(["b"])
+    # a column group written with nodes: its columns are fixed
+    group = a + [a, "t"]
+    with pytest.raises(ValueError, match="column group"):
+        group.dependencies[0].add_parent(["b"])
     # a cycle
     down = a >> ops.Rename(postfix="_x")
     with pytest.raises(ValueError, match="cycle"):
