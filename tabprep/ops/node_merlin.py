@@ -45,6 +45,8 @@ def note_children(node: Any) -> None:
         refs = _CHILDREN.setdefault(up, [])
         if not any(r() is node for r in refs):
             refs.append(weakref.ref(node))
+            if len(refs) >= 16 and not len(refs) & (len(refs) - 1):  # at powers of two: amortised pruning
+                refs[:] = [r for r in refs if r() is not None]
 
 
 def _is_upstream_of(node: Any, child: Any) -> bool:
