@@ -39,7 +39,7 @@ class Node(MerlinNodeAPI):
     module docstring); :attr:`upstream` is ``parents + deps``.
     """
 
-    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps", "_schemas", "__weakref__")
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps", "_schemas", "_kids", "__weakref__")
 
     def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
                  columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = (),

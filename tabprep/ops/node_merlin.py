@@ -24,10 +24,6 @@ from ..schema import ColumnSelector, Schema
 if TYPE_CHECKING:  # pragma: no cover
     from .node import Node
 
-#: child nodes of each node, in the order they were made or attached (merlin's ``node.children``);
-#: weak both ways, so an abandoned ``node >> op`` does not keep its graph alive
-_CHILDREN: "weakref.WeakKeyDictionary[Any, List[weakref.ref]]" = weakref.WeakKeyDictionary()
-
 #: ``bind(node, schema)``: computes the schemas of the graph up to ``node``; the workflow layer
 #: installs it (ops sit below the workflow, which they may not import)
 _SCHEMA_BINDER: Optional[Callable[[Any, Schema], None]] = None
@@ -41,12 +37,20 @@ def set_schema_binder(binder: Callable[[Any, Schema], None]) -> None:
 
 def note_children(node: Any) -> None:
     """Record ``node`` as a child of each of its parents and dependencies (once each)."""
-    for up in node.upstream:
-        refs = _CHILDREN.setdefault(up, [])
-        if not any(r() is node for r in refs):
-            refs.append(weakref.ref(node))
-            if len(refs) >= 16 and not len(refs) & (len(refs) - 1):  # at powers of two: amortised pruning
-                refs[:] = [r for r in refs if r() is not None]
+    ups = node.parents + node.deps if node.deps else node.parents
+    ref = None
+    for up in ups:
+        # ``_kids``: weak references to the children, in the order they were made or attached, so that
+        # an abandoned ``node >> op`` does not keep its graph alive; not pickled (see __getstate__)
+        refs = getattr(up, "_kids", None)
+        if refs is None:
+            refs = up._kids = []
+        elif any(r() is node for r in refs):
+            continue
+        ref = ref or weakref.ref(node)
+        refs.append(ref)
+        if len(refs) >= 16 and not len(refs) & (len(refs) - 1):  # at powers of two: amortised pruning
+            refs[:] = [r for r in refs if r() is not None]
 
 
 def _is_upstream_of(node: Any, child: Any) -> bool:
@@ -57,6 +61,13 @@ class MerlinNodeAPI:
     """merlin-core ``Node`` attributes and graph surgery (see the module docstring)."""
 
     __slots__ = ()
+
+    def __getstate__(self: Any) -> Any:
+        """Pickling / copying: the slots, less the weak references to the children (rebuilt by
+        :meth:`__setstate__` from the parents' side)."""
+        slots = {k: getattr(self, k) for k in type(self).__slots__
+                 if k not in ("_kids", "__weakref__") and hasattr(self, k)}
+        return (None, slots)
 
     def __setstate__(self: Any, state: Any) -> None:
         """Unpickling / ``copy.deepcopy``: restore the slots, then record the node as its parents'
@@ -72,8 +83,7 @@ class MerlinNodeAPI:
         """The nodes that read this node's columns (built from it with ``>>``, ``+``, ``-``,
         ``node[...]``, as an op's argument, or attached by surgery), in the order they were made;
         merlin's ``node.children``. Nodes no longer referenced anywhere are gone from it."""
-        refs = _CHILDREN.get(self, [])
-        live = [r() for r in refs]
+        live = [r() for r in getattr(self, "_kids", None) or ()]
         return [c for c in live if c is not None and _is_upstream_of(self, c)]
 
     @property
