@@ -366,6 +366,26 @@ def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> 
     return dd.read_csv(files, blocksize=blocksize, **kwargs)
 
 
+def csv_block_counts(files: Sequence[str], blocksize: int, cpu: bool, compression: Any = "infer",
+                     storage_options: Optional[Dict[str, Any]] = None) -> list:
+    """Partitions :func:`read_csv` makes of each of ``files`` (merlin's csv ``file_partition_map``),
+    without reading data: dask's byte blocks (``dask.bytes.read_bytes``, offsets only; an empty file
+    none, a compressed one a whole partition); on the GPU dask-cuDF's split (:mod:`.gpu`)."""
+    from fsspec.utils import infer_compression
+
+    if not cpu:
+        return _gpu().csv_block_counts(files, blocksize, compression, storage_options)
+    from dask.bytes import read_bytes
+
+    out = []
+    for path in files:
+        comp = infer_compression(path) if compression == "infer" else compression
+        out.append(1 if comp is not None else
+                   len(read_bytes(path, delimiter=b"\n", blocksize=blocksize, sample=False,
+                                  **(storage_options or {}))[1][0]))
+    return out
+
+
 register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, held_bytes,
                   nullable_columns,
                   nullable_int_dtypes,

@@ -384,6 +384,22 @@ def read_csv(files: Sequence[str], blocksize: int, **kwargs: Any) -> Any:
     return dask_cudf.read_csv(files, blocksize=blocksize, **kwargs)
 
 
+def csv_block_counts(files: Sequence[str], blocksize: int, compression: Any = "infer",
+                     storage_options: Any = None) -> List[int]:
+    """dask-cuDF's split of csv files (its ``read_csv`` with a ``blocksize``): one partition per
+    started ``blocksize`` bytes of each file (none for an empty one); every file whole where the
+    first file is compressed (dask-cuDF infers compression from it)."""
+    import fsspec
+    from fsspec.utils import infer_compression
+
+    if compression == "infer" and files:
+        compression = infer_compression(files[0])
+    if compression:
+        return [1] * len(files)
+    fs = fsspec.core.url_to_fs(files[0], **(storage_options or {}))[0] if files else None
+    return [-(-int(fs.size(f)) // blocksize) for f in files]
+
+
 # ---------------------------------------------------------------------------
 # parquet / Arrow
 # ---------------------------------------------------------------------------

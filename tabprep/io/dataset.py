@@ -318,12 +318,16 @@ class Dataset(DatasetCompat):
             return dd.from_map(_read_piece, pieces, columns=cols, cpu=self.cpu, nullable=nullable, meta=meta,
                                label="tabprep-read-parquet", enforce_metadata=False, **extra)
         # csv
-        blocksize = parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
+        blocksize = self._csv_block_size()
         kwargs = dict(self.read_kwargs)
         if self.storage_options and any(fsmod.is_remote(f) for f in self.files):
             kwargs["storage_options"] = self.storage_options  # dask's csv reader opens URLs with fsspec
         ddf = backend.read_csv(self.files, blocksize, self.cpu, **kwargs)
         return ddf[list(columns)] if columns is not None else ddf
+
+    def _csv_block_size(self) -> int:
+        """Bytes of each csv block (one partition): ``part_size``, else the device's default."""
+        return parse_size(self.part_size) or backend.compute_device(self.cpu).csv_block_size
 
     def _parquet_meta(self, columns: List[str]) -> Tuple[Any, Dict[str, str]]:
         """dask's ``meta`` frame of ``columns`` and the nullable int dtypes every partition is cast to.

@@ -13,6 +13,34 @@ from .._warn import warn_once
 from ..schema import Schema
 
 
+def _csv_partition_map(ds: Any) -> Dict[str, List[int]]:
+    """merlin-core's CSV ``file_partition_map`` of the csv dataset ``ds`` (see
+    ``DatasetCompat.file_partition_map``), from the reader's own split of the files
+    (:func:`tabprep.backend.csv_block_counts`; nothing read)."""
+    import posixpath
+
+    where: Dict[str, str] = {}
+    for path in ds.files:
+        name = posixpath.basename(path.replace("\\", "/"))
+        if name in where:
+            raise ValueError(f"file_partition_map: the csv files {where[name]} and {path} share the name {name!r}, "
+                             f"which merlin-core's csv map is keyed by; rename one, or use ds.to_ddf().npartitions")
+        where[name] = path
+    counts = backend.csv_block_counts(ds.files, ds._csv_block_size(), ds.cpu,
+                                      compression=ds.read_kwargs.get("compression", "infer"),
+                                      storage_options=ds.storage_options)
+    out: Dict[str, List[int]] = {}
+    start = 0
+    for name, n in zip(where, counts):
+        out[name] = list(range(start, start + n))
+        start += n
+    npartitions = ds.to_ddf().npartitions
+    if start != npartitions:  # a reader that splits otherwise: say so rather than give a wrong map
+        raise RuntimeError(f"file_partition_map: counted {start} blocks in the csv files of {ds.describe()}, but the "
+                           f"reader made {npartitions} partitions; please report this (tabprep.backend.csv_block_counts)")
+    return out
+
+
 class Shuffle(enum.Enum):
     """NVTabular's ``nvt.io.Shuffle`` (merlin.io.Shuffle) for ``to_parquet(shuffle=...)``:
     ``PER_PARTITION`` is tabprep's ``"partition"`` (rows shuffled within each partition);
@@ -138,13 +166,19 @@ class DatasetCompat:
         merlin-core 23.08's parquet engine gives a file's last partition as an int instead (its CSV
         engine and its own callers use sequences; docs/migration.md).
 
+        For csv files, as merlin-core's CSV engine: each file's *name* (not its path) -> the
+        partitions of its byte blocks (``part_size``; dask's split of a file into blocks, which the
+        reader uses too), a compressed file one partition; files sharing a name raise ``ValueError``.
+
         Raises:
-            AttributeError: for a dataset that is not parquet files (a frame, csv, a transformed
-                dataset), as merlin-core's frame datasets do.
+            AttributeError: for a dataset that is not files (a frame, a transformed dataset), as
+                merlin-core's frame datasets do.
         """
-        if self.engine != "parquet" or self._ddf is not None or self._tables is not None:  # type: ignore[attr-defined]
-            raise AttributeError(f"file_partition_map is only known for a dataset of parquet files, not for "
+        if self._ddf is not None or self._tables is not None:  # type: ignore[attr-defined]
+            raise AttributeError(f"file_partition_map is only known for a dataset of parquet or csv files, not for "
                                  f"{self.describe()}")  # type: ignore[attr-defined]
+        if self.engine == "csv":  # type: ignore[attr-defined]
+            return _csv_partition_map(self)
         out: Dict[str, List[int]] = {}
         for i, piece in enumerate(self.pieces):  # type: ignore[attr-defined]
             for path in [piece.path] + [p for p, _ in piece.more]:

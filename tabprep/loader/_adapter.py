@@ -206,6 +206,14 @@ class LoaderViews:
         ``input_schema``): :attr:`tabprep.loader.DataLoader.input_schema`."""
         return self.loader.input_schema
 
+    @input_schema.setter
+    def input_schema(self, value: Any) -> None:
+        """merlin-dataloader's setter: :attr:`tabprep.loader.DataLoader.input_schema` (the names from
+        its tags); a workflow mapped later reads this schema too."""
+        self.loader.input_schema = value
+        self._schema = value
+        self._dense_max = None
+
     @property
     def schema(self) -> Any:
         """Deprecated in merlin-dataloader 23.08 (a warning naming ``input_schema``): :attr:`input_schema`."""

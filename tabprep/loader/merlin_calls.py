@@ -66,6 +66,30 @@ class MerlinLoaderCalls:
             tags.update({n: Tags.CONTINUOUS for n in self._cont_names})
         return Schema([c.with_tags(tags[c.name]) if c.name in tags else c for c in schema])
 
+    @input_schema.setter
+    def input_schema(self, value: Schema) -> None:
+        """merlin-dataloader's ``loader.input_schema = schema``: the loader reads with ``value`` as
+        the data's schema, as if passed as ``schema=``, and its columns tagged ``categorical`` /
+        ``continuous`` / ``target`` become :attr:`cat_names` / :attr:`cont_names` /
+        :attr:`label_names` (a target is never a feature), replacing the names given before.
+        ``RuntimeError`` once an epoch has started (merlin's message), ``ValueError`` for a value
+        that is not a :class:`tabprep.Schema`."""
+        if self._started and not self._done:
+            raise RuntimeError("Setting the input_schema after the dataloader has started is not supported. If you "
+                               "would like to change the input_schema please change before reading the first batch. ")
+        if not isinstance(value, Schema):
+            raise ValueError(f"schema value on loader must be of type tabprep.Schema (merlin's Schema); "
+                             f"provided: {type(value)}")
+        labels = [c.name for c in value if Tags.TARGET in c.tags]
+        cats = [c.name for c in value if c.is_categorical and c.name not in labels]
+        conts = [c.name for c in value if c.is_continuous and c.name not in labels and c.name not in cats]
+        with self._lock:
+            self._reset_iteration()
+            self._source.schema = value
+            self._names_arg = (labels, cats, conts)
+            self._ready = False
+            self._plans = {}
+
     @property
     def schema(self) -> Optional[Schema]:
         """Deprecated in merlin-dataloader 23.08 (a warning naming ``input_schema`` /

@@ -20,11 +20,12 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 from .._warn import warn_difference
 from ..schema import ColumnSelector, Schema, selected_by_tags
 from .base import Operator
+from .node_merlin import MerlinNodeAPI, note_children
 
 ColumnLike = Union[str, Sequence[Any], "Node", Operator]
 
 
-class Node:
+class Node(MerlinNodeAPI):
     """One vertex of a workflow graph.
 
     kinds:
@@ -38,7 +39,7 @@ class Node:
     module docstring); :attr:`upstream` is ``parents + deps``.
     """
 
-    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps", "_schemas")
+    __slots__ = ("kind", "op", "parents", "columns", "groups", "_out", "tags", "deps", "_schemas", "_kids", "__weakref__")
 
     def __init__(self, kind: str, parents: Sequence["Node"] = (), op: Optional[Operator] = None,
                  columns: Sequence[str] = (), groups: Sequence[Tuple[str, ...]] = (),
@@ -56,6 +57,7 @@ class Node:
         #: ``(input schema, output schema)`` set by the last workflow that computed its schemas with
         #: this node (:meth:`tabprep.Workflow.fit` / ``fit_schema`` / ``load``); None before
         self._schemas: Optional[Tuple[Schema, Schema]] = None
+        note_children(self)  # merlin's node.children (node_merlin.py)
 
     # -- schemas (NVTabular's node.input_schema / node.output_schema) ------------------------
     @property
@@ -377,6 +379,7 @@ def attach_dependencies(node: Node, deps: Sequence[Node]) -> Node:
                                  f"(>> ops.Rename(postfix='_2'))")
             seen[c] = d
     node.deps = deps
+    note_children(node)
     return node
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..ops.node import _SUBGRAPHS, Node, Subgraph, iter_nodes  # noqa: F401 - Subgraph re-exported
+from ..ops.node_merlin import set_schema_binder
 from ..schema import Schema
 
 class WorkflowCompat:
@@ -110,3 +111,14 @@ def _without(n: Node, drop: set, new: Dict[int, Optional[Node]]) -> Optional[Nod
 
 
 __all__ = ["Subgraph", "WorkflowCompat"]
+
+
+def _bind_node(node: Node, schema: Schema) -> None:
+    """merlin's ``node.compute_schemas(root_schema)``: the schemas of the graph up to ``node``, as
+    ``Workflow(node).fit_schema(root_schema)`` computes them (see ops/node_merlin.py)."""
+    from .workflow import Workflow
+
+    Workflow(node).bind_schema(schema)
+
+
+set_schema_binder(_bind_node)

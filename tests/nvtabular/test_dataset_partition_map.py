@@ -9,6 +9,7 @@ docs/migration.md). The expected maps are built in the tests from the rows of ea
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -82,3 +83,62 @@ def test_file_partition_map_of_a_frame_is_an_attribute_error():
     with pytest.raises(AttributeError, match="parquet"):
         ds.file_partition_map
     assert not hasattr(ds, "file_partition_map")
+
+
+@pytest.fixture
+def csv_files(tmp_path):
+    """Two csv files of distinct ids with nulls (2795 and 221 bytes, as in the nvtabular run)."""
+    start = 0
+    out = []
+    for i, n in enumerate([400, 30]):
+        path = tmp_path / f"f{i}.csv"
+        pd.DataFrame({"id": np.arange(start, start + n), "x": np.where(np.arange(n) % 4 == 0, np.nan, 1.5)}).to_csv(
+            path, index=False)
+        out.append((str(path), start, start + n))
+        start += n
+    return tmp_path, out
+
+
+@pytest.mark.parametrize("part_size, nvt_map", [(None, {"f0.csv": [0], "f1.csv": [1]}),
+                                                ("1KB", {"f0.csv": [0, 1], "f1.csv": [2]}),
+                                                ("500B", {"f0.csv": [0, 1, 2, 3, 4], "f1.csv": [5]})])
+def test_file_partition_map_of_csv_files_is_merlins(csv_files, part_size, nvt_map, backend):
+    """merlin-core 23.08's CSV engine: each file's *name* -> the partitions of its byte blocks
+    (nvtabular 23.08 printed ``nvt_map`` for these files and part sizes). Checked also against the
+    rows of each partition."""
+    tmp_path, fl = csv_files
+    kwargs = {} if part_size is None else {"part_size": part_size}
+    ds = tp.Dataset(str(tmp_path / "*.csv"), engine="csv", cpu=backend == "cpu", **kwargs)
+    got = ds.file_partition_map
+    if backend == "cpu":  # on the GPU the default part size differs (nvtabular's too)
+        assert got == nvt_map
+    expected = {os.path.basename(k): v for k, v in _expected(ds, fl).items()}
+    assert got == expected
+    assert sorted(i for v in got.values() for i in v) == list(range(ds.npartitions))
+
+
+def test_file_partition_map_of_csv_files_sharing_a_name_is_an_error(csv_files, tmp_path):
+    """merlin keys the csv map by file name, so two files of one name would silently share a key;
+    tabprep raises naming them."""
+    _, fl = csv_files
+    (tmp_path / "sub").mkdir()
+    other = tmp_path / "sub" / "f0.csv"
+    pd.DataFrame({"id": [1000], "x": [1.0]}).to_csv(other, index=False)
+    ds = tp.Dataset([fl[0][0], str(other)], engine="csv")
+    with pytest.raises(ValueError, match="f0.csv"):
+        ds.file_partition_map
+
+
+def test_file_partition_map_of_compressed_csv_files_is_one_partition_each(tmp_path, backend):
+    """A compressed csv file cannot be read in blocks: one partition per file (merlin's engine, which
+    uses dask's split, and the reader agree), whatever ``part_size``."""
+    for i, n in enumerate([300, 20]):
+        pd.DataFrame({"id": np.arange(n) + 1000 * i, "x": np.where(np.arange(n) % 3 == 0, np.nan, 2.0)}).to_csv(
+            tmp_path / f"g{i}.csv.gz", index=False, compression="gzip")
+    ds = tp.Dataset(str(tmp_path / "*.csv.gz"), engine="csv", part_size="500B", cpu=backend == "cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dask says the gzip files are read whole
+        got = ds.file_partition_map
+        assert got == {"g0.csv.gz": [0], "g1.csv.gz": [1]}
+        ddf = ds.to_ddf()
+        assert [len(ddf.get_partition(i).compute()) for i in range(ddf.npartitions)] == [300, 20]

@@ -205,3 +205,52 @@ def test_epochs_calls_seed_fn_once_per_pass(data):
     calls.clear()
     again = _rows(_core(path, seed_fn=seed_fn).epochs(3))
     np.testing.assert_array_equal(rows, again)
+
+
+def _tagged(df, tags):
+    return tp.Schema([tp.ColumnSchema(c, dtype=str(df[c].dtype), tags=tags.get(c, [])) for c in df.columns])
+
+
+def test_input_schema_setter_sets_the_names_from_its_tags(data):
+    """merlin-dataloader's ``input_schema`` setter: the loader's cats / conts / labels become the
+    schema's columns tagged categorical / continuous / target (checked with merlin-dataloader 23.08's
+    LoaderBase: cats ['a'], conts [], labels ['y'] after setting a schema of a categorical a and a
+    target y), and the output schema (no workflow mapped: the schema set, as merlin's) follows; the
+    batches hold those columns."""
+    path, df = data
+    loader = _core(path, shuffle=False)
+    loader.input_schema = _tagged(df[["c", "y"]], {"c": [Tags.CATEGORICAL], "y": [Tags.TARGET]})
+    assert (loader.cat_names, loader.cont_names, loader.label_names) == (["c"], [], ["y"])
+    assert loader.output_schema.column_names == ["c", "y"]
+    assert Tags.TARGET in loader.input_schema["y"].tags
+    batches = list(loader)
+    assert all(sorted(b) == ["c", "y"] for b in batches)
+    np.testing.assert_array_equal(np.concatenate([np.asarray(b["c"]).ravel() for b in batches]), df["c"].to_numpy())
+    loader.input_schema = _tagged(df, {"x": [Tags.CONTINUOUS], "extra": [Tags.CATEGORICAL], "y": [Tags.TARGET]})
+    assert (loader.cat_names, loader.cont_names, loader.label_names) == (["extra"], ["x"], ["y"])
+    first = next(iter(loader))
+    np.testing.assert_array_equal(np.asarray(first["extra"]).ravel(), df["extra"].to_numpy()[:5])
+
+
+def test_input_schema_setter_refuses_mid_epoch_and_a_non_schema(data):
+    """merlin: setting it after the first batch is a RuntimeError (its message), a value that is not
+    a Schema a ValueError."""
+    path, df = data
+    loader = _core(path, shuffle=False)
+    it = iter(loader)
+    next(it)
+    with pytest.raises(RuntimeError, match="after the dataloader has started"):
+        loader.input_schema = _tagged(df, {"c": [Tags.CATEGORICAL]})
+    with pytest.raises(ValueError, match="must be of type"):
+        _core(path).input_schema = {"c": "int64"}
+
+
+@pytest.mark.parametrize("make", _adapters())
+def test_framework_adapters_input_schema_setter(data, make):
+    path, df = data
+    loader = make(path, shuffle=False, device="cpu", buffer_size=8)
+    loader.input_schema = _tagged(df, {"c": [Tags.CATEGORICAL], "x": [Tags.CONTINUOUS], "y": [Tags.TARGET],
+                                       "extra": [Tags.CONTINUOUS]})
+    assert loader.cont_names == ["x", "extra"]
+    x, y = next(iter(loader))
+    np.testing.assert_array_equal(np.asarray(x["extra"]).ravel(), df["extra"].to_numpy()[:5])
