@@ -151,7 +151,7 @@ def test_local_cuda_cluster_options(fake_gpus):
                               protocol="ucx") as client:
         assert client is not None and client.submit(lambda: 42).result() == 42
     assert made[-1]["CUDA_VISIBLE_DEVICES"] == "0,1"
-    assert made[-1]["rmm_pool_size"] == 40 * 1024 ** 3
+    assert made[-1]["rmm_pool_size"] == 40 * 1000 ** 3  # as dask-cuda's parse_bytes reads "40GB" (GiB: 1024 ** 3)
     assert made[-1]["device_memory_limit"] == 0.7
     assert made[-1]["protocol"] == "ucx" and made[-1]["memory_limit"] == "8GB"
     # defaults: half of each device pooled, dask-cuda's spilling threshold and transport
@@ -186,7 +186,7 @@ def test_existing_cluster_rmm_pool_via_client_run(fake_gpus):
         assert len(pools) == 2  # not asked: the workers keep their own allocator
     with cli_cluster.dask_cluster(None, None, None, False, True, rmm_pool_size="2GB"):
         pass
-    assert pools[-1] == 2 * 1024 ** 3  # in-process GPU job
+    assert pools[-1] == 2 * 1000 ** 3  # in-process GPU job ("2GB" as dask reads it)
     with cli_cluster.dask_cluster(None, None, None, False, True):
         pass
     assert pools[-1] is None  # in-process default: RMM's pool size

@@ -60,15 +60,18 @@ DEFAULT_PART_SIZE_GPU = backend.PART_SIZE_GPU
 
 
 def parse_size(size: Union[None, int, str]) -> Optional[int]:
-    """``"128MB"``/``"1GiB"``/``1000000`` -> bytes (None stays None)."""
+    """``"128MB"`` / ``"1GiB"`` / ``1000000`` -> bytes (None stays None), as dask's ``parse_bytes``
+    reads them, which merlin-core's ``Dataset(part_size=)`` and dask-cuda's sizes use: kB / KB, MB,
+    GB, TB are powers of 1000, KiB, MiB, GiB, TiB powers of 1024 ("128MB" is 128,000,000 bytes).
+    ``ValueError`` for text that is not a size."""
     if size is None or isinstance(size, int):
         return size
-    text = str(size).strip().upper().replace("IB", "B")
-    units = {"KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4, "B": 1}
-    for unit, mult in units.items():
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * mult)
-    return int(float(text))
+    from dask.utils import parse_bytes   # (here: `import tabprep` imports no dask)
+
+    try:
+        return int(parse_bytes(str(size)))
+    except (KeyError, TypeError) as exc:   # (older dask raised KeyError for an unknown unit)
+        raise ValueError(f"{size!r} is not a size like '128MB', '1GiB' or 1000000") from exc
 
 
 class Dataset(DatasetCompat):

@@ -315,3 +315,29 @@ def test_shuffle_per_worker_is_a_full_shuffle_and_says_so_once(tmp_path, monkeyp
     for i, shuffle in enumerate([tp.io.Shuffle.PER_PARTITION, tp.io.Shuffle.FULL, "full", "partition", None]):
         _, notes = write(f"o{i}", shuffle)
         assert notes == [], shuffle                               # the other values say nothing
+
+
+@pytest.mark.parametrize("text", ["1KB", "1kB", "1 KB", "2.5KB", "1KiB", "1kib", "128MB", "1GiB", "1GB", "100", "1e3"])
+def test_part_size_strings_are_read_as_dask_reads_them(text):
+    """merlin-core's Dataset reads ``part_size`` with dask's ``parse_bytes``: KB/MB/GB are powers of
+    1000, KiB/MiB/GiB powers of 1024 (tabprep read "1KB" as 1024, "128MB" as 134,217,728)."""
+    from dask.utils import parse_bytes
+
+    from tabprep.io.dataset import parse_size
+
+    assert parse_size(text) == parse_bytes(text)
+
+
+def test_part_size_1kb_plans_the_partitions_of_1000_bytes(tmp_path):
+    """A 10,200-byte csv file in blocks of part_size: "1KB" is 1000 bytes (11 partitions), as with
+    NVTabular, "1KiB" 1024 (10); tabprep gave 10 for both."""
+    path = tmp_path / "d.csv"
+    text = "a,b,c\n" + "1234567,abcdefghi,0.5\n" * 460
+    tail = ",abcdefghi,0.5\n"
+    text += "1" * (10_200 - len(text) - len(tail)) + tail   # a last row padding the file to 10,200 bytes
+    path.write_text(text)
+    size = path.stat().st_size
+    assert size == 10_200
+    by = {p: tp.Dataset(str(path), cpu=True, part_size=p).npartitions for p in ("1KB", 1000, "1KiB", 1024)}
+    assert by["1KB"] == by[1000] and by["1KiB"] == by[1024], (size, by)
+    assert by[1000] != by[1024], (size, by)   # the file is sized so that the two units differ
