@@ -118,3 +118,46 @@ def test_sigterm_during_fit_leaves_nothing(tmp_path):
     assert proc.returncode == 143, (proc.returncode, err.decode())
     assert "terminated" in err.decode() and "Traceback" not in err.decode(), err.decode()
     assert _hidden(tmp_path) == [] and not (tmp_path / "wf").exists()
+
+
+SLOW_SPEC = ("features:\n  - columns: [x]\n    ops: [{LambdaOp: {f: {import: \"slowmod:f\"}}}]\n"
+             "  - columns: [C1]\n    ops: [Categorify]\n")
+SLOW_MOD = '''import os, time
+
+def f(col):
+    if len(col) and float(col.iloc[0]) == 12345.0:   # the stuck partition: a task that does not return
+        open(os.path.join(os.path.dirname(__file__), "stuck"), "w").close()
+        time.sleep(600)
+    return col
+'''
+
+
+def test_sigterm_exits_at_once_while_a_task_of_the_job_is_still_running(tmp_path):
+    """After SIGTERM the job cleans up and exits with 143 even though one of dask's threads is
+    still running a task: the interpreter's shutdown joins those threads, so a task that goes on
+    (here one that sleeps, as a slow write may) held the terminated process alive past its
+    'terminated' line (a CI run saw a terminated `tabprep transform` still alive 60 s later)."""
+    data = _data(tmp_path / "data", rows=20_000, files=4)
+    frame = pd.read_parquet(data / "part02.parquet")
+    frame.loc[0, "x"] = 12345.0
+    frame.to_parquet(data / "part02.parquet")
+    (tmp_path / "spec.yaml").write_text(SLOW_SPEC)
+    (tmp_path / "slowmod.py").write_text(SLOW_MOD)
+    tmpdir = tmp_path / "TMP"
+    tmpdir.mkdir()
+    proc = _tabprep(["fit-transform", tmp_path / "spec.yaml", data, "--out", tmp_path / "out", "--workflow-out",
+                     tmp_path / "wfo", "-q"], tmp_path, tmpdir)
+    try:
+        _wait_for(lambda: (tmp_path / "stuck").exists(), proc)
+        start = time.monotonic()
+        out, err = _terminate(proc)
+        took = time.monotonic() - start
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 143, (proc.returncode, err.decode())
+    assert "terminated" in err.decode() and "Traceback" not in err.decode(), err.decode()
+    assert took < 30, took
+    assert _hidden(tmp_path) == [], "temporaries left behind"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "wfo").exists()
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
