@@ -43,6 +43,11 @@ def truncation_message(name: str, longest: int, size: int) -> str:
             f"keep every value")
 
 
+def _longest_row(host_offsets: np.ndarray) -> int:
+    """The most values in one row of a list column, from its offsets on the host (0 without rows)."""
+    return int((host_offsets[1:] - host_offsets[:-1]).max()) if len(host_offsets) > 1 else 0
+
+
 def _is_float64(s: Any) -> bool:
     """True for a float64 column: a pandas / cuDF series or an Arrow column (the CPU's no-workflow path)."""
     dtype = getattr(s, "dtype", None)
@@ -172,10 +177,10 @@ class _ChunkPreparation:
     def _note_truncation(self, name: str, offsets: Any, size: int) -> None:
         """Once per loader and column: rows longer than ``sparse_max`` are cut to their first
         ``size`` values, where NVTabular 23.08's loader does not cut them (one reduction per chunk)."""
-        if name in self._warned_truncation or len(offsets) < 2:
+        if name in self._warned_truncation:
             return
-        host = backend.to_numpy(offsets)   # on the host: no CuPy reduction kernel to compile on a fresh GPU process
-        longest = int((host[1:] - host[:-1]).max())
+        # on the host: no CuPy reduction kernel to compile on a fresh GPU process
+        longest = _longest_row(backend.to_numpy(offsets))
         if longest > size and first_time(self._warned_truncation, name):
             warn_difference(truncation_message(name, longest, size), stacklevel=2)
 
@@ -186,9 +191,7 @@ class _ChunkPreparation:
         self._longest_rows: Dict[str, int] = {n: 0 for n in names}
 
     def _record_longest(self, name: str, host_offsets: np.ndarray) -> None:
-        if len(host_offsets) < 2:
-            return
-        longest = int((host_offsets[1:] - host_offsets[:-1]).max())
+        longest = _longest_row(host_offsets)
         with _LONGEST_LOCK:   # prefetch threads prepare chunks side by side
             if longest > self._longest_rows.get(name, 0):
                 self._longest_rows[name] = longest
