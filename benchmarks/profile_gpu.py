@@ -20,6 +20,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="folder of parquet files")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cprofile", type=int, default=0,
+                    help="then one more tp.profile under cProfile: print its N most expensive functions "
+                         "(own time, then cumulative): where the profile's time goes")
     args = ap.parse_args()
 
     import cudf
@@ -49,6 +52,21 @@ def main() -> None:
         print(f"  {name:<12} {times[name]:8.2f} s  (runs {', '.join(f'{r:.2f}' for r in runs)})", flush=True)
     print(f"{rows:,} rows, {len(files)} files: profile / read = {times['tp.profile'] / times['cuDF read']:.2f}x "
           f"(goal <= 1.5x)")
+    if args.cprofile:
+        import cProfile
+        import pstats
+
+        import dask
+
+        pr = cProfile.Profile()
+        with dask.config.set(scheduler="synchronous"):  # the tasks in this thread, where cProfile sees them
+            t = time.perf_counter()
+            pr.enable()
+            prof()
+            pr.disable()
+        print(f"tp.profile under cProfile, one thread: {time.perf_counter() - t:.2f} s", flush=True)
+        for key in ("tottime", "cumulative"):
+            pstats.Stats(pr).sort_stats(key).print_stats(args.cprofile)
 
 
 if __name__ == "__main__":
