@@ -58,7 +58,7 @@ from .parquet import (COMPRESSIONS, INT_ENCODINGS, ParquetReader, _arrow_int_buf
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
 from .reductions import (any_true, count_order, finite_minmax, finite_moments, finite_moments_minmax, finite_values,
-                         int_counts, merge_counts, profile_exact)
+                         infinite_count, int_counts, merge_counts, profile_exact)
 
 __all__ = [
     "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
@@ -67,7 +67,7 @@ __all__ = [
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "frame_column", "fill_nulls",
-    "finite_minmax", "finite_moments", "finite_moments_minmax", "finite_values", "profile_exact",
+    "finite_minmax", "finite_moments", "finite_moments_minmax", "finite_values", "infinite_count", "profile_exact",
     "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
     "gpu_total_memory",
     "has_cudf", "host_memory_bytes", "index_of", "int_counts", "int_data", "int_log1p32", "int_values", "is_cpu",

@@ -24,6 +24,7 @@ from .dispatch import register_gpu as _register
 # ---------------------------------------------------------------------------
 _F64 = plc.DataType(plc.TypeId.FLOAT64)
 _BOOL8 = plc.DataType(plc.TypeId.BOOL8)
+_I64 = plc.DataType(plc.TypeId.INT64)
 _INF: Optional[Any] = None  # the float64 +inf scalar on the device, made at the first use
 # libcudf's boolean-mask compaction (rows where the mask is true; null counts as false): renamed
 # apply_retention_mask in cuDF 26.x, where the old name warns
@@ -88,6 +89,23 @@ def _finite_minmax(series: Any):
 def _finite_moments_minmax(series: Any):
     col = _finite_column(series)
     return _moments_of(col), _minmax_of(col)
+
+
+@_register(R.infinite_count)
+def _infinite_count(series: Any) -> int:
+    # abs(x) == inf on libcudf (null for nulls, false for NaN), counted by a sum of the booleans
+    global _INF
+    col = _plc_column(series)
+    if col.size() == 0:
+        return 0
+    if col.type().id() != plc.TypeId.FLOAT64:
+        col = plc.unary.cast(col, _F64)
+    if _INF is None:
+        _INF = plc.Scalar.from_py(float("inf"), _F64)
+    absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
+    inf = plc.binaryop.binary_operation(absval, _INF, plc.binaryop.BinaryOperator.EQUAL, _BOOL8)
+    n = plc.reduce.reduce(plc.unary.cast(inf, _I64), plc.aggregation.sum(), _I64).to_py()
+    return int(n or 0)
 
 
 @_register(R.any_true)

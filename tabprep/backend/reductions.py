@@ -85,6 +85,18 @@ def _any_true(values: Any) -> bool:
     return bool(values.any())
 
 
+infinite_count = Dispatch("infinite_count", """How many +inf / -inf values a float series holds, as an int
+(nulls and NaN are not infinite). Callers pass float series only (ints, bools, datetimes hold none).
+The GPU implementation is libcudf's (no CuPy kernel to compile on a fresh worker, and cuDF's
+``values`` refuses a column holding nulls).""")
+
+
+@infinite_count.register(object)
+def _infinite_count(series: Any) -> int:
+    x = float_values(series)
+    return int(array_module(x).isinf(x).sum())
+
+
 int_counts = Dispatch("int_counts", """``(keys, counts, nulls)`` of an int / bool / nullable-int series:
 its distinct non-null values widened to int64, sorted ascending (numpy or cupy array), the int64
 count of each, and the number of nulls.""")
@@ -211,4 +223,4 @@ def _profile_exact(df: Any, columns: Any, numeric: Any) -> None:
 
 
 register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts, _merge_counts,
-                  count_order, profile_exact)
+                  count_order, profile_exact, infinite_count)

@@ -94,3 +94,26 @@ def test_infinite_count_of_each_column_kind():
 
     lists = pd.Series(pd.arrays.ArrowExtensionArray(pa.array([[1.0, np.inf], [], None, [-np.inf, np.nan]])))
     assert infinite_count(lists) == 2
+
+
+def test_infinite_count_of_each_column_kind_on_the_backend(backend):
+    """The same counts on cuDF columns (CPU and GPU agree): a float column holding nulls, NaN and
+    +-inf, datetimes and timedeltas holding NaT (none infinite), nullable ints and bools. On the
+    GPU (2026-11-28, 4x H200) this raised "cupy does not support NaT." / "cannot convert to
+    'float64'-dtype NumPy array with missing values" inside Normalize's fit partial."""
+    from conftest import frame_on
+    from tabprep.stats.moments import infinite_count
+
+    f = np.array([1.0, np.inf, -np.inf, np.nan, 2.5, np.inf])
+    df = pd.DataFrame({
+        "f": pd.array([1.0, np.inf, -np.inf, None, 2.5, np.inf], dtype="Float64"),
+        "f32": f.astype("float32"),
+        "t": pd.to_datetime(["2020-01-01", None, "2021-05-05", "1970-01-01", None, "2000-01-01"]),
+        "d": pd.to_timedelta([1, None, 3, 4, None, 6], unit="s"),
+        "i": pd.array([1, None, 3, 4, 5, 6], dtype="Int64"),
+        "b": pd.array([True, None, False, True, True, False], dtype="boolean"),
+    })
+    data = frame_on(df, backend)
+    want = {"f": 3, "f32": int(np.isinf(f).sum()), "t": 0, "d": 0, "i": 0, "b": 0}
+    assert {c: infinite_count(data[c]) for c in df.columns} == want
+    assert {c: infinite_count(data[c].iloc[:0]) for c in df.columns} == dict.fromkeys(df.columns, 0)
