@@ -61,7 +61,10 @@ def test_file_partition_map_lists_each_files_partitions(files, kwargs, backend):
     assert all(0 <= i < ds.npartitions for i in got.pop(empty, []))
     assert got == expected
     assert all(isinstance(i, int) for v in got.values() for i in v)
-    assert sorted(i for v in ds.file_partition_map.values() for i in v) == list(range(ds.npartitions))
+    listed = sorted(i for v in ds.file_partition_map.values() for i in v)
+    assert sorted(set(listed)) == list(range(ds.npartitions))  # every partition comes from some file
+    if backend == "cpu":  # one file per partition: each partition listed once
+        assert listed == list(range(ds.npartitions))
     if kwargs.get("row_groups_per_part") == 1:
         assert got[os.path.realpath(fl[0][0])] == [0, 1, 2]
     if not kwargs and backend == "cpu":
