@@ -328,16 +328,15 @@ def assert_frames_same(got: pd.DataFrame, ref: pd.DataFrame, what: str) -> None:
 
 @pytest.mark.parametrize("chain", [["fill", "clip", "log", "norm"], ["clip"], ["clip", "log"], ["log", "norm"],
                                    ["fill"], ["norm"]])
-def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch, chain, request):
+def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch, chain):
     """Fitted on the CPU; transformed on the backend fused and unfused (host_columns_supported
     answering False), and on the CPU: all three the same. On cuDF, the fused run must have made
     DeviceColumns (the device path ran: the GPU backend fuses once the kernel warm-up is done)."""
     if not is_cpu(backend):
         from tabprep.backend import gpu_warmup
 
-        # known failing on the GPU (2026-11-28, 4x H100: a column of this frame gave no device
-        # column); device fusion is opt-in until this passes: strict, so a fix shows as XPASS
-        request.applymarker(pytest.mark.xfail(strict=True, reason="device fusion's first GPU run failed; opt-in"))
+        # (its first GPU runs, 2026-11-28: the Int64 column of this frame, which cuDF 26 keeps as
+        # pd.Int64Dtype() after from_pandas, gave no device column; host_column reads the numpy dtype)
         monkeypatch.delenv("TABPREP_GPU_WARMUP", raising=False)
         monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")   # opt-in on cuDF (gpu_warmup.device_fusion)
         gpu_warmup.start()

@@ -218,6 +218,9 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
     values (a view when there is no null), or with nulls fresh values (0 / False / NaN in the null
     slots, which the kernels never read as values) and the null mask; None for other dtypes."""
     dtype = series.dtype
+    # a cuDF series made from a pandas nullable column keeps its pandas dtype (Int64, Float64,
+    # boolean: cuDF 26 reports pd.Int64Dtype()); its values are the numpy dtype's
+    dtype = getattr(dtype, "numpy_dtype", dtype)
     if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
         return None  # strings, lists, categoricals, decimals, datetimes: the ops' transform
     if not series.has_nulls:
