@@ -113,3 +113,42 @@ def test_property_range_and_reference(ints, strs, nb, nparts):
         assert all(0 <= x < nb for x in got)
         assert got == hash_ref(vals, nb), c
     assert wf.output_schema["i"].properties["domain"] == {"min": 0, "max": nb}  # NVTabular's max
+
+
+@pytest.mark.parametrize("out_dtype", ["int32", "int64", "int16"])
+def test_every_scalar_kind_on_the_backend_equals_mmh3(backend, out_dtype):
+    """HashBucket's ids of each scalar kind on the backend against mmh3 of the documented bytes
+    (ints, bools and datetimes as int64, floats as float64 with -0.0 as 0.0, strings as UTF-8;
+    null and NaN -> 0), in the requested dtype; two partitions, one of them empty. The GPU takes
+    libcudf's hash and modulo straight on the columns (one call each, no CuPy kernel)."""
+    nb = {"i8": 97, "u32": 1000, "i64": 7, "f32": 1 << 14, "f64": 3, "b": 5, "s": 101, "t": 31}
+    df = pd.DataFrame({
+        "i8": np.array([-128, -1, 0, 1, 127, 5], dtype="int8"),
+        "u32": np.array([0, 1, 2 ** 32 - 1, 7, 2 ** 31, 9], dtype="uint32"),
+        "i64": pd.array([None, -(2 ** 63), 2 ** 63 - 1, 0, None, 42], dtype="Int64"),
+        "f32": np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 1.5], dtype="float32"),
+        "f64": [1e300, None, -2.5, 0.1, np.nan, -0.0],
+        "b": [True, False, True, True, False, False],
+        "s": pd.Series(["a", None, "", "héllo", "日本", "a"], dtype="str"),
+        "t": pd.to_datetime(["2020-01-01", None, "1969-12-31 23:59:59.999999999", "1970-01-01", "2262-01-01",
+                             "2000-02-29"], format="ISO8601"),
+    })
+    wf = tp.Workflow(list(df.columns) >> ops.HashBucket(num_buckets=nb, dtype=out_dtype))
+    ds = make_dataset(df, backend, nparts=2)
+    out = to_pandas(wf.fit(ds).transform(ds))
+
+    def ref(v, n):
+        if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
+            return 0
+        if isinstance(v, pd.Timestamp):
+            v = v.value  # int64 nanoseconds since the epoch
+        return ref_murmur3(v) % n
+
+    for c in df.columns:
+        vals = [None if pd.isna(v) else v for v in df[c].astype(object)]
+        if c == "t":
+            vals = [None if pd.isna(v) else pd.Timestamp(v) for v in df[c]]
+        elif c == "f32":
+            vals = [float(v) for v in df[c]]
+        assert str(out[c].dtype) == out_dtype, c
+        assert out[c].tolist() == [ref(v, nb[c]) for v in vals], c

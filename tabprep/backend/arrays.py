@@ -456,6 +456,19 @@ def _mod_buckets(h: Any, nb: int) -> Any:
     return mod_uint32(h, nb)
 
 
+bucket_ids = Dispatch("bucket_ids", """HashBucket's ids of a scalar series: ``murmur3(value) % num_buckets``
+(:func:`murmur3`'s bytes: ints, bools and datetimes as int64, floats as float64) in the integer
+``dtype``, 0 for nulls and NaN; a series like ``series`` (its name, index and backend). The GPU
+runs libcudf's hash and modulo on the column (a few calls, no CuPy kernel); the result is the same.""")
+
+
+@bucket_ids.register(object)
+def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
+    from .frames import new_series
+
+    return new_series(mod_buckets(murmur3(series), nb), like=series, dtype=dtype)
+
+
 # the loader's batch arrays live in batch_arrays.py; their names stay importable from here
 from .batch_arrays import (ALIGN, _aligned_empty, _arrow_chunks, _arrow_values, _column_array_numpy,  # noqa: E402,F401
                            _cont_dtype, block_dtype, column_array, take_aligned, take_block, take_rows)
@@ -463,4 +476,4 @@ from .batch_arrays import (ALIGN, _aligned_empty, _arrow_chunks, _arrow_values, 
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,
                   float_values, int_values, int_data, value_counts, murmur3, fill_nulls, clip_series,
-                  log1p_int, log1p_float, mod_buckets)
+                  log1p_int, log1p_float, mod_buckets, bucket_ids)

@@ -66,7 +66,9 @@ class HashBucket(Operator):
                 h = backend.murmur3(s)  # 0 for nulls, and 0 % nb = 0: nulls need no extra pass
                 return backend.mod_buckets(h, nb)
 
-            out[c] = map_elements(df[c], hash_mod, dtype=self.dtype)
+            s = df[c]
+            out[c] = (map_elements(s, hash_mod, dtype=self.dtype) if backend.is_list_series(s)
+                      else backend.bucket_ids(s, nb, self.dtype))
         return backend.make_frame(out, like=df)
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
