@@ -338,7 +338,7 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
         # (its first GPU runs, 2026-11-28: the Int64 column of this frame, which cuDF 26 keeps as
         # pd.Int64Dtype() after from_pandas, gave no device column; host_column reads the numpy dtype)
         monkeypatch.delenv("TABPREP_GPU_WARMUP", raising=False)
-        monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")   # opt-in on cuDF (gpu_warmup.device_fusion)
+        monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")   # (the default; set in case the environment turned it off)
         gpu_warmup.start()
         assert gpu_warmup.READY.wait(300)
     df = frame(64)
@@ -375,18 +375,21 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
     assert_frames_same(fused, cpu, f"{backend} vs cpu {chain}")
 
 
-def test_device_fusion_is_opt_in_and_its_kernels_are_warmed_only_then(monkeypatch):
-    """Fused chains on cuDF frames are off unless TABPREP_DEVICE_FUSION=1 (their first GPU run did
-    not get as far as comparing values); the CuPy warm-up builds their kernels only then."""
+def test_device_fusion_is_on_by_default_and_off_with_0(monkeypatch):
+    """Fused chains on cuDF frames run by default since the GPU run of 2026-11-28 (2x H200: the
+    whole gpu suite with fusion on, 517 passed; the cases above equal to the CPU and the unfused
+    path); ``TABPREP_DEVICE_FUSION=0`` turns them off, and the CuPy warm-up then builds no kernel of
+    theirs."""
     from tabprep.backend import gpu_warmup
 
-    monkeypatch.delenv("TABPREP_DEVICE_FUSION", raising=False)
-    assert not gpu_warmup.device_fusion()
-    assert gpu_warmup._fused_chain not in [task for task, _ in gpu_warmup._tasks()]
-    for off in ("0", "", "no"):
+    for off in ("0", "no", "false", "off"):
         monkeypatch.setenv("TABPREP_DEVICE_FUSION", off)
         assert not gpu_warmup.device_fusion()
-    monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")
+        assert gpu_warmup._fused_chain not in [task for task, _ in gpu_warmup._tasks()]
+    for on in ("1", "yes"):
+        monkeypatch.setenv("TABPREP_DEVICE_FUSION", on)
+        assert gpu_warmup.device_fusion()
+    monkeypatch.delenv("TABPREP_DEVICE_FUSION", raising=False)
     assert gpu_warmup.device_fusion()
     assert [args for task, args in gpu_warmup._tasks() if task is gpu_warmup._fused_chain] == [
         ("int64",), ("float32",), ("float64",)]
