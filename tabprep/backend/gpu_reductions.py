@@ -40,19 +40,23 @@ def _finite_column(series: Any) -> Any:
     back after every reduction) cost about 10 ms per 10M-row column on an H100, almost all of it
     Python and synchronisations (13 columns of 10M rows: 187 ms, against 33 ms here), so
     Normalize's fit paid ~0.1 s per partition whatever the partition's size."""
-    global _INF
     if getattr(series.dtype, "kind", None) in ("M", "m"):
         # datetimes / timedeltas: their counts (NaT is null), as on the host; libcudf casts no
         # timestamp to float
         series = series.astype("int64")
-    col = _plc_column(series)
+    col, finite = _abs_against_inf(_plc_column(series), plc.binaryop.BinaryOperator.LESS)
+    return _retain(plc.Table([col]), finite).columns()[0]
+
+
+def _abs_against_inf(col: Any, op: Any) -> Any:
+    """``(col as float64, abs(col) <op> inf)``: the BOOL8 column is null for nulls, false for NaN."""
+    global _INF
     if col.type().id() != plc.TypeId.FLOAT64:
         col = plc.unary.cast(col, _F64)
     if _INF is None:
         _INF = plc.Scalar.from_py(float("inf"), _F64)
     absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
-    finite = plc.binaryop.binary_operation(absval, _INF, plc.binaryop.BinaryOperator.LESS, _BOOL8)
-    return _retain(plc.Table([col]), finite).columns()[0]
+    return col, plc.binaryop.binary_operation(absval, _INF, op, _BOOL8)
 
 
 def _moments_of(col: Any):
@@ -93,17 +97,11 @@ def _finite_moments_minmax(series: Any):
 
 @_register(R.infinite_count)
 def _infinite_count(series: Any) -> int:
-    # abs(x) == inf on libcudf (null for nulls, false for NaN), counted by a sum of the booleans
-    global _INF
+    # abs(x) == inf on libcudf, counted by a sum of the booleans (nulls are skipped)
     col = _plc_column(series)
     if col.size() == 0:
         return 0
-    if col.type().id() != plc.TypeId.FLOAT64:
-        col = plc.unary.cast(col, _F64)
-    if _INF is None:
-        _INF = plc.Scalar.from_py(float("inf"), _F64)
-    absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
-    inf = plc.binaryop.binary_operation(absval, _INF, plc.binaryop.BinaryOperator.EQUAL, _BOOL8)
+    _, inf = _abs_against_inf(col, plc.binaryop.BinaryOperator.EQUAL)
     n = plc.reduce.reduce(plc.unary.cast(inf, _I64), plc.aggregation.sum(), _I64).to_py()
     return int(n or 0)
 
