@@ -264,20 +264,96 @@ def _numpy_exact(df, numeric):
     return out
 
 
+def _arrow_exact(df, numeric):
+    """:func:`_numpy_exact` of a frame of ``pd.ArrowDtype`` columns, whose floats hold NaN apart
+    from their nulls (as cuDF's do): NaN counted on its own, and among the nulls."""
+    out = {}
+    for c in df.columns:
+        arr = df[c].array._pa_array.combine_chunks()
+        rows, null = len(arr), arr.null_count
+        if c not in numeric:
+            out[c] = (rows, null, 0, 0, None, None)
+            continue
+        v = np.array([np.nan if x is None else float(x) for x in arr.to_pylist()])
+        valid = ~np.array([x is None for x in arr.to_pylist()], dtype=bool)
+        nan = int(np.isnan(v[valid]).sum())
+        fin = v[np.isfinite(v)]
+        inf = int(np.isinf(v).sum())
+        mom = (fin.size, float(fin.mean()) if fin.size else 0.0, float(((fin - fin.mean()) ** 2).sum()) if fin.size else 0.0)
+        mm = (float(fin.min()), float(fin.max())) if fin.size else (None, None)
+        out[c] = (rows, null + nan, nan, inf, mom, mm)
+    return out
+
+
+def _device_like_frame(n, seed):
+    """A frame as the device path sees it (cuDF-like Arrow columns): float NaN apart from nulls,
+    +-inf, int columns with nulls, an id column, strings, a float32 column."""
+    r = np.random.default_rng(seed)
+    x = r.normal(0, 5, n)
+    x[r.random(n) < 0.1] = np.nan
+    x[r.random(n) < 0.05] = np.inf
+    x[r.random(n) < 0.05] = -np.inf
+    xnull = r.random(n) < 0.1
+    i = r.integers(-40, 40, n)
+    big = r.integers(0, 1 << 32, n)
+    f32 = r.normal(3, 1, n).astype(np.float32)
+    f32[r.random(n) < 0.05] = np.inf
+    s = np.array(["a", "b", "c"], dtype=object)[r.integers(0, 3, n)]
+    null = r.random(n) < 0.15
+    cols = {
+        "x": pa.array(x, mask=xnull),  # NaN values and nulls apart
+        "i": pa.array(i, mask=null),
+        "big": pa.array(big, mask=r.random(n) < 0.02),
+        "f32": pa.array(f32),
+        "c": pa.array(r.integers(0, 300, n), mask=null),
+        "s": pa.array(s, mask=null),
+    }
+    return pa.table(cols).to_pandas(types_mapper=pd.ArrowDtype)
+
+
+_FRAMES = {"pandas": lambda: _frame(1000, seed=5), "pandas-empty": lambda: _frame(1000, seed=5).iloc[:0],
+           "arrow": lambda: _device_like_frame(1000, 6), "arrow-big": lambda: _device_like_frame(40_000, 7),
+           "arrow-empty": lambda: _device_like_frame(10, 8).iloc[:0]}
+
+
+def _no_exact_work(monkeypatch):
+    """Make the exact part of a column's partial (moments, extrema, NaN/inf counts over the
+    column) fail if it is computed: ``partial_with_exact`` has it from ``exact``."""
+    import pyarrow.compute as pc
+
+    import tabprep.stats.profile as prof
+    import tabprep.stats.profile_numeric as prof_num
+
+    def boom(*a, **k):
+        raise AssertionError("the exact part was computed from the sample")
+
+    for mod in (prof, prof_num):
+        monkeypatch.setattr(mod, "_host_moments", boom, raising=False)
+        monkeypatch.setattr(mod, "_exact_moments", boom, raising=False)
+    monkeypatch.setattr(pc, "is_nan", boom)
+    monkeypatch.setattr(pc, "min_max", boom)
+
+
 @pytest.mark.parametrize("every", [1, 3])
-def test_device_path_assembly_equals_the_whole_partition_path(every):
+@pytest.mark.parametrize("frame", sorted(_FRAMES))
+def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monkeypatch):
     """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
     copied to the host) assembles the same partial as the host path over the whole partition:
-    checked on the CPU with the exact part computed by numpy here."""
+    checked on the CPU with the exact part computed by numpy here; the sample's own moments,
+    extrema and NaN/inf counts are not computed (they would be thrown away)."""
     from tabprep.stats.profile import as_table, partial_table, partial_with_exact
     from tabprep.stats.sketches import kll_load
 
-    df = _frame(1000, seed=5)
-    df.loc[[3, 7], "x"] = [np.inf, -np.inf]
-    numeric = ["x", "i"]
+    df = _FRAMES[frame]()
+    if frame == "pandas":
+        df.loc[[3, 7], "x"] = [np.inf, -np.inf]
+    numeric = ["x", "i"] if frame.startswith("pandas") else ["x", "i", "big", "f32"]
     vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
-    got = partial_with_exact(df, list(df.columns), _numpy_exact(df, numeric), every, vocabs, ["c"])
+    exact = (_numpy_exact if frame.startswith("pandas") else _arrow_exact)(df, numeric)
     want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
+    with monkeypatch.context() as m:
+        _no_exact_work(m)
+        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
     for c in df.columns:
         g, w = got[c], want[c]
         assert (g.kind, g.rows, g.nulls, g.nan, g.inf, g.sample_every, g.oov) == \
@@ -292,12 +368,31 @@ def test_device_path_assembly_equals_the_whole_partition_path(every):
             assert g.freq.keys.tolist() == w.freq.keys.tolist() and g.freq.counts.tolist() == w.freq.counts.tolist()
             assert (g.freq.n, g.freq.error) == (w.freq.n, w.freq.error)
         assert g.hll.registers.tolist() == w.hll.registers.tolist(), c
+        assert (g.pending is None) == (w.pending is None), c
+        if w.pending is not None:  # (a small sample, kept unsketched: the same values)
+            assert g.pending.dtype == w.pending.dtype and np.sort(g.pending).tolist() == np.sort(w.pending).tolist(), c
+        assert (g.kll is None) == (w.kll is None), c
         if w.kll is not None:
             gk, wk = kll_load(g.kll), kll_load(w.kll)
             assert gk.n == wk.n
             if wk.n:
                 # KLL compacts with random bits: the medians agree within the sketches' rank error
                 assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
+
+
+def test_device_path_without_exact_moments_uses_the_whole_column():
+    """A numeric column whose exact entry has no moments (not one ``profile_exact`` counted as
+    numeric): its moments and extrema are the whole column's, never the sample's."""
+    from tabprep.stats.profile import partial_with_exact
+
+    df = pd.DataFrame({"i": np.arange(30, dtype=np.int64) ** 2, "j": np.arange(30, dtype=np.int64)})
+    exact = {"i": (30, 0, 0, 0, None, None), "j": (30, 0, 0, 0, (30, 14.5, 2247.5), (0.0, 29.0))}
+    got = partial_with_exact(df, ["i", "j"], exact, 4)
+    i = df["i"].to_numpy()
+    assert (got["i"].moments.count, got["i"].minmax.min, got["i"].minmax.max) == (30, 0.0, 841.0)
+    assert got["i"].moments.mean == pytest.approx(i.mean()) and got["i"].moments.m2 == pytest.approx(((i - i.mean()) ** 2).sum())
+    assert (got["j"].moments.count, got["j"].moments.mean, got["j"].minmax.max) == (30, 14.5, 29.0)
+    assert got["i"].sample_every == got["j"].sample_every == 4
 
 
 @pytest.mark.gpu

@@ -63,6 +63,12 @@ def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
+def _finite(values: np.ndarray) -> np.ndarray:
+    """The finite values of a float array (``values`` itself when all are: no copy)."""
+    ok = np.isfinite(values)
+    return values if ok.all() else values[ok]
+
+
 def _sorted_runs(values: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     """(the values sorted, the distinct values ascending in ``values``' dtype, their counts) of a
     numpy array. 64-bit ints within ``[0, 2**32)`` (hashed ids, most counts) sort as uint32, about
