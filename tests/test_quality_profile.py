@@ -380,6 +380,34 @@ def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monk
                 assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
 
 
+@pytest.mark.parametrize("n", [100, 40_000])  # (kept unsketched; sorted and sketched)
+@pytest.mark.parametrize("dtype", ["int64", "float64", "big"])
+def test_partial_leaves_the_callers_values_as_they_are(n, dtype):
+    """The sample's values are sorted in place only in an array the partial made: a column's Arrow
+    buffer, the fit's host values (``column_hook``'s chunks) and pending values keep their order."""
+    from tabprep.stats.profile import _flush, _numeric_partial, column_partial, combine_columns
+
+    r = np.random.default_rng(3)
+    v = r.normal(0, 1, n) if dtype == "float64" else r.integers(-(1 << 40) if dtype == "big" else 0, 1 << 40, n)
+    mask = r.random(n) < 0.1
+    for m in (None, mask):
+        arr = pa.array(v, mask=m)
+        before = arr.to_numpy(zero_copy_only=False).copy()
+        for every in (1, 3):
+            column_partial(arr, every)
+            column_partial(pa.chunked_array([arr.slice(0, n // 2), arr.slice(n // 2)]), every)
+        assert np.array_equal(arr.to_numpy(zero_copy_only=False), before, equal_nan=True)
+        host = v.copy()
+        _numeric_partial(arr, arr.type, "int" if dtype != "float64" else "float", 1, None, None,
+                         chunks=[(host, m)])
+        assert np.array_equal(host, v)
+    p = column_partial(pa.array(v[:50]))
+    pending = p.pending.copy()
+    _flush(p)
+    combine_columns([p, column_partial(pa.array(v[50:60]))])
+    assert np.array_equal(p.pending, pending)
+
+
 def test_device_path_without_exact_moments_uses_the_whole_column():
     """A numeric column whose exact entry has no moments (not one ``profile_exact`` counted as
     numeric): its moments and extrema are the whole column's, never the sample's."""

@@ -35,7 +35,7 @@ from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP
                            finalize_column)
 from .profile_json import finalize_profile as _finalize_profile
 from .profile_numeric import (Chunk, _chunks, _exact_moments, _finite, _host_moments, _host_type,  # noqa: F401
-                              _host_values, _sorted_runs)
+                              _host_values, _host_values_owned, _sorted_runs)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of
 
 
@@ -207,16 +207,17 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
         inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
     moments = minmax = kll = freq = None
-    vals = _host_values(chunks, sample_every) if sample is None else _host_values(_chunks(sample), 1)
+    vals, owned = _host_values_owned(chunks, sample_every) if sample is None else _host_values_owned(_chunks(sample), 1)
     if kind == "float" and (nan or inf or not exact):
-        vals = _finite(vals)
+        vals, owned = _finite(vals, owned)
     exact = exact and kind != "category"  # (ids: no moments)
     if vocab is None and vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
         if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
             moments, minmax = _host_moments(col, nan or inf, chunks, (vals.min(), vals.max()) if vals.size else None)
         return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, None, _NO_HLL, None, None,
-                             sample_every, pending=np.array(vals, dtype=_host_type(t), copy=True))  # (no view kept)
-    s, keys, counts = _sorted_runs(vals)
+                             sample_every, pending=np.asarray(vals, _host_type(t)) if owned
+                             else np.array(vals, _host_type(t), copy=True))  # (no view of a buffer kept)
+    s, keys, counts = _sorted_runs(vals, owned)
     if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
         moments, minmax = _host_moments(col, nan or inf, chunks, (keys[0], keys[-1]) if keys.size else None)
     kll, hll, freq = _sketches(kind, s, keys, counts, sample_every)
@@ -240,7 +241,7 @@ def _sketches(kind: str, s: np.ndarray, keys: np.ndarray, counts: np.ndarray, ev
               ) -> "tuple[Optional[bytes], HLL, Optional[Frequent]]":
     """(KLL, HLL, frequent values) of a column's sampled values: ``s`` sorted, ``keys`` / ``counts``
     their distinct values and counts (:func:`_sorted_runs`); counts scaled by ``every``."""
-    kll = kll_of(s.astype(np.float64)) if kind != "category" else None
+    kll = kll_of(s.astype(np.float64, copy=False)) if kind != "category" else None  # (s: a new array)
     freq = _scaled(Frequent.of_counts(keys, counts, s.size), every) if kind != "float" else None
     return kll, HLL.of_hashes(hash64(keys)), freq
 
