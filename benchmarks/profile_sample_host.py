@@ -10,8 +10,9 @@ columns: ``label``, 13 continuous columns and 26 hashed id columns.
 (``PROFILE_SAMPLE_ROWS``). Default frame: numpy columns as pandas reads the parquet files (the
 continuous columns float64 with NaN for their nulls, the id columns int64, nulls as 0); ``--arrow``:
 ``pd.ArrowDtype`` columns, int64 with null masks, as cuDF hands them to Arrow. Compare two
-versions of tabprep by alternating runs with ``PYTHONPATH`` naming each checkout; ``--cprofile N``
-then prints the N most expensive functions of one more call.
+versions of tabprep by alternating runs with ``PYTHONPATH`` naming each checkout; ``--split`` then
+times the sample's partials alone with and without their exact part (``exact=True`` / ``False``,
+alternating in this process); ``--cprofile N`` prints the N most expensive functions of one more call.
 """
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ def main() -> None:
     ap.add_argument("--arrow", action="store_true", help="pd.ArrowDtype columns (int64 with null masks)")
     ap.add_argument("--cache", default="/tmp/tabprep_profile_sample_host")
     ap.add_argument("--cprofile", type=int, default=0)
+    ap.add_argument("--split", action="store_true",
+                    help="then the sample's partials alone, with and without their exact part, alternating")
     args = ap.parse_args()
 
     import tabprep
@@ -84,6 +87,21 @@ def main() -> None:
     print(f"partial_with_exact {args.rows:,} rows x {len(cols)} columns ({kind}, {len(cats)} id), every "
           f"{args.every}: best {min(runs):.3f} s wall, {min(cpu):.3f} s CPU (wall runs "
           f"{', '.join(f'{r:.3f}' for r in runs)}) [{os.path.dirname(os.path.dirname(tabprep.__file__))}]", flush=True)
+    if args.split:
+        # the sample's partials alone (the sample taken and turned into Arrow once, before the
+        # clock), computed the way partial_with_exact did before (exact=True: NaN/inf counts,
+        # moments and extrema of the sample, then replaced) and does now (exact=False), alternating
+        from tabprep.stats.profile import as_table, partial_table
+
+        table = as_table(df.iloc[::args.every], cols)
+        best = {True: [], False: []}
+        for _ in range(args.repeat):
+            for ex in (True, False):
+                t = time.process_time()
+                partial_table(table, 1, None, (), exact=ex)
+                best[ex].append(time.process_time() - t)
+        print(f"  the sample's partials ({table.num_rows:,} rows), best CPU s: with the sample's exact part "
+              f"{min(best[True]):.3f}, sketches only {min(best[False]):.3f}", flush=True)
     if args.cprofile:
         import cProfile
         import pstats

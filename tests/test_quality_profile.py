@@ -408,6 +408,28 @@ def test_partial_leaves_the_callers_values_as_they_are(n, dtype):
     assert np.array_equal(p.pending, pending)
 
 
+def test_sketches_only_partial_of_an_arrow_float_column_sees_its_finite_values():
+    """``exact=False`` on a float column numpy does not read as it is (half floats, decimals: Arrow's
+    kernels): no moments, yet the KLL and HLL see only the finite non-null values, as with
+    ``exact=True``."""
+    import decimal
+
+    from tabprep.stats.profile import column_partial
+    from tabprep.stats.sketches import kll_load
+
+    half = pa.array(np.array([1.5, np.nan, np.inf, 2.0, -np.inf, 0.0], dtype=np.float16),
+                    mask=np.array([0, 0, 0, 0, 0, 1], dtype=bool))
+    dec = pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("2.0"), decimal.Decimal("1.5")])
+    for col in (half, dec):
+        p = column_partial(col, exact=False)
+        assert p.kind == "float" and p.moments is None and p.minmax is None and (p.nan, p.inf) == (0, 0)
+        sk = kll_load(p.kll)
+        assert (sk.n, sk.get_min_value(), sk.get_max_value()) == (2 if col is half else 3, 1.5, 2.0)
+        assert round(p.hll.estimate()) == 2
+    whole = column_partial(dec)
+    assert kll_load(whole.kll).n == 3 and whole.hll.registers.tolist() == column_partial(dec, exact=False).hll.registers.tolist()
+
+
 def test_device_path_without_exact_moments_uses_the_whole_column():
     """A numeric column whose exact entry has no moments (not one ``profile_exact`` counted as
     numeric): its moments and extrema are the whole column's, never the sample's."""
