@@ -334,35 +334,21 @@ def _no_exact_work(monkeypatch):
     monkeypatch.setattr(pc, "min_max", boom)
 
 
-@pytest.mark.parametrize("every", [1, 3])
-@pytest.mark.parametrize("frame", sorted(_FRAMES))
-def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monkeypatch):
-    """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
-    copied to the host) assembles the same partial as the host path over the whole partition:
-    checked on the CPU with the exact part computed by numpy here; the sample's own moments,
-    extrema and NaN/inf counts are not computed (they would be thrown away)."""
-    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+def _assert_same_partials(got, want, columns, moments_rel=(1e-12, 1e-9)):
+    """The partials ``got`` equal ``want`` column by column: counts, moments (to ``moments_rel``:
+    mean, M2), extrema, frequent values, HLL registers, pending values; KLL medians within the
+    sketch's rank error (its compactions draw random bits)."""
     from tabprep.stats.sketches import kll_load
 
-    df = _FRAMES[frame]()
-    if frame == "pandas":
-        df.loc[[3, 7], "x"] = [np.inf, -np.inf]
-    numeric = ["x", "i"] if frame.startswith("pandas") else ["x", "i", "big", "f32"]
-    vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
-    exact = (_numpy_exact if frame.startswith("pandas") else _arrow_exact)(df, numeric)
-    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
-    with monkeypatch.context() as m:
-        _no_exact_work(m)
-        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
-    for c in df.columns:
+    for c in columns:
         g, w = got[c], want[c]
         assert (g.kind, g.rows, g.nulls, g.nan, g.inf, g.sample_every, g.oov) == \
                (w.kind, w.rows, w.nulls, w.nan, w.inf, w.sample_every, w.oov), c
         assert (g.moments is None) == (w.moments is None) and (g.minmax is None) == (w.minmax is None), c
         if w.moments is not None:
             assert g.moments.count == w.moments.count
-            assert g.moments.mean == pytest.approx(w.moments.mean, rel=1e-12)
-            assert g.moments.m2 == pytest.approx(w.moments.m2, rel=1e-9)
+            assert g.moments.mean == pytest.approx(w.moments.mean, rel=moments_rel[0])
+            assert g.moments.m2 == pytest.approx(w.moments.m2, rel=moments_rel[1])
             assert (g.minmax.min, g.minmax.max) == (w.minmax.min, w.minmax.max)
         if w.freq is not None:
             assert g.freq.keys.tolist() == w.freq.keys.tolist() and g.freq.counts.tolist() == w.freq.counts.tolist()
@@ -378,6 +364,51 @@ def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monk
             if wk.n:
                 # KLL compacts with random bits: the medians agree within the sketches' rank error
                 assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("frame", sorted(_FRAMES))
+def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monkeypatch):
+    """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
+    copied to the host) assembles the same partial as the host path over the whole partition:
+    checked on the CPU with the exact part computed by numpy here; the sample's own moments,
+    extrema and NaN/inf counts are not computed (they would be thrown away)."""
+    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+
+    df = _FRAMES[frame]()
+    if frame == "pandas":
+        df.loc[[3, 7], "x"] = [np.inf, -np.inf]
+    numeric = ["x", "i"] if frame.startswith("pandas") else ["x", "i", "big", "f32"]
+    vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
+    exact = (_numpy_exact if frame.startswith("pandas") else _arrow_exact)(df, numeric)
+    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
+    with monkeypatch.context() as m:
+        _no_exact_work(m)
+        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
+    _assert_same_partials(got, want, list(df.columns))
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+@pytest.mark.parametrize("every", [1, 3])
+def test_gpu_partial_frame_sketches_only_the_device_sample(every, monkeypatch):
+    """A cuDF partition (floats with NaN apart from nulls, +-inf, int nulls, ids, strings): the exact
+    part from the device (``backend.profile_exact``), the sketches from the sample copied to the
+    host without its own moments, extrema or NaN/inf counts; the same partials as the host's over
+    the whole Arrow table."""
+    import cudf
+
+    from tabprep.stats.profile import partial_frame, partial_table
+
+    for n in (1000, 40_000):
+        table = pa.Table.from_pandas(_device_like_frame(n, 11), preserve_index=False)
+        gdf = cudf.DataFrame.from_arrow(table)
+        vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
+        want = partial_table(table, every, vocabs, ["c"])
+        with monkeypatch.context() as m:
+            _no_exact_work(m)
+            got = partial_frame(gdf, table.column_names, every, vocabs, ["c"])
+        _assert_same_partials(got, want, table.column_names, moments_rel=(1e-9, 1e-9))
 
 
 @pytest.mark.parametrize("n", [100, 40_000])  # (kept unsketched; sorted and sketched)
