@@ -9,6 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 from tabprep import ops
@@ -386,6 +388,26 @@ def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monk
         _no_exact_work(m)
         got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
     _assert_same_partials(got, want, list(df.columns))
+
+
+_VALUES = st.one_of(st.none(), st.just(float("nan")), st.just(float("inf")), st.just(float("-inf")),
+                   st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False))
+
+
+@settings(max_examples=30, deadline=None)
+@given(xs=st.lists(_VALUES, max_size=60), ints=st.lists(st.one_of(st.none(), st.integers(-5, 5)), max_size=60),
+       every=st.integers(1, 4))
+def test_device_path_assembly_property(xs, ints, every):
+    """Any float column (nulls, NaN apart from them, +-inf, duplicates) and int column with nulls:
+    the sketches-only assembly equals the whole-partition host path."""
+    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+
+    n = min(len(xs), len(ints))
+    x = pa.array([v for v in xs[:n]], type=pa.float64(), from_pandas=False)
+    df = pa.table({"x": x, "i": pa.array(ints[:n], type=pa.int64())}).to_pandas(types_mapper=pd.ArrowDtype)
+    want = partial_table(as_table(df, ["x", "i"]), every)
+    got = partial_with_exact(df, ["x", "i"], _arrow_exact(df, ["x", "i"]), every)
+    _assert_same_partials(got, want, ["x", "i"])
 
 
 @pytest.mark.gpu
