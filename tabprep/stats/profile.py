@@ -344,8 +344,9 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
                        vocabs: Optional[Dict[str, Any]] = None, categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
     """The partials of ``columns`` of the frame ``df``: for a column in ``exact`` (``{column: (rows,
     nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
-    strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact``; the others
-    (list columns, ...) from the whole frame."""
+    strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact`` (the sample's
+    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the others (list
+    columns, ..., and a numeric column whose entry lacks moments) from the whole frame."""
     parts: Dict[str, ColumnPartial] = {}
     host = [c for c in columns if c not in exact]
     if host:

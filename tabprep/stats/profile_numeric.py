@@ -53,7 +53,7 @@ def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
 def _host_values_owned(chunks: List[Chunk], step: int) -> "tuple[np.ndarray, bool]":
     """(:func:`_host_values`, whether that array is a new one: nulls dropped or chunks joined, so
     the caller may sort it in place; else it is a view of a buffer others read)."""
-    out, start, owned = [], 0, False
+    out, start = [], 0
     for values, mask in chunks:
         first = (-start) % step  # the chunk's first sampled row
         start += len(values)
