@@ -9,6 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tabprep as tp
 from tabprep import ops
@@ -264,40 +266,236 @@ def _numpy_exact(df, numeric):
     return out
 
 
-@pytest.mark.parametrize("every", [1, 3])
-def test_device_path_assembly_equals_the_whole_partition_path(every):
-    """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
-    copied to the host) assembles the same partial as the host path over the whole partition:
-    checked on the CPU with the exact part computed by numpy here."""
-    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+def _arrow_exact(df, numeric):
+    """:func:`_numpy_exact` of a frame of ``pd.ArrowDtype`` columns, whose floats hold NaN apart
+    from their nulls (as cuDF's do): NaN counted on its own, and among the nulls."""
+    out = {}
+    for c in df.columns:
+        arr = df[c].array._pa_array.combine_chunks()
+        rows, null = len(arr), arr.null_count
+        if c not in numeric:
+            out[c] = (rows, null, 0, 0, None, None)
+            continue
+        v = np.array([np.nan if x is None else float(x) for x in arr.to_pylist()])
+        valid = ~np.array([x is None for x in arr.to_pylist()], dtype=bool)
+        nan = int(np.isnan(v[valid]).sum())
+        fin = v[np.isfinite(v)]
+        inf = int(np.isinf(v).sum())
+        mom = (fin.size, float(fin.mean()) if fin.size else 0.0, float(((fin - fin.mean()) ** 2).sum()) if fin.size else 0.0)
+        mm = (float(fin.min()), float(fin.max())) if fin.size else (None, None)
+        out[c] = (rows, null + nan, nan, inf, mom, mm)
+    return out
+
+
+def _device_like_frame(n, seed):
+    """A frame as the device path sees it (cuDF-like Arrow columns): float NaN apart from nulls,
+    +-inf, int columns with nulls, an id column, strings, a float32 column."""
+    r = np.random.default_rng(seed)
+    x = r.normal(0, 5, n)
+    x[r.random(n) < 0.1] = np.nan
+    x[r.random(n) < 0.05] = np.inf
+    x[r.random(n) < 0.05] = -np.inf
+    xnull = r.random(n) < 0.1
+    i = r.integers(-40, 40, n)
+    big = r.integers(0, 1 << 32, n)
+    f32 = r.normal(3, 1, n).astype(np.float32)
+    f32[r.random(n) < 0.05] = np.inf
+    s = np.array(["a", "b", "c"], dtype=object)[r.integers(0, 3, n)]
+    null = r.random(n) < 0.15
+    cols = {
+        "x": pa.array(x, mask=xnull),  # NaN values and nulls apart
+        "i": pa.array(i, mask=null),
+        "big": pa.array(big, mask=r.random(n) < 0.02),
+        "f32": pa.array(f32),
+        "c": pa.array(r.integers(0, 300, n), mask=null),
+        "s": pa.array(s, mask=null),
+    }
+    return pa.table(cols).to_pandas(types_mapper=pd.ArrowDtype)
+
+
+_FRAMES = {"pandas": lambda: _frame(1000, seed=5), "pandas-empty": lambda: _frame(1000, seed=5).iloc[:0],
+           "arrow": lambda: _device_like_frame(1000, 6), "arrow-big": lambda: _device_like_frame(40_000, 7),
+           "arrow-empty": lambda: _device_like_frame(10, 8).iloc[:0]}
+
+
+def _no_exact_work(monkeypatch):
+    """Make the exact part of a column's partial (moments, extrema, NaN/inf counts over the
+    column) fail if it is computed: ``partial_with_exact`` has it from ``exact``."""
+    import pyarrow.compute as pc
+
+    import tabprep.stats.profile as prof
+    import tabprep.stats.profile_numeric as prof_num
+
+    def boom(*a, **k):
+        raise AssertionError("the exact part was computed from the sample")
+
+    for mod in (prof, prof_num):
+        monkeypatch.setattr(mod, "_host_moments", boom, raising=False)
+        monkeypatch.setattr(mod, "_exact_moments", boom, raising=False)
+    monkeypatch.setattr(pc, "is_nan", boom)
+    monkeypatch.setattr(pc, "min_max", boom)
+
+
+def _assert_same_partials(got, want, columns, moments_rel=(1e-12, 1e-9)):
+    """The partials ``got`` equal ``want`` column by column: counts, moments (to ``moments_rel``:
+    mean, M2), extrema, frequent values, HLL registers, pending values; KLL medians within the
+    sketch's rank error (its compactions draw random bits)."""
     from tabprep.stats.sketches import kll_load
 
-    df = _frame(1000, seed=5)
-    df.loc[[3, 7], "x"] = [np.inf, -np.inf]
-    numeric = ["x", "i"]
-    vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
-    got = partial_with_exact(df, list(df.columns), _numpy_exact(df, numeric), every, vocabs, ["c"])
-    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
-    for c in df.columns:
+    for c in columns:
         g, w = got[c], want[c]
         assert (g.kind, g.rows, g.nulls, g.nan, g.inf, g.sample_every, g.oov) == \
                (w.kind, w.rows, w.nulls, w.nan, w.inf, w.sample_every, w.oov), c
         assert (g.moments is None) == (w.moments is None) and (g.minmax is None) == (w.minmax is None), c
         if w.moments is not None:
             assert g.moments.count == w.moments.count
-            assert g.moments.mean == pytest.approx(w.moments.mean, rel=1e-12)
-            assert g.moments.m2 == pytest.approx(w.moments.m2, rel=1e-9)
+            assert g.moments.mean == pytest.approx(w.moments.mean, rel=moments_rel[0])
+            assert g.moments.m2 == pytest.approx(w.moments.m2, rel=moments_rel[1])
             assert (g.minmax.min, g.minmax.max) == (w.minmax.min, w.minmax.max)
         if w.freq is not None:
             assert g.freq.keys.tolist() == w.freq.keys.tolist() and g.freq.counts.tolist() == w.freq.counts.tolist()
             assert (g.freq.n, g.freq.error) == (w.freq.n, w.freq.error)
         assert g.hll.registers.tolist() == w.hll.registers.tolist(), c
+        assert (g.pending is None) == (w.pending is None), c
+        if w.pending is not None:  # (a small sample, kept unsketched: the same values)
+            assert g.pending.dtype == w.pending.dtype and np.sort(g.pending).tolist() == np.sort(w.pending).tolist(), c
+        assert (g.kll is None) == (w.kll is None), c
         if w.kll is not None:
             gk, wk = kll_load(g.kll), kll_load(w.kll)
             assert gk.n == wk.n
             if wk.n:
                 # KLL compacts with random bits: the medians agree within the sketches' rank error
                 assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("frame", sorted(_FRAMES))
+def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monkeypatch):
+    """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
+    copied to the host) assembles the same partial as the host path over the whole partition:
+    checked on the CPU with the exact part computed by numpy here; the sample's own moments,
+    extrema and NaN/inf counts are not computed (they would be thrown away)."""
+    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+
+    df = _FRAMES[frame]()
+    if frame == "pandas":
+        df.loc[[3, 7], "x"] = [np.inf, -np.inf]
+    numeric = ["x", "i"] if frame.startswith("pandas") else ["x", "i", "big", "f32"]
+    vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
+    exact = (_numpy_exact if frame.startswith("pandas") else _arrow_exact)(df, numeric)
+    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
+    with monkeypatch.context() as m:
+        _no_exact_work(m)
+        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
+    _assert_same_partials(got, want, list(df.columns))
+
+
+_VALUES = st.one_of(st.none(), st.just(float("nan")), st.just(float("inf")), st.just(float("-inf")),
+                   st.integers(-3, 3).map(float), st.floats(-1e6, 1e6, allow_nan=False))
+
+
+@settings(max_examples=30, deadline=None)
+@given(xs=st.lists(_VALUES, max_size=60), ints=st.lists(st.one_of(st.none(), st.integers(-5, 5)), max_size=60),
+       every=st.integers(1, 4))
+def test_device_path_assembly_property(xs, ints, every):
+    """Any float column (nulls, NaN apart from them, +-inf, duplicates) and int column with nulls:
+    the sketches-only assembly equals the whole-partition host path."""
+    from tabprep.stats.profile import as_table, partial_table, partial_with_exact
+
+    n = min(len(xs), len(ints))
+    x = pa.array([v for v in xs[:n]], type=pa.float64(), from_pandas=False)
+    df = pa.table({"x": x, "i": pa.array(ints[:n], type=pa.int64())}).to_pandas(types_mapper=pd.ArrowDtype)
+    want = partial_table(as_table(df, ["x", "i"]), every)
+    got = partial_with_exact(df, ["x", "i"], _arrow_exact(df, ["x", "i"]), every)
+    _assert_same_partials(got, want, ["x", "i"])
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+@pytest.mark.parametrize("every", [1, 3])
+def test_gpu_partial_frame_sketches_only_the_device_sample(every, monkeypatch):
+    """A cuDF partition (floats with NaN apart from nulls, +-inf, int nulls, ids, strings): the exact
+    part from the device (``backend.profile_exact``), the sketches from the sample copied to the
+    host without its own moments, extrema or NaN/inf counts; the same partials as the host's over
+    the whole Arrow table."""
+    import cudf
+
+    from tabprep.stats.profile import partial_frame, partial_table
+
+    for n in (1000, 40_000):
+        table = pa.Table.from_pandas(_device_like_frame(n, 11), preserve_index=False)
+        gdf = cudf.DataFrame.from_arrow(table)
+        vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
+        want = partial_table(table, every, vocabs, ["c"])
+        with monkeypatch.context() as m:
+            _no_exact_work(m)
+            got = partial_frame(gdf, table.column_names, every, vocabs, ["c"])
+        _assert_same_partials(got, want, table.column_names, moments_rel=(1e-9, 1e-9))
+
+
+@pytest.mark.parametrize("n", [100, 40_000])  # (kept unsketched; sorted and sketched)
+@pytest.mark.parametrize("dtype", ["int64", "float64", "big"])
+def test_partial_leaves_the_callers_values_as_they_are(n, dtype):
+    """The sample's values are sorted in place only in an array the partial made: a column's Arrow
+    buffer, the fit's host values (``column_hook``'s chunks) and pending values keep their order."""
+    from tabprep.stats.profile import _flush, _numeric_partial, column_partial, combine_columns
+
+    r = np.random.default_rng(3)
+    v = r.normal(0, 1, n) if dtype == "float64" else r.integers(-(1 << 40) if dtype == "big" else 0, 1 << 40, n)
+    mask = r.random(n) < 0.1
+    for m in (None, mask):
+        arr = pa.array(v, mask=m)
+        before = arr.to_numpy(zero_copy_only=False).copy()
+        for every in (1, 3):
+            column_partial(arr, every)
+            column_partial(pa.chunked_array([arr.slice(0, n // 2), arr.slice(n // 2)]), every)
+        assert np.array_equal(arr.to_numpy(zero_copy_only=False), before, equal_nan=True)
+        host = v.copy()
+        _numeric_partial(arr, arr.type, "int" if dtype != "float64" else "float", 1, None, None,
+                         chunks=[(host, m)])
+        assert np.array_equal(host, v)
+    p = column_partial(pa.array(v[:50]))
+    pending = p.pending.copy()
+    _flush(p)
+    combine_columns([p, column_partial(pa.array(v[50:60]))])
+    assert np.array_equal(p.pending, pending)
+
+
+def test_sketches_only_partial_of_an_arrow_float_column_sees_its_finite_values():
+    """``exact=False`` on a float column numpy does not read as it is (half floats, decimals: Arrow's
+    kernels): no moments, yet the KLL and HLL see only the finite non-null values, as with
+    ``exact=True``."""
+    import decimal
+
+    from tabprep.stats.profile import column_partial
+    from tabprep.stats.sketches import kll_load
+
+    half = pa.array(np.array([1.5, np.nan, np.inf, 2.0, -np.inf, 0.0], dtype=np.float16),
+                    mask=np.array([0, 0, 0, 0, 0, 1], dtype=bool))
+    dec = pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("2.0"), decimal.Decimal("1.5")])
+    for col in (half, dec):
+        p = column_partial(col, exact=False)
+        assert p.kind == "float" and p.moments is None and p.minmax is None and (p.nan, p.inf) == (0, 0)
+        sk = kll_load(p.kll)
+        assert (sk.n, sk.get_min_value(), sk.get_max_value()) == (2 if col is half else 3, 1.5, 2.0)
+        assert round(p.hll.estimate()) == 2
+    whole = column_partial(dec)
+    assert kll_load(whole.kll).n == 3 and whole.hll.registers.tolist() == column_partial(dec, exact=False).hll.registers.tolist()
+
+
+def test_device_path_without_exact_moments_uses_the_whole_column():
+    """A numeric column whose exact entry has no moments (not one ``profile_exact`` counted as
+    numeric): its moments and extrema are the whole column's, never the sample's."""
+    from tabprep.stats.profile import partial_with_exact
+
+    df = pd.DataFrame({"i": np.arange(30, dtype=np.int64) ** 2, "j": np.arange(30, dtype=np.int64)})
+    exact = {"i": (30, 0, 0, 0, None, None), "j": (30, 0, 0, 0, (30, 14.5, 2247.5), (0.0, 29.0))}
+    got = partial_with_exact(df, ["i", "j"], exact, 4)
+    i = df["i"].to_numpy()
+    assert (got["i"].moments.count, got["i"].minmax.min, got["i"].minmax.max) == (30, 0.0, 841.0)
+    assert got["i"].moments.mean == pytest.approx(i.mean()) and got["i"].moments.m2 == pytest.approx(((i - i.mean()) ** 2).sum())
+    assert (got["j"].moments.count, got["j"].moments.mean, got["j"].minmax.max) == (30, 14.5, 29.0)
+    assert got["i"].sample_every == got["j"].sample_every == 4
 
 
 @pytest.mark.gpu

@@ -34,8 +34,8 @@ from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
                            finalize_column)
 from .profile_json import finalize_profile as _finalize_profile
-from .profile_numeric import (Chunk, _chunks, _exact_moments, _host_moments, _host_type,  # noqa: F401 (re-exported)
-                              _host_values, _sorted_runs)
+from .profile_numeric import (Chunk, _chunks, _exact_moments, _finite, _host_moments, _host_type,  # noqa: F401
+                              _host_values, _host_values_owned, _sorted_runs)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of
 
 
@@ -106,7 +106,7 @@ def countable(t: pa.DataType) -> bool:
 
 
 def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categorical: bool = False,
-                   sample: Any = None) -> ColumnPartial:
+                   sample: Any = None, exact: bool = True) -> ColumnPartial:
     """The partial of one Arrow column (Array or ChunkedArray). ``vocab``: a ``pandas.Index`` of
     the fitted vocabulary; the partial then counts the non-null values outside it (OOV).
     ``categorical``: an int column of ids (no moments, quantiles or histogram: only counts).
@@ -114,13 +114,18 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
     Over every value, with Arrow's compute kernels: rows, nulls, NaN, inf, min, max, mean, M2.
     Over ``sample`` (every ``sample_every``-th row of the partition; taken here when None): the
     KLL quantile sketch, the value counts (frequent values, OOV; scaled by ``sample_every``) and
-    the distinct values (HLL: a lower bound of the distinct count when sampled)."""
+    the distinct values (HLL: a lower bound of the distinct count when sampled).
+
+    ``exact=False``: the sketches only (``col`` is then the sample itself, ``sample_every`` 1):
+    no NaN/inf counts, moments or extrema (``nan``, ``inf`` 0, ``moments``, ``minmax`` None;
+    ``rows``, ``nulls`` the sample's), for a caller that has the exact part from elsewhere
+    (:func:`partial_with_exact`); the sketches still see only the finite values."""
     t = col.type
     kind = kind_of(t)
     if categorical and kind == "int":
         kind = "category"
     if kind in ("int", "float", "category") and _host_type(t) is not None:  # (chunks as they are)
-        return _numeric_partial(col, t, kind, sample_every, vocab, sample)
+        return _numeric_partial(col, t, kind, sample_every, vocab, sample, exact=exact)
     col = _array(col)
     if pa.types.is_dictionary(t):
         col, t = col.dictionary_decode(), t.value_type
@@ -137,13 +142,18 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
     if kind == "list":
         lengths = pc.list_value_length(col).drop_null().cast(pa.int64())
         s_lengths = pc.list_value_length(sample).drop_null().cast(pa.int64())
-        lp = column_partial(lengths, sample_every, sample=s_lengths)
-        vp = column_partial(pc.list_flatten(col), sample_every, vocab, categorical, sample=pc.list_flatten(sample))
+        lp = column_partial(lengths, sample_every, sample=s_lengths, exact=exact)
+        vp = column_partial(pc.list_flatten(col), sample_every, vocab, categorical, sample=pc.list_flatten(sample),
+                            exact=exact)
         return ColumnPartial(str(t), kind, rows, col.null_count, 0, 0, None, None, None, HLL.empty(), None,
                              vp.oov, sample_every, lengths=lp, values=vp)
     nulls, nan, inf = col.null_count, 0, 0
     moments = minmax = kll = freq = None
-    if kind == "float":
+    if kind == "float" and not exact:  # the sketches' values: the sample's finite ones
+        finite = pc.is_finite(sample)
+        if int(pc.sum(finite).as_py() or 0) < len(sample) - sample.null_count:
+            sample = pc.filter(sample, finite)
+    elif kind == "float":
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
         finite = pc.is_finite(col)
         inf = rows - nulls - nan - int(pc.sum(finite).as_py() or 0)
@@ -151,7 +161,7 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
         if nan or inf:
             col = pc.filter(col, finite)  # the finite values (nulls dropped too)
             sample = col if sample_every == 1 else pc.filter(sample, pc.is_finite(sample))
-    if kind in ("int", "float"):
+    if kind in ("int", "float") and exact:
         moments, minmax = _exact_moments(col)
     valid = sample.drop_null() if sample.null_count else sample
     if kind in ("int", "float"):
@@ -180,32 +190,35 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
 
 
 def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, vocab: Any,
-                     sample: Optional[Any], chunks: Optional[List[Chunk]] = None) -> ColumnPartial:
+                     sample: Optional[Any], chunks: Optional[List[Chunk]] = None, exact: bool = True) -> ColumnPartial:
     """:func:`column_partial` of a primitive int or float column (``kind`` int, float or category),
     with numpy on views of Arrow's buffers: the sample is a strided view of the values (or the
     given ``sample``), sorted once; the sorted run lengths are its value counts (frequent values,
     OOV), their distinct values feed the HLL, and the KLL sketch gets the sorted values (its
     compactions sort less; any input order keeps its error bound). Same partial as the Arrow path.
     ``chunks``: the column's :data:`Chunk` list when the caller has it (the fit's host column of an
-    int column: one chunk, its values hot in the cache); read from ``col`` otherwise."""
+    int column: one chunk, its values hot in the cache); read from ``col`` otherwise. ``exact``:
+    see :func:`column_partial` (False: the sketches only)."""
     rows, nulls, nan, inf = len(col), col.null_count, 0, 0
     if chunks is None:
         chunks = _chunks(col)
-    if kind == "float":
+    if kind == "float" and exact:
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
         inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
     moments = minmax = kll = freq = None
-    vals = _host_values(chunks, sample_every) if sample is None else _host_values(_chunks(sample), 1)
-    if kind == "float" and (nan or inf):
-        vals = vals[np.isfinite(vals)]
+    vals, owned = _host_values_owned(chunks, sample_every) if sample is None else _host_values_owned(_chunks(sample), 1)
+    if kind == "float" and (nan or inf or not exact):
+        vals, owned = _finite(vals, owned)
+    exact = exact and kind != "category"  # (ids: no moments)
     if vocab is None and vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
-        if kind != "category":  # (the sample's extremes are values of valid rows: see _valid_extrema)
+        if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
             moments, minmax = _host_moments(col, nan or inf, chunks, (vals.min(), vals.max()) if vals.size else None)
         return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, None, _NO_HLL, None, None,
-                             sample_every, pending=np.array(vals, dtype=_host_type(t), copy=True))  # (no view kept)
-    s, keys, counts = _sorted_runs(vals)
-    if kind != "category":  # (the sample's extremes are values of valid rows: see _valid_extrema)
+                             sample_every, pending=np.asarray(vals, _host_type(t)) if owned
+                             else np.array(vals, _host_type(t), copy=True))  # (no view of a buffer kept)
+    s, keys, counts = _sorted_runs(vals, owned)
+    if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
         moments, minmax = _host_moments(col, nan or inf, chunks, (keys[0], keys[-1]) if keys.size else None)
     kll, hll, freq = _sketches(kind, s, keys, counts, sample_every)
     oov = None
@@ -228,7 +241,7 @@ def _sketches(kind: str, s: np.ndarray, keys: np.ndarray, counts: np.ndarray, ev
               ) -> "tuple[Optional[bytes], HLL, Optional[Frequent]]":
     """(KLL, HLL, frequent values) of a column's sampled values: ``s`` sorted, ``keys`` / ``counts``
     their distinct values and counts (:func:`_sorted_runs`); counts scaled by ``every``."""
-    kll = kll_of(s.astype(np.float64)) if kind != "category" else None
+    kll = kll_of(s.astype(np.float64, copy=False)) if kind != "category" else None  # (s: a new array)
     freq = _scaled(Frequent.of_counts(keys, counts, s.size), every) if kind != "float" else None
     return kll, HLL.of_hashes(hash64(keys)), freq
 
@@ -298,13 +311,14 @@ def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
 
 
 def partial_table(table: pa.Table, sample_every: int = 1, vocabs: Optional[Dict[str, Any]] = None,
-                  categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
-    """``{column: partial}`` of every column of ``table`` (``categorical``: int id columns)."""
+                  categorical: Sequence[str] = (), exact: bool = True) -> Dict[str, ColumnPartial]:
+    """``{column: partial}`` of every column of ``table`` (``categorical``: int id columns;
+    ``exact``: see :func:`column_partial`)."""
     vocabs = vocabs or {}
     cats = set(categorical)
     # each column's sketches see the same rows: every ``sample_every``-th of the partition (a
     # strided sample: no ordering bias), taken per column (a view of a numeric column's buffer)
-    return {name: column_partial(table.column(name), sample_every, vocabs.get(name), name in cats)
+    return {name: column_partial(table.column(name), sample_every, vocabs.get(name), name in cats, exact=exact)
             for name in table.column_names}
 
 
@@ -330,8 +344,9 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
                        vocabs: Optional[Dict[str, Any]] = None, categorical: Sequence[str] = ()) -> Dict[str, ColumnPartial]:
     """The partials of ``columns`` of the frame ``df``: for a column in ``exact`` (``{column: (rows,
     nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
-    strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact``; the others
-    (list columns, ...) from the whole frame."""
+    strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact`` (the sample's
+    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the others (list
+    columns, ..., and a numeric column whose entry lacks moments) from the whole frame."""
     parts: Dict[str, ColumnPartial] = {}
     host = [c for c in columns if c not in exact]
     if host:
@@ -340,16 +355,23 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
     if dev:
         frame = df[dev]
         sample = frame if sample_every == 1 else frame.iloc[::sample_every]
-        sampled = partial_table(as_table(sample, dev), 1, vocabs, categorical)
+        # the sketches only: the sample's own NaN/inf counts, moments and extrema would be replaced
+        sampled = partial_table(as_table(sample, dev), 1, vocabs, categorical, exact=False)
+        lacking = []
         for c in dev:
             rows, nulls, nan, inf, mom, mm = exact[c]
             p = sampled[c]
+            numeric = p.kind in ("int", "float")
+            if numeric and (mom is None or mm is None):
+                lacking.append(c)  # (no exact moments for a column that has them: the whole column's)
+                continue
             parts[c] = replace(
                 p, rows=rows, nulls=nulls, nan=nan, inf=inf,
-                moments=Moments(*mom) if p.moments is not None and mom is not None else p.moments,
-                minmax=MinMax(*mm) if p.minmax is not None and mm is not None else p.minmax,
+                moments=Moments(*mom) if numeric else None, minmax=MinMax(*mm) if numeric else None,
                 freq=None if p.freq is None else _scaled(p.freq, sample_every),
                 oov=None if p.oov is None else p.oov * sample_every, sample_every=sample_every)
+        if lacking:
+            parts.update(partial_table(as_table(df, lacking), sample_every, vocabs, categorical))
     return {c: parts[c] for c in columns}
 
 

@@ -47,6 +47,12 @@ def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
     """The non-null values of every ``step``-th row (rows 0, step, 2 step...) of a column's
     :data:`Chunk` list, as numpy: strided views of the values (no copy of the rows left out, no
     concatenation of the chunks first), their nulls dropped (the unpacked mask strided alike)."""
+    return _host_values_owned(chunks, step)[0]
+
+
+def _host_values_owned(chunks: List[Chunk], step: int) -> "tuple[np.ndarray, bool]":
+    """(:func:`_host_values`, whether that array is a new one: nulls dropped or chunks joined, so
+    the caller may sort it in place; else it is a view of a buffer others read)."""
     out, start = [], 0
     for values, mask in chunks:
         first = (-start) % step  # the chunk's first sampled row
@@ -57,20 +63,35 @@ def _host_values(chunks: List[Chunk], step: int) -> np.ndarray:
             values = values[first::step]
         if mask is not None:
             values = values[~(mask[first::step] if step > 1 else mask)]
-        out.append(values)
+        out.append((values, mask is not None))
     if not out:
-        return np.zeros(0, dtype=chunks[0][0].dtype if chunks else np.float64)
-    return out[0] if len(out) == 1 else np.concatenate(out)
+        return np.zeros(0, dtype=chunks[0][0].dtype if chunks else np.float64), True
+    if len(out) == 1:
+        return out[0]
+    return np.concatenate([v for v, _ in out]), True
 
 
-def _sorted_runs(values: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+def _finite(values: np.ndarray, owned: bool = False) -> "tuple[np.ndarray, bool]":
+    """(the finite values of a float array, whether that array is a new one): ``values`` itself
+    (``owned`` as given) when all are finite: no copy."""
+    ok = np.isfinite(values)
+    return (values, owned) if ok.all() else (values[ok], True)
+
+
+def _sorted_runs(values: np.ndarray, owned: bool = False) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     """(the values sorted, the distinct values ascending in ``values``' dtype, their counts) of a
     numpy array. 64-bit ints within ``[0, 2**32)`` (hashed ids, most counts) sort as uint32, about
-    twice as fast as int64; the sorted array is then uint32 (same order, same numbers)."""
+    twice as fast as int64; the sorted array is then uint32 (same order, same numbers). The sort
+    is in place in a new array: the uint32 copy, or ``values`` itself where ``owned`` (an array
+    the caller made and reads no more: no copy)."""
     if values.size == 0:
         return values, values, np.zeros(0, dtype=np.int64)
     if values.dtype.kind in "iu" and values.dtype.itemsize == 8 and values.min() >= 0 and values.max() < 1 << 32:
-        s = np.sort(values.astype(np.uint32))
+        s = values.astype(np.uint32)
+        s.sort()
+    elif owned:
+        s = values
+        s.sort()
     else:
         s = np.sort(values)
     starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))

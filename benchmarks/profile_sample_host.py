@@ -1,0 +1,117 @@
+"""The host work of the GPU profile's partial, measured on the CPU (issue #35): best-of-N seconds of
+``tabprep.stats.profile.partial_with_exact`` (the exact part given, as the device computes it;
+the sketches from every ``--every``-th row, copied to the host) on one pandas frame of Criteo-like
+columns: ``label``, 13 continuous columns and 26 hashed id columns.
+
+    python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 5
+    python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 5 --arrow
+
+``--every 10`` samples 500k rows, what one 25M-row partition of the GPU benchmark's 50M rows samples
+(``PROFILE_SAMPLE_ROWS``). Default frame: numpy columns as pandas reads the parquet files (the
+continuous columns float64 with NaN for their nulls, the id columns int64, nulls as 0); ``--arrow``:
+``pd.ArrowDtype`` columns, int64 with null masks, as cuDF hands them to Arrow. Compare two
+versions of tabprep by alternating runs with ``PYTHONPATH`` naming each checkout; ``--split`` then
+times the sample's partials alone with and without their exact part (``exact=True`` / ``False``,
+alternating in this process); ``--cprofile N`` prints the N most expensive functions of one more call.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+
+def frame(rows: int, arrow: bool, cache: str) -> pd.DataFrame:
+    from tabprep.io.synthetic import generate_criteo
+
+    path = os.path.join(cache, f"criteo_{rows}")
+    if not os.path.exists(os.path.join(path, "_DONE")):
+        generate_criteo(rows, path, files=1)
+        open(os.path.join(path, "_DONE"), "w").close()
+    table = pq.read_table(os.path.join(path, "part-00000.parquet"))
+    if arrow:
+        return table.to_pandas(types_mapper=pd.ArrowDtype)
+    df = table.to_pandas()
+    for c in df.columns:
+        if c.startswith("C"):
+            df[c] = df[c].fillna(0).astype(np.int64)
+        elif c.startswith("I"):
+            df[c] = df[c].astype(np.float64)
+    return df
+
+
+def exact_of(df: pd.DataFrame) -> dict:
+    """The exact part of each column's partial with numpy (what the device would compute)."""
+    out = {}
+    for c in df.columns:
+        v = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        fin = v[np.isfinite(v)]
+        nulls = int(np.isnan(v).sum())
+        mom = (fin.size, float(fin.mean()), float(((fin - fin.mean()) ** 2).sum())) if fin.size else (0, 0.0, 0.0)
+        out[c] = (len(v), nulls, 0, int(np.isinf(v).sum()), mom,
+                  (float(fin.min()), float(fin.max())) if fin.size else (None, None))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--every", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--arrow", action="store_true", help="pd.ArrowDtype columns (int64 with null masks)")
+    ap.add_argument("--cache", default="/tmp/tabprep_profile_sample_host")
+    ap.add_argument("--cprofile", type=int, default=0)
+    ap.add_argument("--split", action="store_true",
+                    help="then the sample's partials alone, with and without their exact part, alternating")
+    args = ap.parse_args()
+
+    import tabprep
+    from tabprep.stats.profile import partial_with_exact
+
+    df = frame(args.rows, args.arrow, args.cache)
+    exact = exact_of(df)
+    cols = list(df.columns)
+    cats = [c for c in cols if c.startswith("C")]
+    partial_with_exact(df, cols, exact, args.every, None, ())  # warm-up
+    runs, cpu = [], []
+    for _ in range(args.repeat):
+        t, c = time.perf_counter(), time.process_time()
+        partial_with_exact(df, cols, exact, args.every, None, ())
+        runs.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)  # (this process's CPU: steadier on a shared machine)
+    kind = "arrow" if args.arrow else "numpy"
+    print(f"partial_with_exact {args.rows:,} rows x {len(cols)} columns ({kind}, {len(cats)} id), every "
+          f"{args.every}: best {min(runs):.3f} s wall, {min(cpu):.3f} s CPU (wall runs "
+          f"{', '.join(f'{r:.3f}' for r in runs)}) [{os.path.dirname(os.path.dirname(tabprep.__file__))}]", flush=True)
+    if args.split:
+        # the sample's partials alone (the sample taken and turned into Arrow once, before the
+        # clock), computed the way partial_with_exact did before (exact=True: NaN/inf counts,
+        # moments and extrema of the sample, then replaced) and does now (exact=False), alternating
+        from tabprep.stats.profile import as_table, partial_table
+
+        table = as_table(df.iloc[::args.every], cols)
+        best = {True: [], False: []}
+        for _ in range(args.repeat):
+            for ex in (True, False):
+                t = time.process_time()
+                partial_table(table, 1, None, (), exact=ex)
+                best[ex].append(time.process_time() - t)
+        print(f"  the sample's partials ({table.num_rows:,} rows), best CPU s: with the sample's exact part "
+              f"{min(best[True]):.3f}, sketches only {min(best[False]):.3f}", flush=True)
+    if args.cprofile:
+        import cProfile
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.enable()
+        partial_with_exact(df, cols, exact, args.every, None, ())
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(args.cprofile)
+
+
+if __name__ == "__main__":
+    main()
