@@ -16,8 +16,10 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
+import pandas as pd
 
 from .arrays import array_module, float_values, int_data
+from .columns import HostColumn
 from .dispatch import Dispatch, register_gpu_lazy
 
 finite_moments = Dispatch("finite_moments", """``(count, mean, m2)`` of the finite values of a scalar
@@ -95,6 +97,18 @@ The GPU implementation is libcudf's (no CuPy kernel to compile on a fresh worker
 def _infinite_count(series: Any) -> int:
     x = float_values(series)
     return int(array_module(x).isinf(x).sum())
+
+
+@infinite_count.register((pd.Series, HostColumn))
+def _infinite_count_host(series: Any) -> int:
+    v = series.values
+    if not (isinstance(v, np.ndarray) and v.dtype.kind == "f"):
+        return _infinite_count(series)  # (masked / Arrow-backed values: as floats, nulls NaN)
+    # numpy floats (a pandas column's values, a host column's): no float64 copy, one bool pass; a
+    # host column's null slots are not read (their values are arbitrary)
+    inf = np.isinf(v)
+    mask = series.mask if isinstance(series, HostColumn) else None
+    return int((inf & ~mask).sum() if mask is not None else inf.sum())
 
 
 int_counts = Dispatch("int_counts", """``(keys, counts, nulls)`` of an int / bool / nullable-int series:

@@ -11,7 +11,6 @@ from fractions import Fraction
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
-import pandas as pd
 
 from .. import backend
 
@@ -66,13 +65,6 @@ def infinite_count(series: Any) -> int:
     s = _leaves(series)
     if getattr(getattr(s, "dtype", None), "kind", "f") in ("i", "u", "b", "M", "m"):
         return 0  # (datetimes and timedeltas too: NaT is null, never infinite)
-    if isinstance(s, (pd.Series, backend.HostColumn)):
-        v = s.values
-        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
-            # numpy floats (a pandas column's values, a host column's): no float64 copy, one bool pass
-            inf = np.isinf(v)
-            mask = s.mask if isinstance(s, backend.HostColumn) else None
-            return int((inf & ~mask).sum() if mask is not None else inf.sum())
     return backend.infinite_count(s)
 
 
