@@ -166,8 +166,7 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
     # H200 (26 HashBucket columns: ~70 ms of a 111 ms chunk, benchmarks/device_fusion.py). Same
     # hash (cuDF's hash_values is this libcudf call) and the same bytes: ints/bools as int64,
     # floats as float64; categoricals and datetimes keep the generic path.
-    np_dtype = getattr(series.dtype, "numpy_dtype", series.dtype)
-    kind = np_dtype.kind if isinstance(np_dtype, np.dtype) else None
+    kind = A._numpy_kind_dtype(series.dtype).kind   # (pandas nullable dtypes by their numpy one; "O" otherwise)
     if not (kind in _HASH_AS or (kind == "O" and A.is_string_series(series))) or not len(series):
         return A._bucket_ids(series, nb, dtype)
     col = _plc_column(series)
@@ -261,11 +260,10 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
     """The :class:`~tabprep.backend.columns.DeviceColumn` of a numeric / bool cuDF series: its CuPy
     values (a view when there is no null), or with nulls fresh values (0 / False / NaN in the null
     slots, which the kernels never read as values) and the null mask; None for other dtypes."""
-    dtype = series.dtype
     # a cuDF series made from a pandas nullable column keeps its pandas dtype (Int64, Float64,
     # boolean: cuDF 26 reports pd.Int64Dtype()); its values are the numpy dtype's
-    dtype = getattr(dtype, "numpy_dtype", dtype)
-    if not isinstance(dtype, np.dtype) or dtype.kind not in "iufb":
+    dtype = A._numpy_kind_dtype(series.dtype)
+    if dtype.kind not in "iufb":
         return None  # strings, lists, categoricals, decimals, datetimes: the ops' transform
     if not series.has_nulls:
         return C.DeviceColumn(series.values, None)
