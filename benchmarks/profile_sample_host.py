@@ -17,22 +17,22 @@ alternating in this process); ``--cprofile N`` prints the N most expensive funct
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import sys
 import time
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from criteo import ensure_data  # noqa: E402
+
 
 def frame(rows: int, arrow: bool, cache: str) -> pd.DataFrame:
-    from tabprep.io.synthetic import generate_criteo
-
-    path = os.path.join(cache, f"criteo_{rows}")
-    if not os.path.exists(os.path.join(path, "_DONE")):
-        generate_criteo(rows, path, files=1)
-        open(os.path.join(path, "_DONE"), "w").close()
-    table = pq.read_table(os.path.join(path, "part-00000.parquet"))
+    path = ensure_data(rows, cache, 1)   # the benchmarks' cached Criteo-like data (seed 0, one file)
+    table = pq.read_table(glob.glob(os.path.join(path, "*.parquet"))[0])
     if arrow:
         return table.to_pandas(types_mapper=pd.ArrowDtype)
     df = table.to_pandas()
