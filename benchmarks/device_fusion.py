@@ -47,7 +47,6 @@ def main() -> None:
 
         from tabprep.backend import gpu_warmup
 
-        os.environ.setdefault(gpu_warmup.DEVICE_FUSION_ENV, "1")  # the default, unless the environment says 0
         frame = cudf.read_parquet(files)
         sync = cupy.cuda.Device().synchronize
         gpu_warmup.start()  # the GPU backend fuses chains once the warm-up has built their kernels
