@@ -1,0 +1,190 @@
+"""Where a loader epoch's wall time goes: chunk preparation against batch consumption (issue 33).
+
+    python benchmarks/loader_anatomy.py --gpu --rows 20000000 --dir /dev/shm/fl [--workflow] [--profile]
+    python benchmarks/loader_anatomy.py --rows 2000000                    # CPU
+
+On the framework benchmark's data (``framework_loaders.py``'s layout: ``--files`` files, row groups of
+``--row-group`` rows; with ``--workflow`` the raw data and the Criteo workflow online, else the data
+transformed beforehand), one shuffled epoch of the core loader timed four ways, each the best of
+``--passes``:
+
+* ``epoch``: the loader as users run it (``threads`` and ``prefetch`` defaults);
+* ``epoch threads=1``: one preparation thread;
+* ``prepare``: every chunk prepared on this thread (``_prepare_chunk``), stage by stage: read,
+  transform, columns to arrays, permutation to the device, gather into blocks, the chunk's wait;
+* ``consume``: batches cut from chunks prepared beforehand (the consumer's own cost), and the same
+  with each batch handed to PyTorch (``--torch``: one DLPack import per block, as ``TorchAsyncItr``).
+
+``--profile``: cProfile (own time, top 18) of ``prepare`` and ``consume``.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import glob
+import os
+import pstats
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import tabprep as tp  # noqa: E402
+from tabprep.io.synthetic import generate_criteo  # noqa: E402
+
+CATS = [f"C{i}" for i in range(1, 27)]
+CONTS = [f"I{i}" for i in range(1, 14)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--row-group", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=65536)
+    ap.add_argument("--buffer-size", type=float, default=None)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--workflow", action="store_true", help="raw data with the Criteo workflow online")
+    ap.add_argument("--torch", action="store_true", help="also consume with a DLPack hand-off per block")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
+    args = ap.parse_args()
+    from framework_loaders import criteo_workflow
+
+    gpu = args.gpu
+    bs = args.buffer_size or (2_000_000 if gpu else 250_000)
+    data = os.path.join(args.dir, f"criteo_{args.rows}")
+    if not os.path.exists(os.path.join(data, "_DONE")):
+        shutil.rmtree(data, ignore_errors=True)
+        generate_criteo(args.rows, data, files=args.files, seed=0, row_group_size=args.row_group)
+        open(os.path.join(data, "_DONE"), "w").close()
+    files = sorted(glob.glob(os.path.join(data, "*.parquet")))
+    wf = criteo_workflow(1_000_000)
+    wf.fit(tp.Dataset(files, cpu=not gpu))
+    if not args.workflow:
+        done = os.path.join(args.dir, f"criteo_{args.rows}_transformed")
+        if not os.path.exists(os.path.join(done, "_DONE")):
+            shutil.rmtree(done, ignore_errors=True)
+            wf.transform(tp.Dataset(files, cpu=not gpu)).to_parquet(done, row_group_size=args.row_group)
+            open(os.path.join(done, "_DONE"), "w").close()
+        files = sorted(glob.glob(os.path.join(done, "*.parquet")))
+
+    def sync() -> None:
+        if gpu:
+            import cupy
+            cupy.cuda.Device().synchronize()
+
+    from tabprep import backend
+    from tabprep.loader import DataLoader
+    from tabprep.loader.blocks import build_blocks, cut
+
+    def make(seed: int, **kw):
+        ld = DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=seed,
+                        shuffle=True, buffer_size=bs, parts_per_chunk=2, device=0 if gpu else "cpu", **kw)
+        return ld.map(wf) if args.workflow else ld
+
+    def best(fn) -> float:
+        out = []
+        for p in range(args.passes):
+            sync()
+            t = time.perf_counter()
+            fn(p)
+            sync()
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    rows = args.rows
+    what = "workflow online" if args.workflow else "transformed data"
+    print(f"{'GPU' if gpu else 'CPU'}, {rows:,} rows, {what}, batch {args.batch:,}, buffer {bs:g}", flush=True)
+
+    def report(label: str, s: float) -> None:
+        print(f"  {label:34s} {s:7.3f} s  {rows / s / 1e6:8.2f} M rows/s", flush=True)
+
+    def epoch(p: int, **kw) -> None:
+        for _ in make(p, **kw):
+            pass
+
+    epoch(9)  # warm-up
+    report("epoch", best(lambda p: epoch(p)))
+    report("epoch threads=1", best(lambda p: epoch(p, threads=1)))
+
+    ld = make(0, prefetch=0)
+    ld._ensure_ready()
+    plan = ld.plan(0)
+    stages = dict(read=0.0, transform=0.0, columns=0.0, permutation=0.0, blocks=0.0)
+
+    def prepare(collect: list) -> None:
+        for k in range(len(plan.chunks)):
+            t0 = time.perf_counter()
+            raw = ld._source.read_pieces(plan.chunks[k], ld._read_columns)
+            if raw is None:
+                parts = [ld._read_piece(p) for p in plan.chunks[k]]
+                raw = ld._source.stack(parts) if ld._transform is not None else ld._source.stack_columns(parts)
+            sync()
+            t1 = time.perf_counter()
+            df = ld._transform(raw) if ld._transform is not None else raw
+            sync()
+            t2 = time.perf_counter()
+            cols = ld._to_columns(df, raw)
+            sync()
+            t3 = time.perf_counter()
+            perm = ld._device.index_array(np.random.default_rng(k).permutation(len(df)))
+            sync()
+            t4 = time.perf_counter()
+            chunk = build_blocks(cols, ld._label_names, perm, 0, len(df))
+            sync()
+            t5 = time.perf_counter()
+            for key, a, b in (("read", t0, t1), ("transform", t1, t2), ("columns", t2, t3),
+                              ("permutation", t3, t4), ("blocks", t4, t5)):
+                stages[key] += b - a
+            collect.append(chunk)
+
+    chunks: list = []
+    prepare([])   # warm
+    for key in stages:
+        stages[key] = 0.0
+    t = time.perf_counter()
+    prepare(chunks)
+    report("prepare (all chunks, one thread)", time.perf_counter() - t)
+    for key, s in stages.items():
+        print(f"    {key:32s} {s:7.3f} s", flush=True)
+
+    def consume(p: int, hand=None) -> None:
+        for ch in chunks:
+            n = ch.num_rows
+            for a in range(0, n - args.batch + 1, args.batch):
+                b = cut(ch, a, a + args.batch)
+                if hand is not None:
+                    hand(b)
+
+    report("consume (cut batches)", best(consume))
+    if args.torch:
+        import torch
+
+        def to_torch(b):
+            for _, arr in b.blocks:
+                t = torch.from_dlpack(arr)
+                [t[j] for j in range(t.shape[0])]
+
+        report("consume + torch DLPack per block", best(lambda p: consume(p, to_torch)))
+    if args.profile:
+        for label, fn in (("prepare", lambda: prepare([])), ("consume", lambda: consume(0))):
+            prof = cProfile.Profile()
+            prof.enable()
+            fn()
+            sync()
+            prof.disable()
+            print(f"--- cProfile: {label}")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+    del backend
+
+
+if __name__ == "__main__":
+    main()
