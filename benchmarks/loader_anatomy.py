@@ -54,6 +54,10 @@ def main() -> None:
     ap.add_argument("--workflow", action="store_true", help="raw data with the Criteo workflow online")
     ap.add_argument("--torch", action="store_true", help="also consume with a DLPack hand-off per block")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--variants", action="store_true",
+                    help="also the epoch with one thing taken away at a time (benchmark-only patches, to find the "
+                         "critical path): no shuffle, permutations drawn beforehand, no per-chunk wait, 3 threads, "
+                         "reads through pylibcudf with parsed footers (GPU)")
     ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
     from framework_loaders import criteo_workflow
@@ -86,8 +90,9 @@ def main() -> None:
     from tabprep.loader.blocks import build_blocks, cut
 
     def make(seed: int, **kw):
+        kw = {"shuffle": True, **kw}
         ld = DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=seed,
-                        shuffle=True, buffer_size=bs, parts_per_chunk=2, device=0 if gpu else "cpu", **kw)
+                        buffer_size=bs, parts_per_chunk=2, device=0 if gpu else "cpu", **kw)
         return ld.map(wf) if args.workflow else ld
 
     def best(fn) -> float:
@@ -114,6 +119,9 @@ def main() -> None:
     epoch(9)  # warm-up
     report("epoch", best(lambda p: epoch(p)))
     report("epoch threads=1", best(lambda p: epoch(p, threads=1)))
+
+    if args.variants:
+        variants(make, epoch, best, report, gpu, files)
 
     ld = make(0, prefetch=0)
     ld._ensure_ready()
@@ -183,7 +191,86 @@ def main() -> None:
             prof.disable()
             print(f"--- cProfile: {label}")
             pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+    if args.profile and args.workflow:
+        raws = []
+        for k in range(len(plan.chunks)):
+            raw = ld._source.read_pieces(plan.chunks[k], ld._read_columns)
+            if raw is None:
+                raw = ld._source.stack([ld._read_piece(p) for p in plan.chunks[k]])
+            raws.append(raw)
+        prof = cProfile.Profile()
+        prof.enable()
+        for raw in raws:
+            ld._transform(raw)
+        sync()
+        prof.disable()
+        print("--- cProfile: the transform alone, by cumulative time (tabprep's functions)")
+        pstats.Stats(prof).sort_stats("cumtime").print_stats("tabprep", 30)
     del backend
+
+
+def variants(make, epoch, best, report, gpu, files) -> None:
+    """The epoch with one cost taken away at a time (monkeypatches: never a product path)."""
+    from tabprep.loader import planning
+    from tabprep.loader import sources
+
+    report("epoch shuffle=False", best(lambda p: epoch(p, shuffle=False)))
+    report("epoch threads=3", best(lambda p: epoch(p, threads=3)))
+    cache = {}
+    real = planning.chunk_permutation
+
+    def cached(plan, k, n):
+        key = (n, k)
+        if key not in cache:
+            cache[key] = real(plan, k, n)
+        return cache[key]
+
+    planning.chunk_permutation = cached
+    try:
+        epoch(0)   # fills the cache (the seeds differ per pass, the cost is what counts)
+        report("epoch, permutations drawn before", best(lambda p: epoch(0)))
+    finally:
+        planning.chunk_permutation = real
+    ld0 = make(0)
+    dev = type(ld0._device)
+    sync = dev.synchronize
+    dev.synchronize = lambda self: None
+    try:
+        report("epoch, no per-chunk wait", best(lambda p: epoch(p)))
+    finally:
+        dev.synchronize = sync
+    if gpu:
+        import cudf
+        import pylibcudf as plc
+
+        def footer(path):
+            with open(path, "rb") as f:
+                f.seek(-8, 2)
+                n = int.from_bytes(f.read(4), "little")
+                f.seek(-8 - n, 2)
+                return plc.io.parquet_metadata.FileMetaData.from_bytes(f.read(n))
+
+        footers = {f: footer(f) for f in files}
+        real_read = sources._ParquetSource.read_pieces
+
+        def read_pieces(self, pieces, columns):
+            paths, groups = [], []
+            for p in pieces:
+                units = [self.units[i] for i in p.units]
+                paths.append(self._where[units[0].group][0])
+                groups.append([u.key for u in units])
+            opts = plc.io.parquet.ParquetReaderOptions.builder(plc.io.SourceInfo(paths)) \
+                .use_pandas_metadata(False).build()
+            opts.set_row_groups(groups)
+            if columns is not None:
+                opts.set_column_names(list(columns))
+            return cudf.DataFrame.from_pylibcudf(plc.io.parquet.read_parquet(opts, parquet_metadatas=[footers[p] for p in paths]))
+
+        sources._ParquetSource.read_pieces = read_pieces
+        try:
+            report("epoch, pylibcudf reads", best(lambda p: epoch(p)))
+        finally:
+            sources._ParquetSource.read_pieces = real_read
 
 
 if __name__ == "__main__":
