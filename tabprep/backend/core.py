@@ -336,6 +336,16 @@ class HostDevice:
         """A row permutation (numpy int64) as the gathers on this device take it: as it is."""
         return perm
 
+    #: a chunk's row order is drawn on the host, in the loader's permutation threads, while the
+    #: chunk is read (numpy releases the GIL)
+    host_orders = True
+
+    def row_order(self, n: int, seed: Any) -> Optional[np.ndarray]:
+        """The seeded row order of a chunk of ``n`` rows (:func:`tabprep.backend.permute.row_order`)."""
+        from .permute import row_order
+
+        return row_order(n, seed)
+
     def prepare_allocator(self) -> bool:
         """Nothing to set up for host memory (see :meth:`CudaDevice.prepare_allocator`)."""
         return False
@@ -403,6 +413,29 @@ class CudaDevice:
         with cupy.cuda.Device(self.index):
             return cupy.asarray(arr)
 
+    #: a chunk's row order is computed on the device (one kernel, no copy from the host): see
+    #: :meth:`row_order`
+    host_orders = False
+
+    def row_order(self, n: int, seed: Any) -> Any:
+        """The seeded row order of a chunk of ``n`` rows on this device, equal to the host's
+        (:mod:`tabprep.backend.permute`): the keyed order computed by one CUDA kernel, or below
+        ``KEYED_MIN_ROWS`` rows numpy's shuffle copied to the device; None below 2 rows."""
+        from . import permute
+
+        if n <= 1:
+            return None
+        if n < permute.KEYED_MIN_ROWS:
+            return self.index_array(permute.shuffled(n, seed))
+        import cupy
+
+        word, keys, mask, s = permute.keyed_params(n, seed)
+        with cupy.cuda.Device(self.index):
+            out = cupy.empty(n, dtype=permute.index_dtype(n))
+            keyed_order_kernel()(cupy.asarray(keys), word.type(mask), word.type(s), word.type(n),
+                                 np.int32(permute.ROUNDS), out)
+            return out
+
     def index_array(self, perm: Any) -> Any:
         """A row permutation (numpy int64) on this device, as int32 where it fits: half the bytes
         to copy to the device and for the gathers to read."""
@@ -469,3 +502,14 @@ def gpu_free_memory_mb(index: int) -> Optional[float]:
         return free / 1024 ** 2
     except Exception:  # noqa: BLE001 - no cupy / no driver: caller falls back to memory growth
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def keyed_order_kernel() -> Any:
+    """The CuPy kernel of :data:`tabprep.backend.permute.KEYED_ORDER_KERNEL` (built once)."""
+    import cupy
+
+    from .permute import KEYED_ORDER_KERNEL
+
+    return cupy.ElementwiseKernel("raw T keys, T mask, T s, T n, int32 rounds", "O y", KEYED_ORDER_KERNEL,
+                                  "tabprep_keyed_order")

@@ -107,6 +107,16 @@ def _k_scatter() -> None:
     out[_a([2, 0, 1], np.int64)] = _a([5, 6, 7], np.int64)
 
 
+def _k_keyed_order() -> None:
+    """The shuffled loader's row-order kernel (CudaDevice.row_order), on a tiny output."""
+    import cupy
+
+    from .core import keyed_order_kernel
+
+    out = cupy.empty(3, dtype=np.int32)
+    keyed_order_kernel()(_a([1, 1, 0] * 4, np.uint32), np.uint32(3), np.uint32(1), np.uint32(3), np.int32(4), out)
+
+
 def _k_copyto(dtype: Any, fill: Any = 0) -> None:
     import cupy
 
@@ -175,7 +185,7 @@ def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
         (_log1p, ("float64",)), (_k_copyto, (np.float32, np.nan)), (_k_copyto, (np.uint32,)),
         (_k_astype, (np.int32, np.int64)), (_k_astype, (np.int64, np.float64)),
         (_k_astype, (np.float64, np.float64)),
-        (_log1p, ("int32",)), (_log1p, ("float32",)),
+        (_log1p, ("int32",)), (_log1p, ("float32",)), (_k_keyed_order, ()),
     ]
     if device_fusion():
         tasks += [(_fused_chain, ("int64",)), (_fused_chain, ("float32",)), (_fused_chain, ("float64",))]

@@ -20,7 +20,7 @@ from .._warn import first_time, warn_difference
 from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
-from .planning import _EpochPlan, chunk_permutation, permutation_job
+from .planning import _EpochPlan, permutation_job
 from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
@@ -98,7 +98,9 @@ class _ChunkPreparation:
         expected = plan.offsets[k + 1] - plan.offsets[k]
         # the chunk's row order is drawn on the host while its pieces are read and transformed
         # (numpy releases the GIL while shuffling): ~60 ms per 4M rows no longer adds to the chunk
-        perm_job = permutation_job(plan, k) if self._exact and self.shuffle and expected > 1 else None
+        # (a GPU computes the order itself: one kernel, no copy from the host)
+        perm_job = permutation_job(plan, k) if self._exact and self.shuffle and expected > 1 \
+            and self._device.host_orders else None
         raw = self._source.read_pieces(pieces, self._read_columns)
         if raw is None:
             parts = [self._read_piece(p) for p in pieces]
@@ -140,7 +142,7 @@ class _ChunkPreparation:
         return chunk
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
-        return chunk_permutation(plan, k, n) if self.shuffle else None
+        return self._device.row_order(n, plan.chunk_seed(k)) if self.shuffle else None
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

@@ -155,23 +155,19 @@ _JOBS_LOCK = threading.Lock()
 
 
 def chunk_permutation(plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
-    """The seeded row order of chunk ``k`` of ``n`` rows (numpy, on the host, so the same on the
-    CPU and the GPU); None for fewer than 2 rows.
+    """The seeded row order of chunk ``k`` of ``n`` rows, on the host: the one every device gives
+    (:mod:`tabprep.backend.permute`: numpy's shuffle below ``KEYED_MIN_ROWS`` rows, else the keyed
+    order); None for fewer than 2 rows."""
+    from ..backend.permute import row_order
 
-    ``Generator.permutation(n)`` is ``shuffle(arange(n))``; shuffling an int32 ``arange`` makes the
-    same draws, so the order is the same, in half the bytes (the GPU's gathers take int32 indices
-    anyway). int64 where ``n`` does not fit int32."""
-    if n <= 1:
-        return None
-    order = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
-    np.random.default_rng(plan.chunk_seed(k)).shuffle(order)
-    return order
+    return row_order(n, plan.chunk_seed(k))
 
 
 def permutation_job(plan: _EpochPlan, k: int) -> Optional["concurrent.futures.Future"]:
     """The permutation of chunk ``k`` (its planned rows), drawn in :data:`PERMUTATIONS`, and that of
-    chunk ``k + 1`` started too: drawing 3M rows' order takes ~55 ms on a fast host, longer than the
-    GPU takes to read those rows, so a chunk's order is drawn while the chunk before it is prepared.
+    chunk ``k + 1`` started too, for a loader whose device draws orders on the host (the CPU: the GPU
+    computes them itself, see ``CudaDevice.row_order``): a chunk's order is drawn while the chunk
+    before it is prepared.
     None for a chunk of fewer than 2 rows."""
     with _JOBS_LOCK:
         jobs = plan._permutation_jobs
