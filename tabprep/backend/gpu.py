@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from . import arrays as A
 from . import columns as C
+from . import gpu_parquet
 from . import frames as F
 from . import lists as L
 from . import lookup as K
@@ -486,15 +487,19 @@ def _fs_kwargs(filesystem: Any) -> dict:
 
 
 def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
-                       filesystem: Any = None):
-    return cudf.read_parquet(path, columns=columns, row_groups=[list(row_groups)] if row_groups is not None else None,
-                             **_fs_kwargs(filesystem))
+                       filesystem: Any = None, direct: bool = False):
+    groups = [list(row_groups)] if row_groups is not None else None
+    # direct (the loader's reads): local files with a column list through pylibcudf (gpu_parquet.py)
+    df = gpu_parquet.read([path], groups, columns, filesystem) if direct else None
+    return df if df is not None else cudf.read_parquet(path, columns=columns, row_groups=groups, **_fs_kwargs(filesystem))
 
 
 def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]],
-                        filesystem: Any = None):
-    return cudf.read_parquet(list(paths), columns=columns, row_groups=[list(g) for g in row_groups],
-                             **_fs_kwargs(filesystem))
+                        filesystem: Any = None, direct: bool = False):
+    groups = [list(g) for g in row_groups]
+    df = gpu_parquet.read(paths, groups, columns, filesystem) if direct else None
+    return df if df is not None else cudf.read_parquet(list(paths), columns=columns, row_groups=groups,
+                                                       **_fs_kwargs(filesystem))
 
 
 @_register(P.write_parquet_part)
@@ -514,7 +519,8 @@ class CudfParquetReader:
 
     def read(self, path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
              filesystem: Any = None) -> Any:
-        return read_parquet_piece(path, row_groups, columns, filesystem=filesystem)
+        # (the loader's parts: pylibcudf's direct read where it applies, gpu_parquet.py)
+        return read_parquet_piece(path, row_groups, columns, filesystem=filesystem, direct=True)
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return parts[0].reset_index(drop=True) if len(parts) == 1 else F.concat_rows(parts)

@@ -93,19 +93,22 @@ def empty_frame(schema: pa.Schema, cpu: bool, nulls: Optional[set] = None) -> An
 
 
 def read_parquet_piece(path: str, row_groups: Optional[Sequence[int]], columns: Optional[List[str]],
-                       cpu: bool, filesystem: Any = None):
+                       cpu: bool, filesystem: Any = None, direct: bool = False):
     """Read some row groups of one parquet file on either backend; ``filesystem``: None for a
-    local path, else the (fsspec / pyarrow) file system ``path`` is on."""
+    local path, else the (fsspec / pyarrow) file system ``path`` is on. ``direct`` (the loader's
+    reads): on the GPU, local files with a column list go through pylibcudf with parsed footers
+    and no pandas metadata (``tabprep.backend.gpu_parquet``); the CPU reads alike either way."""
     if not cpu:
-        return _gpu().read_parquet_piece(path, row_groups, columns, filesystem=filesystem)
+        return _gpu().read_parquet_piece(path, row_groups, columns, filesystem=filesystem, direct=direct)
     return arrow_to_frame(read_parquet_table(path, row_groups, columns, filesystem), cpu=True)
 
 
 def read_parquet_pieces(paths: Sequence[str], row_groups: Sequence[Sequence[int]], columns: Optional[List[str]],
-                        cpu: bool, filesystem: Any = None):
-    """Row groups of several parquet files (same schema, same ``filesystem``), stacked in order, as one frame."""
+                        cpu: bool, filesystem: Any = None, direct: bool = False):
+    """Row groups of several parquet files (same schema, same ``filesystem``), stacked in order, as one
+    frame; ``direct``: see :func:`read_parquet_piece`."""
     if not cpu:
-        return _gpu().read_parquet_pieces(paths, row_groups, columns, filesystem=filesystem)
+        return _gpu().read_parquet_pieces(paths, row_groups, columns, filesystem=filesystem, direct=direct)
     return tables_to_frame([read_parquet_table(p, g, columns, filesystem) for p, g in zip(paths, row_groups)])
 
 

@@ -117,7 +117,8 @@ class _ParquetSource(_Source):
 
     def read(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         path, filesystem = self._where[units[0].group]
-        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu, filesystem=filesystem)
+        return backend.read_parquet_piece(path, [u.key for u in units], columns, self.cpu, filesystem=filesystem,
+                                          direct=True)
 
     def read_arrow(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         path, filesystem = self._where[units[0].group]
@@ -143,7 +144,7 @@ class _ParquetSource(_Source):
             paths.append(path)
             groups.append([u.key for u in units])
         try:
-            return backend.read_parquet_pieces(paths, groups, columns, False)
+            return backend.read_parquet_pieces(paths, groups, columns, False, direct=True)
         except Exception as exc:  # noqa: BLE001 - e.g. schemas differ between files: read piece by piece
             log.debug("reading %d pieces in one call failed (%s); reading them one by one", len(pieces), exc)
             return None
