@@ -137,8 +137,11 @@ class _ChunkPreparation:
                 c.host_offsets = backend.to_numpy(c.offsets)
                 if tracked is not None and name in tracked and getattr(c, "levels", None) is None:
                     self._record_longest(name, c.host_offsets)
-        # one wait per chunk: its arrays are complete before the consumer's thread slices them
-        self._device.synchronize()
+        # the chunk's device work is marked done by an event the consumer waits on when it takes the
+        # chunk (_ChunkStream.get): its arrays are complete before the consumer's thread hands them
+        # on, and this thread goes on to its next chunk without waiting for the GPU (a wait here, on
+        # the default stream, also waited for the other preparation thread's queued work).
+        chunk.ready = self._device.mark_ready()
         return chunk
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:

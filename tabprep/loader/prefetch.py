@@ -169,6 +169,10 @@ class _ChunkStream:
             got, chunk = self._pf.get()
             assert got == k, (got, k)
             self._next = k + 1
+        ready = getattr(chunk, "ready", None)
+        if ready is not None:   # the chunk's device work (see DataLoader._prepare_chunk), once per chunk
+            ready.synchronize()
+            chunk.ready = None
         self._last = (k, chunk)
         return chunk
 
