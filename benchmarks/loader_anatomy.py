@@ -10,8 +10,8 @@ transformed beforehand), one shuffled epoch of the core loader timed four ways, 
 
 * ``epoch``: the loader as users run it (``threads`` and ``prefetch`` defaults);
 * ``epoch threads=1``: one preparation thread;
-* ``prepare``: every chunk prepared on this thread (``_prepare_chunk``), stage by stage: read,
-  transform, columns to arrays, permutation to the device, gather into blocks, the chunk's wait;
+* ``prepare``: every chunk prepared on this thread (``_prepare_chunk``'s steps), stage by stage: read,
+  transform, columns to arrays, the row order on the device, gather into blocks;
 * ``consume``: batches cut from chunks prepared beforehand (the consumer's own cost), and the same
   with each batch handed to PyTorch (``--torch``: one DLPack import per block, as ``TorchAsyncItr``).
 
@@ -55,9 +55,9 @@ def main() -> None:
     ap.add_argument("--torch", action="store_true", help="also consume with a DLPack hand-off per block")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--variants", action="store_true",
-                    help="also the epoch with one thing taken away at a time (benchmark-only patches, to find the "
-                         "critical path): no shuffle, permutations drawn beforehand, no per-chunk wait, 3 threads, "
-                         "reads through pylibcudf with parsed footers (GPU)")
+                    help="also the epoch with each loader change of issue 33 switched back (GPU: orders drawn on the "
+                         "host, a stream wait per chunk, cudf.read_parquet, frames by the constructor; one at a time "
+                         "and all four), with no shuffle and with 3 threads")
     ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
     from framework_loaders import criteo_workflow
@@ -143,7 +143,7 @@ def main() -> None:
             cols = ld._to_columns(df, raw)
             sync()
             t3 = time.perf_counter()
-            perm = ld._device.index_array(np.random.default_rng(k).permutation(len(df)))
+            perm = ld._device.index_array(ld._device.row_order(len(df), plan.chunk_seed(k)))
             sync()
             t4 = time.perf_counter()
             chunk = build_blocks(cols, ld._label_names, perm, 0, len(df))
@@ -210,67 +210,64 @@ def main() -> None:
 
 
 def variants(make, epoch, best, report, gpu, files) -> None:
-    """The epoch with one cost taken away at a time (monkeypatches: never a product path)."""
-    from tabprep.loader import planning
-    from tabprep.loader import sources
+    """The epoch with each of issue 33's loader changes switched back to what came before, one at a
+    time and all together (environment switches; on the GPU, and a benchmark-only patch for the
+    host-drawn orders), then with no shuffle and with 3 threads."""
+    import contextlib
 
+    from tabprep.backend import permute
+    from tabprep.backend.core import CudaDevice
+
+    @contextlib.contextmanager
+    def env(name, value):
+        old = os.environ.get(name)
+        os.environ[name] = value
+        try:
+            yield
+        finally:
+            if old is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = old
+
+    @contextlib.contextmanager
+    def host_orders():   # the orders drawn with numpy's shuffle on the host, then copied (before 9b915b4)
+        saved = CudaDevice.row_order, CudaDevice.host_orders
+        CudaDevice.row_order = lambda self, n, seed: None if n <= 1 else self.index_array(permute.shuffled(n, seed))
+        CudaDevice.host_orders = True
+        from tabprep.loader import planning
+        real = planning.chunk_permutation
+        planning.chunk_permutation = lambda plan, k, n: None if n <= 1 else permute.shuffled(n, plan.chunk_seed(k))
+        try:
+            yield
+        finally:
+            CudaDevice.row_order, CudaDevice.host_orders = saved
+            planning.chunk_permutation = real
+
+    @contextlib.contextmanager
+    def constructor_frames():
+        from tabprep.backend import gpu as g
+        saved = g._FAST_FRAMES
+        g._FAST_FRAMES = False
+        try:
+            yield
+        finally:
+            g._FAST_FRAMES = saved
+
+    if gpu:
+        olds = {"orders drawn on the host": host_orders, "stream wait per chunk": lambda: env(
+                    "TABPREP_LOADER_STREAM_WAIT", "1"),
+                "cudf.read_parquet": lambda: env("TABPREP_GPU_DIRECT_READ", "0"),
+                "frames by the constructor": constructor_frames}
+        for label, ctx in olds.items():
+            with ctx():
+                report(f"epoch, {label}", best(lambda p: epoch(p)))
+        with contextlib.ExitStack() as stack:
+            for ctx in olds.values():
+                stack.enter_context(ctx())
+            report("epoch, all four as before", best(lambda p: epoch(p)))
     report("epoch shuffle=False", best(lambda p: epoch(p, shuffle=False)))
     report("epoch threads=3", best(lambda p: epoch(p, threads=3)))
-    cache = {}
-    real = planning.chunk_permutation
-
-    def cached(plan, k, n):
-        key = (n, k)
-        if key not in cache:
-            cache[key] = real(plan, k, n)
-        return cache[key]
-
-    planning.chunk_permutation = cached
-    try:
-        epoch(0)   # fills the cache (the seeds differ per pass, the cost is what counts)
-        report("epoch, permutations drawn before", best(lambda p: epoch(0)))
-    finally:
-        planning.chunk_permutation = real
-    ld0 = make(0)
-    dev = type(ld0._device)
-    sync = dev.synchronize
-    dev.synchronize = lambda self: None
-    try:
-        report("epoch, no per-chunk wait", best(lambda p: epoch(p)))
-    finally:
-        dev.synchronize = sync
-    if gpu:
-        import cudf
-        import pylibcudf as plc
-
-        def footer(path):
-            with open(path, "rb") as f:
-                f.seek(-8, 2)
-                n = int.from_bytes(f.read(4), "little")
-                f.seek(-8 - n, 2)
-                return plc.io.parquet_metadata.FileMetaData.from_bytes(f.read(n))
-
-        footers = {f: footer(f) for f in files}
-        real_read = sources._ParquetSource.read_pieces
-
-        def read_pieces(self, pieces, columns):
-            paths, groups = [], []
-            for p in pieces:
-                units = [self.units[i] for i in p.units]
-                paths.append(self._where[units[0].group][0])
-                groups.append([u.key for u in units])
-            opts = plc.io.parquet.ParquetReaderOptions.builder(plc.io.SourceInfo(paths)) \
-                .use_pandas_metadata(False).build()
-            opts.set_row_groups(groups)
-            if columns is not None:
-                opts.set_column_names(list(columns))
-            return cudf.DataFrame.from_pylibcudf(plc.io.parquet.read_parquet(opts, parquet_metadatas=[footers[p] for p in paths]))
-
-        sources._ParquetSource.read_pieces = read_pieces
-        try:
-            report("epoch, pylibcudf reads", best(lambda p: epoch(p)))
-        finally:
-            sources._ParquetSource.read_pieces = real_read
 
 
 if __name__ == "__main__":
