@@ -33,7 +33,6 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-import numpy as np  # noqa: E402
 
 import tabprep as tp  # noqa: E402
 from tabprep.io.synthetic import generate_criteo  # noqa: E402
