@@ -152,3 +152,26 @@ def test_importing_the_loader_keeps_jax_from_preallocating_the_gpu():
     env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = ".3"                 # the user's own setting wins
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert res.stdout.strip() == "None", res.stderr[-2000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+                    reason="cuDF and a CUDA build of JAX are needed")
+@pytest.mark.parametrize("handoff", ["1", "0"])
+def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeypatch, handoff):
+    # batches sliced from chunk blocks imported once (TABPREP_JAX_CHUNK_HANDOFF=1, the default) and
+    # copied per batch (0): every column of every batch equals the CPU's, with batches that span two
+    # chunks (joined), a short last batch, and several block dtypes (ids, floats, labels)
+    monkeypatch.setenv("TABPREP_JAX_CHUNK_HANDOFF", handoff)
+    d, wf, _ = data
+    kw = dict(seed=9, buffer_size=700, batch_size=300, shuffle=True)
+    cpu = list(JaxLoader(d, cats=["row", "C1"], conts=["x"], labels=["label"], device="cpu", **kw))
+    gpu = list(JaxLoader(d, cats=["row", "C1"], conts=["x"], labels=["label"], device=0, **kw))
+    assert len(cpu) == len(gpu) == -(-N // 300)
+    for (xc, yc), (xg, yg) in zip(cpu, gpu):
+        for name in ["row", "C1", "x"]:
+            assert {dv.platform for dv in xg[name].devices()} == {"gpu"}
+            np.testing.assert_array_equal(np.asarray(xg[name]), np.asarray(xc[name]), err_msg=name)
+        np.testing.assert_array_equal(np.asarray(yg), np.asarray(yc))
+    rows = np.concatenate([np.asarray(x["row"]) for x, _ in gpu])
+    np.testing.assert_array_equal(np.sort(rows), np.arange(N))

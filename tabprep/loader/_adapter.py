@@ -345,9 +345,10 @@ class FrameworkLoader(LoaderViews):
     def _array(self, arr: Any) -> Any:
         raise NotImplementedError
 
-    def _block_columns(self, block: Any) -> List[Any]:
+    def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[Any]:
         """The rows of a batch's block (``(columns, rows)``, numpy / cupy) as framework arrays:
-        one hand-off, then row views."""
+        one hand-off, then row views. ``span``, ``index``: where the block lies in its chunk and its
+        position in the batch (:attr:`Batch.spans`; used by the JAX adapter)."""
         arr = self._array(block)
         return [arr[j] for j in range(block.shape[0])]
 
@@ -376,8 +377,10 @@ class FrameworkLoader(LoaderViews):
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         done: Dict[str, Any] = {}
         if self._block_handoff:
-            for names, block in getattr(batch, "blocks", ()):
-                done.update(zip(names, self._block_columns(block)))   # one hand-off per block
+            spans = getattr(batch, "spans", None) or ()
+            for i, (names, block) in enumerate(getattr(batch, "blocks", ())):
+                span = spans[i] if i < len(spans) else None
+                done.update(zip(names, self._block_columns(block, span, i)))   # one hand-off per block
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             value = batch[name]

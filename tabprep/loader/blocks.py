@@ -37,15 +37,19 @@ class _BlockChunk(_Chunk):
 class Batch(dict):
     """One batch: ``{column: array}`` (1-D views for scalar columns, :class:`RaggedBatch` for
     list columns), plus ``blocks``, the ``(names, 2-D array)`` slices its scalar columns are rows
-    of (empty when the columns are not laid out in blocks), and ``joined``: True when the batch
-    was assembled from two chunks (its arrays are new, made on the consumer's thread)."""
+    of (empty when the columns are not laid out in blocks), ``joined``: True when the batch
+    was assembled from two chunks (its arrays are new, made on the consumer's thread), and
+    ``spans``: where each block slice lies in its chunk's block."""
 
-    __slots__ = ("blocks", "joined")
+    __slots__ = ("blocks", "joined", "spans")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.blocks: List[Tuple[Tuple[str, ...], Any]] = []
         self.joined = False
+        #: per block of ``blocks``, ``(chunk block, a, b)``: the slice is ``chunk_block[:, a:b]`` (a
+        #: framework adapter may hand the whole chunk block over once); empty for a joined batch
+        self.spans: List[Tuple[Any, int, int]] = []
 
 
 def build_blocks(columns: Dict[str, Any], labels: Sequence[str], perm: Optional[Any], first: int,
@@ -86,6 +90,7 @@ def cut(chunk: _Chunk, a: int, b: int) -> Batch:
     for blk in blocks:
         view = blk.array[:, a:b]
         batch.blocks.append((blk.names, view))
+        batch.spans.append((blk.array, a, b))
         for j, n in enumerate(blk.names):
             rows[n] = view[j]
     for name, col in chunk.columns.items():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -53,17 +54,56 @@ def _splitter(keep_dims: bool) -> Callable[[jax.Array], Any]:
     return jax.jit(split)
 
 
-def block_columns(block: Any, keep_dims: bool = False) -> List[jax.Array]:
+@functools.lru_cache(maxsize=None)
+def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
+    """A jitted ``block[:, start:start + size]`` split into its rows, ``start`` a traced scalar: one
+    dispatch per batch and block, compiled once per chunk-block shape and batch size."""
+    def take(a: jax.Array, start: Any) -> Any:
+        part = jax.lax.dynamic_slice_in_dim(a, start, size, axis=1)
+        return tuple(part[j][:, None] if keep_dims else part[j] for j in range(a.shape[0]))
+    return jax.jit(take)
+
+
+def chunk_handoff() -> bool:
+    """Whether GPU batches are taken from chunk blocks imported into JAX once per chunk
+    (``TABPREP_JAX_CHUNK_HANDOFF=0``: a contiguous copy and an import per batch, as before)."""
+    return os.environ.get("TABPREP_JAX_CHUNK_HANDOFF", "1") != "0"
+
+
+class ChunkBlocks:
+    """The JAX arrays of the chunk blocks a loader's batches are slices of (:attr:`Batch.spans`):
+    each chunk block is imported once through DLPack (contiguous, no copy) and every batch is one
+    jitted slice of it, where each batch was a contiguous copy of its strided slice, an import and
+    a split (three dispatches and a copy per block). Holds the current chunk's blocks only."""
+
+    def __init__(self) -> None:
+        self._held: Dict[int, Any] = {}   # block position -> (cupy chunk block, its jax array)
+
+    def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
+        base, a, b = span
+        held = self._held.get(i)
+        if held is None or held[0] is not base:
+            held = self._held[i] = (base, jax.dlpack.from_dlpack(base))   # keeps the cupy block alive
+        return list(_slicer(keep_dims, int(b - a))(held[1], np.int32(a)))
+
+
+def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
+                  chunks: Optional[ChunkBlocks] = None, index: int = 0) -> List[jax.Array]:
     """The rows of a batch's block (numpy / cupy ``(columns, rows)``) as ``jax.Array`` columns.
 
     XLA takes only dense row-major buffers through DLPack, and a batch's slice of a block is
-    strided: it is made contiguous first (one device copy of the batch), handed over once and split
-    in one jitted call, instead of one DLPack import per column (~0.1 ms each on an H200). A numpy
-    block's rows go to XLA's CPU client in one ``jax.device_put`` of the list of rows."""
+    strided: with ``span`` (the batch's place in its chunk block, :attr:`Batch.spans`) and
+    ``chunks``, the chunk block (contiguous) is imported once and the batch is one jitted slice of it
+    (:class:`ChunkBlocks`); otherwise the slice is made contiguous (one device copy of the batch),
+    handed over once and split in one jitted call, instead of one DLPack import per column (~0.1 ms
+    each on an H200). A numpy block's rows go to XLA's CPU client in one ``jax.device_put`` of the
+    list of rows. ``index``: the block's position in the batch."""
     if isinstance(block, np.ndarray):
         # on the CPU the block's rows are contiguous already: one device_put of all of them (XLA's
         # CPU client copies each once) costs less than a contiguous copy, a transfer and a split
         return list(jax.device_put([row[:, None] if keep_dims else row for row in block]))
+    if span is not None and chunks is not None and span[0].flags.c_contiguous and chunk_handoff():
+        return chunks.columns(index, span, keep_dims)   # the chunk block imported once (ChunkBlocks)
     xp = backend.array_module(block)
     return list(_splitter(keep_dims)(_to_jax(xp.ascontiguousarray(block))))
 
@@ -158,8 +198,10 @@ class JaxLoader(FrameworkLoader):
         check_int_ranges(self, batch)
         return super()._convert_on_device(batch)
 
-    def _block_columns(self, block: Any) -> List[jax.Array]:
-        cols = block_columns(block)
+    def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[jax.Array]:
+        if not hasattr(self, "_chunk_blocks"):
+            self._chunk_blocks = ChunkBlocks()
+        cols = block_columns(block, span=span, chunks=self._chunk_blocks, index=index)
         if self.sharding is not None:
             cols = [jax.device_put(c, self.sharding) for c in cols]
         return cols

@@ -418,11 +418,16 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         done: Dict[str, Any] = {}
         if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
-            from .jax import block_columns, check_int_ranges
+            from .jax import ChunkBlocks, block_columns, check_int_ranges
 
             check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
-            for names, block in getattr(batch, "blocks", ()):
-                done.update(zip(names, block_columns(block, keep_dims=True)))
+            if not hasattr(self, "_chunk_blocks"):
+                self._chunk_blocks = ChunkBlocks()
+            spans = getattr(batch, "spans", None) or ()
+            for i, (names, block) in enumerate(getattr(batch, "blocks", ())):
+                span = spans[i] if i < len(spans) else None
+                done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=self._chunk_blocks,
+                                                     index=i)))
         dense = self._dense_columns()
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
