@@ -223,6 +223,29 @@ def _count_order(keys: np.ndarray, counts: np.ndarray, freq_threshold: int = 0,
     return keys[order].astype("int64", copy=False), counts[order].astype("int64", copy=False)
 
 
+shard_counts = Dispatch("shard_counts", """``[(keys, counts), ...]``: distinct ascending int64 ``keys`` and
+their ``counts`` (numpy or cupy) cut into ``shards`` parts by ``murmur3(key) % shards`` (the key's
+int64 bytes, :func:`tabprep.backend.murmur3`'s hash on both backends, so every worker sends a
+value to the same part), each part's keys still ascending, on the inputs' device. The fit's
+partitioned finalize of a vocabulary (``tabprep.workflow.reduction``).""")
+
+
+@shard_counts.register(object)
+def _shard_counts(keys: np.ndarray, counts: np.ndarray, shards: int) -> list:
+    from ..hashing import mod_uint32, murmur3_32
+
+    if shards <= 1 or len(keys) == 0:
+        return [(keys, counts)] + [(keys[:0], counts[:0]) for _ in range(shards - 1)]
+    ids = mod_uint32(murmur3_32(keys), shards).astype("uint8" if shards < 256 else "int64", copy=False)
+    # one stable sort by part (a radix sort for 8-bit keys) keeps each part's keys ascending,
+    # instead of ``shards`` boolean selections over all keys
+    order = np.argsort(ids, kind="stable")
+    ends = np.cumsum(np.bincount(ids, minlength=shards))
+    keys, counts = keys[order], counts[order]
+    starts = np.concatenate([[0], ends[:-1]])
+    return [(keys[a:b], counts[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
 profile_exact = Dispatch("profile_exact", """The exact part of a data profile's partial, computed where a
 partition lives: ``{column: (rows, nulls, nan, inf, moments, minmax)}`` for the scalar columns of a
 device frame (``nulls`` counts NaN too, ``moments`` is ``(count, mean, m2)`` and ``minmax`` ``(min,
@@ -237,4 +260,4 @@ def _profile_exact(df: Any, columns: Any, numeric: Any) -> None:
 
 
 register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts, _merge_counts,
-                  count_order, profile_exact, infinite_count)
+                  count_order, profile_exact, infinite_count, shard_counts)

@@ -287,15 +287,36 @@ class Categorify(StatOperator):
     def fit_combine(self, partials: List[Dict[str, V.Counts]]) -> Dict[str, V.Counts]:
         return {k: V.combine_counts([p[k] for p in partials]) for k in partials[0]}
 
+    def _entries(self, key: str) -> Optional[int]:
+        """How many values vocabulary ``key`` keeps at most (None: no limit). NVTabular's max_size
+        bounds the ids (the embedding table): padding, null and the out-of-vocabulary ids come out
+        of it, the vocabulary gets the rest (0 when they take it all)."""
+        max_size = self._param(self.max_size, key)
+        return max(max_size - (OOV_START + self.oov_buckets(key)), 0) if max_size else None
+
+    def fit_split(self, combined: Dict[str, V.Counts], shards: int) -> List[Dict[str, V.Counts]]:
+        """The partitioned finalize (``tabprep.workflow.reduction``): a worker's merged counts cut
+        into ``shards`` parts by a hash of the value (:func:`tabprep.stats.vocab.split_counts`)."""
+        out: List[Dict[str, V.Counts]] = [{} for _ in range(shards)]
+        for key, counts in combined.items():
+            for j, part in enumerate(V.split_counts(counts, shards)):
+                out[j][key] = part
+        return out
+
+    def fit_reduce(self, combined: Dict[str, V.Counts]) -> Dict[str, V.Counts]:
+        """One part of every worker's counts, merged (``fit_combine``), reduced to what its values
+        can give the vocabulary: ``freq_threshold`` and ``max_size`` applied to the part
+        (:func:`tabprep.stats.vocab.reduce_counts`). ``fit_combine`` of all parts' results, then
+        :meth:`fit_finalize`, equals :meth:`fit_finalize` of the unsplit counts."""
+        return {key: V.reduce_counts(counts, self._param(self.freq_threshold, key), self._entries(key))
+                for key, counts in combined.items()}
+
     def fit_finalize(self, columns: List[str], combined: Dict[str, V.Counts]) -> None:
         stats = {}
         for key, counts in combined.items():
-            max_size = self._param(self.max_size, key)
-            # NVTabular's max_size bounds the ids (the embedding table): padding, null and the
-            # out-of-vocabulary ids come out of it, the vocabulary gets the rest
-            entries = max_size - (OOV_START + self.oov_buckets(key)) if max_size else 0
-            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
-            if max_size and entries <= 0:
+            entries = self._entries(key)
+            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), entries or 0)
+            if entries == 0:
                 values, freqs = values[:0], freqs[:0]
             if self.vocabs and key in self.vocabs:
                 # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold

@@ -6,6 +6,7 @@ ops. Follows dask's reductions: partial -> combine -> finalize, with ``split_out
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
@@ -16,7 +17,8 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from .._warn import warn_difference
 from ..ops.base import StatOperator
 from .fusion import _declares
-from .tasks import _combine_group, _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
+from .tasks import (_combine_group, _combine_pieces, _cut_shards, _finalize_stats, _fit_partition, _reduce_shard,
+                    _split_partials, merge_keyed, unpack_state)
 
 #: how many pieces one combine task merges (the fan-in of the reduction tree), and at most how
 #: many final tasks (groups of ops) the last step runs
@@ -74,20 +76,44 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     # partials than that share cuts them into the groups (split) for the final tasks to fetch.
     keep = max(1, SPLIT_EVERY // width)
     parts = _pinned(parts, workers)  # partition i with its partial, on worker i % width
-    inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
+    # each final task's pieces, per worker: local[k][w]
+    local: List[List[List[Any]]] = [[[] for _ in range(width)] for _ in groups]
     for w in range(width):
         with _placed(workers, w):
             partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
             if len(partials) <= keep:
                 split = [split_fn(p, groups) for p in partials]
                 for k in range(len(groups)):
-                    inputs[k] += [pieces[k] for pieces in split]
+                    local[k][w] += [pieces[k] for pieces in split]
                 continue
             for k, g in enumerate(groups):
                 level = [group_fn(wf, g, *partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
                 while len(level) > keep:
                     level = [merge_fn(wf, g, *level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
-                inputs[k] += level
+                local[k][w] += level
+    shards = vocab_shards(width)
+    inputs: List[List[Any]] = []  # each final task's pieces, from every worker
+    turn = 0  # the partitioned finalize's part tasks, placed round-robin over the workers
+    for k, g in enumerate(groups):
+        sharded = [u for u in g if splits_by_hash(nodes[u[0]].op)] if shards > 1 else []
+        if not sharded:
+            inputs.append([piece for pieces in local[k] for piece in pieces])
+            continue
+        cut_fn = dask.delayed(_cut_shards, pure=True, nout=shards + 1)
+        cuts = []
+        for w in range(width):
+            if local[k][w]:
+                with _placed(workers, w):  # (its outputs' getitem tasks too: they run where the cut is)
+                    cut = cut_fn(wf, g, sharded, shards, *local[k][w])
+                    cuts.append([cut[i] for i in range(shards + 1)])
+        reduce_fn = dask.delayed(_reduce_shard, pure=True)
+        reduced = []
+        for j in range(shards):
+            with _placed(workers, turn):
+                reduced.append(reduce_fn(wf, sharded, *[c[1 + j] for c in cuts]))
+            turn += 1
+        rest = [c[0] for c in cuts] if len(sharded) < len(g) else []
+        inputs.append(rest + reduced)
     pack = not isinstance(wf, Delayed)
     final_fn = dask.delayed(_finalize_stats, pure=True)
     finals = []
@@ -95,6 +121,43 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
         with _placed(workers, k):
             finals.append(final_fn(wf, g, pack, *inputs[k]))
     return finals, pack
+
+
+#: the environment variable that sets the partitioned finalize's parts per final task (see
+#: :func:`vocab_shards`); "0" turns it off
+SHARDS_ENV = "TABPREP_VOCAB_SHARDS"
+
+
+def vocab_shards(width: int) -> int:
+    """How many parts the partitioned finalize cuts each final task's vocabularies into on ``width``
+    workers: ``TABPREP_VOCAB_SHARDS`` when set (0 or 1: off, the whole counts of a vocabulary go
+    to its final task), else one per worker; none with fewer than two workers (nothing would
+    cross). Read when the fit's graph is built, in the client."""
+    if width < 2:
+        return 0
+    raw = os.environ.get(SHARDS_ENV, "").strip()
+    if not raw:
+        return width
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"{SHARDS_ENV}={raw!r}: give a whole number of parts (0 turns the partitioned "
+                         f"finalize off)") from None
+    if n < 0 or n > 255:
+        raise ValueError(f"{SHARDS_ENV}={raw!r}: give 0 (off) to 255 parts")
+    return n if n > 1 else 0
+
+
+def splits_by_hash(op: Any) -> bool:
+    """``op``'s statistics can be finalized in parts cut by a hash of the value (Categorify):
+    a keyed op (:func:`splits_by_key`) whose ``fit_split`` and ``fit_reduce`` come from a class
+    at least as derived as its ``fit_partial``, ``fit_combine`` and ``fit_finalize`` (a user's
+    subclass overriding one of these is finalized whole)."""
+    cls = type(op)
+    if not splits_by_key(op) or not all(callable(getattr(cls, m, None)) for m in ("fit_split", "fit_reduce")):
+        return False
+    return all(_declares(cls, m, ref, StatOperator) for m in ("fit_split", "fit_reduce")
+               for ref in ("fit_partial", "fit_combine", "fit_finalize"))
 
 
 def worker_addresses(wf: Any) -> List[str]:

@@ -1,0 +1,233 @@
+"""The partitioned finalize of Categorify's vocabularies on a dask.distributed cluster (issue #34):
+each worker's merged counts of a vocabulary are cut by a hash of the value into parts, part ``j``
+of every worker is merged and reduced (threshold, top values) on one worker, and the final task
+merges the reduced parts. The vocabularies, saved files, ids and embedding sizes must be those
+of the whole-counts finalize and of plain pandas value counts, however the values are grouped.
+"""
+from __future__ import annotations
+
+import filecmp
+import logging
+import struct
+
+import mmh3
+import numpy as np
+import pandas as pd
+import pytest
+from dask.utils import key_split
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tabprep as tp
+from tabprep import backend as B
+from tabprep import ops
+from tabprep.stats import vocab as V
+from tabprep.workflow.reduction import SHARDS_ENV, vocab_shards
+from tests.conftest import is_cpu
+
+distributed = pytest.importorskip("distributed")
+
+
+# -- the reference: plain pandas ----------------------------------------------------------------
+def _ref_vocab(values: pd.Series, freq_threshold: int = 0, keep: int | None = None):
+    """(values, counts) of the non-null values: descending count, ties by ascending value, counts
+    below ``freq_threshold`` dropped, the first ``keep`` kept (None: all)."""
+    counts = values.dropna().value_counts()
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    items = [(v, n) for v, n in items if n >= max(freq_threshold, 1)]
+    if keep is not None:
+        items = items[:keep]
+    return [v for v, _ in items], [int(n) for _, n in items]
+
+
+def _sharded_finalize(workers, shards, freq_threshold, keep):
+    """What the cluster computes, in one process: each worker's counts cut into ``shards`` parts,
+    part j of every worker merged and reduced, the reduced parts merged and finalized."""
+    cuts = [V.split_counts(V.combine_counts([V.partial_counts([p]) for p in parts]), shards) for parts in workers]
+    reduced = [V.reduce_counts(V.combine_counts([c[j] for c in cuts]), freq_threshold, keep) for j in range(shards)]
+    merged = V.combine_counts(reduced)
+    values, freqs = V.finalize_vocab(merged, freq_threshold, keep or 0)
+    if keep == 0:
+        values, freqs = values[:0], freqs[:0]
+    return list(values), list(freqs), merged.nulls
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), strings=st.booleans(), shards=st.integers(1, 6), workers=st.integers(1, 4),
+       freq_threshold=st.integers(0, 3), keep=st.one_of(st.none(), st.integers(0, 6)))
+def test_sharded_finalize_equals_the_whole_one(data, strings, shards, workers, freq_threshold, keep):
+    """Property: for any grouping of the partitions into workers and any number of parts, the
+    partitioned finalize gives pandas' vocabulary (values, counts, order, nulls), with ties in the
+    counts, nulls, empty partitions and an all-null partition."""
+    cell = st.one_of(st.none(), st.integers(-3, 12))
+    parts = data.draw(st.lists(st.lists(cell, max_size=25), min_size=1, max_size=6))
+    if strings:
+        series = [pd.Series([None if v is None else f"s{v}" for v in p], dtype=object) for p in parts]
+    else:
+        series = [pd.Series(p, dtype="Int64") for p in parts]
+    owner = data.draw(st.lists(st.integers(0, workers - 1), min_size=len(parts), max_size=len(parts)))
+    grouped = [[s for s, o in zip(series, owner) if o == w] for w in range(workers)]
+    grouped = [g for g in grouped if g]
+    values, freqs, nulls = _sharded_finalize(grouped, shards, freq_threshold, keep)
+    whole = pd.concat(series, ignore_index=True)
+    ref_values, ref_freqs = _ref_vocab(whole, freq_threshold, keep)
+    assert values == ref_values and freqs == ref_freqs
+    assert nulls == int(whole.isna().sum())
+
+
+def _backend_array(backend_name, a):
+    if is_cpu(backend_name):
+        return a
+    import cupy
+
+    return cupy.asarray(a)
+
+
+def test_parts_follow_murmur3_of_the_value_on_the_backend(backend):
+    """A value's part is ``murmur3(value's int64 bytes) % parts`` (mmh3 here), the same on both
+    backends, so every worker sends it to the same part; each part keeps its values ascending
+    with their counts; nulls go with part 0. Strings (the series layout) hash their UTF-8 bytes."""
+    keys = np.array([-(1 << 62), -7, 0, 3, 4, 5, 1 << 40, (1 << 63) - 1], dtype="int64")
+    counts = np.arange(1, len(keys) + 1, dtype="int64")
+    c = V.Counts(_backend_array(backend, counts), 5, _backend_array(backend, keys))
+    parts = V.split_counts(c, 3)
+    want = [mmh3.hash(struct.pack("<q", int(k)), 0, signed=False) % 3 for k in keys]
+    for j, part in enumerate(parts):
+        got_keys, got_counts = B.to_host(part.keys), B.to_host(part.counts)
+        np.testing.assert_array_equal(got_keys, keys[[w == j for w in want]])
+        np.testing.assert_array_equal(got_counts, counts[[w == j for w in want]])
+        assert part.nulls == (5 if j == 0 else 0)
+    words = ["apple", "héllo", "", "zz", "fig"]
+    if is_cpu(backend):
+        series = pd.Series([1, 2, 3, 4, 5], index=pd.Index(words))
+    else:
+        import cudf
+
+        series = cudf.Series([1, 2, 3, 4, 5], index=cudf.Index(words))
+    parts = V.split_counts(V.Counts(series, 2), 4)
+    want = {w: mmh3.hash(w.encode(), 0, signed=False) % 4 for w in words}
+    for j, part in enumerate(parts):
+        got = B.to_host(part.counts)
+        assert sorted(got.index) == sorted(w for w in words if want[w] == j)
+        assert all(got[w] == series_value for w, series_value in zip(words, [1, 2, 3, 4, 5]) if want[w] == j)
+        assert part.nulls == (2 if j == 0 else 0)
+
+
+def test_the_number_of_parts_comes_from_the_workers_or_the_environment(monkeypatch):
+    """One part per worker by default, none without two workers; TABPREP_VOCAB_SHARDS sets it
+    (0 turns it off) and a bad value is refused naming the variable."""
+    monkeypatch.delenv(SHARDS_ENV, raising=False)
+    assert [vocab_shards(w) for w in (0, 1, 2, 4)] == [0, 0, 2, 4]
+    monkeypatch.setenv(SHARDS_ENV, "0")
+    assert vocab_shards(4) == 0
+    monkeypatch.setenv(SHARDS_ENV, "5")
+    assert vocab_shards(2) == 5 and vocab_shards(1) == 0
+    monkeypatch.setenv(SHARDS_ENV, "many")
+    with pytest.raises(ValueError, match=SHARDS_ENV):
+        vocab_shards(2)
+
+
+# -- on a cluster -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """6 parquet files (one empty): a high-cardinality int column with ties, strings with nulls
+    (one file of only nulls), a column of nulls only, a low-cardinality int pair for a combo."""
+    root = tmp_path_factory.mktemp("shards")
+    rng = np.random.default_rng(7)
+    frames = []
+    for i, n in enumerate([9_000, 7_000, 0, 8_000, 15, 6_000]):
+        big = pd.Series(rng.integers(0, 20_000, n), dtype="Int64")
+        big[rng.random(n) < 0.05] = None
+        word = pd.Series([f"w{v}" for v in rng.integers(0, 900, n)], dtype=object)
+        word[rng.random(n) < 0.1] = None
+        if i == 4:
+            word[:] = None
+        df = pd.DataFrame({"big": big, "word": word, "void": pd.Series([None] * n, dtype="Int64"),
+                           "a": rng.integers(0, 7, n), "b": rng.integers(0, 5, n)})
+        df.to_parquet(root / f"part-{i}.parquet", index=False)
+        frames.append(df)
+    return root, pd.concat(frames, ignore_index=True)
+
+
+def _workflow() -> tp.Workflow:
+    plain = ["big", "word", "void"] >> ops.Categorify()
+    limited = (["big", "word"] >> ops.Rename(postfix="_t")
+               >> ops.Categorify(freq_threshold={"big_t": 3, "word_t": 20}, max_size={"big_t": 500}))
+    capped = ["big"] >> ops.Rename(postfix="_m") >> ops.Categorify(max_size=40, num_buckets=3)
+    combo = [["a", "b"]] >> ops.Categorify(encode_type="combo")
+    return tp.Workflow(plain + limited + capped + combo)
+
+
+@pytest.fixture(scope="module")
+def fitted_here(files):
+    """The in-process fit (local scheduler: the whole-counts finalize) and its output."""
+    root, _ = files
+    ds = tp.Dataset(str(root))
+    wf = _workflow().fit(ds)
+    return wf, wf.transform(ds).to_ddf().compute()
+
+
+@pytest.fixture(scope="module", params=[(2, ""), (4, "3")], ids=lambda p: f"{p[0]}w-parts{p[1] or 'W'}")
+def cluster_fit(request, files):
+    """The fit on a cluster of 2 worker processes (one part per worker) and of 4 (3 parts: not
+    one per worker), its output, and the names of the tasks it ran. (A cluster of one worker
+    finalizes whole, as the in-process fit: tests/test_distributed.py.)"""
+    workers, parts = request.param
+    root, _ = files
+    mp = pytest.MonkeyPatch()
+    mp.setenv(SHARDS_ENV, parts)
+    try:
+        with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+            with distributed.Client(cluster) as client:
+                ds = tp.Dataset(str(root))
+                wf = _workflow()
+                with distributed.get_task_stream(client) as ts:
+                    wf.fit(ds)
+                names = {key_split(t["key"]) for t in ts.data}
+                out = wf.transform(ds).to_ddf().compute()
+    finally:
+        mp.undo()
+    return workers, wf, out, names
+
+
+def test_cluster_fit_equals_the_in_process_fit_and_pandas(cluster_fit, fitted_here, files, tmp_path):
+    """Fitted on 2 and 4 worker processes with the partitioned finalize, the
+    vocabularies (values, counts, nulls), the ids of the transformed data, the embedding sizes
+    and the saved workflow's files equal the in-process fit's; the vocabularies equal pandas'
+    value counts with freq_threshold and max_size applied (ties by ascending value, a column of
+    nulls only, an empty file, a file of nulls only)."""
+    workers, wf, out, names = cluster_fit
+    ref, ref_out = fitted_here
+    _, frame = files
+    assert "reduce_shard" in names, names  # the parts were reduced on workers
+    for got, want in zip([n.op for n in wf.stat_nodes], [n.op for n in ref.stat_nodes]):
+        assert list(got.stats_) == list(want.stats_)
+        for key in got.stats_:
+            g, w = got.stats_[key], want.stats_[key]
+            np.testing.assert_array_equal(g["values"], w["values"])
+            np.testing.assert_array_equal(g["freqs"], w["freqs"])
+            assert g["values"].dtype == w["values"].dtype, key
+            assert g["nulls"] == w["nulls"], key
+    stats = {key: st for n in wf.stat_nodes for key, st in n.op.stats_.items()}
+    for key, column, threshold, keep in [("big", "big", 0, None), ("word", "word", 0, None), ("void", "void", 0, None),
+                                         ("big_t", "big", 3, 500 - 3), ("word_t", "word", 20, None),
+                                         ("big_m", "big", 0, 40 - 2 - 3)]:
+        values, freqs = _ref_vocab(frame[column], threshold, keep)
+        assert list(stats[key]["values"]) == values, key
+        assert list(stats[key]["freqs"]) == freqs, key
+        assert stats[key]["nulls"] == int(frame[column].isna().sum()), key
+    assert len(stats["void"]["values"]) == 0
+    pd.testing.assert_frame_equal(out.reset_index(drop=True), ref_out.reset_index(drop=True))
+    assert ops.get_embedding_sizes(wf) == ops.get_embedding_sizes(ref)
+    wf.save(str(tmp_path / "cluster"))
+    ref.save(str(tmp_path / "local"))
+    _assert_same_tree(filecmp.dircmp(tmp_path / "cluster", tmp_path / "local"))
+
+
+def _assert_same_tree(cmp: filecmp.dircmp) -> None:
+    assert not cmp.left_only and not cmp.right_only, (cmp.left_only, cmp.right_only)
+    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
+    assert not mismatch and not errors, (mismatch, errors)
+    for sub in cmp.subdirs.values():
+        _assert_same_tree(sub)
