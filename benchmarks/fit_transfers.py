@@ -14,7 +14,7 @@ GPU 0: a check of the reduction's data movement on a machine with one GPU, not a
 (the workers share the device).
 
 ``--compare-shards`` alternates, on the same cluster, fits with the partitioned finalize of the
-vocabularies (``TABPREP_VOCAB_SHARDS`` unset: each worker's merged counts of a vocabulary cut
+vocabularies (``TABPREP_VOCAB_SHARDS=auto``: each worker's merged counts of a vocabulary cut
 by a hash of the value into one part per worker, each part reduced on a worker, the final task
 merging the reduced parts) and fits without (``TABPREP_VOCAB_SHARDS=0``), and prints the median of
 each and, per fit, the seconds from the last partial to the last task (the last step).
@@ -78,7 +78,7 @@ def main() -> None:
                     help="alternate timed fits with and without issue 34's statistics exchange (sizes, narrowed arrays)")
     ap.add_argument("--compare-shards", action="store_true",
                     help="alternate timed fits with the partitioned finalize of the vocabularies (one part per "
-                         "worker, tabprep.workflow.reduction.vocab_shards) and without (TABPREP_VOCAB_SHARDS=0: "
+                         "worker, TABPREP_VOCAB_SHARDS=auto) and without (TABPREP_VOCAB_SHARDS=0, the default: "
                          "each vocabulary's counts merged whole in its final task)")
     ap.add_argument("--detail", action="store_true",
                     help="per task name: compute and transfer task-s, the bytes moved between workers "
@@ -116,7 +116,7 @@ def main() -> None:
             mode = " issue-34 exchange" if new else " before issue 34"
         if args.compare_shards:  # read by the client when it builds the fit's graph
             new = i % 2 == 1
-            os.environ["TABPREP_VOCAB_SHARDS"] = "" if new else "0"
+            os.environ["TABPREP_VOCAB_SHARDS"] = "auto" if new else "0"
             mode += " partitioned finalize" if new else " whole finalize"
         if args.detail:
             client.run(_clear_transfer_log)

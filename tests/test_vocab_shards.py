@@ -23,7 +23,7 @@ from tabprep import backend as B
 from tabprep import ops
 from tabprep.stats import vocab as V
 from tabprep.workflow.reduction import SHARDS_ENV, vocab_shards
-from tests.conftest import is_cpu
+from tests.conftest import GPU_SKIP, is_cpu
 
 distributed = pytest.importorskip("distributed")
 
@@ -113,18 +113,40 @@ def test_parts_follow_murmur3_of_the_value_on_the_backend(backend):
         assert part.nulls == (2 if j == 0 else 0)
 
 
-def test_the_number_of_parts_comes_from_the_workers_or_the_environment(monkeypatch):
-    """One part per worker by default, none without two workers; TABPREP_VOCAB_SHARDS sets it
-    (0 turns it off) and a bad value is refused naming the variable."""
+def test_the_number_of_parts_comes_from_the_environment(monkeypatch):
+    """Off by default and without two workers; TABPREP_VOCAB_SHARDS=auto gives one part per worker,
+    a number that many, 0 turns it off; a bad value is refused naming the variable."""
     monkeypatch.delenv(SHARDS_ENV, raising=False)
+    assert [vocab_shards(w) for w in (0, 1, 2, 4)] == [0, 0, 0, 0]
+    monkeypatch.setenv(SHARDS_ENV, "auto")
     assert [vocab_shards(w) for w in (0, 1, 2, 4)] == [0, 0, 2, 4]
     monkeypatch.setenv(SHARDS_ENV, "0")
     assert vocab_shards(4) == 0
     monkeypatch.setenv(SHARDS_ENV, "5")
     assert vocab_shards(2) == 5 and vocab_shards(1) == 0
-    monkeypatch.setenv(SHARDS_ENV, "many")
-    with pytest.raises(ValueError, match=SHARDS_ENV):
-        vocab_shards(2)
+    for bad in ("many", "-2", "1000"):
+        monkeypatch.setenv(SHARDS_ENV, bad)
+        with pytest.raises(ValueError, match=SHARDS_ENV):
+            vocab_shards(2)
+
+
+def test_a_part_keeps_its_values_above_the_threshold_and_its_first_ones(backend):
+    """A reduced part (sorted layout, on its device): the values counted at least freq_threshold
+    times and, with max_size, the first max_size of them by descending count, ties by ascending
+    value, still ascending; pandas computes the reference."""
+    rng = np.random.default_rng(3)
+    keys = np.unique(rng.integers(-50, 5_000, 800)).astype("int64")
+    counts = rng.integers(1, 6, len(keys)).astype("int64")  # many ties
+    for threshold, keep in [(0, None), (3, None), (0, 17), (2, 40), (0, 0), (9, 5)]:
+        c = V.Counts(_backend_array(backend, counts), 4, _backend_array(backend, keys))
+        got = V.reduce_counts(c, threshold, keep)
+        ref = pd.Series(counts, index=keys)
+        ref = ref[ref >= max(threshold, 1)]
+        ref = ref.reset_index().sort_values([0, "index"], ascending=[False, True]).head(len(ref) if keep is None else keep)
+        ref = ref.sort_values("index")
+        np.testing.assert_array_equal(B.to_host(got.keys), ref["index"].to_numpy())
+        np.testing.assert_array_equal(B.to_host(got.counts), ref[0].to_numpy())
+        assert got.nulls == 4
 
 
 # -- on a cluster -----------------------------------------------------------------------------------
@@ -167,7 +189,7 @@ def fitted_here(files):
     return wf, wf.transform(ds).to_ddf().compute()
 
 
-@pytest.fixture(scope="module", params=[(2, ""), (4, "3")], ids=lambda p: f"{p[0]}w-parts{p[1] or 'W'}")
+@pytest.fixture(scope="module", params=[(2, "auto"), (4, "3")], ids=lambda p: f"{p[0]}w-parts{p[1]}")
 def cluster_fit(request, files):
     """The fit on a cluster of 2 worker processes (one part per worker) and of 4 (3 parts: not
     one per worker), its output, and the names of the tasks it ran. (A cluster of one worker
@@ -231,3 +253,35 @@ def _assert_same_tree(cmp: filecmp.dircmp) -> None:
     assert not mismatch and not errors, (mismatch, errors)
     for sub in cmp.subdirs.values():
         _assert_same_tree(sub)
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_gpu_cluster_fit_equals_the_cpu_fit_and_pandas(files, fitted_here, monkeypatch):
+    """On cuDF workers (2 processes sharing GPU 0: the parts are cut by libcudf's murmur3 and
+    compacted on the device), the partitioned finalize gives the CPU in-process fit's
+    vocabularies, ids and embedding sizes, and pandas' value counts."""
+    root, frame = files
+    ref, ref_out = fitted_here
+    monkeypatch.setenv(SHARDS_ENV, "auto")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # (inherited by the worker processes)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        ds = tp.Dataset(str(root), cpu=False)
+        wf = _workflow()
+        with distributed.get_task_stream(client) as ts:
+            wf.fit(ds)
+        out = wf.transform(ds).to_ddf().compute()
+    assert "reduce_shard" in {key_split(t["key"]) for t in ts.data}
+    for got, want in zip([n.op for n in wf.stat_nodes], [n.op for n in ref.stat_nodes]):
+        for key in want.stats_:
+            np.testing.assert_array_equal(B.to_host(got.stats_[key]["values"]), want.stats_[key]["values"])
+            np.testing.assert_array_equal(B.to_host(got.stats_[key]["freqs"]), want.stats_[key]["freqs"])
+            assert got.stats_[key]["nulls"] == want.stats_[key]["nulls"], key
+    values, freqs = _ref_vocab(frame["big"], 3, 497)
+    stats = {key: st for n in wf.stat_nodes for key, st in n.op.stats_.items()}
+    assert list(B.to_host(stats["big_t"]["values"])) == values
+    assert list(B.to_host(stats["big_t"]["freqs"])) == freqs
+    host = out.to_pandas() if hasattr(out, "to_pandas") else out
+    pd.testing.assert_frame_equal(host.reset_index(drop=True), ref_out.reset_index(drop=True), check_dtype=False)
+    assert ops.get_embedding_sizes(wf) == ops.get_embedding_sizes(ref)

@@ -205,17 +205,18 @@ def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[in
     contribute to the vocabulary: counts below ``freq_threshold`` dropped and, with ``max_size``
     (None: no limit; 0 keeps none), only its ``max_size`` first values in vocabulary order
     (descending count, ties by ascending value): the vocabulary's first ``max_size`` values are
-    among the union of the parts' first ``max_size``. Host arrays in the layout of ``counts``
-    (sorted layout: ascending values again), nulls kept: merged with the other parts (disjoint
-    values) and finalized, they give :func:`finalize_vocab` of the unsplit counts."""
+    among the union of the parts' first ``max_size``. In the layout of ``counts`` (the sorted
+    layout on its device, values ascending; the series layout on the host), nulls kept: merged with
+    the other parts (disjoint values) and finalized, they give :func:`finalize_vocab` of the unsplit
+    counts."""
+    if counts.sorted_layout:  # on its device, keys ascending as they are (no sort without max_size)
+        keys, freqs = backend.top_counts(counts.keys, counts.counts, freq_threshold, max_size)
+        return Counts(freqs, counts.nulls, keys)
     if max_size == 0:
         values, freqs = finalize_vocab(counts, freq_threshold, 0)
         values, freqs = values[:0], freqs[:0]
     else:
         values, freqs = finalize_vocab(counts, freq_threshold, max_size or 0)
-    if counts.sorted_layout:
-        order = np.argsort(values, kind="stable")
-        return Counts(freqs[order], counts.nulls, values[order])
     import pandas as pd
 
     index_dtype = backend.to_host(counts.counts[:0]).index.dtype

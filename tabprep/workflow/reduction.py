@@ -123,29 +123,30 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     return finals, pack
 
 
-#: the environment variable that sets the partitioned finalize's parts per final task (see
-#: :func:`vocab_shards`); "0" turns it off
+#: the environment variable that turns the partitioned finalize on: "auto" (one part per worker)
+#: or a number of parts; unset, "" or "0": off (see :func:`vocab_shards`)
 SHARDS_ENV = "TABPREP_VOCAB_SHARDS"
 
 
 def vocab_shards(width: int) -> int:
     """How many parts the partitioned finalize cuts each final task's vocabularies into on ``width``
-    workers: ``TABPREP_VOCAB_SHARDS`` when set (0 or 1: off, the whole counts of a vocabulary go
-    to its final task), else one per worker; none with fewer than two workers (nothing would
-    cross). Read when the fit's graph is built, in the client."""
-    if width < 2:
+    workers (0: off, a vocabulary's whole counts go to its final task): ``TABPREP_VOCAB_SHARDS``
+    ``auto`` gives one part per worker, a number that many parts; none with fewer than two workers
+    (nothing would cross). Off by default: on a CPU LocalCluster it made the fit's last step
+    slower (docs/benchmarks.md, "Scaling out"). Read when the fit's graph is built, in the client."""
+    raw = os.environ.get(SHARDS_ENV, "").strip().lower()
+    if width < 2 or raw in ("", "0", "1"):
         return 0
-    raw = os.environ.get(SHARDS_ENV, "").strip()
-    if not raw:
+    if raw == "auto":
         return width
     try:
         n = int(raw)
     except ValueError:
-        raise ValueError(f"{SHARDS_ENV}={raw!r}: give a whole number of parts (0 turns the partitioned "
-                         f"finalize off)") from None
-    if n < 0 or n > 255:
-        raise ValueError(f"{SHARDS_ENV}={raw!r}: give 0 (off) to 255 parts")
-    return n if n > 1 else 0
+        n = -1
+    if not 2 <= n <= 255:
+        raise ValueError(f"{SHARDS_ENV}={raw!r}: give 'auto' (one part per worker), a number of parts "
+                         f"from 2 to 255, or 0 (off)")
+    return n
 
 
 def splits_by_hash(op: Any) -> bool:
