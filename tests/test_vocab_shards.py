@@ -285,3 +285,62 @@ def test_gpu_cluster_fit_equals_the_cpu_fit_and_pandas(files, fitted_here, monke
     host = out.to_pandas() if hasattr(out, "to_pandas") else out
     pd.testing.assert_frame_equal(host.reset_index(drop=True), ref_out.reset_index(drop=True), check_dtype=False)
     assert ops.get_embedding_sizes(wf) == ops.get_embedding_sizes(ref)
+
+
+def test_each_part_is_cut_where_its_counts_are_and_reduced_round_robin(monkeypatch):
+    """The fit graph for 3 workers with 3 parts: every cut takes only its own worker's pieces, and
+    its parts (getitem) stay on that worker; the reduce tasks of a final task take one part from
+    each worker and are spread over the 3 workers; a final task takes the reduced parts and one
+    piece per worker of the ops not cut (Normalize), never a worker's whole counts."""
+    import functools
+
+    from dask.core import get_dependencies
+    from dask.highlevelgraph import HighLevelGraph
+
+    from tabprep.workflow.reduction import fit_graph
+
+    class FakeClient:
+        def nthreads(self):
+            return {"tcp://w0": 1, "tcp://w1": 1, "tcp://w2": 1}
+
+    class Handle:  # what _graph_handle returns with a client: a scattered future with .client
+        client = FakeClient()
+
+    monkeypatch.setenv(SHARDS_ENV, "3")
+    cols = [f"c{i}" for i in range(10)]
+    wf = tp.Workflow((cols >> ops.Categorify()) + (["x"] >> ops.Normalize()))
+    wf._bind(tp.Dataset(pd.DataFrame({**{c: [1, 2] for c in cols}, "x": [0.5, 1.0]})).schema, None)
+    nodes = {wf.node_id(n): n for n in wf.stat_nodes}
+    finals, _ = fit_graph(Handle(), nodes, [functools.partial(_never, i) for i in range(40)], None)
+    hlg = dict(HighLevelGraph.merge(*[f.__dask_graph__() for f in finals]))
+    where = {}
+    for f in finals:
+        for layer in f.__dask_graph__().layers.values():
+            for key in layer:
+                where[key] = tuple((layer.annotations or {}).get("workers") or ())
+    deps = {k: set(get_dependencies(hlg, k)) for k in hlg}
+    names = {k: key_split(k) for k in hlg}
+    cuts = [k for k in hlg if names[k] == "cut_shards"]
+    assert len(cuts) == 8 * 3  # one per final task and worker
+    for k in cuts:
+        assert {where[d] for d in deps[k]} == {where[k]}, k
+    reduces = [k for k in hlg if names[k] == "reduce_shard"]
+    assert len(reduces) == 8 * 3
+    assert {where[k] for k in reduces} == {("tcp://w0",), ("tcp://w1",), ("tcp://w2",)}
+    for k in reduces:
+        parts = deps[k]
+        assert len(parts) == 3 and all(names[p] == "getitem" for p in parts), k
+        for p in parts:
+            (cut,) = deps[p]
+            assert names[cut] == "cut_shards" and where[p] == where[cut]  # the part is taken where it was cut
+        assert len({where[p] for p in parts}) == 3
+    for f in finals:
+        inputs = deps[f.key]
+        assert sum(names[d] == "reduce_shard" for d in inputs) == 3
+        rest = [d for d in inputs if names[d] != "reduce_shard"]
+        assert all(names[d] == "getitem" and names[next(iter(deps[d]))] == "cut_shards" for d in rest)
+        assert len(rest) in (0, 3)
+
+
+def _never(i: int) -> None:
+    raise AssertionError("the graph test computes nothing")
