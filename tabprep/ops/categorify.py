@@ -295,19 +295,14 @@ class Categorify(StatOperator):
         return max(max_size - (OOV_START + self.oov_buckets(key)), 0) if max_size else None
 
     def fit_split(self, combined: Dict[str, V.Counts], shards: int) -> List[Dict[str, V.Counts]]:
-        """The partitioned finalize (``tabprep.workflow.reduction``): a worker's merged counts cut
-        into ``shards`` parts by a hash of the value (:func:`tabprep.stats.vocab.split_counts`)."""
-        out: List[Dict[str, V.Counts]] = [{} for _ in range(shards)]
-        for key, counts in combined.items():
-            for j, part in enumerate(V.split_counts(counts, shards)):
-                out[j][key] = part
-        return out
+        """The partitioned finalize (``tabprep.workflow.reduction``): merged counts cut into parts
+        by a hash of the value (``vocab.split_counts``)."""
+        cut = {key: V.split_counts(counts, shards) for key, counts in combined.items()}
+        return [{key: parts[j] for key, parts in cut.items()} for j in range(shards)]
 
     def fit_reduce(self, combined: Dict[str, V.Counts]) -> Dict[str, V.Counts]:
-        """One part of every worker's counts, merged (``fit_combine``), reduced to what its values
-        can give the vocabulary: ``freq_threshold`` and ``max_size`` applied to the part
-        (:func:`tabprep.stats.vocab.reduce_counts`). ``fit_combine`` of all parts' results, then
-        :meth:`fit_finalize`, equals :meth:`fit_finalize` of the unsplit counts."""
+        """One part, merged over the workers, with ``freq_threshold`` and ``max_size`` applied
+        (``vocab.reduce_counts``): ``fit_finalize`` of the parts' merge is that of the whole counts."""
         return {key: V.reduce_counts(counts, self._param(self.freq_threshold, key), self._entries(key))
                 for key, counts in combined.items()}
 
