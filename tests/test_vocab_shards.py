@@ -9,6 +9,7 @@ from __future__ import annotations
 import filecmp
 import logging
 import struct
+import warnings
 
 import mmh3
 import numpy as np
@@ -177,7 +178,11 @@ def _workflow() -> tp.Workflow:
                >> ops.Categorify(freq_threshold={"big_t": 3, "word_t": 20}, max_size={"big_t": 500}))
     capped = ["big"] >> ops.Rename(postfix="_m") >> ops.Categorify(max_size=40, num_buckets=3)
     combo = [["a", "b"]] >> ops.Categorify(encode_type="combo")
-    return tp.Workflow(plain + limited + capped + combo)
+    given = ["word"] >> ops.Rename(postfix="_v") >> ops.Categorify(vocabs={"word_v": ["w5", "w1", "w77"]})
+    with warnings.catch_warnings():  # (single_table's note on NVTabular's ids: not this test's subject)
+        warnings.simplefilter("ignore", tp.NVTabularDifferenceWarning)
+        shared = ["a", "big"] >> ops.Rename(postfix="_s") >> ops.Categorify(single_table=True, freq_threshold=2)
+    return tp.Workflow(plain + limited + capped + combo + given + shared)
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +219,8 @@ def cluster_fit(request, files):
 
 
 def test_cluster_fit_equals_the_in_process_fit_and_pandas(cluster_fit, fitted_here, files, tmp_path):
-    """Fitted on 2 and 4 worker processes with the partitioned finalize, the
+    """Fitted on 2 and 4 worker processes with the partitioned finalize (plain, freq_threshold,
+    max_size with num_buckets, combo, given vocabs, single_table), the
     vocabularies (values, counts, nulls), the ids of the transformed data, the embedding sizes
     and the saved workflow's files equal the in-process fit's; the vocabularies equal pandas'
     value counts with freq_threshold and max_size applied (ties by ascending value, a column of
