@@ -54,16 +54,23 @@ def _sharded_finalize(workers, shards, freq_threshold, keep):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), strings=st.booleans(), shards=st.integers(1, 6), workers=st.integers(1, 4),
-       freq_threshold=st.integers(0, 3), keep=st.one_of(st.none(), st.integers(0, 6)))
-def test_sharded_finalize_equals_the_whole_one(data, strings, shards, workers, freq_threshold, keep):
+@given(data=st.data(), kind=st.sampled_from(["int", "str", "float", "datetime"]), shards=st.integers(1, 6),
+       workers=st.integers(1, 4), freq_threshold=st.integers(0, 3), keep=st.one_of(st.none(), st.integers(0, 6)))
+def test_sharded_finalize_equals_the_whole_one(data, kind, shards, workers, freq_threshold, keep):
     """Property: for any grouping of the partitions into workers and any number of parts, the
     partitioned finalize gives pandas' vocabulary (values, counts, order, nulls), with ties in the
-    counts, nulls, empty partitions and an all-null partition."""
+    counts, nulls, empty partitions and an all-null partition; ints (the sorted layout), strings,
+    floats with +-inf and -0.0, datetimes (the series layout)."""
     cell = st.one_of(st.none(), st.integers(-3, 12))
     parts = data.draw(st.lists(st.lists(cell, max_size=25), min_size=1, max_size=6))
-    if strings:
+    floats = {-3: -np.inf, 12: np.inf, 0: -0.0}
+    if kind == "str":
         series = [pd.Series([None if v is None else f"s{v}" for v in p], dtype=object) for p in parts]
+    elif kind == "float":
+        series = [pd.Series([np.nan if v is None else floats.get(v, v / 4) for v in p], dtype="float64") for p in parts]
+    elif kind == "datetime":
+        series = [pd.Series(pd.to_datetime([None if v is None else 1_600_000_000 + v * 3600 for v in p], unit="s"))
+                  for p in parts]
     else:
         series = [pd.Series(p, dtype="Int64") for p in parts]
     owner = data.draw(st.lists(st.integers(0, workers - 1), min_size=len(parts), max_size=len(parts)))
