@@ -357,3 +357,28 @@ def test_each_part_is_cut_where_its_counts_are_and_reduced_round_robin(monkeypat
 
 def _never(i: int) -> None:
     raise AssertionError("the graph test computes nothing")
+
+
+def test_a_subclass_with_its_own_finalize_is_finalized_whole():
+    """A user's Categorify subclass overriding fit_finalize (which may look at all counts at once)
+    is not cut by hash; one declaring keyed_statistics, fit_split and fit_reduce again is;
+    Normalize (keyed, no parts) never is."""
+    from tabprep.workflow.reduction import splits_by_hash
+
+    class OwnFinalize(ops.Categorify):
+        def fit_finalize(self, columns, combined):
+            super().fit_finalize(columns, combined)
+
+    class OwnAll(OwnFinalize):
+        keyed_statistics = True  # (claimed again below its own fit_finalize: see splits_by_key)
+
+        def fit_split(self, combined, shards):
+            return super().fit_split(combined, shards)
+
+        def fit_reduce(self, combined):
+            return super().fit_reduce(combined)
+
+    assert splits_by_hash(ops.Categorify())
+    assert not splits_by_hash(OwnFinalize())
+    assert splits_by_hash(OwnAll())
+    assert not splits_by_hash(ops.Normalize())
