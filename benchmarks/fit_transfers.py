@@ -13,6 +13,12 @@ partials, the combine and finalize after them, the tail back to the client). Wit
 GPU 0: a check of the reduction's data movement on a machine with one GPU, not a scaling figure
 (the workers share the device).
 
+``--compare-shards`` alternates, on the same cluster, fits with the partitioned finalize of the
+vocabularies (``TABPREP_VOCAB_SHARDS=auto``: each worker's merged counts of a vocabulary cut
+by a hash of the value into one part per worker, each part reduced on a worker, the final task
+merging the reduced parts) and fits without (``TABPREP_VOCAB_SHARDS=0``), and prints the median of
+each and, per fit, the seconds from the last partial to the last task (the last step).
+
 ``--compare-exchange`` alternates, on the same cluster, timed fits with the statistics exchange of
 issue 34 (dask sizes the fit's statistics as what they hold, ``tabprep.workflow.sizes``; integer
 arrays cross between processes narrowed, ``tabprep.stats.vocab.narrow_ints``) and fits without
@@ -70,6 +76,10 @@ def main() -> None:
     ap.add_argument("--gen-procs", type=int, default=1, help="processes generating the data (once, cached)")
     ap.add_argument("--compare-exchange", action="store_true",
                     help="alternate timed fits with and without issue 34's statistics exchange (sizes, narrowed arrays)")
+    ap.add_argument("--compare-shards", action="store_true",
+                    help="alternate timed fits with the partitioned finalize of the vocabularies (one part per "
+                         "worker, TABPREP_VOCAB_SHARDS=auto) and without (TABPREP_VOCAB_SHARDS=0, the default: "
+                         "each vocabulary's counts merged whole in its final task)")
     ap.add_argument("--detail", action="store_true",
                     help="per task name: compute and transfer task-s, the bytes moved between workers "
                          "(by the name of the moved result), and the bytes of statistics the client receives")
@@ -104,6 +114,10 @@ def main() -> None:
             client.run(_exchange, new)
             _exchange(new)
             mode = " issue-34 exchange" if new else " before issue 34"
+        if args.compare_shards:  # read by the client when it builds the fit's graph
+            new = i % 2 == 1
+            os.environ["TABPREP_VOCAB_SHARDS"] = "auto" if new else "0"
+            mode += " partitioned finalize" if new else " whole finalize"
         if args.detail:
             client.run(_clear_transfer_log)
             received.clear()
@@ -125,12 +139,14 @@ def main() -> None:
         if i:
             walls.append(wall)
             moved.append(transfer)
-            by_mode.setdefault(mode.strip(), []).append(wall)
+            by_mode.setdefault(mode.strip(), []).append((wall, _last_step(ts.data), transfer))
     if walls:
         print(f"median fit {statistics.median(walls):.2f} s, median transfer {statistics.median(moved):.2f} task-s")
-    if args.compare_exchange:
+    if args.compare_exchange or args.compare_shards:
         for mode, ws in sorted(by_mode.items()):
-            print(f"  {mode}: median fit {statistics.median(ws):.2f} s over {len(ws)} fits")
+            print(f"  {mode}: median fit {statistics.median(w[0] for w in ws):.2f} s, last step "
+                  f"{statistics.median(w[1] for w in ws):.2f} s, transfer {statistics.median(w[2] for w in ws):.2f} "
+                  f"task-s over {len(ws)} fits")
     client.close()
     cluster.close()
 
@@ -220,6 +236,16 @@ def _print_detail(stream: List[Dict[str, Any]], logs: Dict[str, List[Dict[str, A
         print(f"    moved between workers: {n} results of {name}, {mb:.1f} MB")
     if received:
         print(f"    client received {sum(received) / 1e6:.1f} MB of statistics")
+
+
+def _last_step(stream: List[Dict[str, Any]]) -> float:
+    """Seconds from the end of the last partial to the end of the last task (the combine and
+    finalize left after the partials)."""
+    compute = [(str(t["key"]), s) for t in stream for s in t.get("startstops", ()) if s["action"] == "compute"]
+    partials = [s["stop"] for k, s in compute if "fit_partition" in k]
+    if not compute or not partials:
+        return 0.0
+    return max(s["stop"] for _, s in compute) - max(partials)
 
 
 def _phases(stream: List[Dict[str, Any]], t0: float, wall: float) -> str:

@@ -166,9 +166,11 @@ def test_partition_read_transform_write_is_one_task(cluster, data, tmp_path):
             wf.transform(ds).to_parquet(str(tmp_path / "cluster"))
     fit_tasks = [str(t["key"]) for t in fit_ts.data]
     # n partials (each with its partition's read inside) + the reduction (combine tree, the split of
-    # the last partials per group of ops, merge + finalize per group), nothing else
+    # the last partials per group of ops, the partitioned finalize's cut and reduced parts of the
+    # vocabularies, merge + finalize per group), nothing else
     assert sum("_fit_partition" in k for k in fit_tasks) == n
-    reduction = ("_combine_group", "_combine_pieces", "_split_partials", "getitem", "_finalize_stats")
+    reduction = ("_combine_group", "_combine_pieces", "_split_partials", "getitem", "_cut_shards", "_reduce_shard",
+                 "_finalize_stats")
     assert all("_fit_partition" in k or k.startswith(reduction) or k.strip("('").startswith(reduction)
                for k in fit_tasks), fit_tasks
     write_tasks = [str(t["key"]) for t in ts.data]

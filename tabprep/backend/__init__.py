@@ -58,10 +58,10 @@ from .parquet import (COMPRESSIONS, INT_ENCODINGS, ParquetReader, _arrow_int_buf
                       parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
                       tables_to_frame, write_parquet_part)
 from .reductions import (any_true, count_order, finite_minmax, finite_moments, finite_moments_minmax, finite_values,
-                         infinite_count, int_counts, merge_counts, profile_exact)
+                         infinite_count, int_counts, merge_counts, profile_exact, shard_counts, top_counts)
 
 __all__ = [
-    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "shard_counts", "top_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

@@ -191,6 +191,46 @@ def _count_order(keys: Any, counts: Any, freq_threshold: int = 0, max_size: int 
     return values, freqs
 
 
+@_register(R.shard_counts)
+def _shard_counts(keys: Any, counts: Any, shards: int) -> list:
+    # libcudf: murmur3 of the int64 keys (the host's murmur3_32 of the same bytes), modulo, then one
+    # order-keeping boolean-mask compaction per part: no CuPy kernel for a fresh worker to compile
+    if shards <= 1 or len(keys) == 0:
+        return [(keys, counts)] + [(keys[:0], counts[:0]) for _ in range(shards - 1)]
+    kcol, ccol = _plc_column(keys), _plc_column(counts)
+    if kcol.type().id() != plc.TypeId.INT64:
+        kcol = plc.unary.cast(kcol, _I64)
+    u32 = plc.DataType(plc.TypeId.UINT32)
+    h = plc.hashing.murmurhash3_x86_32(plc.Table([kcol]), 0)
+    ids = plc.binaryop.binary_operation(h, plc.Scalar.from_py(int(shards), u32), plc.binaryop.BinaryOperator.MOD, u32)
+    table = plc.Table([kcol, ccol])
+    out = []
+    for j in range(shards):
+        mask = plc.binaryop.binary_operation(ids, plc.Scalar.from_py(j, u32), plc.binaryop.BinaryOperator.EQUAL, _BOOL8)
+        part = _retain(table, mask).columns()
+        out.append((_cupy_int64(part[0]), _cupy_int64(part[1])))
+    return out
+
+
+@_register(R.top_counts)
+def _top_counts(keys: Any, counts: Any, freq_threshold: int = 0, max_size: Optional[int] = None):
+    # libcudf: the threshold as a boolean-mask compaction; the first max_size by a stable sort on
+    # descending count (keys ascend: ties by value), then a sort of those back by key
+    table = plc.Table([_plc_column(keys), _plc_column(counts)])
+    if freq_threshold and freq_threshold > 1:
+        mask = plc.binaryop.binary_operation(table.columns()[1], plc.Scalar.from_py(int(freq_threshold), _I64),
+                                             plc.binaryop.BinaryOperator.GREATER_EQUAL, _BOOL8)
+        table = _retain(table, mask)
+    if max_size is not None and table.columns()[0].size() > max_size:
+        srt = plc.sorting.stable_sort_by_key(table, plc.Table([table.columns()[1]]), [plc.types.Order.DESCENDING],
+                                             [plc.types.NullOrder.AFTER])
+        top = plc.copying.slice(srt, [0, int(max_size)])[0]
+        table = plc.sorting.sort_by_key(top, plc.Table([top.columns()[0]]), [plc.types.Order.ASCENDING],
+                                        [plc.types.NullOrder.AFTER])
+    cols = table.columns()
+    return _cupy_int64(cols[0]), _cupy_int64(cols[1])
+
+
 @_register(R.profile_exact)
 def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
     """Rows, nulls (NaN included), NaN, +-inf, moments and extrema of the finite values of each of

@@ -17,6 +17,7 @@ from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
 from ._categorify_notes import check_singled, note_null_list_rows
+from ._categorify_vocabs import _read_vocab_file
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
@@ -287,15 +288,31 @@ class Categorify(StatOperator):
     def fit_combine(self, partials: List[Dict[str, V.Counts]]) -> Dict[str, V.Counts]:
         return {k: V.combine_counts([p[k] for p in partials]) for k in partials[0]}
 
+    def _entries(self, key: str) -> Optional[int]:
+        """How many values vocabulary ``key`` keeps at most (None: no limit). NVTabular's max_size
+        bounds the ids (the embedding table): padding, null and the out-of-vocabulary ids come out
+        of it, the vocabulary gets the rest (0 when they take it all)."""
+        max_size = self._param(self.max_size, key)
+        return max(max_size - (OOV_START + self.oov_buckets(key)), 0) if max_size else None
+
+    def fit_split(self, combined: Dict[str, V.Counts], shards: int) -> List[Dict[str, V.Counts]]:
+        """The partitioned finalize (``tabprep.workflow.reduction``): merged counts cut into parts
+        by a hash of the value (``vocab.split_counts``)."""
+        cut = {key: V.split_counts(counts, shards) for key, counts in combined.items()}
+        return [{key: parts[j] for key, parts in cut.items()} for j in range(shards)]
+
+    def fit_reduce(self, combined: Dict[str, V.Counts]) -> Dict[str, V.Counts]:
+        """One part, merged over the workers, with ``freq_threshold`` and ``max_size`` applied
+        (``vocab.reduce_counts``): ``fit_finalize`` of the parts' merge is that of the whole counts."""
+        return {key: V.reduce_counts(counts, self._param(self.freq_threshold, key), self._entries(key))
+                for key, counts in combined.items()}
+
     def fit_finalize(self, columns: List[str], combined: Dict[str, V.Counts]) -> None:
         stats = {}
         for key, counts in combined.items():
-            max_size = self._param(self.max_size, key)
-            # NVTabular's max_size bounds the ids (the embedding table): padding, null and the
-            # out-of-vocabulary ids come out of it, the vocabulary gets the rest
-            entries = max_size - (OOV_START + self.oov_buckets(key)) if max_size else 0
-            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), max(entries, 0))
-            if max_size and entries <= 0:
+            entries = self._entries(key)
+            values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), entries or 0)
+            if entries == 0:
                 values, freqs = values[:0], freqs[:0]
             if self.vocabs and key in self.vocabs:
                 # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold
@@ -569,30 +586,3 @@ def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
             raise ValueError(f"Categorify vocabs[{name!r}] holds duplicate values; each value needs one id")
         out[str(name)] = vals
     return out
-
-
-def _read_vocab_file(name: str, path: str) -> list:
-    """The values of a vocabulary file (NVTabular's ``vocabs={col: path}``), in file order: its
-    column ``name``, or its only column; parquet, or csv by the ``.csv`` suffix. Nulls are
-    dropped (NVTabular's own unique-value files may hold a null row; nulls always get id 1)."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"Categorify vocabs[{name!r}]: no vocabulary file at {path!r}")
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix == ".csv":
-        from pyarrow import csv as pacsv
-
-        table = pacsv.read_csv(path)
-    elif suffix in (".parquet", ".parq", ".pq", "") or os.path.isdir(path):
-        table = pq.read_table(path)
-    else:
-        raise ValueError(f"Categorify vocabs[{name!r}]: cannot read {path!r}: unknown format {suffix!r}; "
-                         f"give a .parquet or .csv file, or the values (a list, array or Series)")
-    names = [c for c in table.column_names if not c.startswith("__index_level_")]
-    if name in names:
-        column = table.column(name)
-    elif len(names) == 1:
-        column = table.column(names[0])
-    else:
-        raise ValueError(f"Categorify vocabs[{name!r}]: {path!r} has no column {name!r} and more than one column "
-                         f"({names}); name the values column {name!r} or keep one column")
-    return [v for v in column.to_pylist() if v is not None and not (isinstance(v, float) and v != v)]

@@ -180,6 +180,49 @@ def _sum_series(parts: List[Any]) -> Any:
     return merged.groupby(level=0, sort=False).sum()
 
 
+# -- partitioned finalize -------------------------------------------------------------------------
+def split_counts(counts: Counts, shards: int) -> List[Counts]:
+    """``counts`` cut into ``shards`` parts by a hash of the value (``murmur3(value) % shards``, the
+    same on both backends): every worker sends a value's count to the same part, so part ``j`` of
+    all workers, merged, holds the whole count of each of its values. Layout and device kept; the
+    nulls go with part 0. Integer values hash as int64 (the sorted layout); the series layout hashes
+    its index (strings, floats...). A column must keep one layout on every worker (an integer
+    column read as floats in some partitions would hash ``5`` and ``5.0`` apart)."""
+    if shards <= 1:
+        return [counts]
+    if counts.sorted_layout:
+        parts = backend.shard_counts(counts.keys, counts.counts, shards)
+        return [Counts(c, counts.nulls if j == 0 else 0, k) for j, (k, c) in enumerate(parts)]
+    series = counts.counts
+    if len(series) == 0:
+        return [Counts(series, counts.nulls if j == 0 else 0) for j in range(shards)]
+    ids = backend.bucket_ids(series.index.to_series(), shards, "int32")  # values have no null
+    return [Counts(series[(ids == j).values], counts.nulls if j == 0 else 0) for j in range(shards)]
+
+
+def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[int] = None) -> Counts:
+    """One part (:func:`split_counts`, merged over the workers) reduced to what its values can
+    contribute to the vocabulary: counts below ``freq_threshold`` dropped and, with ``max_size``
+    (None: no limit; 0 keeps none), only its ``max_size`` first values in vocabulary order
+    (descending count, ties by ascending value): the vocabulary's first ``max_size`` values are
+    among the union of the parts' first ``max_size``. In the layout of ``counts`` (the sorted
+    layout on its device, values ascending; the series layout on the host), nulls kept: merged with
+    the other parts (disjoint values) and finalized, they give :func:`finalize_vocab` of the unsplit
+    counts."""
+    if counts.sorted_layout:  # on its device, keys ascending as they are (no sort without max_size)
+        keys, freqs = backend.top_counts(counts.keys, counts.counts, freq_threshold, max_size)
+        return Counts(freqs, counts.nulls, keys)
+    if max_size == 0:
+        values, freqs = finalize_vocab(counts, freq_threshold, 0)
+        values, freqs = values[:0], freqs[:0]
+    else:
+        values, freqs = finalize_vocab(counts, freq_threshold, max_size or 0)
+    import pandas as pd
+
+    index_dtype = backend.to_host(counts.counts[:0]).index.dtype
+    return Counts(pd.Series(freqs, index=pd.Index(values, dtype=index_dtype)), counts.nulls)
+
+
 # -- finalize -----------------------------------------------------------------------------------
 def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -> Tuple[Any, np.ndarray]:
     """Vocabulary in id order: descending frequency, ties by ascending value.

@@ -6,6 +6,7 @@ ops. Follows dask's reductions: partial -> combine -> finalize, with ``split_out
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import dask
@@ -16,7 +17,8 @@ from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from .._warn import warn_difference
 from ..ops.base import StatOperator
 from .fusion import _declares
-from .tasks import _combine_group, _combine_pieces, _finalize_stats, _fit_partition, _split_partials, merge_keyed, unpack_state
+from .tasks import (_combine_group, _combine_pieces, _cut_shards, _finalize_stats, _fit_partition, _reduce_shard,
+                    _split_partials, merge_keyed, unpack_state)
 
 #: how many pieces one combine task merges (the fan-in of the reduction tree), and at most how
 #: many final tasks (groups of ops) the last step runs
@@ -55,7 +57,17 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     an H100, 200M Criteo rows, 1 worker: from the fit's last task to the end of ``fit`` 1.37-1.66 s
     when the client received the merged counts and finalized them (0.15-0.2 s of that); 1.15-1.31 s
     with the finalize on the worker but the fitted op objects sent back whole; 0.29-0.32 s with
-    their state packed."""
+    their state packed.
+
+    The partitioned finalize (``TABPREP_VOCAB_SHARDS``, off by default: :func:`vocab_shards`), as
+    dask's ``split_out`` by hash within a vocabulary: each worker's merged pieces of a final task
+    are cut (``_cut_shards``, on that worker) into S parts by ``murmur3(value) % S``; part ``j`` of
+    every worker goes to one task (``_reduce_shard``, placed round-robin), which merges it and
+    keeps what can reach the vocabulary (``Categorify.fit_reduce``: ``freq_threshold``, the first
+    ``max_size``); the final task merges S reduced parts of disjoint values, so about one copy of
+    the vocabulary reaches it instead of W copies of the counts. The statistics are the same
+    (tests/test_vocab_shards.py). Measured on the 2-core CPU LocalCluster it lengthened the last
+    step (more tasks, a hash and a second exchange; docs/benchmarks.md)."""
     ids = list(nodes)
     workers = worker_addresses(wf)
     width = max(1, len(workers))
@@ -74,20 +86,44 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
     # partials than that share cuts them into the groups (split) for the final tasks to fetch.
     keep = max(1, SPLIT_EVERY // width)
     parts = _pinned(parts, workers)  # partition i with its partial, on worker i % width
-    inputs: List[List[Any]] = [[] for _ in groups]  # each final task's pieces, from every worker
+    # each final task's pieces, per worker: local[k][w]
+    local: List[List[List[Any]]] = [[[] for _ in range(width)] for _ in groups]
     for w in range(width):
         with _placed(workers, w):
             partials = [partial_fn(wf, ids, p, nullable) for p in parts[w::width]]
             if len(partials) <= keep:
                 split = [split_fn(p, groups) for p in partials]
                 for k in range(len(groups)):
-                    inputs[k] += [pieces[k] for pieces in split]
+                    local[k][w] += [pieces[k] for pieces in split]
                 continue
             for k, g in enumerate(groups):
                 level = [group_fn(wf, g, *partials[i:i + SPLIT_EVERY]) for i in range(0, len(partials), SPLIT_EVERY)]
                 while len(level) > keep:
                     level = [merge_fn(wf, g, *level[i:i + SPLIT_EVERY]) for i in range(0, len(level), SPLIT_EVERY)]
-                inputs[k] += level
+                local[k][w] += level
+    shards = vocab_shards(width)
+    inputs: List[List[Any]] = []  # each final task's pieces, from every worker
+    turn = 0  # the partitioned finalize's part tasks, placed round-robin over the workers
+    for k, g in enumerate(groups):
+        sharded = [u for u in g if splits_by_hash(nodes[u[0]].op)] if shards > 1 else []
+        if not sharded:
+            inputs.append([piece for pieces in local[k] for piece in pieces])
+            continue
+        cut_fn = dask.delayed(_cut_shards, pure=True, nout=shards + 1)
+        cuts = []
+        for w in range(width):
+            if local[k][w]:
+                with _placed(workers, w):  # (its outputs' getitem tasks too: they run where the cut is)
+                    cut = cut_fn(wf, g, sharded, shards, *local[k][w])
+                    cuts.append([cut[i] for i in range(shards + 1)])
+        reduce_fn = dask.delayed(_reduce_shard, pure=True)
+        reduced = []
+        for j in range(shards):
+            with _placed(workers, turn):
+                reduced.append(reduce_fn(wf, sharded, *[c[1 + j] for c in cuts]))
+            turn += 1
+        rest = [c[0] for c in cuts] if len(sharded) < len(g) else []
+        inputs.append(rest + reduced)
     pack = not isinstance(wf, Delayed)
     final_fn = dask.delayed(_finalize_stats, pure=True)
     finals = []
@@ -95,6 +131,44 @@ def fit_graph(wf: Any, nodes: Dict[str, Any], parts: List[Any], nullable: Option
         with _placed(workers, k):
             finals.append(final_fn(wf, g, pack, *inputs[k]))
     return finals, pack
+
+
+#: the environment variable that turns the partitioned finalize on: "auto" (one part per worker)
+#: or a number of parts; unset, "" or "0": off (see :func:`vocab_shards`)
+SHARDS_ENV = "TABPREP_VOCAB_SHARDS"
+
+
+def vocab_shards(width: int) -> int:
+    """How many parts the partitioned finalize cuts each final task's vocabularies into on ``width``
+    workers (0: off, a vocabulary's whole counts go to its final task): ``TABPREP_VOCAB_SHARDS``
+    ``auto`` gives one part per worker, a number that many parts; none with fewer than two workers
+    (nothing would cross). Off by default: on a CPU LocalCluster it made the fit's last step
+    slower (docs/benchmarks.md, "Scaling out"). Read when the fit's graph is built, in the client."""
+    raw = os.environ.get(SHARDS_ENV, "").strip().lower()
+    if width < 2 or raw in ("", "0", "1"):
+        return 0
+    if raw == "auto":
+        return width
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if not 2 <= n <= 255:
+        raise ValueError(f"{SHARDS_ENV}={raw!r}: give 'auto' (one part per worker), a number of parts "
+                         f"from 2 to 255, or 0 (off)")
+    return n
+
+
+def splits_by_hash(op: Any) -> bool:
+    """``op``'s statistics can be finalized in parts cut by a hash of the value (Categorify):
+    a keyed op (:func:`splits_by_key`) whose ``fit_split`` and ``fit_reduce`` come from a class
+    at least as derived as its ``fit_partial``, ``fit_combine`` and ``fit_finalize`` (a user's
+    subclass overriding one of these is finalized whole)."""
+    cls = type(op)
+    if not splits_by_key(op) or not all(callable(getattr(cls, m, None)) for m in ("fit_split", "fit_reduce")):
+        return False
+    return all(_declares(cls, m, ref, StatOperator) for m in ("fit_split", "fit_reduce")
+               for ref in ("fit_partial", "fit_combine", "fit_finalize"))
 
 
 def worker_addresses(wf: Any) -> List[str]:

@@ -158,7 +158,33 @@ def _combine_pieces(wf: "Workflow", units: List[Unit], *pieces: Dict[Unit, Any])
     if len(pieces) == 1:
         return pieces[0]
     by_id = wf.nodes_by_id()
-    return {unit: by_id[unit[0]].op.fit_combine([p[unit] for p in pieces]) for unit in units}
+    # (a piece may hold some of the units only: the partitioned finalize's parts, see _cut_shards)
+    return {unit: by_id[unit[0]].op.fit_combine([p[unit] for p in pieces if unit in p]) for unit in units}
+
+
+def _cut_shards(wf: "Workflow", units: List[Unit], sharded: List[Unit], shards: int,
+                *pieces: Dict[Unit, Any]) -> Tuple[Dict[Unit, Any], ...]:
+    """The partitioned finalize's cut, on the worker holding ``pieces`` (its merged pieces of a
+    final task's ``units``): ``(rest, part 0, ..., part shards-1)``, ``rest`` the units not in
+    ``sharded``, merged, for the final task, and part ``j`` each ``sharded`` unit's values hashed
+    to ``j`` (the op's ``fit_split``), for the task that reduces part ``j`` of every worker."""
+    merged = _combine_pieces(wf, units, *pieces)
+    by_id = wf.nodes_by_id()
+    keep = set(sharded)
+    parts: List[Dict[Unit, Any]] = [{} for _ in range(shards)]
+    for unit in sharded:
+        for j, part in enumerate(by_id[unit[0]].op.fit_split(merged[unit], shards)):
+            parts[j][unit] = part
+    return ({u: merged[u] for u in units if u not in keep}, *parts)
+
+
+def _reduce_shard(wf: "Workflow", units: List[Unit], *parts: Dict[Unit, Any]) -> Dict[Unit, Any]:
+    """Part ``j`` of every worker's cut (:func:`_cut_shards`) of ``units``, merged and reduced by
+    each op's ``fit_reduce`` (a vocabulary's threshold, top values and order): what the final
+    task merges with the other parts' results, about one copy of the vocabulary in all."""
+    by_id = wf.nodes_by_id()
+    merged = _combine_pieces(wf, units, *parts)
+    return {unit: by_id[unit[0]].op.fit_reduce(merged[unit]) for unit in units}
 
 
 def _finalize_stats(wf: "Workflow", units: List[Unit], pack: bool, *partials: Dict[Unit, Any]) -> Dict[Unit, Any]:
