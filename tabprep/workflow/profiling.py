@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional
 
-from ..stats.profile import ProfileStat, StatUnit
+from ..stats.profile import ProfileStat, StatUnit, kll_every_for
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ def profile_unit(wf: Any, ds: Any, columns: List[str], profile: Any) -> Any:
         every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
     else:
         every = int(profile)
-    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf))), cols)
+    # the KLL thinning factor from the pass's sample size alone (1 at the default 50k-row sample)
+    kll_every = kll_every_for(rows // every) if profile is True else 1
+    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf)),
+                                kll_every=kll_every), cols)
 
 
 def counted_columns(wf: Any) -> Dict[str, Any]:
