@@ -202,3 +202,21 @@ def test_thinned_and_unthinned_profiles_of_the_same_data_show_no_drift(backend):
     assert abs(sk.get_rank(float(np.median(finite)), True) - _exact_rank(finite, float(np.median(finite)))) <= eps
     rep = tp.drift(full, thin)
     assert not rep.drifted, rep.drifted
+
+
+def test_cli_profile_kll_every(tmp_path):
+    """``tabprep profile --kll-every 4`` records the factor and its bound in profile.json; 0 is
+    refused by name."""
+    from click.testing import CliRunner
+
+    from tabprep.cli.main import cli
+
+    r = np.random.default_rng(3)
+    data = _write_parts(tmp_path, [pd.DataFrame({"x": _chunk_values(r, 20_000)}) for _ in range(2)])
+    res = CliRunner().invoke(cli, ["profile", data, "--out", str(tmp_path / "p"), "--kll-every", "4", "-q"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "p" / "profile.json").read_text())
+    assert doc["kll_every"] == doc["columns"]["x"]["kll_every"] == 4
+    assert 0 < doc["columns"]["x"]["quantile_thinning_error"] < 1e-3
+    bad = CliRunner().invoke(cli, ["profile", data, "--out", str(tmp_path / "q"), "--kll-every", "0"])
+    assert bad.exit_code == 2 and "--kll-every" in bad.output
