@@ -220,3 +220,27 @@ def test_cli_profile_kll_every(tmp_path):
     assert 0 < doc["columns"]["x"]["quantile_thinning_error"] < 1e-3
     bad = CliRunner().invoke(cli, ["profile", data, "--out", str(tmp_path / "q"), "--kll-every", "0"])
     assert bad.exit_code == 2 and "--kll-every" in bad.output
+
+
+def test_small_partitions_with_a_vocabulary_are_thinned_once_merged():
+    """Many small partitions profiled against a vocabulary (what ``tp.drift`` does): their samples
+    wait unsketched and are thinned once merged, so the thinning's bound is one chunk's (not one
+    per partition: 40 x 8 values would be 4% here); the OOV counts are numpy's."""
+    from tabprep.stats.profile import partial_table
+
+    r = np.random.default_rng(8)
+    frames = [pd.DataFrame({"c": r.integers(0, 60, 300), "i": r.integers(-20, 90, 300)}) for _ in range(40)]
+    vocab = pd.Index(np.arange(0, 50))
+    parts = [partial_table(pa.Table.from_pandas(f, preserve_index=False), 1, {"c": vocab, "i": vocab}, ["c"],
+                           kll_every=16) for f in frames]
+    doc = prof_mod.finalize_profile(combine_tables(parts), ["c", "i"], 1, 16)
+    for name in ("c", "i"):
+        v = np.concatenate([f[name].to_numpy() for f in frames])
+        assert doc["columns"][name]["oov"] == int(np.count_nonzero(~np.isin(v, vocab))), name
+    n = 40 * 300
+    col = doc["columns"]["i"]
+    assert col["quantile_thinning_error"] == pytest.approx(2 * 8 / (n - 8))
+    finite = np.sort(np.concatenate([f["i"].to_numpy() for f in frames]).astype(np.float64))
+    sk = kll_load(__import__("base64").b64decode(col["kll"]))
+    eps = sk.normalized_rank_error(False) + col["quantile_thinning_error"]
+    assert max(abs(sk.get_rank(x, True) - _exact_rank(finite, x)) for x in np.unique(finite)) <= eps

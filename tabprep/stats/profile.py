@@ -246,10 +246,14 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
     if kind == "float" and (nan or inf or not exact):
         vals, owned = _finite(vals, owned)
     exact = exact and kind != "category"  # (ids: no moments)
-    if vocab is None and vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
+    if vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
         if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
             moments, minmax = _host_moments(col, nan or inf, chunks, (vals.min(), vals.max()) if vals.size else None)
-        return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, None, _NO_HLL, None, None,
+        # the OOV count here, from the values as they are (the vocabulary is this partition's
+        # caller's); the sketches wait, so that a thinned KLL gets few, large chunks
+        oov = None if vocab is None else (
+            int(np.count_nonzero(vocab.get_indexer(vals) < 0)) if vals.size else 0) * sample_every
+        return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, None, _NO_HLL, None, oov,
                              sample_every, pending=np.asarray(vals, _host_type(t)) if owned
                              else np.array(vals, _host_type(t), copy=True),  # (no view of a buffer kept)
                              kll_every=kll_every)
