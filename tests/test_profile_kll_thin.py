@@ -136,7 +136,8 @@ def test_partials_thinned_differently_are_never_merged():
 
 
 def test_kll_every_rule_depends_on_the_sample_size_only():
-    assert [kll_every_for(n) for n in (0, 50_000, 65_535, 65_536, 200_000, 1_000_000, 10**8)] == [1, 1, 1, 2, 4, 16, 16]
+    assert [kll_every_for(n) for n in (0, 16_383, 16_384, 50_000, 65_536, 131_072, 1_000_000, 10**8)] == \
+        [1, 1, 2, 4, 8, 16, 16, 16]
 
 
 def _write_parts(tmp_path, parts):

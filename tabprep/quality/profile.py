@@ -103,7 +103,7 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
             the sample, each standing for ``f`` values (unbiased; the added rank error, at most
             about ``f`` / the values of the smallest chunk, is ``quantile_thinning_error`` in
             ``profile.json``). Default: by the pass's sample size alone
-            (:func:`tabprep.stats.profile.kll_every_for`: 16 at a 1M-row sample, 1 below 65,536
+            (:func:`tabprep.stats.profile.kll_every_for`: 16 at a 1M-row sample, 1 below 16,384
             rows or when the row count is unknown: a frame); 1: no thinning.
 
     Memory is bounded per column (sketches: KLL ~ a few KB, HLL 4 KB, 1,024 frequent-value

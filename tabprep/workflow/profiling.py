@@ -38,12 +38,11 @@ def profile_unit(wf: Any, ds: Any, columns: List[str], profile: Any) -> Any:
             log.warning("Workflow.fit records no training profile: the datasketches package is missing "
                         "(pip install datasketches); pass profile=False to silence this")
             return None
-        rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass)
-        every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
-    else:
-        every = int(profile)
-    # the KLL thinning factor from the pass's sample size alone (1 at the default 50k-row sample)
-    kll_every = kll_every_for(rows // every) if profile is True else 1
+    rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass: unknown, no thinning)
+    every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS) if profile is True else int(profile)
+    # the KLL thinning factor from the pass's sample size alone (4 at the default 50k-row sample),
+    # the rule tp.profile follows: the same profile for the same data and sampling
+    kll_every = kll_every_for(rows // max(1, every))
     return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf)),
                                 kll_every=kll_every), cols)
 
