@@ -6,6 +6,13 @@ columns: ``label``, 13 continuous columns and 26 hashed id columns.
     python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 5
     python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 5 --arrow
 
+``--kll-every F[,F2...]``: the KLL sketches' thinning factor(s), alternating run by run in this
+process when several (default 16: what ``tp.profile``'s 1M-row sample gets, ``kll_every_for``;
+1: no thinning, the code path of before the option); ``--kll-share`` adds, per factor, the CPU
+seconds of the KLL sketching alone (``kll_of_sorted`` timed inside the calls).
+
+    python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 7 --kll-every 1,16 --kll-share
+
 ``--every 10`` samples 500k rows, what one 25M-row partition of the GPU benchmark's 50M rows samples
 (``PROFILE_SAMPLE_ROWS``). Default frame: numpy columns as pandas reads the parquet files (the
 continuous columns float64 with NaN for their nulls, the id columns int64, nulls as 0); ``--arrow``:
@@ -65,6 +72,8 @@ def main() -> None:
     ap.add_argument("--arrow", action="store_true", help="pd.ArrowDtype columns (int64 with null masks)")
     ap.add_argument("--cache", default="/tmp/tabprep_profile_sample_host")
     ap.add_argument("--cprofile", type=int, default=0)
+    ap.add_argument("--kll-every", default="16", help="thinning factor(s) of the KLL sketches, comma-separated: alternated")
+    ap.add_argument("--kll-share", action="store_true", help="also the CPU seconds inside kll_of_sorted, per factor")
     ap.add_argument("--split", action="store_true",
                     help="then the sample's partials alone, with and without their exact part, alternating")
     args = ap.parse_args()
@@ -76,17 +85,46 @@ def main() -> None:
     exact = exact_of(df)
     cols = list(df.columns)
     cats = [c for c in cols if c.startswith("C")]
-    partial_with_exact(df, cols, exact, args.every, None, ())  # warm-up
-    runs, cpu = [], []
+    factors = [int(f) for f in args.kll_every.split(",")]
+    kll_cpu = {f: [] for f in factors}
+    if args.kll_share:  # (the KLL sketching's own CPU seconds, timed inside the calls)
+        import tabprep.stats.profile as prof_mod
+
+        inner = prof_mod.kll_of_sorted
+        spent = [0.0]
+
+        def timed(s, every=1):
+            c = time.process_time()
+            try:
+                return inner(s, every)
+            finally:
+                spent[0] += time.process_time() - c
+        prof_mod.kll_of_sorted = timed
+
+    def call(f):
+        return partial_with_exact(df, cols, exact, args.every, None, (), kll_every=f)
+
+    for f in factors:
+        call(f)  # warm-up
+    runs = {f: [] for f in factors}
+    cpu = {f: [] for f in factors}
     for _ in range(args.repeat):
-        t, c = time.perf_counter(), time.process_time()
-        partial_with_exact(df, cols, exact, args.every, None, ())
-        runs.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)  # (this process's CPU: steadier on a shared machine)
+        for f in factors:  # (alternating: the machine's load hits every factor alike)
+            if args.kll_share:
+                spent[0] = 0.0
+            t, c = time.perf_counter(), time.process_time()
+            call(f)
+            runs[f].append(time.perf_counter() - t)
+            cpu[f].append(time.process_time() - c)  # (this process's CPU: steadier on a shared machine)
+            if args.kll_share:
+                kll_cpu[f].append(spent[0])
     kind = "arrow" if args.arrow else "numpy"
-    print(f"partial_with_exact {args.rows:,} rows x {len(cols)} columns ({kind}, {len(cats)} id), every "
-          f"{args.every}: best {min(runs):.3f} s wall, {min(cpu):.3f} s CPU (wall runs "
-          f"{', '.join(f'{r:.3f}' for r in runs)}) [{os.path.dirname(os.path.dirname(tabprep.__file__))}]", flush=True)
+    for f in factors:
+        share = (f"; KLL sketching median {np.median(kll_cpu[f]):.3f} s CPU" if args.kll_share else "")
+        print(f"partial_with_exact {args.rows:,} rows x {len(cols)} columns ({kind}, {len(cats)} id), every "
+              f"{args.every}, kll_every {f}: best {min(runs[f]):.3f} s wall, {min(cpu[f]):.3f} s CPU, median "
+              f"{np.median(cpu[f]):.3f} s CPU{share} (wall runs {', '.join(f'{r:.3f}' for r in runs[f])}) "
+              f"[{os.path.dirname(os.path.dirname(tabprep.__file__))}]", flush=True)
     if args.split:
         # the sample's partials alone (the sample taken and turned into Arrow once, before the
         # clock), computed the way partial_with_exact did before (exact=True: NaN/inf counts,
@@ -108,7 +146,7 @@ def main() -> None:
 
         pr = cProfile.Profile()
         pr.enable()
-        partial_with_exact(df, cols, exact, args.every, None, ())
+        call(factors[-1])
         pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(args.cprofile)
 

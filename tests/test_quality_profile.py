@@ -169,7 +169,7 @@ def test_sampled_partial_of_a_chunked_column_matches_pandas(dtype):
     # the host path: every 3rd row of the partition across chunk boundaries (chunks of 5, 7, 1,
     # 0 and 40 rows, each at an offset of its buffers), nulls dropped; ids in [0, 2**32) and
     # outside it (negative, >= 2**32)
-    from tabprep.stats.profile import column_partial
+    from tabprep.stats.profile import _flushed, column_partial
 
     r = np.random.default_rng(4)
     vals = r.choice(np.array([0, 1, 7, 2**32 - 1, 2**32 + 5, 3, 3, 3] + ([-4] if dtype[0] != "u" else [9])), 53)
@@ -183,7 +183,8 @@ def test_sampled_partial_of_a_chunked_column_matches_pandas(dtype):
     col = pa.chunked_array(chunks, type=chunks[0].type)
     sample = pd.Series(vals[::3])[~nulls[::3]]
     for categorical in (False, True):
-        p = column_partial(col, 3, vocab=pd.Index(np.array([3, 7], dtype=dtype)), categorical=categorical)
+        # (a small sample waits unsketched, its OOV counted: the sketches once flushed)
+        p = _flushed(column_partial(col, 3, vocab=pd.Index(np.array([3, 7], dtype=dtype)), categorical=categorical))
         assert (p.rows, p.nulls) == (53, int(nulls.sum()))
         if dtype != "float64":
             got = dict(zip(p.freq.keys.tolist(), p.freq.counts.tolist()))
@@ -360,6 +361,7 @@ def _assert_same_partials(got, want, columns, moments_rel=(1e-12, 1e-9)):
         if w.pending is not None:  # (a small sample, kept unsketched: the same values)
             assert g.pending.dtype == w.pending.dtype and np.sort(g.pending).tolist() == np.sort(w.pending).tolist(), c
         assert (g.kll is None) == (w.kll is None), c
+        assert (g.kll_every, g.kll_slack, g.kll_values) == (w.kll_every, w.kll_slack, w.kll_values), c
         if w.kll is not None:
             gk, wk = kll_load(g.kll), kll_load(w.kll)
             assert gk.n == wk.n
@@ -368,9 +370,9 @@ def _assert_same_partials(got, want, columns, moments_rel=(1e-12, 1e-9)):
                 assert abs(wk.get_rank(gk.get_quantile(0.5)) - 0.5) <= 2 * wk.normalized_rank_error(False) + 1e-9
 
 
-@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("every,kll_every", [(1, 1), (3, 1), (3, 4)])
 @pytest.mark.parametrize("frame", sorted(_FRAMES))
-def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monkeypatch):
+def test_device_path_assembly_equals_the_whole_partition_path(every, kll_every, frame, monkeypatch):
     """The GPU profile (backend.profile_exact on the device, sketches from the strided sample
     copied to the host) assembles the same partial as the host path over the whole partition:
     checked on the CPU with the exact part computed by numpy here; the sample's own moments,
@@ -383,10 +385,10 @@ def test_device_path_assembly_equals_the_whole_partition_path(every, frame, monk
     numeric = ["x", "i"] if frame.startswith("pandas") else ["x", "i", "big", "f32"]
     vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
     exact = (_numpy_exact if frame.startswith("pandas") else _arrow_exact)(df, numeric)
-    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"])
+    want = partial_table(as_table(df, list(df.columns)), every, vocabs, ["c"], kll_every=kll_every)
     with monkeypatch.context() as m:
         _no_exact_work(m)
-        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"])
+        got = partial_with_exact(df, list(df.columns), exact, every, vocabs, ["c"], kll_every)
     _assert_same_partials(got, want, list(df.columns))
 
 
@@ -412,8 +414,9 @@ def test_device_path_assembly_property(xs, ints, every):
 
 @pytest.mark.gpu
 @GPU_SKIP
+@pytest.mark.parametrize("kll_every", [1, 4])
 @pytest.mark.parametrize("every", [1, 3])
-def test_gpu_partial_frame_sketches_only_the_device_sample(every, monkeypatch):
+def test_gpu_partial_frame_sketches_only_the_device_sample(every, kll_every, monkeypatch):
     """A cuDF partition (floats with NaN apart from nulls, +-inf, int nulls, ids, strings): the exact
     part from the device (``backend.profile_exact``), the sketches from the sample copied to the
     host without its own moments, extrema or NaN/inf counts; the same partials as the host's over
@@ -426,10 +429,10 @@ def test_gpu_partial_frame_sketches_only_the_device_sample(every, monkeypatch):
         table = pa.Table.from_pandas(_device_like_frame(n, 11), preserve_index=False)
         gdf = cudf.DataFrame.from_arrow(table)
         vocabs = {"c": pd.Index(np.arange(0, 300, 2))}
-        want = partial_table(table, every, vocabs, ["c"])
+        want = partial_table(table, every, vocabs, ["c"], kll_every=kll_every)
         with monkeypatch.context() as m:
             _no_exact_work(m)
-            got = partial_frame(gdf, table.column_names, every, vocabs, ["c"])
+            got = partial_frame(gdf, table.column_names, every, vocabs, ["c"], kll_every)
         _assert_same_partials(got, want, table.column_names, moments_rel=(1e-9, 1e-9))
 
 

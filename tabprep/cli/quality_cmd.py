@@ -31,13 +31,16 @@ def _dataset(data: Tuple[str, ...], cpu: Optional[bool]) -> Any:
 @click.option("--sample-every", type=click.IntRange(min=1), default=None,
               help="The sketches see every k-th row (default: about 1M rows; 1: all). Counts, nulls, "
                    "min/max/mean/std see all.")
+@click.option("--kll-every", type=click.IntRange(min=1), default=None,
+              help="The quantile sketches get every f-th sorted sampled value, each standing for f (default: "
+                   "by the sample size, 16 at 1M rows; 1: all). profile.json records the added rank error.")
 @click.option("--cpu/--gpu", "cpu", default=None, help="Backend (default: GPU when cuDF is installed).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")
 @click.option("-v", "--verbose", is_flag=True, help="More logging.")
 @click.option("--debug", is_flag=True, help="Tracebacks on errors.")
 @handle_errors
 def profile_cmd(data: Tuple[str, ...], out: str, columns: Optional[str], categorical: Optional[str], sample_every: Optional[int],
-                cpu: Optional[bool], quiet: bool, verbose: bool, debug: bool) -> None:  # noqa: D401
+                kll_every: Optional[int], cpu: Optional[bool], quiet: bool, verbose: bool, debug: bool) -> None:  # noqa: D401
     """Profile DATA in one streaming pass: per column count, nulls, NaN/inf, min/max/mean/std,
     quantiles and histogram (KLL sketch), distinct count (HLL), top values and long-tail share,
     list lengths. Writes DIR/profile.json and DIR/index.html (opens offline).
@@ -53,7 +56,7 @@ def profile_cmd(data: Tuple[str, ...], out: str, columns: Optional[str], categor
     setup_logging(verbose, quiet)
     start = time.perf_counter()
     prof = profile(_dataset(data, cpu), columns=_split(columns), categorical=_split(categorical) or (),
-                   sample_every=sample_every)
+                   sample_every=sample_every, kll_every=kll_every)
     html = prof.save(out)
     if not quiet:
         click.echo(f"profile: {prof.rows:,} rows, {len(prof.columns)} columns in {time.perf_counter() - start:.2f}s "

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from .. import backend
 from ..dtypes import normalize_dtype
 from ..schema import ColumnSchema
-from ..stats.profile import ColumnPartial, as_table, combine_columns, finalize_profile, partial_frame
+from ..stats.profile import KLL_EVERY_MAX, ColumnPartial, as_table, combine_columns, finalize_profile, partial_frame
 from .base import StatOperator, infinite_note
 
 #: one column's partial: (dtype name, the column's profile partial, the partial of the numbers its
@@ -59,7 +59,9 @@ class DataStats(StatOperator):
 
     # -- fit ---------------------------------------------------------------------------
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, _Partial]:
-        parts = partial_frame(df, columns)
+        # (the profile's KLL sketches, which no DataStats output reads, thinned the most: one
+        # factor for every partition, so they merge as the profile's do)
+        parts = partial_frame(df, columns, kll_every=KLL_EVERY_MAX)
         # the numbers behind min / max / mean / std of columns that are not numbers themselves
         derived = {}
         for c in columns:
@@ -67,7 +69,7 @@ class DataStats(StatOperator):
                 derived[c] = df[c].str.len().astype("float64")
             elif parts[c].kind == "bool":
                 derived[c] = df[c].astype("float64")
-        more = partial_frame(backend.make_frame(derived, like=df), list(derived)) if derived else {}
+        more = partial_frame(backend.make_frame(derived, like=df), list(derived), kll_every=KLL_EVERY_MAX) if derived else {}
         counted = [c for c in columns if parts[c].kind != "float"]
         table = as_table(df, counted) if counted else None
         uniques = {c: _distinct([table.column(c)]) for c in counted}

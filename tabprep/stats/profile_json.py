@@ -45,7 +45,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
     """The JSON-able summary of a column's merged partial (see ``docs/guide/data-quality.md``)."""
     import base64
 
-    from .sketches import kll_load
+    from .sketches import kll_load, thinning_rank_error
 
     out: Dict[str, Any] = {"dtype": p.dtype, "kind": p.kind, "count": p.rows, "nulls": p.nulls,
                            "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
@@ -57,6 +57,9 @@ def finalize_column(p: Any) -> Dict[str, Any]:
     if p.kll is not None:
         sk = kll_load(p.kll)
         out["kll"] = base64.b64encode(p.kll).decode("ascii")
+        # the thinning's share of the quantiles' rank error (the KLL sketch adds its own, ~1.3%)
+        out["kll_every"] = int(p.kll_every)
+        out["quantile_thinning_error"] = thinning_rank_error(p.kll_slack, p.kll_values)
         if not sk.is_empty():
             lo, hi = out["min"], out["max"]
             # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
@@ -116,9 +119,12 @@ def counted_fields(values: np.ndarray, counts: np.ndarray) -> Dict[str, Any]:
     return out
 
 
-def finalize_profile(combined: Dict[str, Any], columns: Sequence[str], sample_every: int = 1) -> Dict[str, Any]:
-    """The ``profile.json`` document of merged partials (columns in ``columns`` order)."""
+def finalize_profile(combined: Dict[str, Any], columns: Sequence[str], sample_every: int = 1,
+                     kll_every: int = 1) -> Dict[str, Any]:
+    """The ``profile.json`` document of merged partials (columns in ``columns`` order);
+    ``kll_every``: the KLL sketches' thinning factor of the pass (recorded)."""
     cols = {c: finalize_column(combined[c]) for c in columns if c in combined}
     rows = next(iter(cols.values()))["count"] if cols else 0
     return {"format": "tabprep-profile", "version": PROFILE_VERSION, "rows": rows, "sample_every": sample_every,
+            "kll_every": kll_every,
             "schema": {c: v["dtype"] for c, v in cols.items()}, "columns": cols}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional
 
-from ..stats.profile import ProfileStat, StatUnit
+from ..stats.profile import ProfileStat, StatUnit, kll_every_for
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,13 @@ def profile_unit(wf: Any, ds: Any, columns: List[str], profile: Any) -> Any:
             log.warning("Workflow.fit records no training profile: the datasketches package is missing "
                         "(pip install datasketches); pass profile=False to silence this")
             return None
-        rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass)
-        every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS)
-    else:
-        every = int(profile)
-    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf))), cols)
+    rows = ds.num_rows if ds.engine == "parquet" else 0  # (a frame's length costs a pass: unknown, no thinning)
+    every = max(1, rows // FIT_PROFILE_SAMPLE_ROWS) if profile is True else int(profile)
+    # the KLL thinning factor from the pass's sample size alone (4 at the default 50k-row sample),
+    # the rule tp.profile follows: the same profile for the same data and sampling
+    kll_every = kll_every_for(rows // max(1, every))
+    return StatUnit(ProfileStat(cols, every, categorical=id_columns(wf), counted=list(counted_columns(wf)),
+                                kll_every=kll_every), cols)
 
 
 def counted_columns(wf: Any) -> Dict[str, Any]:

@@ -310,7 +310,9 @@ class Workflow(WorkflowContract, WorkflowCompat):
                 ``profile_`` (saved as ``stats/profile.json``), computed in the first pass; its
                 sketches (quantiles, frequent values, distinct count) see every ``k``-th row, ``k``
                 chosen so that they see about :data:`FIT_PROFILE_SAMPLE_ROWS` rows (rows, nulls,
-                min, max, mean and std see all). ``False`` (default): none, since it costs more than a
+                min, max, mean and std see all; the quantile sketch gets every ``f``-th sorted
+                sampled value, ``f`` from the sample's size: ``stats.profile.kll_every_for``, 4 at
+                50k rows). ``False`` (default): none, since it costs more than a
                 small share of the fit today (docs/guide/data-quality.md); an int ``k``: that sampling.
         """
         ds = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
