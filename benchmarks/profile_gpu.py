@@ -2,7 +2,7 @@
 50M Criteo rows profiled in <= 1.5x the read).
 
     python benchmarks/scale.py --gpu --rows 50000000 --generate-only --gen-procs 32 --data-root /dev/shm/tb
-    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2
+    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2 [--kll-every 1]
 
 Prints the median seconds of each and the ratio. Both run in the same process after one
 warm-up of each (cuDF's first read and the profile's first pass compile and allocate).
@@ -20,6 +20,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="folder of parquet files")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--kll-every", type=int, default=None,
+                    help="tp.profile's kll_every (default: tabprep's rule from the sample size; 1: no thinning)")
     ap.add_argument("--cprofile", type=int, default=0,
                     help="then one more tp.profile under cProfile: print its N most expensive functions "
                          "(own time, then cumulative): where the profile's time goes")
@@ -38,7 +40,7 @@ def main() -> None:
             del df
 
     def prof() -> None:
-        tp.profile(tp.Dataset(files, cpu=False))
+        tp.profile(tp.Dataset(files, cpu=False), kll_every=args.kll_every)
 
     times = {}
     for name, fn in (("cuDF read", read), ("tp.profile", prof)):
