@@ -194,9 +194,10 @@ def _workflow() -> tp.Workflow:
 
 @pytest.fixture(scope="module")
 def fitted_here(files):
-    """The in-process fit (local scheduler: the whole-counts finalize) and its output."""
+    """The in-process fit on the CPU (local scheduler: the whole-counts finalize) and its output (a
+    pandas frame: on a GPU machine a Dataset would default to cuDF)."""
     root, _ = files
-    ds = tp.Dataset(str(root))
+    ds = tp.Dataset(str(root), cpu=True)
     wf = _workflow().fit(ds)
     return wf, wf.transform(ds).to_ddf().compute()
 
