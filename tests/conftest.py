@@ -500,3 +500,14 @@ def s3(s3_endpoint, monkeypatch, tmp_path) -> S3Bucket:
     bucket = f"tabprep-{uuid.uuid4().hex[:12]}"
     fs.mkdir(bucket)
     return S3Bucket(fs, bucket, s3_endpoint)
+
+
+def assert_same_tree(cmp: "filecmp.dircmp") -> None:
+    """Two folders (``filecmp.dircmp(a, b)``) hold the same files with the same bytes, recursively."""
+    import filecmp
+
+    assert not cmp.left_only and not cmp.right_only, (cmp.left_only, cmp.right_only)
+    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
+    assert not mismatch and not errors, (mismatch, errors)
+    for sub in cmp.subdirs.values():
+        assert_same_tree(sub)

@@ -24,7 +24,7 @@ from tabprep import ops
 from tabprep.stats import vocab as V
 from tabprep.stats.moments import MinMax, Moments, Sketch
 from tabprep.stats.sketches import HLL, Frequent
-from tests.conftest import is_cpu
+from tests.conftest import assert_same_tree, is_cpu
 
 distributed = pytest.importorskip("distributed")
 
@@ -264,18 +264,10 @@ def test_three_worker_fit_equals_the_in_process_fit(cluster3, files, tmp_path):
     wf.save(str(tmp_path / "cluster"))
     ref.save(str(tmp_path / "local"))
     cmp = filecmp.dircmp(tmp_path / "cluster", tmp_path / "local")
-    _assert_same_tree(cmp)
+    assert_same_tree(cmp)
     names, nbytes = _moved(log)
     high_card = (frame["big"].nunique() // 3) * 16  # one worker's share of one vocabulary, int64 values + counts
     assert nbytes >= high_card, (names, nbytes)
-
-
-def _assert_same_tree(cmp: filecmp.dircmp) -> None:
-    assert not cmp.left_only and not cmp.right_only, (cmp.left_only, cmp.right_only)
-    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
-    assert not mismatch and not errors, (mismatch, errors)
-    for sub in cmp.subdirs.values():
-        _assert_same_tree(sub)
 
 
 def test_each_combine_tree_starts_from_one_workers_partials():

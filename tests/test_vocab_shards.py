@@ -24,7 +24,7 @@ from tabprep import backend as B
 from tabprep import ops
 from tabprep.stats import vocab as V
 from tabprep.workflow.reduction import SHARDS_ENV, vocab_shards
-from tests.conftest import GPU_SKIP, is_cpu
+from tests.conftest import GPU_SKIP, assert_same_tree, is_cpu
 
 distributed = pytest.importorskip("distributed")
 
@@ -258,15 +258,7 @@ def test_cluster_fit_equals_the_in_process_fit_and_pandas(cluster_fit, fitted_he
     assert ops.get_embedding_sizes(wf) == ops.get_embedding_sizes(ref)
     wf.save(str(tmp_path / "cluster"))
     ref.save(str(tmp_path / "local"))
-    _assert_same_tree(filecmp.dircmp(tmp_path / "cluster", tmp_path / "local"))
-
-
-def _assert_same_tree(cmp: filecmp.dircmp) -> None:
-    assert not cmp.left_only and not cmp.right_only, (cmp.left_only, cmp.right_only)
-    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
-    assert not mismatch and not errors, (mismatch, errors)
-    for sub in cmp.subdirs.values():
-        _assert_same_tree(sub)
+    assert_same_tree(filecmp.dircmp(tmp_path / "cluster", tmp_path / "local"))
 
 
 @pytest.mark.gpu
