@@ -5,12 +5,12 @@ dataset over the paths (to look for hive partitions), its file-system layer, and
 selection and pandas metadata, each file's footer read once more with pyarrow to rebuild a
 RangeIndex the loader drops anyway. A GPU loader reads a chunk per call, in threads that share the
 GIL with the workflow's Python. Here the footers are parsed once per file (kept while the file's
-size and modification time stay the same) and handed to libcudf, the column list is the loader's,
+size, modification time and inode stay the same) and handed to libcudf, the column list is the loader's,
 pandas metadata is not read (the frame gets a default index), and the frame is built from the
 table (``cudf.DataFrame.from_pylibcudf``). On an H200, 20M transformed Criteo rows, 6 chunks: the
 reads alone 0.211 s against 0.220 s (``benchmarks/gpu_read.py``); the shuffled epoch, where reads
-overlap the other thread's Python, 0.42 s against 0.55 s (``benchmarks/loader_anatomy.py --variants``,
-one run each, orders drawn on the host then).
+overlap the other thread's Python, 0.138 s against 0.210 s with ``cudf.read_parquet``
+(``benchmarks/loader_anatomy.py --variants``, best of 3 each).
 
 Used for local files with an explicit column list; anything else (remote files, all columns) goes
 through ``cudf.read_parquet``, as does any call this path fails on (logged at debug level).
@@ -41,9 +41,10 @@ def enabled() -> bool:
 
 def footer(path: str) -> Any:
     """The parsed footer (``pylibcudf.io.parquet_metadata.FileMetaData``) of the local parquet file
-    ``path``, from the cache while its size and modification time are those it was parsed with."""
+    ``path``, from the cache while its size, modification time and inode are those it was parsed with."""
     st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
+    # (the inode too: a file replaced by a rename within the clock's resolution, same size)
+    key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
     with _lock:
         meta = _footers.get(key)
         if meta is not None:

@@ -4,7 +4,8 @@ A shuffled loader reorders each chunk's rows with a permutation drawn from the c
 Drawing it with numpy's ``Generator.shuffle`` on the host takes 55-300 ms per 3.3M rows (a random
 walk through memory) and the GPU then waits for it and for its copy: on an H200, 20M rows of
 transformed Criteo data, the shuffled core loader read 36-45M rows/s, and 90M with the
-permutations drawn beforehand (``benchmarks/loader_anatomy.py --gpu --variants``).
+permutations drawn beforehand (``benchmarks/loader_anatomy.py --gpu --variants``). With the keyed
+order the epoch took 0.138 s (145M rows/s) against 0.481 s with numpy's shuffle on the host.
 
 So a chunk of at least :data:`KEYED_MIN_ROWS` rows is ordered by a keyed bijection instead, which
 both devices compute element by element with the same integer arithmetic, so their batches stay
