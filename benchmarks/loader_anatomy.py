@@ -13,7 +13,8 @@ transformed beforehand), one shuffled epoch of the core loader timed four ways, 
 * ``prepare``: every chunk prepared on this thread (``_prepare_chunk``'s steps), stage by stage: read,
   transform, columns to arrays, the row order on the device, gather into blocks;
 * ``consume``: batches cut from chunks prepared beforehand (the consumer's own cost), and the same
-  with each batch handed to PyTorch (``--torch``: one DLPack import per block, as ``TorchAsyncItr``).
+  with each batch handed to PyTorch (``--torch``: one DLPack import per block, as ``TorchAsyncItr``)
+  or to JAX (``--jax``: as ``JaxLoader``, chunk blocks imported once, and with a copy per batch).
 
 ``--profile``: cProfile (own time, top 18) of ``prepare`` and ``consume``.
 """
@@ -52,6 +53,8 @@ def main() -> None:
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--workflow", action="store_true", help="raw data with the Criteo workflow online")
     ap.add_argument("--torch", action="store_true", help="also consume with a DLPack hand-off per block")
+    ap.add_argument("--jax", action="store_true",
+                    help="also consume as JaxLoader does (chunk blocks imported once, a jitted slice per block)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--variants", action="store_true",
                     help="also the epoch with each loader change of issue 33 switched back (GPU: orders drawn on the "
@@ -181,6 +184,23 @@ def main() -> None:
                 [t[j] for j in range(t.shape[0])]
 
         report("consume + torch DLPack per block", best(lambda p: consume(p, to_torch)))
+    if args.jax:
+        import jax
+
+        from tabprep.loader.jax import ChunkBlocks, block_columns
+
+        def to_jax(b, chunks=ChunkBlocks()):
+            out = []
+            for i, ((_, arr), span) in enumerate(zip(b.blocks, b.spans)):
+                out += block_columns(arr, span=span, chunks=chunks, index=i)
+            return out
+
+        def to_jax_copy(b):
+            return [c for _, arr in b.blocks for c in block_columns(arr)]
+
+        report("consume + jax, chunk blocks", best(lambda p: consume(p, to_jax)))
+        report("consume + jax, a copy per batch", best(lambda p: consume(p, to_jax_copy)))
+        del jax
     if args.profile:
         for label, fn in (("prepare", lambda: prepare([])), ("consume", lambda: consume(0))):
             prof = cProfile.Profile()

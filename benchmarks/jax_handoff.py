@@ -1,0 +1,76 @@
+"""What a JAX batch costs the consumer, by the number of arrays it hands out (issue 33).
+
+    python benchmarks/jax_handoff.py --rows 3300000 --columns 26,13,1 --batch 65536
+
+A chunk block per dtype group (``--columns``: columns per block) lives on the GPU as JAX arrays;
+each batch is taken from them the ways a loader can, timed over every full batch of the chunk
+(best of ``--passes``):
+
+* ``per column``: one jitted dynamic slice per block returning each column as its own array (what
+  ``JaxLoader`` hands out: a dict of columns);
+* ``per block``: the same slice returning the block's 2-D slice (one array per block);
+* ``eager slice``: ``lax.dynamic_slice`` called eagerly per block (no jit).
+
+The difference between the first two is the cost of the per-column array objects.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=3_300_000)
+    ap.add_argument("--columns", default="26,13,1")
+    ap.add_argument("--batch", type=int, default=65536)
+    ap.add_argument("--passes", type=int, default=3)
+    args = ap.parse_args()
+    import jax
+    import jax.numpy as jnp
+
+    widths = [int(c) for c in args.columns.split(",")]
+    blocks = [jnp.asarray(np.random.default_rng(i).random((w, args.rows), dtype=np.float32)) for i, w in enumerate(widths)]
+    bs = args.batch
+    starts = list(range(0, args.rows - bs + 1, bs))
+
+    def cols(a, start):
+        part = jax.lax.dynamic_slice_in_dim(a, start, bs, axis=1)
+        return tuple(part[j] for j in range(a.shape[0]))
+
+    def block(a, start):
+        return jax.lax.dynamic_slice_in_dim(a, start, bs, axis=1)
+
+    per_col, per_block = jax.jit(cols), jax.jit(block)
+
+    def run(fn):
+        out = None
+        for s in starts:
+            out = [fn(b, np.int32(s)) for b in blocks]
+        jax.block_until_ready(out)
+
+    def eager(_):
+        out = None
+        for s in starts:
+            out = [jax.lax.dynamic_slice_in_dim(b, s, bs, axis=1) for b in blocks]
+        jax.block_until_ready(out)
+
+    for label, fn in (("per column", lambda: run(per_col)), ("per block", lambda: run(per_block)),
+                      ("eager slice", lambda: eager(None))):
+        fn()   # compile
+        best = min(_timed(fn) for _ in range(args.passes))
+        n = len(starts)
+        print(f"  {label:12s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
+              f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    main()
