@@ -53,6 +53,18 @@ CATS = [f"C{i}" for i in range(1, 27)]
 CONTS = [f"I{i}" for i in range(1, 14)]
 
 
+def raw_data(work: str, rows: int, files: int, row_group: int) -> list:
+    """The parquet files of ``rows`` Criteo-like rows in ``work/criteo_{rows}`` (seed 0, ``files``
+    files, row groups of ``row_group`` rows), generated once (a ``_DONE`` marker; an unfinished
+    folder is generated again). The loader benchmarks share this data."""
+    data = os.path.join(work, f"criteo_{rows}")
+    if not os.path.exists(os.path.join(data, "_DONE")):
+        shutil.rmtree(data, ignore_errors=True)
+        generate_criteo(rows, data, files=files, seed=0, row_group_size=row_group)
+        open(os.path.join(data, "_DONE"), "w").close()
+    return sorted(glob.glob(os.path.join(data, "*.parquet")))
+
+
 def criteo_workflow(buckets: int) -> tp.Workflow:
     cats = CATS >> ops.HashBucket(num_buckets=buckets)
     conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
@@ -232,13 +244,8 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     buffer_size = args.buffer_size or (2_000_000 if args.gpu else 250_000)
 
     work = args.dir or tempfile.mkdtemp(prefix="tabprep-fw-bench-")
-    data = os.path.join(work, f"criteo_{args.rows}")
     try:
-        if not os.path.exists(os.path.join(data, "_DONE")):
-            shutil.rmtree(data, ignore_errors=True)
-            generate_criteo(args.rows, data, files=args.files, seed=0, row_group_size=args.row_group)
-            open(os.path.join(data, "_DONE"), "w").close()
-        files = sorted(glob.glob(os.path.join(data, "*.parquet")))
+        files = raw_data(work, args.rows, args.files, args.row_group)
         wf = criteo_workflow(args.buckets)
         wf.fit(tp.Dataset(files, cpu=not args.gpu))
         common = dict(shuffle=True, buffer_size=buffer_size, parts_per_chunk=2, device=device, threads=args.threads)

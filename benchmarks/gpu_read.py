@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import glob
 import os
 import pstats
 import statistics
@@ -32,11 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-from tabprep.io.synthetic import generate_criteo  # noqa: E402
-
-CATS = [f"C{i}" for i in range(1, 27)]
-CONTS = [f"I{i}" for i in range(1, 14)]
+from framework_loaders import CATS, CONTS, raw_data  # noqa: E402
 
 
 def main() -> None:
@@ -53,11 +50,7 @@ def main() -> None:
     import cupy
     import pylibcudf as plc
 
-    data = os.path.join(args.dir, f"criteo_{args.rows}")
-    if not os.path.exists(os.path.join(data, "_DONE")):
-        generate_criteo(args.rows, data, files=args.files, seed=0, row_group_size=args.row_group)
-        open(os.path.join(data, "_DONE"), "w").close()
-    files = sorted(glob.glob(os.path.join(data, "*.parquet")))
+    files = raw_data(args.dir, args.rows, args.files, args.row_group)
     columns = ["label"] + CATS + CONTS
 
     from tabprep.loader import DataLoader

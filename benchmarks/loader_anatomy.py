@@ -36,10 +36,7 @@ sys.path.insert(0, HERE)
 
 
 import tabprep as tp  # noqa: E402
-from tabprep.io.synthetic import generate_criteo  # noqa: E402
-
-CATS = [f"C{i}" for i in range(1, 27)]
-CONTS = [f"I{i}" for i in range(1, 14)]
+from framework_loaders import CATS, CONTS, criteo_workflow, raw_data  # noqa: E402
 
 
 def main() -> None:
@@ -62,16 +59,10 @@ def main() -> None:
                          "and all four), with no shuffle and with 3 threads")
     ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
-    from framework_loaders import criteo_workflow
 
     gpu = args.gpu
     bs = args.buffer_size or (2_000_000 if gpu else 250_000)
-    data = os.path.join(args.dir, f"criteo_{args.rows}")
-    if not os.path.exists(os.path.join(data, "_DONE")):
-        shutil.rmtree(data, ignore_errors=True)
-        generate_criteo(args.rows, data, files=args.files, seed=0, row_group_size=args.row_group)
-        open(os.path.join(data, "_DONE"), "w").close()
-    files = sorted(glob.glob(os.path.join(data, "*.parquet")))
+    files = raw_data(args.dir, args.rows, args.files, args.row_group)
     wf = criteo_workflow(1_000_000)
     wf.fit(tp.Dataset(files, cpu=not gpu))
     if not args.workflow:
@@ -87,7 +78,6 @@ def main() -> None:
             import cupy
             cupy.cuda.Device().synchronize()
 
-    from tabprep import backend
     from tabprep.loader import DataLoader
     from tabprep.loader.blocks import build_blocks, cut
 
@@ -185,8 +175,6 @@ def main() -> None:
 
         report("consume + torch DLPack per block", best(lambda p: consume(p, to_torch)))
     if args.jax:
-        import jax
-
         from tabprep.loader.jax import ChunkBlocks, block_columns
 
         def to_jax(b, chunks=ChunkBlocks()):
@@ -200,7 +188,6 @@ def main() -> None:
 
         report("consume + jax, chunk blocks", best(lambda p: consume(p, to_jax)))
         report("consume + jax, a copy per batch", best(lambda p: consume(p, to_jax_copy)))
-        del jax
     if args.profile:
         for label, fn in (("prepare", lambda: prepare([])), ("consume", lambda: consume(0))):
             prof = cProfile.Profile()
@@ -225,7 +212,6 @@ def main() -> None:
         prof.disable()
         print("--- cProfile: the transform alone, by cumulative time (tabprep's functions)")
         pstats.Stats(prof).sort_stats("cumtime").print_stats("tabprep", 30)
-    del backend
 
 
 def variants(make, epoch, best, report, gpu, files) -> None:
