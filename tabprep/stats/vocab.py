@@ -212,11 +212,9 @@ def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[in
     if counts.sorted_layout:  # on its device, keys ascending as they are (no sort without max_size)
         keys, freqs = backend.top_counts(counts.keys, counts.counts, freq_threshold, max_size)
         return Counts(freqs, counts.nulls, keys)
-    if max_size == 0:
-        values, freqs = finalize_vocab(counts, freq_threshold, 0)
+    values, freqs = finalize_vocab(counts, freq_threshold, max_size or 0)
+    if max_size == 0:   # (finalize_vocab's 0 means no limit)
         values, freqs = values[:0], freqs[:0]
-    else:
-        values, freqs = finalize_vocab(counts, freq_threshold, max_size or 0)
     import pandas as pd
 
     index_dtype = backend.to_host(counts.counts[:0]).index.dtype
