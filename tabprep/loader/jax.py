@@ -48,20 +48,19 @@ log = logging.getLogger(__name__)
 def _splitter(keep_dims: bool) -> Callable[[jax.Array], Any]:
     """A jitted split of a 2-D array into its rows (``(rows, 1)`` each with ``keep_dims``): one
     dispatch for all of a block's columns (compiled once per block shape)."""
-    def split(a: jax.Array) -> Any:
-        return tuple(a[j][:, None] if keep_dims else a[j] for j in range(a.shape[0]))
+    return jax.jit(lambda a: _rows(a, keep_dims))
 
-    return jax.jit(split)
+
+def _rows(a: jax.Array, keep_dims: bool) -> Any:
+    """The rows of 2-D ``a`` (traced), each ``(n, 1)`` with ``keep_dims``."""
+    return tuple(a[j][:, None] if keep_dims else a[j] for j in range(a.shape[0]))
 
 
 @functools.lru_cache(maxsize=None)
 def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
     """A jitted ``block[:, start:start + size]`` split into its rows, ``start`` a traced scalar: one
     dispatch per batch and block, compiled once per chunk-block shape and batch size."""
-    def take(a: jax.Array, start: Any) -> Any:
-        part = jax.lax.dynamic_slice_in_dim(a, start, size, axis=1)
-        return tuple(part[j][:, None] if keep_dims else part[j] for j in range(a.shape[0]))
-    return jax.jit(take)
+    return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
 
 
 def chunk_handoff() -> bool:
