@@ -11,7 +11,8 @@ alternated over ``--rounds`` rounds (medians):
 * ``loader``: the loader's own read of each chunk (``_ParquetSource.read_pieces`` / stack);
 * ``cudf``: ``cudf.read_parquet(paths, row_groups=...)`` per chunk (what the loader called before);
 * ``plc``: pylibcudf's ``read_parquet`` per chunk, footers parsed once and passed in, no pandas
-  metadata (the loader's column list is explicit);
+  metadata (the loader's column list is explicit): ``tabprep.backend.gpu_parquet.read_local``, the
+  loader's direct read;
 * ``plc_files``: the same over whole files, no row-group selection, one file per call;
 * ``plc_threads``: ``plc`` from 2 threads, chunks side by side.
 
@@ -48,7 +49,6 @@ def main() -> None:
     args = ap.parse_args()
     import cudf
     import cupy
-    import pylibcudf as plc
 
     files = raw_data(args.dir, args.rows, args.files, args.row_group)
     columns = ["label"] + CATS + CONTS
@@ -70,26 +70,15 @@ def main() -> None:
     print(f"{len(files)} files, {args.rows:,} rows, {len(chunks)} chunks of about "
           f"{args.rows // max(len(chunks), 1):,} rows; cuDF {cudf.__version__}", flush=True)
 
-    def footer(path):
-        with open(path, "rb") as f:
-            f.seek(-8, 2)
-            tail = f.read(8)
-            n = int.from_bytes(tail[:4], "little")
-            f.seek(-8 - n, 2)
-            return plc.io.parquet_metadata.FileMetaData.from_bytes(f.read(n))
+    from tabprep.backend import gpu_parquet
 
     t = time.perf_counter()
-    footers = {f: footer(f) for f in files}
+    for f in files:   # (parsed once, then cached: the loader's direct read)
+        gpu_parquet.footer(f)
     print(f"footers parsed in {1e3 * (time.perf_counter() - t):.1f} ms", flush=True)
 
     def plc_read(paths, groups):
-        opts = plc.io.parquet.ParquetReaderOptions.builder(plc.io.SourceInfo(list(paths))) \
-            .use_pandas_metadata(False).build()
-        if groups is not None:
-            opts.set_row_groups([list(g) for g in groups])
-        opts.set_column_names(columns)
-        tbl = plc.io.parquet.read_parquet(opts, parquet_metadatas=[footers[p] for p in paths])
-        return cudf.DataFrame.from_pylibcudf(tbl)
+        return gpu_parquet.read_local(paths, groups, columns)
 
     def sync():
         cupy.cuda.Device().synchronize()
