@@ -55,8 +55,9 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--variants", action="store_true",
                     help="also the epoch with each loader change of issue 33 switched back (GPU: orders drawn on the "
-                         "host, a stream wait per chunk, cudf.read_parquet, frames by the constructor; one at a time "
-                         "and all four), with no shuffle and with 3 threads")
+                         "host, a stream wait per chunk, cudf.read_parquet, frames by the constructor, columns through "
+                         "cuDF series; one at a time "
+                         "and all five), with no shuffle and with 3 threads")
     ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
 
@@ -259,18 +260,29 @@ def variants(make, epoch, best, report, gpu, files) -> None:
         finally:
             g._FAST_FRAMES = saved
 
+    @contextlib.contextmanager
+    def series_columns():   # columns through cuDF's Series API (TABPREP_GPU_FAST_COLUMNS=0)
+        from tabprep.backend import gpu as g
+        saved = g._FAST_COLUMNS
+        g._FAST_COLUMNS = False
+        try:
+            yield
+        finally:
+            g._FAST_COLUMNS = saved
+
     if gpu:
         olds = {"orders drawn on the host": host_orders, "stream wait per chunk": lambda: env(
                     "TABPREP_LOADER_STREAM_WAIT", "1"),
                 "cudf.read_parquet": lambda: env("TABPREP_GPU_DIRECT_READ", "0"),
-                "frames by the constructor": constructor_frames}
+                "frames by the constructor": constructor_frames,
+                "columns through cuDF series": series_columns}
         for label, ctx in olds.items():
             with ctx():
                 report(f"epoch, {label}", best(lambda p: epoch(p)))
         with contextlib.ExitStack() as stack:
             for ctx in olds.values():
                 stack.enter_context(ctx())
-            report("epoch, all four as before", best(lambda p: epoch(p)))
+            report("epoch, all five as before", best(lambda p: epoch(p)))
     report("epoch shuffle=False", best(lambda p: epoch(p, shuffle=False)))
     report("epoch threads=3", best(lambda p: epoch(p, threads=3)))
 

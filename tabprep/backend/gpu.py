@@ -186,11 +186,7 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
             missing, nan, plc.binaryop.BinaryOperator.NULL_LOGICAL_OR, _BOOL8)
     if missing is not None:
         ids = plc.copying.copy_if_else(plc.Scalar.from_py(0, out_type), ids, missing)
-    out = cudf.Series.from_pylibcudf(ids)
-    out.name = series.name
-    if not F._is_default_index(series.index, len(series)):
-        out.index = series.index
-    return out
+    return _series_of(ids, series.name, series)
 
 
 def _plc_type_id(dtype: str) -> Any:
@@ -269,6 +265,15 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
         return None  # strings, lists, categoricals, decimals, datetimes: the ops' transform
     if not series.has_nulls:
         return C.DeviceColumn(series.values, None)
+    if _FAST_COLUMNS:
+        # libcudf on the column: the null mask as bools and the nulls replaced (NaN for floats, as
+        # to_cupy(na_value=nan) gives; 0 / False otherwise), two calls where cuDF's Series layer
+        # (isna, to_cupy / fillna, new Series and indexes) cost ~1.6 ms per column under cProfile
+        col = _plc_column(series)
+        fill = float("nan") if dtype.kind == "f" else (False if dtype.kind == "b" else 0)
+        mask = _cupy_of(plc.unary.is_null(col))
+        values = _cupy_of(plc.replace.replace_nulls(col, plc.Scalar.from_py(fill, col.type())))
+        return C.DeviceColumn(values, mask, owned=True)
     mask = series.isna().values
     if dtype.kind == "f":
         values = series.to_cupy(na_value=np.nan)  # a float null is NaN in the values too (as on the host)
@@ -280,7 +285,11 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
 @C.host_series.register(C.DeviceColumn)
 def _device_series(col: C.DeviceColumn, like: Any, name: Any) -> Any:
     # built as the ops' transforms build their outputs (new_series of a CuPy array), nulls set from the mask
-    out = F.new_series(col.values, like=like, name=name)
+    if _FAST_COLUMNS and isinstance(col.values, cupy.ndarray) and col.values.ndim == 1:
+        # the values' column straight into a series (no Series constructor: ~1.3 ms per column)
+        out = _series_of(cudf.core.column.as_column(col.values), name, like)
+    else:
+        out = F.new_series(col.values, like=like, name=name)
     return out if col.mask is None else F.set_nulls(out, col.mask)
 
 
@@ -363,6 +372,30 @@ def _frame_of_columns(data: dict) -> Any:
         return None
 
 
+#: columns passed between cuDF and tabprep's kernels as columns (HashBucket's ids, the fused chains'
+#: device columns, frames concatenated from their columns), without cuDF's Series layer per column:
+#: the online Criteo transform spent ~0.36 s of 0.75 s (cProfile, 20M rows on an H200) in Series
+#: built and taken apart (benchmarks/loader_anatomy.py --workflow --profile).
+#: ``TABPREP_GPU_FAST_COLUMNS=0`` (read when the GPU backend is first loaded) goes through the Series API
+_FAST_COLUMNS = os.environ.get("TABPREP_GPU_FAST_COLUMNS", "1") != "0"
+
+
+def _series_of(col: Any, name: Any, like: Any) -> Any:
+    """A cuDF series of ``col`` (a pylibcudf column or a cuDF column) named ``name``, with the index
+    of ``like`` (a series or frame of the same length)."""
+    if isinstance(col, plc.Column):
+        col = cudf.core.column.ColumnBase.from_pylibcudf(col)
+    out = cudf.Series._from_column(col, name=name)
+    if not F._is_default_index(like.index, len(like)):
+        out.index = like.index
+    return out
+
+
+def _cupy_of(col: Any) -> Any:
+    """The cupy array of a pylibcudf column without nulls (its buffer, no copy)."""
+    return cudf.core.column.ColumnBase.from_pylibcudf(col).values
+
+
 @_register(F._make_frame)
 def _make_frame(like: Any, columns: dict):
     return _gpu_frame(columns, like.index)
@@ -378,6 +411,13 @@ def _new_series(like: Any, values: Any, name: Any):
 
 @_register(F._concat_columns)
 def _concat_columns(first: Any, frames: Sequence[Any]):
+    if _FAST_COLUMNS and len({len(f) for f in frames}) == 1:
+        # the frames' own columns side by side (positional, as _gpu_frame aligns them), without a
+        # Series per column (``f[name]``: ~0.3 ms each, most of the online transform's concatenations)
+        out = cudf.DataFrame._from_data({name: col for f in frames for name, col in f._data.items()})
+        if not F._is_default_index(frames[0].index, len(out)):
+            out.index = frames[0].index
+        return out
     return _gpu_frame({name: f[name] for f in frames for name in f.columns}, frames[0].index)
 
 

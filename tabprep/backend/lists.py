@@ -180,7 +180,7 @@ def on_leaves(df: Any, columns: Any, fn: Any) -> Any:
     same names rebuilt to the original nesting (null rows and null inner lists as they were). Used by
     the workflow for ops declaring ``supports_nested = "leaves"``; ``df`` unchanged when no column
     is nested. The op must keep the number of leaves of every row (element-wise)."""
-    nested = [c for c in columns if c in df.columns and list_depth(df[c]) > 1]
+    nested = _nested_columns(df, columns)
     if not nested:
         return fn(df)
     structures = {}
@@ -196,10 +196,19 @@ def on_leaves(df: Any, columns: Any, fn: Any) -> Any:
     return make_frame(rebuilt, like=out)
 
 
+def _nested_columns(df: Any, columns: Any) -> list:
+    """The ``columns`` of ``df`` holding lists of lists. A column of a numpy numeric, bool or time
+    dtype is passed over without building its series (``df[c]``: ~0.3 ms per column on cuDF, 26
+    HashBucket columns per chunk of the online Criteo transform)."""
+    dtypes = dict(zip(df.columns, df.dtypes))
+    return [c for c in columns if c in dtypes and not (isinstance(dtypes[c], np.dtype) and dtypes[c].kind in "iufbmM")
+            and list_depth(df[c]) > 1]
+
+
 def flatten_nested(df: Any, columns: Any) -> Any:
     """``df`` with its nested list ``columns`` flattened to one list of leaves per row (statistics of
     element-wise ops: they see every leaf once); ``df`` itself when none is nested."""
-    nested = [c for c in columns if c in df.columns and list_depth(df[c]) > 1]
+    nested = _nested_columns(df, columns)
     if not nested:
         return df
     return make_frame({c: (nested_flatten(df[c])[0] if c in nested else df[c]) for c in df.columns}, like=df)
