@@ -213,6 +213,9 @@ def main() -> None:
         prof.disable()
         print("--- cProfile: the transform alone, by cumulative time (tabprep's functions)")
         pstats.Stats(prof).sort_stats("cumtime").print_stats("tabprep", 30)
+        if gpu:   # what waits for the device (each waits for the other thread's queued reads too)
+            print("--- who calls the device synchronisations (scalar copies, reductions pulled back)")
+            pstats.Stats(prof).print_callers(r"from_py|_reduce|element_indexing|synchronize|\bget\b|__bool__")
 
 
 def variants(make, epoch, best, report, gpu, files) -> None:
@@ -283,6 +286,9 @@ def variants(make, epoch, best, report, gpu, files) -> None:
             for ctx in olds.values():
                 stack.enter_context(ctx())
             report("epoch, all five as before", best(lambda p: epoch(p)))
+    if gpu:   # (off by default) each preparing thread's reads on a non-blocking stream of its own
+        with env("TABPREP_GPU_READ_STREAM", "1"):
+            report("epoch, reads on their own streams", best(lambda p: epoch(p)))
     report("epoch shuffle=False", best(lambda p: epoch(p, shuffle=False)))
     report("epoch threads=3", best(lambda p: epoch(p, threads=3)))
 

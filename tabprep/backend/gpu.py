@@ -175,7 +175,7 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
     if kind in _HASH_AS and col.type().id() != _HASH_AS[kind]:
         col = plc.unary.cast(col, plc.DataType(_HASH_AS[kind]))
     h = plc.hashing.murmurhash3_x86_32(plc.Table([col]), 0)
-    ids = plc.binaryop.binary_operation(h, plc.Scalar.from_py(int(nb), _U32), plc.binaryop.BinaryOperator.MOD, _U32)
+    ids = plc.binaryop.binary_operation(h, _scalar(int(nb), _U32), plc.binaryop.BinaryOperator.MOD, _U32)
     out_type = plc.DataType(_plc_type_id(dtype))
     if out_type.id() != plc.TypeId.UINT32:
         ids = plc.unary.cast(ids, out_type)
@@ -185,8 +185,27 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
         missing = nan if missing is None else plc.binaryop.binary_operation(
             missing, nan, plc.binaryop.BinaryOperator.NULL_LOGICAL_OR, _BOOL8)
     if missing is not None:
-        ids = plc.copying.copy_if_else(plc.Scalar.from_py(0, out_type), ids, missing)
+        ids = plc.copying.copy_if_else(_scalar(0, out_type), ids, missing)
     return _series_of(ids, series.name, series)
+
+
+_SCALARS: dict = {}
+
+
+def _scalar(value: Any, dtype: Any) -> Any:
+    """A device scalar of ``value`` as libcudf type ``dtype``, made once per device, type and value.
+
+    ``plc.Scalar.from_py`` copies the value from pageable host memory, which first waits for all
+    work queued on the legacy default stream: in a loader's transform that includes the other
+    preparing thread's parquet decode, so each new scalar stalled the transform on the read. The
+    scalars are never written to (libcudf takes them as const inputs)."""
+    key = (cupy.cuda.runtime.getDevice(), dtype.id(), type(value), value if value == value else "nan")
+    out = _SCALARS.get(key)
+    if out is None:
+        if len(_SCALARS) > 4096:   # (many bucket counts over a long-lived process)
+            _SCALARS.clear()
+        out = _SCALARS[key] = plc.Scalar.from_py(value, dtype)
+    return out
 
 
 def _plc_type_id(dtype: str) -> Any:
@@ -266,13 +285,17 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
     if not series.has_nulls:
         return C.DeviceColumn(series.values, None)
     if _FAST_COLUMNS:
-        # libcudf on the column: the null mask as bools and the nulls replaced (NaN for floats, as
-        # to_cupy(na_value=nan) gives; 0 / False otherwise), two calls where cuDF's Series layer
-        # (isna, to_cupy / fillna, new Series and indexes) cost ~1.6 ms per column under cProfile
+        # on the column: the mask as isna gives it (a float's NaN counts too), the nulls replaced by
+        # libcudf (NaN for floats, as to_cupy(na_value=nan) gives; 0 / False otherwise), where cuDF's
+        # Series layer (isna, to_cupy / fillna, new Series and indexes) cost ~1.6 ms per column
         col = _plc_column(series)
         fill = float("nan") if dtype.kind == "f" else (False if dtype.kind == "b" else 0)
-        mask = _cupy_of(plc.unary.is_null(col))
-        values = _cupy_of(plc.replace.replace_nulls(col, plc.Scalar.from_py(fill, col.type())))
+        if dtype.kind == "f":   # libcudf's is_nan is false at nulls: or-ed with the nulls
+            mask = _cupy_of(plc.binaryop.binary_operation(plc.unary.is_null(col), plc.unary.is_nan(col),
+                                                          plc.binaryop.BinaryOperator.NULL_LOGICAL_OR, _BOOL8))
+        else:
+            mask = _cupy_of(plc.unary.is_null(col))
+        values = _cupy_of(plc.replace.replace_nulls(col, _scalar(fill, col.type())))
         return C.DeviceColumn(values, mask, owned=True)
     mask = series.isna().values
     if dtype.kind == "f":

@@ -65,6 +65,28 @@ def footer(path: str) -> Any:
     return meta
 
 
+_streams = threading.local()
+
+
+def _own_stream() -> Optional[tuple]:
+    """``(cupy stream, rmm stream)``: a non-blocking stream of this thread on the current device,
+    with ``TABPREP_GPU_READ_STREAM=1``; None otherwise (the legacy default stream, where a device
+    synchronisation in another thread's transform waits for this read's kernels too)."""
+    if os.environ.get("TABPREP_GPU_READ_STREAM", "0") != "1":
+        return None
+    import cupy
+    from rmm.pylibrmm.stream import Stream
+
+    dev = cupy.cuda.runtime.getDevice()
+    held = getattr(_streams, "by_device", None)
+    if held is None:
+        held = _streams.by_device = {}
+    if dev not in held:
+        cs = cupy.cuda.Stream(non_blocking=True)
+        held[dev] = (cs, Stream(cs))
+    return held[dev]
+
+
 def read_local(paths: Sequence[str], row_groups: Optional[Sequence[Sequence[int]]],
                columns: List[str]) -> Any:
     """Row groups ``row_groups`` (one list per path; None: whole files) of local ``paths``, columns
@@ -74,7 +96,13 @@ def read_local(paths: Sequence[str], row_groups: Optional[Sequence[Sequence[int]
     if row_groups is not None:
         opts.set_row_groups([list(g) for g in row_groups])
     opts.set_column_names(list(columns))
-    table = plc.io.parquet.read_parquet(opts, parquet_metadatas=[footer(p) for p in paths])
+    metas = [footer(p) for p in paths]
+    own = _own_stream()
+    if own is None:
+        table = plc.io.parquet.read_parquet(opts, parquet_metadatas=metas)
+    else:   # decoded on this thread's stream, waited for here: the frame is ready for any stream
+        table = plc.io.parquet.read_parquet(opts, stream=own[1], parquet_metadatas=metas)
+        own[0].synchronize()
     df = cudf.DataFrame.from_pylibcudf(table)
     if list(df.columns) != list(columns):
         missing = [c for c in columns if c not in df.columns]
