@@ -58,6 +58,10 @@ def main() -> None:
                          "host, a stream wait per chunk, cudf.read_parquet, frames by the constructor, columns through "
                          "cuDF series; one at a time "
                          "and all five), with no shuffle and with 3 threads")
+    ap.add_argument("--ab", default=None, metavar="NAME=VALUE",
+                    help="then alternate epochs with and without the environment variable NAME=VALUE, "
+                         "--rounds times each, and print both medians and their ratio")
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
 
@@ -115,6 +119,8 @@ def main() -> None:
 
     if args.variants:
         variants(make, epoch, best, report, gpu, files)
+    if args.ab:
+        alternate(args.ab, args.rounds, epoch, sync, report)
 
     ld = make(0, prefetch=0)
     ld._ensure_ready()
@@ -216,6 +222,40 @@ def main() -> None:
         if gpu:   # what waits for the device (each waits for the other thread's queued reads too)
             print("--- who calls the device synchronisations (scalar copies, reductions pulled back)")
             pstats.Stats(prof).print_callers(r"from_py|_reduce|element_indexing|synchronize|\bget\b|__bool__")
+
+
+def alternate(spec: str, rounds: int, epoch, sync, report) -> None:
+    """Epochs alternately without and with the environment variable of ``spec`` (``NAME=VALUE``),
+    ``rounds`` of each: the medians and their ratio (drifts of a shared machine hit both alike)."""
+    import statistics
+
+    name, _, value = spec.partition("=")
+    times = {"without": [], "with": []}
+    old = os.environ.get(name)
+    try:
+        for r in range(rounds):
+            for label in (("without", "with") if r % 2 == 0 else ("with", "without")):
+                if label == "with":
+                    os.environ[name] = value
+                elif old is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = old
+                sync()
+                t = time.perf_counter()
+                epoch(100 + r)
+                sync()
+                times[label].append(time.perf_counter() - t)
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+    a, b = statistics.median(times["without"]), statistics.median(times["with"])
+    report(f"epoch, median of {rounds}, without {name}", a)
+    report(f"epoch, median of {rounds}, {spec}", b)
+    print(f"  with / without: {b / a:.3f} (times without {', '.join(f'{x:.3f}' for x in times['without'])}; "
+          f"with {', '.join(f'{x:.3f}' for x in times['with'])})", flush=True)
 
 
 def variants(make, epoch, best, report, gpu, files) -> None:

@@ -97,3 +97,81 @@ def test_gpu_loader_with_direct_reads_equals_the_cpu_loader(tmp_path):
         for a, b in zip(cpu, gpu_b):
             for k in a:
                 np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_reads_on_their_own_stream_equal_cudf_and_the_loader_equals_the_cpu_loader(tmp_path, monkeypatch):
+    """``TABPREP_GPU_READ_STREAM=1``: every column kind read on a non-blocking stream equals
+    ``cudf.read_parquet``, and a shuffled GPU loader with a workflow online (raw frames held until
+    their chunk's event) gives the CPU loader's batches, in 1 and 2 preparing threads."""
+    cudf = pytest.importorskip("cudf")
+    cupy = pytest.importorskip("cupy")
+    import tabprep as tp
+    from tabprep import ops
+    from tabprep.backend import gpu_parquet
+    from tabprep.loader import DataLoader
+
+    monkeypatch.setenv("TABPREP_GPU_READ_STREAM", "1")
+    assert gpu_parquet.own_stream_enabled()
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(_table(3000, 5), path, row_group_size=700)
+    cols = ["nested", "i", "f", "b", "u8", "s", "d", "l", "y"]
+    got = gpu_parquet.read_local([path], [[0, 2, 3]], cols)
+    want = cudf.read_parquet(path, row_groups=[[0, 2, 3]], columns=cols)
+    assert list(got.columns) == cols
+    pd.testing.assert_frame_equal(got.to_pandas(), want.reset_index(drop=True).to_pandas())
+
+    rng = np.random.default_rng(3)
+    for k in range(4):
+        n = 900
+        df = pd.DataFrame({"c": pd.array(rng.integers(0, 50, n), dtype="Int64"), "x": rng.normal(size=n),
+                           "y": np.arange(n) % 2})
+        df.loc[rng.random(n) < 0.1, "c"] = pd.NA
+        df.loc[rng.random(n) < 0.1, "x"] = np.nan
+        df.to_parquet(tmp_path / f"p{k}.parquet", row_group_size=150)
+    files = sorted(str(p) for p in tmp_path.glob("p*.parquet"))
+    wf = tp.Workflow((["c"] >> ops.HashBucket(100)) + (["x"] >> ops.FillMissing() >> ops.Normalize()) + ["y"])
+    wf.fit(tp.Dataset(files, cpu=True))
+
+    def batches(device, threads):
+        ld = DataLoader(files, 200, cat_names=["c"], cont_names=["x"], label_names=["y"], shuffle=True, seed=4,
+                        buffer_size=600, device=device, threads=threads).map(wf)
+        return [{k: cupy.asnumpy(v) if isinstance(v, cupy.ndarray) else np.asarray(v) for k, v in b.items()}
+                for b in ld]
+
+    cpu = batches("cpu", 1)
+    for threads in (1, 2):
+        gpu_b = batches(0, threads)
+        assert len(cpu) == len(gpu_b)
+        for a, b in zip(cpu, gpu_b):
+            np.testing.assert_array_equal(a["c"], b["c"])
+            np.testing.assert_array_equal(a["y"], b["y"])
+            np.testing.assert_allclose(a["x"], b["x"], rtol=1e-6)
+
+
+def test_a_held_frame_is_released_after_its_event_and_waited_for_when_dropped():
+    cupy = pytest.importorskip("cupy")
+    import gc
+    import weakref
+
+    from tabprep.backend.core import CudaDevice
+
+    class Held:
+        pass
+
+    dev = CudaDevice(0)
+    obj = Held()
+    ref = weakref.ref(obj)
+    token = dev.mark_ready(keep=obj)
+    del obj
+    assert ref() is not None                  # held by the token
+    token.synchronize()
+    gc.collect()
+    assert ref() is None                      # released once the event is waited on
+    obj = Held()
+    ref = weakref.ref(obj)
+    token = dev.mark_ready(keep=obj)
+    del obj, token                            # dropped unwaited: waits, then releases
+    gc.collect()
+    assert ref() is None
+    assert dev.mark_ready() is not None and not hasattr(dev.mark_ready(), "obj")   # no keep: the bare event
+    cupy.cuda.Device(0).synchronize()

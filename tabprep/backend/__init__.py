@@ -49,7 +49,7 @@ from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, arrow_l
                      cast_safely, concat_columns, concat_rows, empty_frame_like, frame_to_arrow, from_host,
                      has_array_cells, lists_to_arrow, lists_to_numpy, make_frame,
                      held_bytes, move_like, new_series, non_string_objects, non_string_objects_message, nullable_columns,
-                     nullable_int_dtypes, on_one_backend, read_csv, csv_block_counts, set_nulls, take_frame_rows, to_backend, to_dask)
+                     nullable_int_dtypes, on_one_backend, read_csv, reads_on_own_stream, csv_block_counts, set_nulls, take_frame_rows, to_backend, to_dask)
 from .lists import (flatten_nested, list_depth, list_from_leaves, list_levels, list_leaves, nested_flatten, nested_rebuild,
                     on_leaves)
 from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
@@ -76,7 +76,7 @@ __all__ = [
     "nested_rebuild", "on_leaves", "arrow_list_columns", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
     "held_bytes", "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",
     "nullable_int_dtypes", "on_one_backend",
-    "parquet_reader", "quiet", "read_csv", "csv_block_counts", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
+    "parquet_reader", "quiet", "read_csv", "reads_on_own_stream", "csv_block_counts", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
     "block_dtype", "bucket_ids", "take_aligned", "take_block", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
     "tune_malloc", "tune_malloc_in_worker", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",

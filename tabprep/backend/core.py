@@ -238,6 +238,33 @@ def use_rmm_pool(initial_size: Optional[int] = None) -> bool:
 ASYNC_ALLOCATOR_ENV = "TABPREP_RMM_ASYNC"
 
 
+class _HeldUntilDone:
+    """A CUDA event and an object kept alive until the event has completed: ``synchronize()``
+    waits, then releases it; dropped without a wait (a loader closed mid-epoch), it waits first.
+
+    Why: device memory freed by the stream-ordered allocator is free in the order of the stream
+    it was allocated on. A frame read on a stream of its own (``TABPREP_GPU_READ_STREAM``) and
+    freed while kernels on the default stream still read it could be handed to that stream's next
+    read and overwritten under them."""
+
+    __slots__ = ("event", "obj")
+
+    def __init__(self, event: Any, obj: Any) -> None:
+        self.event, self.obj = event, obj
+
+    def synchronize(self) -> None:
+        self.event.synchronize()
+        self.obj = None
+
+    def __del__(self) -> None:
+        if self.obj is not None:
+            try:
+                self.event.synchronize()
+            except Exception:  # noqa: BLE001 - interpreter shutdown: the device is going away
+                pass
+            self.obj = None
+
+
 def use_async_allocator(index: int) -> bool:
     """Switch GPU ``index`` to RMM's ``CudaAsyncMemoryResource`` if it has RMM's default resource.
 
@@ -336,9 +363,10 @@ class HostDevice:
         """A row permutation (numpy int64) as the gathers on this device take it: as it is."""
         return perm
 
-    def mark_ready(self) -> Any:
+    def mark_ready(self, keep: Any = None) -> Any:
         """A token the consumer of a loader chunk waits on (``token.synchronize()``) before using the
-        chunk's arrays: None on the host, where the work is done when the call returns."""
+        chunk's arrays: None on the host, where the work is done when the call returns (``keep``
+        needs no holding)."""
         return None
 
     #: a chunk's row order is drawn on the host, in the loader's permutation threads, while the
@@ -418,13 +446,16 @@ class CudaDevice:
         with cupy.cuda.Device(self.index):
             return cupy.asarray(arr)
 
-    def mark_ready(self) -> Any:
+    def mark_ready(self, keep: Any = None) -> Any:
         """A CUDA event recorded on this thread's current stream after a loader chunk's work: the
         consumer's ``event.synchronize()`` waits for that work only, where a stream synchronize here
         held the preparing thread until the device was idle (on an H200, 20M transformed Criteo
         rows, the shuffled epoch took 0.138 s against 0.194 s with that wait, 0.607 s against
         0.682 s with the workflow online: ``benchmarks/loader_anatomy.py --variants``).
-        ``TABPREP_LOADER_STREAM_WAIT=1`` restores the wait (and returns None)."""
+        ``TABPREP_LOADER_STREAM_WAIT=1`` restores the wait (and returns None). ``keep``: an object
+        (the chunk's raw frame, read on a stream of its own) held until the event is waited on,
+        then released: its memory goes back to its own stream's pool only once the work queued
+        on this stream, which reads it, is done."""
         import cupy
 
         if os.environ.get("TABPREP_LOADER_STREAM_WAIT") == "1":
@@ -433,7 +464,7 @@ class CudaDevice:
         with cupy.cuda.Device(self.index):
             event = cupy.cuda.Event(disable_timing=True)
             event.record()
-            return event
+            return event if keep is None else _HeldUntilDone(event, keep)
 
     #: a chunk's row order is computed on the device (one kernel, no copy from the host): see
     #: :meth:`row_order`

@@ -158,6 +158,12 @@ def _held_bytes_host(obj: Any) -> int:
     return int(sizeof(obj))
 
 
+reads_on_own_stream = Dispatch("reads_on_own_stream", """True when a frame read by the GPU loader's
+direct parquet read (``TABPREP_GPU_READ_STREAM=1``) was decoded on a stream of its own, whose
+memory the loader then holds until its chunk's device work is done (``CudaDevice.mark_ready``);
+False on the host.""")
+reads_on_own_stream.register(object, lambda frame: False)
+
 move_like = Dispatch("move_like", """Host (pandas) frame ``frame`` on the backend of ``like``
 (dispatched on ``like``: a cuDF copy for cuDF objects, ``frame`` itself otherwise).""")
 move_like.register(object, lambda like, frame: frame)

@@ -468,6 +468,11 @@ def _held_bytes(obj: Any) -> int:
     return int(used.sum()) if hasattr(used, "sum") else int(used)  # a frame: bytes per column
 
 
+@_register(F.reads_on_own_stream)
+def _reads_on_own_stream(frame: Any) -> bool:
+    return gpu_parquet.own_stream_enabled()
+
+
 @_register(F.move_like)
 def _move_like(like: Any, frame: Any):
     return from_host(frame)

@@ -68,11 +68,16 @@ def footer(path: str) -> Any:
 _streams = threading.local()
 
 
+def own_stream_enabled() -> bool:
+    """Whether local reads decode on a non-blocking stream per thread (``TABPREP_GPU_READ_STREAM``)."""
+    return os.environ.get("TABPREP_GPU_READ_STREAM", "0") == "1"
+
+
 def _own_stream() -> Optional[tuple]:
     """``(cupy stream, rmm stream)``: a non-blocking stream of this thread on the current device,
     with ``TABPREP_GPU_READ_STREAM=1``; None otherwise (the legacy default stream, where a device
     synchronisation in another thread's transform waits for this read's kernels too)."""
-    if os.environ.get("TABPREP_GPU_READ_STREAM", "0") != "1":
+    if not own_stream_enabled():
         return None
     import cupy
     from rmm.pylibrmm.stream import Stream
@@ -124,4 +129,4 @@ def read(paths: Sequence[str], row_groups: Optional[Sequence[Sequence[int]]], co
         return None
 
 
-__all__ = ["FOOTERS_KEPT", "enabled", "footer", "read", "read_local"]
+__all__ = ["FOOTERS_KEPT", "enabled", "footer", "own_stream_enabled", "read", "read_local"]

@@ -141,7 +141,8 @@ class _ChunkPreparation:
         # chunk (_ChunkStream.get): its arrays are complete before the consumer's thread hands them
         # on, and this thread goes on to its next chunk without waiting for the GPU (a wait here, on
         # the default stream, also waited for the other preparation thread's queued work).
-        chunk.ready = self._device.mark_ready()
+        # (a frame read on a stream of its own is held until that work is done: CudaDevice.mark_ready)
+        chunk.ready = self._device.mark_ready(keep=raw if backend.reads_on_own_stream(raw) else None)
         return chunk
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
