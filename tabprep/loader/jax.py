@@ -169,7 +169,10 @@ class JaxLoader(FrameworkLoader):
     ``labels``, ``batch_size``, ``shuffle``, ``seed``, ``parts_per_chunk``, ``global_size``,
     ``global_rank``, ``drop_last``, ``sparse_names``, ``sparse_max``, ``sparse_as_dense``,
     ``sparse_format``, ``buffer_size``, ``device``, ``storage_options``...), plus ``devices`` (see
-    the module doc).
+    the module doc) and ``stacked``: batches as ``({"cats": (B, n_cats), "conts": (B, n_conts),
+    <list columns>...}, labels)`` with labels ``(B,)`` for one, ``(B, n)`` for several
+    (:mod:`tabprep.loader.stacked`), stacked per chunk in one jitted call per up to 16 batches
+    (:mod:`tabprep.loader.jax_stacked`): the fast layout for JAX (default False: one array per column).
     """
 
     def __init__(self, dataset: Any, batch_size: int = 1, cats: Optional[Sequence[str]] = None,
@@ -196,6 +199,19 @@ class JaxLoader(FrameworkLoader):
     def _convert_on_device(self, batch: Any) -> Any:
         check_int_ranges(self, batch)
         return super()._convert_on_device(batch)
+
+    def _stacked_groups(self, batch: Any) -> Any:
+        # per chunk: one jitted call stacks the chunk's next full batches (tabprep.loader.jax_stacked)
+        from .jax_stacked import StackedBatches
+
+        if getattr(self, "_stacked", None) is None:
+            self._stacked = StackedBatches(squeeze_label=True)
+        loader = self.loader
+        groups, arrays = self._stacked.convert(batch, loader.cat_names, loader.cont_names, loader.label_names,
+                                               loader.batch_size)
+        if self.sharding is not None:
+            arrays = tuple(jax.device_put(a, self.sharding) for a in arrays)
+        return groups, arrays
 
     def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[jax.Array]:
         if not hasattr(self, "_chunk_blocks"):
