@@ -136,13 +136,15 @@ def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch):
     original = jax_stacked._run
     monkeypatch.setattr(jax_stacked, "_run", lambda *a: calls.append(len(a[3])) or original(*a))
     monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 4)
+    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", 4)   # the GPU path's calls, here on the CPU
     plain, stacked = _pair(JaxLoader, d, batch_size=25, buffer_size=500, parts_per_chunk=1)
     batches = list(stacked)
     _check_epoch(list(plain), batches, CATS, CONTS, ["label"], frame)
     assert len(batches) == N // 25 and max(calls) == 4 and len(calls) < len(batches) / 2, calls
 
 
-def test_several_labels_list_column_and_workflow(data):
+def test_several_labels_list_column_and_workflow(data, monkeypatch):
+    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", 16)   # several batches per call, as on a GPU
     d, frame = data
     wf = tp.Workflow((["tags"] >> ops.Categorify()) + CATS + CONTS + ["label", "label2"])
     wf.fit(tp.Dataset(d, cpu=True))
@@ -167,7 +169,8 @@ def test_an_empty_group_has_no_key(data, empty):
     _check_epoch(list(plain), list(stacked), names["cats"], names["conts"], ["label"], frame)
 
 
-def test_global_rank_shards_and_drop_last(data):
+def test_global_rank_shards_and_drop_last(data, monkeypatch):
+    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", 16)   # several batches per call, as on a GPU
     d, frame = data
     for rank in (0, 1):
         plain, stacked = _pair(JaxLoader, d, global_size=2, global_rank=rank, drop_last=True, batch_size=70)

@@ -4,19 +4,22 @@ Each ``jax.Array`` a loader hands out costs Python time, and so does each jitted
 per batch was most of the JAX loaders' hand-off on an H200, issue 33). Here the work is per
 chunk: when a batch of a new chunk arrives (its chunk blocks, :attr:`Batch.spans`, are new
 objects), the chunk's blocks are imported into JAX once (DLPack from cupy, no copy; on the CPU
-one ``jax.device_put`` copy of the chunk), and ONE jitted call makes the stacked groups
-(:mod:`tabprep.loader.stacked`: transpose, column order, dtype cast) of the next ``count`` full
-batches of the chunk, ``count`` at most :data:`GROUP_BATCHES` (the chunk's batches spread over
-calls of equal size). The following batches of the chunk are then handed out as they are. A
-batch joined from two chunks (no spans) and a chunk's short last batch take one call each.
+one ``jax.device_put`` copy of the chunk), and ONE jitted call per group (cats, conts, labels)
+makes that group (:mod:`tabprep.loader.stacked`: transpose, column order, dtype cast) for the
+next ``count`` full batches of the chunk, ``count`` at most :data:`GROUP_BATCHES` on a GPU (the
+chunk's batches spread over calls of equal size; :data:`CPU_GROUP_BATCHES`, 1, on XLA's CPU
+client, whose transposes are then fused). The following batches of the chunk are handed out as
+they are. A batch joined from two chunks (no spans) and a chunk's short last batch take one call
+per group each.
 
-Compiles: one per (layout, chunk length, batch size) for the chunk calls, shared by all chunks
-of that length whatever the first batch's offset in the chunk (the starts are traced).
+Compiles: one per (group layout, chunk length, batch size) for the chunk calls, shared by all
+chunks of that length whatever the first batch's offset in the chunk (the starts are traced).
 
 Memory: the current chunk's imported blocks (on the GPU the chunk's own memory, kept alive a
-chunk longer; on the CPU an XLA copy of the chunk's blocks) and at most ``count`` batches'
+chunk longer; on the CPU an XLA copy of the chunk's blocks) and at most ``count - 1`` batches'
 stacked arrays not yet handed out (``GROUP_BATCHES * batch_size * row bytes``: 16 x 65,536 rows x
-160 bytes = 168 MB on Criteo); both are dropped when the next chunk arrives.
+160 bytes = 168 MB on Criteo's 26 + 13 + 1 four-byte columns); both are dropped when the next chunk
+arrives.
 """
 from __future__ import annotations
 
@@ -30,32 +33,38 @@ import numpy as np
 from .. import backend
 from .stacked import Group, batch_blocks, layout_of
 
-#: most full batches stacked by one call per chunk
+#: most full batches stacked by one call per chunk and group on a GPU
 GROUP_BATCHES = 16
+#: the same on XLA's CPU client, whose layout assignment makes a jitted function with several
+#: transposed outputs write each twice (a transpose, then a copy into the output's layout): one
+#: batch per call there (a fused transpose each; measured 2.6 ms against 5.9-10 ms a batch of
+#: Criteo's 26 + 13 columns with several outputs)
+CPU_GROUP_BATCHES = 1
 
 
 @functools.lru_cache(maxsize=256)
-def _stacker(groups: Tuple[Group, ...], size: int, count: int) -> Any:
-    """A jitted ``(blocks, starts) -> arrays``: the groups of ``count`` batches of ``size`` rows
-    starting at ``starts[k]`` in the blocks, flat (batch-major, groups in order)."""
-    dtypes = [jax.dtypes.canonicalize_dtype(np.dtype(g.dtype)) for g in groups]   # int64 -> int32 with x64 off
+def _stacker(group: Group, size: int, count: int) -> Any:
+    """A jitted ``(blocks, starts) -> arrays``: ``group`` of ``count`` batches of ``size`` rows
+    starting at ``starts[k]`` in the blocks (those of ``group.runs``, in :func:`_used` order)."""
+    dtype = jax.dtypes.canonicalize_dtype(np.dtype(group.dtype))   # int64 -> int32 with x64 off
+    used = _used(group)
+    runs = [(used.index(b), r0, r1) for b, r0, r1 in group.runs]
 
-    def one(blocks: Sequence[jax.Array], start: Any) -> List[jax.Array]:
-        out = []
-        for g, dtype in zip(groups, dtypes):
-            parts = [jax.lax.dynamic_slice(blocks[b], (np.int32(r0), start), (r1 - r0, size)).astype(dtype)
-                     for b, r0, r1 in g.runs]
-            a = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
-            out.append(a[0] if g.squeeze else a.T)
-        return out
+    def one(blocks: Sequence[jax.Array], start: Any) -> jax.Array:
+        parts = [jax.lax.dynamic_slice(blocks[b], (np.int32(r0), start), (r1 - r0, size)).astype(dtype)
+                 for b, r0, r1 in runs]
+        a = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
+        return a[0] if group.squeeze else a.T
 
     def stack(blocks: Sequence[jax.Array], starts: jax.Array) -> Tuple[jax.Array, ...]:
-        out: List[jax.Array] = []
-        for k in range(count):
-            out += one(blocks, starts[k])
-        return tuple(out)
+        return tuple(one(blocks, starts[k]) for k in range(count))
 
     return jax.jit(stack)
+
+
+def _used(group: Group) -> Tuple[int, ...]:
+    """The blocks ``group`` takes rows of, in order of first use."""
+    return tuple(dict.fromkeys(b for b, _, _ in group.runs))
 
 
 def _import(arr: Any) -> jax.Array:
@@ -69,16 +78,18 @@ def _import(arr: Any) -> jax.Array:
 
 
 def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, starts: Sequence[int]) -> List[tuple]:
-    flat = _stacker(groups, size, len(starts))(tuple(arrays), np.asarray(starts, dtype=np.int32))
-    n = len(groups)
-    return [tuple(flat[k * n:(k + 1) * n]) for k in range(len(starts))]
+    """The groups of the batches of ``size`` rows at ``starts`` of ``arrays``: one call per group."""
+    first = np.asarray(starts, dtype=np.int32)
+    per_group = [_stacker(g, size, len(starts))(tuple(arrays[b] for b in _used(g)), first) for g in groups]
+    return list(zip(*per_group))
 
 
-def _group_size(rows: int, batch_size: int) -> int:
+def _group_size(rows: int, batch_size: int, cpu: bool = False) -> int:
     """Batches per chunk call: the chunk's full batches spread evenly over calls of at most
-    :data:`GROUP_BATCHES` (depends on the chunk's length only, so one compile per length)."""
+    :data:`GROUP_BATCHES` (:data:`CPU_GROUP_BATCHES` on XLA's CPU client); it depends on the
+    chunk's length only, so one compile per length."""
     most = max(rows // batch_size, 1)
-    calls = -(-most // GROUP_BATCHES)
+    calls = -(-most // max(CPU_GROUP_BATCHES if cpu else GROUP_BATCHES, 1))
     return -(-most // calls)
 
 
@@ -124,7 +135,8 @@ class StackedBatches:
         """The groups of the full batches from row ``first`` of the chunk on (up to the call's
         count; the starts past the chunk's last full batch repeat it), keeping all but the first."""
         rows = int(self._bases[0].shape[1])
-        count = _group_size(rows, batch_size)
+        cpu = all(d.platform == "cpu" for d in self._arrays[0].devices())
+        count = _group_size(rows, batch_size, cpu)
         starts = list(range(first, rows - batch_size + 1, batch_size))[:count]
         starts += [starts[-1]] * (count - len(starts))
         outs = _run(groups, self._arrays, batch_size, starts)
@@ -136,4 +148,4 @@ class StackedBatches:
         self._bases, self._arrays, self._pending = (), (), {}
 
 
-__all__ = ["StackedBatches", "GROUP_BATCHES"]
+__all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES"]
