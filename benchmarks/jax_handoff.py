@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--stacked", action="store_true", help="also the stacked layouts (per batch, per chunk)")
+    ap.add_argument("--group", type=int, default=None,
+                    help="with --stacked: batches per chunk call (default: the loader's, 16 on a GPU, 1 on the CPU)")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -71,7 +73,7 @@ def main() -> None:
     variants = [("per column", lambda: run(per_col)), ("per block", lambda: run(per_block)),
                 ("eager slice", lambda: eager(None))]
     if args.stacked:
-        variants += stacked_variants(blocks, starts, bs)
+        variants += stacked_variants(blocks, starts, bs, args.group)
     for label, fn in variants:
         fn()   # compile
         best = min(_timed(fn) for _ in range(args.passes))
@@ -80,7 +82,7 @@ def main() -> None:
               f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
 
 
-def stacked_variants(blocks, starts, bs):
+def stacked_variants(blocks, starts, bs, group=None):
     """``JaxLoader(stacked=True)``'s hand-off over the same blocks: per batch, and per chunk."""
     import jax
 
@@ -99,7 +101,7 @@ def stacked_variants(blocks, starts, bs):
         jax.block_until_ready(out)
 
     def per_chunk():
-        count = jax_stacked._group_size(rows, bs, blocks[0].devices().pop().platform == "cpu")
+        count = group or jax_stacked._group_size(rows, bs, blocks[0].devices().pop().platform == "cpu")
         out = None
         for g in range(0, len(starts), count):
             part = starts[g:g + count]
