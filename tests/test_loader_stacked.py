@@ -67,7 +67,7 @@ def _np(a):
 
 def _stack(x, names, dtype):
     """The reference: numpy stacking of per-column batch arrays, cast to their result type."""
-    return np.stack([_np(x[n]).astype(dtype) for n in names], axis=1)
+    return np.stack([_np(x[n]).reshape(-1).astype(dtype) for n in names], axis=1)   # Keras: (B, 1) columns
 
 
 def _check_epoch(plain, stacked, cats, conts, labels, frame, squeeze=True, canon=None):
@@ -82,7 +82,8 @@ def _check_epoch(plain, stacked, cats, conts, labels, frame, squeeze=True, canon
     assert len(pairs) == len(plain) == len(stacked)
     rows = []
     for (xp_, yp), (xs, ys) in pairs:
-        assert set(xs) == {k for k, v in (("cats", cats), ("conts", conts)) if v} | {"tags"} & set(xp_)
+        listed = set(xp_) - set(cats) - set(conts)   # list columns' entries: per column in both layouts
+        assert set(xs) == {k for k, v in (("cats", cats), ("conts", conts)) if v} | listed
         n = len(_np(yp if len(labels) == 1 else yp[labels[0]]))
         ref_rows = None
         if cats:
@@ -111,9 +112,10 @@ def _check_epoch(plain, stacked, cats, conts, labels, frame, squeeze=True, canon
         if ref_rows is not None:
             np.testing.assert_array_equal(_np(ys).reshape(n, -1), frame.loc[ref_rows, labels].to_numpy()
                                           .astype(lab_dt).reshape(n, -1))
-        if "tags" in xs:   # a list column stays per column, as unstacked
-            for a, b in zip(xs["tags"], xp_["tags"]):
-                np.testing.assert_array_equal(_np(a), _np(b))
+        for key in listed:   # a list column stays per column, as unstacked
+            a, b = xs[key], xp_[key]
+            for u, v in zip(a if isinstance(a, tuple) else [a], b if isinstance(b, tuple) else [b]):
+                np.testing.assert_array_equal(_np(u), _np(v))
     return rows
 
 
@@ -305,3 +307,42 @@ def test_gpu_stacked_equals_cpu_across_chunk_ends(data, shuffle):
             np.testing.assert_array_equal(_np(a), _np(b))
     plain = list(JaxLoader(d, device=0, **{**kw, "stacked": False}))
     _check_epoch(plain, gpu, CATS, CONTS, ["label", "label2"], frame)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf(), reason="cuDF is needed")
+def test_gpu_torch_stacked_equals_cpu(data):
+    # cupy stacking per batch, handed to torch through DLPack: CUDA tensors equal to the CPU's
+    pytest.importorskip("torch")
+    from tabprep.loader.torch import TorchAsyncItr
+
+    d, _ = data
+    kw = dict(batch_size=96, cats=CATS, conts=CONTS, labels=["label", "label2"], shuffle=True, seed=7,
+              buffer_size=150, parts_per_chunk=2, stacked=True)
+    cpu = list(TorchAsyncItr(d, device="cpu", **kw))
+    gpu = list(TorchAsyncItr(d, device=0, **kw))
+    assert len(cpu) == len(gpu) == -(-N // 96)
+    for (xc, yc), (xg, yg) in zip(cpu, gpu):
+        for key in ("cats", "conts"):
+            assert xg[key].is_cuda and xg[key].dtype == xc[key].dtype
+            np.testing.assert_array_equal(xg[key].cpu().numpy(), xc[key].numpy(), err_msg=key)
+        np.testing.assert_array_equal(yg.cpu().numpy(), yc.numpy())
+
+
+def test_keras_tensorflow_stacked_equals_per_column(data):
+    # Keras' TensorFlow backend (this process's, when KERAS_BACKEND is unset): numpy stacking per batch
+    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+        pytest.skip("this process runs Keras on another backend")
+    pytest.importorskip("tensorflow")
+    from tabprep.loader.tensorflow import KerasSequenceLoader
+
+    d, frame = data
+    kw = dict(label_names=["label", "label2"], cat_names=CATS + ["tags"], cont_names=CONTS, seed=4, buffer_size=150,
+              device="cpu")
+    plain = [(x, y) for x, y in KerasSequenceLoader(d, 96, **kw)]
+    stacked = list(KerasSequenceLoader(d, 96, stacked=True, **kw))
+    pb = [({k: v.numpy() for k, v in x.items()}, {k: v.numpy() for k, v in y.items()}) for x, y in plain]
+    sb = [({k: v.numpy() for k, v in x.items()}, y.numpy()) for x, y in stacked]
+    assert set(sb[0][0]) == {"cats", "conts", "tags__values", "tags__nnzs"}
+    rows = _check_epoch(pb, sb, CATS, CONTS, ["label", "label2"], frame, squeeze=False, canon=np.dtype)
+    assert sorted(rows) == list(range(N))
