@@ -346,3 +346,20 @@ def test_keras_tensorflow_stacked_equals_per_column(data):
     assert set(sb[0][0]) == {"cats", "conts", "tags__values", "tags__nnzs"}
     rows = _check_epoch(pb, sb, CATS, CONTS, ["label", "label2"], frame, squeeze=False, canon=np.dtype)
     assert sorted(rows) == list(range(N))
+
+
+def test_int64_beyond_int32_later_in_a_chunk_is_refused_at_its_first_batch(tmp_path):
+    # stacked=True checks a chunk's 64-bit columns once, over all its rows: the value in the chunk's
+    # 6th batch is refused before any batch of that chunk is handed out (never narrowed silently)
+    big = -(2**35)
+    user = np.arange(1000, dtype="int64")
+    user[555] = big
+    pd.DataFrame({"user": user, "y": np.zeros(1000, dtype="float32")}).to_parquet(tmp_path / "d.parquet",
+                                                                               row_group_size=100)
+    loader = JaxLoader(str(tmp_path / "d.parquet"), batch_size=100, cats=["user"], labels=["y"], stacked=True,
+                       shuffle=False, buffer_size=400, device="cpu")   # chunks of rows 0-399, 400-799, 800-999
+    got = []
+    with pytest.raises(OverflowError, match=f"'user' holds {big}, beyond int32"):
+        for x, _ in loader:
+            got.append(_np(x["cats"]))
+    assert len(got) == 4 and np.concatenate(got).ravel().tolist() == list(range(400))

@@ -446,7 +446,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             from .jax import check_int_ranges
             from .jax_stacked import StackedBatches
 
-            check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
+            check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
             if self._stacked is None:
                 self._stacked = StackedBatches(squeeze_label=False)
             return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
