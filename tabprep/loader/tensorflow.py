@@ -430,9 +430,10 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         with self.loader._device.context():
             out = self._convert_on_device(batch)
             # TF's DLPack capsules carry no stream: wait where this thread queued device work (a
-            # batch joined from two chunks, list columns' counts and padding) before TF reads it;
+            # batch joined from two chunks, list columns' counts and padding, stacked groups on
+            # TensorFlow) before TF reads it;
             # slices of a chunk were complete when the chunk was handed over
-            if getattr(batch, "joined", True) or self.loader.sparse_names or (self.stacked and BACKEND != "jax"):
+            if getattr(batch, "joined", True) or self.loader.sparse_names or (self.stacked and BACKEND == "tensorflow"):
                 self.loader._device.synchronize()
             return out
 
