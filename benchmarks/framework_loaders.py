@@ -16,7 +16,10 @@ beforehand, not timed) attached online with ``map(wf)``. Pipelines, each one epo
 * **torch**: ``TorchAsyncItr`` (tensors through DLPack; CUDA tensors on the GPU), when torch is
   installed;
 * **jax**: ``JaxLoader`` (``jax.Array``), when JAX is installed;
-* **keras** (``--keras``): ``KerasSequenceLoader`` on Keras' backend (``KERAS_BACKEND``).
+* **keras** (``--keras``): ``KerasSequenceLoader`` on Keras' backend (``KERAS_BACKEND``);
+* ``--stacked``: also each framework loader with ``stacked=True`` (batches of ``{"cats": (B, 26),
+  "conts": (B, 13)}`` and a label array; rows ``jax_stacked``, ``torch_stacked``,
+  ``keras_<backend>_stacked``), beside its per-column row.
 
 Prints rows/s and each loader's ratio to the core loader and to the raw read, and rows per second
 of the process's CPU time (all threads, best pass: less noisy than the wall clock on a shared
@@ -145,13 +148,26 @@ def loader_table(files: list, wf: Optional[tp.Workflow], args: argparse.Namespac
             lambda p: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
                                        **common)),
             lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax")
+    if JaxLoader is not None and "jax" in args.loaders and args.stacked:
+        results["jax_stacked"] = time_epochs(
+            lambda p: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
+                                       stacked=True, **common)),
+            lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax stacked")
+    if TorchAsyncItr is not None and "torch" in args.loaders and args.stacked:
+        results["torch_stacked"] = time_epochs(
+            lambda p: attach(TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
+                                           seed=p, stacked=True, **common)),
+            lambda b: len(b[1]), args.passes, args.gpu, "torch stacked")
     if args.keras:
         from tabprep.loader.keras import BACKEND, KerasSequenceLoader
 
-        results[f"keras_{BACKEND}"] = time_epochs(
-            lambda p: iter(attach(KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS,
-                                                      cont_names=CONTS, seed=p, **common))),
-            lambda b: int(b[1].shape[0]), args.passes, args.gpu, f"keras ({BACKEND})")
+        for stacked in (False, True) if args.stacked else (False,):
+            results[f"keras_{BACKEND}" + ("_stacked" if stacked else "")] = time_epochs(
+                lambda p, stacked=stacked: iter(attach(KerasSequenceLoader(
+                    files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=p,
+                    stacked=stacked, **common))),
+                lambda b: int(b[1].shape[0]), args.passes, args.gpu,
+                f"keras ({BACKEND})" + (" stacked" if stacked else ""))
     return results
 
 
@@ -235,6 +251,8 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
                          "inputs on the device (ratio of samples/s; >= 0.9: training is not input-bound)")
     ap.add_argument("--train-buckets", type=int, default=100_000, help="HashBucket buckets of the --train model")
     ap.add_argument("--train-dim", type=int, default=16, help="embedding size of the --train model")
+    ap.add_argument("--stacked", action="store_true",
+                    help="also the framework loaders with stacked=True ({cats, conts} 2-D arrays; jax, torch, keras)")
     ap.add_argument("--loaders", default="core,torch,jax", help="framework loaders to time besides core")
     ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: the loader's)")
     ap.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")

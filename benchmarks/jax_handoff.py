@@ -12,6 +12,16 @@ each batch is taken from them the ways a loader can, timed over every full batch
 * ``eager slice``: ``lax.dynamic_slice`` called eagerly per block (no jit).
 
 The difference between the first two is the cost of the per-column array objects.
+
+``--stacked`` adds the layout of ``JaxLoader(stacked=True)`` (the first block as ``cats``, the second
+as ``conts``, the third as the label, transposed to ``(batch, columns)``):
+
+* ``stacked/batch``: one jitted call per batch and group (3 a batch);
+* ``stacked/chunk``: as the loader does it, one jitted call per group and up to 16 batches of the
+  chunk on a GPU (one batch on the CPU; :mod:`tabprep.loader.jax_stacked`), the batches then handed
+  out as they are.
+
+    python benchmarks/jax_handoff.py --rows 3300000 --stacked
 """
 from __future__ import annotations
 
@@ -27,6 +37,9 @@ def main() -> None:
     ap.add_argument("--columns", default="26,13,1")
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--stacked", action="store_true", help="also the stacked layouts (per batch, per chunk)")
+    ap.add_argument("--group", type=int, default=None,
+                    help="with --stacked: batches per chunk call (default: the loader's, 16 on a GPU, 1 on the CPU)")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -57,13 +70,45 @@ def main() -> None:
             out = [jax.lax.dynamic_slice_in_dim(b, s, bs, axis=1) for b in blocks]
         jax.block_until_ready(out)
 
-    for label, fn in (("per column", lambda: run(per_col)), ("per block", lambda: run(per_block)),
-                      ("eager slice", lambda: eager(None))):
+    variants = [("per column", lambda: run(per_col)), ("per block", lambda: run(per_block)),
+                ("eager slice", lambda: eager(None))]
+    if args.stacked:
+        variants += stacked_variants(blocks, starts, bs, args.group)
+    for label, fn in variants:
         fn()   # compile
         best = min(_timed(fn) for _ in range(args.passes))
         n = len(starts)
         print(f"  {label:12s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
               f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
+
+
+def stacked_variants(blocks, starts, bs, group=None):
+    """``JaxLoader(stacked=True)``'s hand-off over the same blocks: per batch, and per chunk."""
+    import jax
+
+    from tabprep.loader import jax_stacked
+    from tabprep.loader.stacked import stack_layout
+
+    names = [tuple(f"b{i}_{j}" for j in range(b.shape[0])) for i, b in enumerate(blocks)]
+    meta = tuple((n, np.dtype(b.dtype).str) for n, b in zip(names, blocks))
+    groups = stack_layout(meta, *(names + [()] * (3 - len(names)))[:3], True)
+    rows = int(blocks[0].shape[1])
+
+    def per_batch():
+        out = None
+        for s in starts:
+            out = jax_stacked._run(groups, blocks, bs, [s])
+        jax.block_until_ready(out)
+
+    def per_chunk():
+        count = group or jax_stacked._group_size(rows, bs, blocks[0].devices().pop().platform == "cpu")
+        out = None
+        for g in range(0, len(starts), count):
+            part = starts[g:g + count]
+            out = jax_stacked._run(groups, blocks, bs, part + [part[-1]] * (count - len(part)))
+        jax.block_until_ready(out)
+
+    return [("stacked/batch", per_batch), ("stacked/chunk", per_chunk)]
 
 
 def _timed(fn) -> float:

@@ -14,7 +14,9 @@ transformed beforehand), one shuffled epoch of the core loader timed four ways, 
   transform, columns to arrays, the row order on the device, gather into blocks;
 * ``consume``: batches cut from chunks prepared beforehand (the consumer's own cost), and the same
   with each batch handed to PyTorch (``--torch``: one DLPack import per block, as ``TorchAsyncItr``)
-  or to JAX (``--jax``: as ``JaxLoader``, chunk blocks imported once, and with a copy per batch).
+  or to JAX (``--jax``: as ``JaxLoader``, chunk blocks imported once, and with a copy per batch;
+  ``--stacked``: as ``JaxLoader(stacked=True)``, a chunk's batches stacked by one jitted call per
+  up to 16 batches).
 
 ``--profile``: cProfile (own time, top 18) of ``prepare`` and ``consume``.
 """
@@ -52,6 +54,8 @@ def main() -> None:
     ap.add_argument("--torch", action="store_true", help="also consume with a DLPack hand-off per block")
     ap.add_argument("--jax", action="store_true",
                     help="also consume as JaxLoader does (chunk blocks imported once, a jitted slice per block)")
+    ap.add_argument("--stacked", action="store_true",
+                    help="with --jax: also hand batches over stacked (JaxLoader(stacked=True): a jitted call per chunk)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--variants", action="store_true",
                     help="also the epoch with each loader change of issue 33 switched back (GPU: orders drawn on the "
@@ -195,6 +199,20 @@ def main() -> None:
 
         report("consume + jax, chunk blocks", best(lambda p: consume(p, to_jax)))
         report("consume + jax, a copy per batch", best(lambda p: consume(p, to_jax_copy)))
+        if args.stacked:
+            import jax
+
+            from tabprep.loader.jax_stacked import StackedBatches
+
+            def to_jax_stacked(b, st=StackedBatches(squeeze_label=True), last=[]):
+                last[:] = st.convert(b, CATS, CONTS, ["label"], args.batch)[1]
+                return last
+
+            def consume_stacked(p):
+                consume(p, to_jax_stacked)
+                jax.block_until_ready(to_jax_stacked.__defaults__[1])
+
+            report("consume + jax, stacked per chunk", best(consume_stacked))
     if args.profile:
         for label, fn in (("prepare", lambda: prepare([])), ("consume", lambda: consume(0))):
             prof = cProfile.Profile()

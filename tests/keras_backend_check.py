@@ -92,6 +92,7 @@ def main() -> None:
     np.testing.assert_allclose(keras.ops.convert_to_numpy(again(x)), keras.ops.convert_to_numpy(model(x)),
                                rtol=1e-5)
     nested_check(work)
+    stacked_check(work, wf, layout)
     if keras.backend.backend() == "jax":
         x64_check()
     print("ok", expected, [round(v, 4) for v in loss])
@@ -110,6 +111,27 @@ def nested_check(work: str) -> None:
     values, nnzs = (keras.ops.convert_to_numpy(t) for t in x["x"])
     np.testing.assert_array_equal(values.ravel(), keys.ravel())
     assert nnzs.ravel().tolist() == [12] * 6
+
+
+def stacked_check(work: str, wf, layout) -> None:
+    """stacked=True on this backend: {"cats": (B, 1), "conts": (B, 1), list column as unstacked} and
+    labels (B, 1), equal to the per-column batches of the same loader and seed."""
+    kw = dict(batch_size=700, label_names=["label"], cat_names=["user", "tags"], cont_names=["a"], shuffle=True,
+              seed=5, device="cpu", buffer_size=900, **layout)
+    path = os.path.join(work, "d.parquet")
+    plain = list(KerasSequenceLoader(path, **kw).map(wf))
+    stacked = list(KerasSequenceLoader(path, stacked=True, **kw).map(wf))
+    assert len(plain) == len(stacked) > 1
+    np_ = keras.ops.convert_to_numpy
+    for (xp, yp), (xs, ys) in zip(plain, stacked):
+        assert {"cats", "conts"} <= set(xs) and "user" not in xs and "a" not in xs, sorted(xs)
+        np.testing.assert_array_equal(np_(xs["cats"]), np_(xp["user"]))
+        np.testing.assert_array_equal(np_(xs["conts"]), np_(xp["a"]))
+        np.testing.assert_array_equal(np_(ys), np_(yp))
+        for key in [k for k in xp if k.startswith("tags")]:
+            a, b = (xp[key], xs[key])
+            for u, v in zip(a if isinstance(a, tuple) else [a], b if isinstance(b, tuple) else [b]):
+                np.testing.assert_array_equal(np_(u), np_(v))
 
 
 def x64_check() -> None:

@@ -21,6 +21,10 @@ Layout of one batch, ``(features, labels)``:
 
 * ``labels``: a 1-D array for one label, a dict ``{name: array}`` for several, absent (the
   batch is just ``features``) when there is no label.
+
+With ``stacked=True`` the scalar columns come as a few 2-D arrays instead
+(``{"cats": (B, n_cats), "conts": (B, n_conts), <list columns>...}``, labels ``(B,)`` or
+``(B, n)``): see :mod:`tabprep.loader.stacked`.
 """
 from __future__ import annotations
 
@@ -266,7 +270,8 @@ class FrameworkLoader(LoaderViews):
                  sparse_as_dense: bool = False, sparse_format: str = "offsets", buffer_size: float = 0.1,
                  engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None, schema: Any = None,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
-                 workflow: Any = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
+                 workflow: Any = None, storage_options: Optional[Dict[str, Any]] = None,
+                 stacked: bool = False) -> None:
         if sparse_format not in SPARSE_FORMATS:
             raise ValueError(f"sparse_format must be one of {SPARSE_FORMATS}, got {sparse_format!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
@@ -275,6 +280,8 @@ class FrameworkLoader(LoaderViews):
             labels = [labels]
         self.sparse_format = sparse_format
         self.sparse_as_dense = bool(sparse_as_dense)
+        #: batches as a few 2-D arrays ({"cats", "conts"}, labels; :mod:`tabprep.loader.stacked`)
+        self.stacked = bool(stacked)
         self._dense_names_arg = list(sparse_names) if sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self.storage_options = storage_options
@@ -374,7 +381,34 @@ class FrameworkLoader(LoaderViews):
         with self.loader._device.context():
             return self._convert_on_device(batch)
 
+    def _stacked_groups(self, batch: Any) -> Tuple[Tuple[Any, ...], tuple]:
+        """The stacked groups of ``batch`` (:func:`tabprep.loader.stacked.stack_layout`) and their
+        framework arrays: stacked with numpy / cupy, one hand-off per group."""
+        from .stacked import batch_blocks, layout_of, stack_arrays
+
+        cats, conts, labels = self.loader.cat_names, self.loader.cont_names, self.loader.label_names
+        blocks = batch_blocks(batch, cats + conts + labels)
+        groups = layout_of(blocks, cats, conts, labels, squeeze_label=True)
+        arrays = stack_arrays(blocks, groups)
+        return groups, tuple(self._array(arrays[g.key]) for g in groups)
+
+    def _convert_stacked(self, batch: Dict[str, Any]) -> Any:
+        """``({"cats": (B, n), "conts": (B, n), <list column>: ...}, labels)`` (``stacked=True``)."""
+        from .stacked import list_names
+
+        groups, arrays = self._stacked_groups(batch)
+        out = {g.key: a for g, a in zip(groups, arrays)}
+        x = {k: out[k] for k in ("cats", "conts") if k in out}
+        for name in list_names(groups, self.loader.cat_names, self.loader.cont_names):
+            value = batch[name]
+            x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
+        if not self.loader.label_names:
+            return x
+        return x, out["labels"]
+
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        if self.stacked:
+            return self._convert_stacked(batch)
         done: Dict[str, Any] = {}
         if self._block_handoff:
             spans = getattr(batch, "spans", None) or ()

@@ -132,12 +132,20 @@ def _check_int32_range(name: str, value: Any) -> None:
     """Refuse 64-bit integers JAX would narrow to int32 (x64 off): one min/max per batch, only
     for 64-bit / uint32 integer columns without a schema bound."""
     values = getattr(value, "values", value)   # a ragged batch: its leaves
-    dtype = getattr(values, "dtype", None)
-    if dtype is None or dtype.kind not in "iu" or (dtype.itemsize < 8 and dtype != np.uint32) or not len(values):
+    if not _narrowed(values) or not len(values):
         return
-    lo, hi = values.min(), values.max()
-    if int(lo) < _INT32[0] or int(hi) > _INT32[1]:
-        bad = int(hi) if int(hi) > _INT32[1] else int(lo)
+    _refuse_beyond_int32(name, int(values.min()), int(values.max()))
+
+
+def _narrowed(values: Any) -> bool:
+    """Integers JAX (x64 off) narrows to int32: 64-bit ones and uint32."""
+    dtype = getattr(values, "dtype", None)
+    return dtype is not None and dtype.kind in "iu" and (dtype.itemsize >= 8 or dtype == np.uint32)
+
+
+def _refuse_beyond_int32(name: str, lo: int, hi: int) -> None:
+    if lo < _INT32[0] or hi > _INT32[1]:
+        bad = hi if hi > _INT32[1] else lo
         raise OverflowError(
             f"column {name!r} holds {bad}, beyond int32, and JAX runs with 64-bit types off "
             f"(jax_enable_x64=False, its default), which would drop the high bits silently. Fix: "
@@ -145,11 +153,16 @@ def _check_int32_range(name: str, value: Any) -> None:
             f"to small ids (ops.Categorify / ops.HashBucket) in the workflow")
 
 
-def check_int_ranges(adapter: Any, batch: Any) -> None:
+def check_int_ranges(adapter: Any, batch: Any, per_chunk: bool = False) -> None:
     """Refuse a batch holding integers JAX would narrow: with ``jax_enable_x64`` off (JAX's
     default) int64 becomes int32 by dropping the high bits. Columns whose schema bounds them
     within int32 (a fitted vocabulary's domain: Categorify, HashBucket ids) are not checked; the
-    list of the others is kept on ``adapter`` (a framework loader). Nothing with 64-bit types on."""
+    list of the others is kept on ``adapter`` (a framework loader). Nothing with 64-bit types on.
+
+    ``per_chunk``: the columns of the batch's chunk blocks (:attr:`Batch.spans`) are checked once
+    per chunk, all rows at once when its first batch arrives (one reduction and one device-to-host
+    copy per block instead of two per column and batch: on a GPU each is a wait for the device),
+    so a value beyond int32 is refused at the first batch of its chunk; the stacked layout uses it."""
     if jax.config.jax_enable_x64:
         return
     names = getattr(adapter, "_jax_unbounded", None)
@@ -158,8 +171,35 @@ def check_int_ranges(adapter: Any, batch: Any) -> None:
         names = adapter._jax_unbounded = [
             n for n in loader.cat_names + loader.cont_names + loader.label_names
             if not _int32_domain(adapter.output_schema, n)]
+    if per_chunk and names:
+        names = _check_chunk(adapter, batch, names)
     for name in names:
         _check_int32_range(name, batch[name])
+
+
+def _check_chunk(adapter: Any, batch: Any, names: List[str]) -> List[str]:
+    """Check ``names`` that lie in the batch's chunk blocks over the whole chunk (once per chunk);
+    returns the names left to check in the batch (list columns, or all of a joined batch)."""
+    spans = getattr(batch, "spans", None) or ()
+    blocks = getattr(batch, "blocks", None) or ()
+    if not spans or len(spans) != len(blocks) or getattr(batch, "joined", False):
+        return names
+    bases = tuple(span[0] for span in spans)
+    done = getattr(adapter, "_jax_checked_chunk", ())
+    if not (len(done) == len(bases) and all(x is y for x, y in zip(done, bases))):
+        wanted = set(names)
+        for (block_names, _), base in zip(blocks, bases):
+            rows = [j for j, n in enumerate(block_names) if n in wanted]
+            if not rows or not _narrowed(base) or not base.shape[1]:
+                continue
+            part = base if len(rows) == len(block_names) else base[rows]
+            xp = backend.array_module(part)
+            lo, hi = backend.to_numpy(xp.stack([part.min(axis=1), part.max(axis=1)]))   # one copy to the host
+            for j, a, b in zip(rows, lo, hi):
+                _refuse_beyond_int32(block_names[j], int(a), int(b))
+        adapter._jax_checked_chunk = bases   # the chunk's blocks, as StackedBatches holds them
+    in_blocks = {n for block_names, _ in blocks for n in block_names}
+    return [n for n in names if n not in in_blocks]
 
 
 class JaxLoader(FrameworkLoader):
@@ -169,7 +209,10 @@ class JaxLoader(FrameworkLoader):
     ``labels``, ``batch_size``, ``shuffle``, ``seed``, ``parts_per_chunk``, ``global_size``,
     ``global_rank``, ``drop_last``, ``sparse_names``, ``sparse_max``, ``sparse_as_dense``,
     ``sparse_format``, ``buffer_size``, ``device``, ``storage_options``...), plus ``devices`` (see
-    the module doc).
+    the module doc) and ``stacked``: batches as ``({"cats": (B, n_cats), "conts": (B, n_conts),
+    <list columns>...}, labels)`` with labels ``(B,)`` for one, ``(B, n)`` for several
+    (:mod:`tabprep.loader.stacked`), stacked per chunk in one jitted call per up to 16 batches
+    (:mod:`tabprep.loader.jax_stacked`): the fast layout for JAX (default False: one array per column).
     """
 
     def __init__(self, dataset: Any, batch_size: int = 1, cats: Optional[Sequence[str]] = None,
@@ -194,8 +237,21 @@ class JaxLoader(FrameworkLoader):
             self.devices = devs
 
     def _convert_on_device(self, batch: Any) -> Any:
-        check_int_ranges(self, batch)
+        check_int_ranges(self, batch, per_chunk=self.stacked)
         return super()._convert_on_device(batch)
+
+    def _stacked_groups(self, batch: Any) -> Any:
+        # per chunk: one jitted call stacks the chunk's next full batches (tabprep.loader.jax_stacked)
+        from .jax_stacked import StackedBatches
+
+        if getattr(self, "_stacked", None) is None:
+            self._stacked = StackedBatches(squeeze_label=True)
+        loader = self.loader
+        groups, arrays = self._stacked.convert(batch, loader.cat_names, loader.cont_names, loader.label_names,
+                                               loader.batch_size)
+        if self.sharding is not None:
+            arrays = tuple(jax.device_put(a, self.sharding) for a in arrays)
+        return groups, arrays
 
     def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[jax.Array]:
         if not hasattr(self, "_chunk_blocks"):

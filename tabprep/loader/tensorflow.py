@@ -19,6 +19,13 @@ Each batch is ``(features, labels)`` (just ``features`` when there are no labels
 
 ``labels`` is a ``(batch, 1)`` tensor for one label, a dict ``{name: tensor}`` for several.
 
+With ``stacked=True`` the scalar columns come as a few 2-D tensors instead:
+``{"cats": (batch, n_cats), "conts": (batch, n_conts), <list columns as above>}`` and labels
+``(batch, n_labels)`` (:mod:`tabprep.loader.stacked`); on Keras' JAX backend they are stacked per
+chunk in one jitted call per up to 16 batches (:mod:`tabprep.loader.jax_stacked`). The model's
+inputs are then ``keras.Input(shape=(n_cats,), name="cats", dtype=...)`` and so on
+(:meth:`KerasSequenceLoader.keras_inputs` makes them).
+
 On the GPU (cuDF present, ``device`` not ``"cpu"``) chunks are read and transformed by cuDF
 and the batch arrays (cupy) reach TensorFlow through DLPack, without a copy through host
 memory, when you iterate the loader yourself (``for x, y in loader``, custom training loops,
@@ -179,6 +186,15 @@ def _to_backend(arr: Any) -> Any:
     raise RuntimeError(f"KerasSequenceLoader supports Keras' tensorflow, jax and torch backends, not {BACKEND!r}")
 
 
+def _backend_dtype(dtype: Any) -> str:
+    """The dtype a numpy dtype has in Keras' backend (JAX with 64-bit types off: 32-bit)."""
+    if BACKEND == "jax":
+        import jax
+
+        return str(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+    return str(np.dtype(dtype))
+
+
 def _keras_spec_peek() -> bool:
     """True when called (through ``__getitem__``) only to learn the batches' shapes and dtypes:
     from Keras' ``PyDatasetAdapter.get_tf_dataset`` (TensorFlow: the dataset's output signature)
@@ -257,6 +273,9 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         seed: shuffle seed (default: random per loader).
         prefetch: chunks prepared ahead by the background thread (default 1).
         threads: threads preparing chunks in parallel (default: 1 on GPU, up to 2 on CPU).
+        stacked: batches as ``({"cats": (batch, n_cats), "conts": (batch, n_conts), <list
+            columns>}, labels (batch, n_labels))`` (default False: one tensor per column; see the
+            module doc).
         **pydataset_kwargs: ``workers`` / ``use_multiprocessing`` / ``max_queue_size`` of Keras'
             PyDataset; leave them at their defaults (the loader prefetches on its own; more
             Keras workers turn sequential reads into random access).
@@ -272,7 +291,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                  sparse_as_dense: bool = False, schema: Any = None, ragged: bool = False,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
                  sparse_format: str = "flat", storage_options: Optional[Dict[str, Any]] = None,
-                 **pydataset_kwargs: Any) -> None:
+                 stacked: bool = False, **pydataset_kwargs: Any) -> None:
         unknown = sorted(set(pydataset_kwargs) - _PYDATASET_KWARGS)
         if unknown:
             hint = (" NVTabular's KerasSequenceLoader has no output_path either: write transformed data with "
@@ -304,6 +323,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             cat_names = list(cat_names or []) + [c for c in fc_cats if c not in (cat_names or [])]
             cont_names = list(cont_names or []) + [c for c in fc_conts if c not in (cont_names or [])]
         self.ragged = bool(ragged)
+        self.stacked = bool(stacked)
+        self._stacked: Any = None   # a jax_stacked.StackedBatches on Keras' JAX backend
         self._count = 0
         self._count_lock = threading.Lock()
         self._template: Any = None
@@ -409,13 +430,42 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         with self.loader._device.context():
             out = self._convert_on_device(batch)
             # TF's DLPack capsules carry no stream: wait where this thread queued device work (a
-            # batch joined from two chunks, list columns' counts and padding) before TF reads it;
+            # batch joined from two chunks, list columns' counts and padding, stacked groups on
+            # TensorFlow) before TF reads it;
             # slices of a chunk were complete when the chunk was handed over
-            if getattr(batch, "joined", True) or self.loader.sparse_names:
+            if getattr(batch, "joined", True) or self.loader.sparse_names or (self.stacked and BACKEND == "tensorflow"):
                 self.loader._device.synchronize()
             return out
 
+    def _stacked_groups(self, batch: Any) -> Any:
+        """The stacked groups of ``batch`` and their tensors (labels ``(batch, n)``)."""
+        from .stacked import batch_blocks, layout_of, stack_arrays
+
+        loader = self.loader
+        cats, conts, labels = loader.cat_names, loader.cont_names, loader.label_names
+        if BACKEND == "jax":   # per chunk, one jitted call per up to 16 batches
+            from .jax import check_int_ranges
+            from .jax_stacked import StackedBatches
+
+            check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
+            if self._stacked is None:
+                self._stacked = StackedBatches(squeeze_label=False)
+            return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
+        blocks = batch_blocks(batch, cats + conts + labels)
+        groups = layout_of(blocks, cats, conts, labels, squeeze_label=False)
+        arrays = stack_arrays(blocks, groups)
+        return groups, tuple(_to_backend(arrays[g.key]) for g in groups)
+
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        if self.stacked:
+            from .stacked import list_names
+
+            groups, arrays = self._stacked_groups(batch)
+            out = {g.key: a for g, a in zip(groups, arrays)}
+            x = {k: out[k] for k in ("cats", "conts") if k in out}
+            for name in list_names(groups, self.loader.cat_names, self.loader.cont_names):
+                self._feature(name, batch[name], batch, x)
+            return (x, out["labels"]) if self.loader.label_names else x
         done: Dict[str, Any] = {}
         if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
             from .jax import ChunkBlocks, block_columns, check_int_ranges
@@ -428,32 +478,12 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 span = spans[i] if i < len(spans) else None
                 done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=self._chunk_blocks,
                                                      index=i)))
-        dense = self._dense_columns()
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
-            value = batch[name]
-            if isinstance(value, RaggedBatch):
-                if name in dense:
-                    self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once
-                    x[name] = _to_backend(pad_batch(value, dense[name], name))
-                elif self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
-                    x[name] = tf.RaggedTensor.from_nested_row_lengths(
-                        _to_tensor(value.values), [_to_tensor(v) for v in value.nested_row_lengths], validate=False)
-                elif self.ragged:
-                    x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
-                                                               _to_tensor(value.lengths), validate=False)
-                else:
-                    if self.sparse_format == "flat" and (name + "__values" in batch or name + "__nnzs" in batch):
-                        self._check_flat_names([name], self.loader.cat_names + self.loader.cont_names)
-                    # int32 counts, as NVTabular's loader gives them (a copy of batch rows, not nnz)
-                    nnzs = _to_backend(_column(value.lengths.astype("int32")))
-                    values = _to_backend(_column(value.values))
-                    if self.sparse_format == "tuple":
-                        x[name] = (values, nnzs)
-                    else:
-                        x[name + "__values"], x[name + "__nnzs"] = values, nnzs
+            if name in done:
+                x[name] = done[name]
             else:
-                x[name] = done[name] if name in done else _to_backend(_column(value))
+                self._feature(name, batch[name], batch, x)
         labels = self.loader.label_names
         ys = {}
         for name in labels:
@@ -465,6 +495,32 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             return x
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
 
+    def _feature(self, name: str, value: Any, batch: Dict[str, Any], x: Dict[str, Any]) -> None:
+        """Put feature column ``name`` (``value``) into ``x`` in the per-column layout."""
+        dense = self._dense_columns()
+        if isinstance(value, RaggedBatch):
+            if name in dense:
+                self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once
+                x[name] = _to_backend(pad_batch(value, dense[name], name))
+            elif self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
+                x[name] = tf.RaggedTensor.from_nested_row_lengths(
+                    _to_tensor(value.values), [_to_tensor(v) for v in value.nested_row_lengths], validate=False)
+            elif self.ragged:
+                x[name] = tf.RaggedTensor.from_row_lengths(_to_tensor(value.values),
+                                                           _to_tensor(value.lengths), validate=False)
+            else:
+                if self.sparse_format == "flat" and (name + "__values" in batch or name + "__nnzs" in batch):
+                    self._check_flat_names([name], self.loader.cat_names + self.loader.cont_names)
+                # int32 counts, as NVTabular's loader gives them (a copy of batch rows, not nnz)
+                nnzs = _to_backend(_column(value.lengths.astype("int32")))
+                values = _to_backend(_column(value.values))
+                if self.sparse_format == "tuple":
+                    x[name] = (values, nnzs)
+                else:
+                    x[name + "__values"], x[name + "__nnzs"] = values, nnzs
+        else:
+            x[name] = _to_backend(_column(value))
+
     def peek(self) -> Any:
         """The first batch of the current epoch, as ``__getitem__`` returns it, without consuming it."""
         return self._convert(self.loader.peek())
@@ -474,7 +530,18 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         shapes), for functional models. Reads the first batch (cheap: its chunk is kept)."""
         batch = self.loader.peek()
         inputs: Dict[str, Any] = {}
-        for name in self.loader.cat_names + self.loader.cont_names:
+        names = self.loader.cat_names + self.loader.cont_names
+        if self.stacked:   # {"cats": (n_cats,), "conts": (n_conts,)} and the list columns
+            from .stacked import batch_blocks, layout_of, list_names
+
+            loader = self.loader
+            groups = layout_of(batch_blocks(batch, names + loader.label_names), loader.cat_names,
+                               loader.cont_names, loader.label_names, squeeze_label=False)
+            for g in groups:
+                if g.key != "labels":
+                    inputs[g.key] = keras.Input(shape=(len(g.names),), dtype=_backend_dtype(g.dtype), name=g.key)
+            names = list_names(groups, loader.cat_names, loader.cont_names)
+        for name in names:
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 dtype = str(value.values.dtype)

@@ -94,6 +94,9 @@ class TorchAsyncItr(torch.utils.data.IterableDataset, FrameworkLoader):
         storage_options: options of the file system of URL inputs (``s3://``...), as in pandas
             and dask; see :class:`tabprep.loader.DataLoader`.
         workflow: a workflow to apply online (same as calling :meth:`map`).
+        stacked: batches as ``({"cats": (B, n_cats), "conts": (B, n_conts), <list columns>},
+            labels)``, labels ``(B,)`` for one and ``(B, n)`` for several, stacked per batch
+            with numpy / cupy (:mod:`tabprep.loader.stacked`; default False: one tensor per column).
     """
 
     def __init__(self, dataset: Any, *positional: Any, cats: Optional[Sequence[str]] = None,
@@ -106,7 +109,8 @@ class TorchAsyncItr(torch.utils.data.IterableDataset, FrameworkLoader):
                  sparse_as_dense: bool = False, sparse_format: str = "offsets", buffer_size: float = 0.1,
                  engine: Optional[str] = None, reader_kwargs: Optional[Dict[str, Any]] = None, schema: Any = None,
                  seed: Optional[int] = None, prefetch: int = 1, threads: Optional[int] = None,
-                 workflow: Any = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
+                 workflow: Any = None, storage_options: Optional[Dict[str, Any]] = None,
+                 stacked: bool = False) -> None:
         cats, conts, labels, batch_size, shuffle = _positional(positional, cats, conts, labels, batch_size, shuffle)
         global_size, global_rank = _distributed_default(global_size, global_rank)
         torch.utils.data.IterableDataset.__init__(self)
@@ -116,7 +120,8 @@ class TorchAsyncItr(torch.utils.data.IterableDataset, FrameworkLoader):
                                  sparse_names=sparse_names, sparse_max=sparse_max, sparse_as_dense=sparse_as_dense,
                                  sparse_format=sparse_format, buffer_size=buffer_size, engine=engine,
                                  reader_kwargs=reader_kwargs, schema=schema, seed=seed, prefetch=prefetch,
-                                 threads=threads, workflow=workflow, storage_options=storage_options)
+                                 threads=threads, workflow=workflow, storage_options=storage_options,
+                                 stacked=stacked)
 
     def _array(self, arr: Any) -> torch.Tensor:
         return _to_torch(arr)
