@@ -41,11 +41,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import backend
+from ..backend.reductions import profile_sample, sorted_sample
 from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
                            finalize_column)
 from .profile_json import finalize_profile as _finalize_profile
-from ..backend.reductions import profile_sample, sorted_sample
 from .profile_numeric import (Chunk, _chunks, _exact_moments, _finite, _host_moments, _host_type,  # noqa: F401
                               _host_values, _host_values_owned)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of, kll_of_sorted, thinning_slack
@@ -410,9 +410,11 @@ def partial_frame(df: Any, columns: Sequence[str], sample_every: int = 1, vocabs
     """:func:`partial_table` of a partition in any form (Arrow table, pandas or cuDF frame).
 
     Where the partition lives on a device (``backend.profile_exact`` answers), the exact part
-    (rows, nulls, NaN, inf, moments, extrema) is computed there and only the rows the sketches
-    sample (every ``sample_every``-th, as on the host) are copied to the host; the partial is the
-    one the host computes from the whole partition, up to the rounding of the moments' sums.
+    (rows, nulls, NaN, inf, moments, extrema) is computed there, and so is the sorted sample of
+    the int and float columns (every ``sample_every``-th row, as on the host): only its distinct
+    values, their counts and the thinned KLL picks are copied to the host (the other columns'
+    sampled rows are copied); the partial is the one the host computes from the whole partition,
+    up to the rounding of the moments' sums.
     ``kll_every``: the KLL sketches' thinning factor (:func:`column_partial`)."""
     if isinstance(df, pa.Table):
         return partial_table(df.select(list(columns)), sample_every, vocabs, categorical, kll_every=kll_every)
@@ -430,7 +432,9 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
     """The partials of ``columns`` of the frame ``df``: for a column in ``exact`` (``{column: (rows,
     nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
     strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact`` (the sample's
-    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the others (list
+    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the int and float
+    columns' samples taken and sorted where the frame lives when its backend can
+    (``backend.reductions.profile_sample`` / ``sorted_sample``: the same partial); the others (list
     columns, ..., and a numeric column whose entry lacks moments) from the whole frame.
     ``kll_every``: the KLL sketches' thinning factor (:func:`column_partial`), the same for all."""
     parts: Dict[str, ColumnPartial] = {}
