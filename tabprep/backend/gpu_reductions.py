@@ -264,7 +264,7 @@ def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
     row); for floats, ``abs(x) < inf`` as the column's null mask (``bools_to_mask``: null for
     nulls, NaN and +-inf; its null count, which it returns, gives the finite count) put on the
     column without a copy (``with_mask``); then reductions that skip nulls: mean, the sum of
-    squares of ``x - mean`` (M2, two passes, as on the host) and minmax; NaN are counted
+    squares of ``x - mean`` (M2, in two passes: no one-pass formula) and minmax; NaN are counted
     (``is_nan``, a sum) only where that count shows non-finite values. The reductions' device
     scalars are pulled back after every column's calls are queued (a ``to_py`` each waits for
     the device: the first waits for all, the others find their values there)."""
