@@ -2,7 +2,7 @@
 50M Criteo rows profiled in <= 1.5x the read).
 
     python benchmarks/scale.py --gpu --rows 50000000 --generate-only --gen-procs 32 --data-root /dev/shm/tb
-    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2 [--kll-every 1]
+    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2 [--kll-every 1] [--host-sample]
 
 Prints the median seconds of each and the ratio. Both run in the same process after one
 warm-up of each (cuDF's first read and the profile's first pass compile and allocate).
@@ -22,6 +22,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--kll-every", type=int, default=None,
                     help="tp.profile's kll_every (default: tabprep's rule from the sample size; 1: no thinning)")
+    ap.add_argument("--host-sample", action="store_true",
+                    help="also time tp.profile with the sample copied to the host and sorted there (the path "
+                         "before the device sort: backend.reductions.profile_sample answering None)")
     ap.add_argument("--cprofile", type=int, default=0,
                     help="then one more tp.profile under cProfile: print its N most expensive functions "
                          "(own time, then cumulative): where the profile's time goes")
@@ -42,8 +45,21 @@ def main() -> None:
     def prof() -> None:
         tp.profile(tp.Dataset(files, cpu=False), kll_every=args.kll_every)
 
+    def prof_host_sample() -> None:
+        import tabprep.stats.profile as prof_mod
+
+        device = prof_mod.profile_sample
+        prof_mod.profile_sample = lambda *a: None
+        try:
+            prof()
+        finally:
+            prof_mod.profile_sample = device
+
     times = {}
-    for name, fn in (("cuDF read", read), ("tp.profile", prof)):
+    runs_of = [("cuDF read", read), ("tp.profile", prof)]
+    if args.host_sample:
+        runs_of.append(("host sample", prof_host_sample))
+    for name, fn in runs_of:
         fn()   # warm-up
         runs = []
         for _ in range(args.repeat):
@@ -54,6 +70,8 @@ def main() -> None:
         print(f"  {name:<12} {times[name]:8.2f} s  (runs {', '.join(f'{r:.2f}' for r in runs)})", flush=True)
     print(f"{rows:,} rows, {len(files)} files: profile / read = {times['tp.profile'] / times['cuDF read']:.2f}x "
           f"(goal <= 1.5x)")
+    if args.host_sample:
+        print(f"  with the sample sorted on the host: {times['host sample'] / times['cuDF read']:.2f}x")
     if args.cprofile:
         import cProfile
         import pstats

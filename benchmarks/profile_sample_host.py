@@ -9,7 +9,7 @@ columns: ``label``, 13 continuous columns and 26 hashed id columns.
 ``--kll-every F[,F2...]``: the KLL sketches' thinning factor(s), alternating run by run in this
 process when several (default 16: what ``tp.profile``'s 1M-row sample gets, ``kll_every_for``;
 1: no thinning, the code path of before the option); ``--kll-share`` adds, per factor, the CPU
-seconds of the KLL sketching alone (``kll_of_sorted`` timed inside the calls).
+seconds of the KLL sketching alone (``kll_of`` of the thinned picks timed inside the calls).
 
     python3 benchmarks/profile_sample_host.py --rows 5000000 --every 10 --repeat 7 --kll-every 1,16 --kll-share
 
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--cache", default="/tmp/tabprep_profile_sample_host")
     ap.add_argument("--cprofile", type=int, default=0)
     ap.add_argument("--kll-every", default="16", help="thinning factor(s) of the KLL sketches, comma-separated: alternated")
-    ap.add_argument("--kll-share", action="store_true", help="also the CPU seconds inside kll_of_sorted, per factor")
+    ap.add_argument("--kll-share", action="store_true", help="also the CPU seconds inside kll_of, per factor")
     ap.add_argument("--split", action="store_true",
                     help="then the sample's partials alone, with and without their exact part, alternating")
     args = ap.parse_args()
@@ -90,16 +90,16 @@ def main() -> None:
     if args.kll_share:  # (the KLL sketching's own CPU seconds, timed inside the calls)
         import tabprep.stats.profile as prof_mod
 
-        inner = prof_mod.kll_of_sorted
+        inner = prof_mod.kll_of  # (the KLL sketch of the thinned picks of each sorted sample)
         spent = [0.0]
 
-        def timed(s, every=1):
+        def timed(values):
             c = time.process_time()
             try:
-                return inner(s, every)
+                return inner(values)
             finally:
                 spent[0] += time.process_time() - c
-        prof_mod.kll_of_sorted = timed
+        prof_mod.kll_of = timed
 
     def call(f):
         return partial_with_exact(df, cols, exact, args.every, None, (), kll_every=f)

@@ -503,18 +503,25 @@ def test_device_path_without_exact_moments_uses_the_whole_column():
 
 @pytest.mark.gpu
 @GPU_SKIP
-def test_gpu_profile_equals_cpu_profile_with_sampling(tmp_path, monkeypatch):
-    """cuDF partitions: exact fields from the device, sketches from the strided sample; the same
-    profile as the CPU's on the same single partition (sample_every 4)."""
+@pytest.mark.parametrize("n", [4000, 100_000])  # (samples kept pending; samples sorted on the device)
+def test_gpu_profile_equals_cpu_profile_with_sampling(n, tmp_path, monkeypatch):
+    """cuDF partitions: exact fields from the device, sketches from the strided sample (sorted on
+    the device when large); the same profile as the CPU's on the same single partition
+    (sample_every 4), the quantiles within the KLL's bound plus the thinning's of the sample's
+    exact ranks (numpy)."""
+    import base64
+
+    from tabprep.stats.sketches import kll_load
     from tabprep.workflow import workflow as wfmod
 
-    df = _frame(4000, seed=9)
+    df = _frame(n, seed=9)
     path = str(tmp_path / "p.parquet")
     df.to_parquet(path)
-    monkeypatch.setattr(wfmod, "PROFILE_SAMPLE_ROWS", 1000)  # 4000 rows -> every 4th row sketched
+    monkeypatch.setattr(wfmod, "PROFILE_SAMPLE_ROWS", n // 4)  # every 4th row sketched
     cpu = tp.profile(tp.Dataset(path, cpu=True), categorical=["c"])
     gpu = tp.profile(tp.Dataset(path, cpu=False), categorical=["c"])
     assert gpu.doc["sample_every"] == cpu.doc["sample_every"] == 4
+    assert gpu.doc["kll_every"] == cpu.doc["kll_every"]
     for c in df.columns:
         a, b = gpu[c], cpu[c]
         for key in ("count", "nulls", "nan", "inf", "min", "max", "distinct", "top", "frequent_n", "oov"):
@@ -522,6 +529,15 @@ def test_gpu_profile_equals_cpu_profile_with_sampling(tmp_path, monkeypatch):
         for key in ("mean", "std"):
             if b.get(key) is not None:
                 assert a[key] == pytest.approx(b[key], rel=1e-9), (c, key)
+    for c in ("x", "i"):
+        col = gpu.doc["columns"][c]
+        sample = df[c].to_numpy(dtype=np.float64)[::4]
+        sample = np.sort(sample[np.isfinite(sample)])
+        eps = kll_load(base64.b64decode(col["kll"])).normalized_rank_error(False) + col["quantile_thinning_error"]
+        for q, val in col["quantiles"].items():
+            lo = np.searchsorted(sample, val, side="left") / sample.size
+            hi = np.searchsorted(sample, val, side="right") / sample.size
+            assert lo - eps <= float(q) <= hi + eps, (c, q)
 
 
 def test_fit_profile_reuses_the_fit_pass_read(tmp_path, monkeypatch):

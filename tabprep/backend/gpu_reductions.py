@@ -231,28 +231,133 @@ def _top_counts(keys: Any, counts: Any, freq_threshold: int = 0, max_size: Optio
     return _cupy_int64(cols[0]), _cupy_int64(cols[1])
 
 
+# ---------------------------------------------------------------------------
+# the data profile's partial (tabprep.stats.profile): its exact part and its sorted sample
+# ---------------------------------------------------------------------------
+_I32 = plc.DataType(plc.TypeId.INT32)
+_FLOATS = (plc.TypeId.FLOAT32, plc.TypeId.FLOAT64)
+_INFS: dict = {}  # +inf scalars on the device by float type id, made at the first use
+
+
+def _inf_of(dtype: Any) -> Any:
+    """The +inf scalar of a float pylibcudf type (float32 or float64)."""
+    inf = _INFS.get(dtype.id())
+    if inf is None:
+        inf = _INFS[dtype.id()] = plc.Scalar.from_py(float("inf"), dtype)
+    return inf
+
+
+def _finite_bools(col: Any) -> Any:
+    """``abs(col) < inf`` of a float pylibcudf column: BOOL8, false for NaN and +-inf, null for nulls."""
+    absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
+    return plc.binaryop.binary_operation(absval, _inf_of(col.type()), plc.binaryop.BinaryOperator.LESS, _BOOL8)
+
+
 @_register(R.profile_exact)
 def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
     """Rows, nulls (NaN included), NaN, +-inf, moments and extrema of the finite values of each of
     ``columns`` of a cuDF frame, on the device (``numeric``: those that get moments); list and other
-    nested columns are left to the host (absent from the result)."""
-    out = {}
+    nested columns, datetimes, decimals and categoricals are left to the host (absent from the result).
+
+    Per numeric column, libcudf only, no compacting copy: the values as float64 (a cast for
+    ints, float32 and a column at an offset: a new column, whose null mask starts at its first
+    row); for floats, ``abs(x) < inf`` as the column's null mask (``bools_to_mask``: null for
+    nulls, NaN and +-inf; its null count, which it returns, gives the finite count) put on the
+    column without a copy (``with_mask``); then reductions that skip nulls: mean, the sum of
+    squares of ``x - mean`` (M2, in two passes: no one-pass formula) and minmax; NaN are counted
+    (``is_nan``, a sum) only where that count shows non-finite values. The reductions' device
+    scalars are pulled back after every column's calls are queued (a ``to_py`` each waits for
+    the device: the first waits for all, the others find their values there)."""
+    out: dict = {}
+    later = []
     num = set(numeric)
     for c in columns:
         s = df[c]
         if not isinstance(s.dtype, np.dtype) or s.dtype.kind not in "iufbO":
             continue   # lists, structs, decimals, datetimes, categoricals: the host's whole-column path
         rows, nulls = len(s), int(s.null_count)
-        nan = inf = 0
-        moments = minmax = None
-        if c in num:
-            col = _plc_column(s)
-            if col.type().id() in (plc.TypeId.FLOAT32, plc.TypeId.FLOAT64):
-                isnan = plc.unary.is_nan(col)
-                nan = int(plc.reduce.reduce(isnan, plc.aggregation.sum(), plc.DataType(plc.TypeId.INT64)).to_py() or 0)
-            finite = _finite_column(s)
-            moments, minmax = _moments_of(finite), _minmax_of(finite)
-            inf = rows - nulls - nan - moments[0]
-        out[c] = (rows, nulls + nan, nan, inf, moments, minmax)
+        out[c] = (rows, nulls, 0, 0, None, None)
+        if c not in num:
+            continue
+        col = _plc_column(s)
+        is_float = col.type().id() in _FLOATS
+        if col.type().id() != plc.TypeId.FLOAT64 or col.offset():
+            col = plc.unary.cast(col, _F64)
+        missing, nan = nulls, None   # missing: nulls, NaN and +-inf
+        if is_float and rows > nulls:
+            mask, missing = plc.transform.bools_to_mask(_finite_bools(col))
+            if missing > nulls:  # NaN or +-inf among the values: NaN counted, then all masked
+                nan = plc.reduce.reduce(plc.unary.is_nan(col), plc.aggregation.sum(), _I64)
+                col = col.with_mask(mask, missing)
+        n = rows - missing
+        stats = None
+        if n:
+            mean = plc.reduce.reduce(col, plc.aggregation.mean(), _F64)
+            dev = plc.binaryop.binary_operation(col, mean, plc.binaryop.BinaryOperator.SUB, _F64)
+            m2 = plc.reduce.reduce(dev, plc.aggregation.sum_of_squares(), _F64)
+            stats = (mean, m2) + tuple(plc.reduce.minmax(col))
+        later.append((c, rows, nulls, missing, n, nan, stats))
+    for c, rows, nulls, missing, n, nan, stats in later:   # the device's numbers, pulled back now
+        nan = int(nan.to_py() or 0) if nan is not None else 0
+        moments, minmax = (0, 0.0, 0.0), (None, None)
+        if stats is not None:
+            mean, m2, lo, hi = (float(x.to_py()) for x in stats)
+            moments, minmax = (n, mean, m2), (lo, hi)
+        out[c] = (rows, nulls + nan, nan, missing - nulls - nan, moments, minmax)
     return out
 
+
+def _host_copy(col: Any) -> np.ndarray:
+    """A numpy copy of a pylibcudf column without nulls (a device-to-host copy, no kernel)."""
+    return cudf.Series.from_pylibcudf(col).values.get()
+
+
+@_register(R.profile_sample)
+def _profile_sample(df: Any, columns: Sequence[str], step: int) -> dict:
+    """Every ``step``-th row of ``columns`` (one gather of a sequence), then per column its non-null
+    finite values in row order: an order-keeping compaction (floats: ``abs(x) < inf``, false for
+    NaN and +-inf, null for nulls) or, for ints, a drop of the nulls; cupy views of the results."""
+    cols = [_plc_column(df[c]) for c in columns]
+    rows = len(df)
+    if step > 1 and rows:
+        idx = plc.filling.sequence(len(range(0, rows, step)), plc.Scalar.from_py(0, _I32),
+                                   plc.Scalar.from_py(int(step), _I32))
+        cols = plc.copying.gather(plc.Table(cols), idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK).columns()
+    out = {}
+    for c, col in zip(columns, cols):
+        if col.size() and col.type().id() in _FLOATS:
+            col = _retain(plc.Table([col]), _finite_bools(col)).columns()[0]
+        elif col.null_count():
+            col = plc.stream_compaction.drop_nulls(plc.Table([col]), [0], 1).columns()[0]
+        out[c] = cudf.Series.from_pylibcudf(col).values
+    return out
+
+
+@_register(R.sorted_sample)
+def _sorted_sample(values: Any, every: Optional[int], owned: bool = False):
+    """libcudf's sort, then its sorted group-by count (the runs: distinct keys ascending, the
+    first of each run) and a gather of :func:`~tabprep.backend.reductions.pick_positions` (the
+    thinned KLL picks); only those are copied to the host."""
+    col = _plc_column(values)
+    n = col.size()
+    if n == 0:
+        empty = np.zeros(0, dtype=values.dtype)
+        return (None if every is None else empty), empty, np.zeros(0, dtype=np.int64)
+    srt = plc.sorting.sort(plc.Table([col]), [plc.types.Order.ASCENDING], [plc.types.NullOrder.AFTER])
+    s = srt.columns()[0]
+    gb = plc.groupby.GroupBy(plc.Table([s]), null_handling=plc.types.NullPolicy.EXCLUDE,
+                             keys_are_sorted=plc.types.Sorted.YES)
+    keys, results = gb.aggregate([plc.groupby.GroupByRequest(s, [plc.aggregation.count(plc.types.NullPolicy.EXCLUDE)])])
+    picks = None
+    if every is not None:
+        r = R.pick_positions(n, every)
+        if not len(r):  # (fewer values than the first pick's position)
+            picks = np.zeros(0, dtype=values.dtype)
+        else:
+            if r.step > 1:
+                idx = plc.filling.sequence(len(r), plc.Scalar.from_py(r.start, _I32),
+                                           plc.Scalar.from_py(r.step, _I32))
+                srt = plc.copying.gather(srt, idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK)
+            picks = _host_copy(srt.columns()[0])
+    counts = _host_copy(results[0].columns()[0]).astype(np.int64, copy=False)
+    return picks, _host_copy(keys.columns()[0]), counts

@@ -41,12 +41,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import backend
+from ..backend.reductions import profile_sample, sorted_sample
 from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
                            finalize_column)
 from .profile_json import finalize_profile as _finalize_profile
 from .profile_numeric import (Chunk, _chunks, _exact_moments, _finite, _host_moments, _host_type,  # noqa: F401
-                              _host_values, _host_values_owned, _sorted_runs)
+                              _host_values, _host_values_owned)
 from .sketches import HLL, Frequent, hash64, kll_merge, kll_of, kll_of_sorted, thinning_slack
 
 
@@ -241,14 +242,32 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
         nan = int(pc.sum(pc.is_nan(col)).as_py() or 0)
         inf = rows - nulls - nan - int(pc.sum(pc.is_finite(col)).as_py() or 0)
         nulls += nan
-    moments = minmax = kll = freq = None
     vals, owned = _host_values_owned(chunks, sample_every) if sample is None else _host_values_owned(_chunks(sample), 1)
     if kind == "float" and (nan or inf or not exact):
         vals, owned = _finite(vals, owned)
-    exact = exact and kind != "category"  # (ids: no moments)
-    if vals.size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
-        if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
-            moments, minmax = _host_moments(col, nan or inf, chunks, (vals.min(), vals.max()) if vals.size else None)
+    # the exact part, given the sample's extremes (values of valid rows: see _valid_extrema); ids: none
+    exact_part = (lambda seen: _host_moments(col, nan or inf, chunks, seen)) if exact and kind != "category" else None
+    return _sample_partial(t, kind, (rows, nulls, nan, inf), vals, owned, sample_every, vocab, kll_every, exact_part)
+
+
+def _sample_partial(t: pa.DataType, kind: str, counts: "tuple[int, int, int, int]", vals: Any, owned: bool,
+                    sample_every: int, vocab: Any, kll_every: int,
+                    exact_part: Optional[Callable[[Any], "tuple[Moments, MinMax]"]] = None) -> ColumnPartial:
+    """The partial of a numeric column (``kind`` int, float or category, Arrow type ``t``) from its
+    ``counts`` (rows, nulls, NaN, inf) and ``vals``, the sample's values without nulls and
+    non-finite values: a host numpy array (``owned``: one the caller made, sortable in place), or
+    a device array (``backend.profile_sample``), sorted where it lives
+    (``backend.sorted_sample``: only the runs and the thinned KLL picks come to the host). A small
+    sample (:data:`PENDING_MAX`) is kept unsketched, on the host, in its order. ``exact_part``:
+    ``(Moments, MinMax)`` of the whole column given the sample's extremes (None: no exact part)."""
+    rows, nulls, nan, inf = counts
+    moments = minmax = None
+    size = len(vals)
+    if size <= PENDING_MAX:  # a small sample: sketched later, merged (see _flush)
+        if not isinstance(vals, np.ndarray):  # (a device array: its few values copied here)
+            vals, owned = backend.to_numpy(vals), True
+        if exact_part is not None:
+            moments, minmax = exact_part((vals.min(), vals.max()) if vals.size else None)
         # the OOV count here, from the values as they are (the vocabulary is this partition's
         # caller's); the sketches wait, so that a thinned KLL gets few, large chunks
         oov = None if vocab is None else (
@@ -257,14 +276,14 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
                              sample_every, pending=np.asarray(vals, _host_type(t)) if owned
                              else np.array(vals, _host_type(t), copy=True),  # (no view of a buffer kept)
                              kll_every=kll_every)
-    s, keys, counts = _sorted_runs(vals, owned)
-    if exact:  # (the sample's extremes are values of valid rows: see _valid_extrema)
-        moments, minmax = _host_moments(col, nan or inf, chunks, (keys[0], keys[-1]) if keys.size else None)
-    kll, hll, freq = _sketches(kind, s, keys, counts, sample_every, kll_every)
+    picks, keys, counts_ = sorted_sample(vals, None if kind == "category" else kll_every, owned=owned)
+    if exact_part is not None:
+        moments, minmax = exact_part((keys[0], keys[-1]) if keys.size else None)
+    kll, hll, freq = _sketches(kind, picks, keys, counts_, size, sample_every)
     oov = None
     if vocab is not None:
-        oov = (int(counts[vocab.get_indexer(keys) < 0].sum()) if keys.size else 0) * sample_every
-    slack, nvals = _kll_chunk(kind, s.size, kll_every)
+        oov = (int(counts_[vocab.get_indexer(keys) < 0].sum()) if keys.size else 0) * sample_every
+    slack, nvals = _kll_chunk(kind, size, kll_every)
     return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every,
                          kll_every=kll_every, kll_slack=slack, kll_values=nvals)
 
@@ -279,14 +298,15 @@ PENDING_MERGED = 1 << 17
 _NO_HLL = HLL.empty()
 
 
-def _sketches(kind: str, s: np.ndarray, keys: np.ndarray, counts: np.ndarray, every: int, kll_every: int = 1
+def _sketches(kind: str, picks: Optional[np.ndarray], keys: np.ndarray, counts: np.ndarray, size: int, every: int
               ) -> "tuple[Optional[bytes], HLL, Optional[Frequent]]":
-    """(KLL, HLL, frequent values) of a column's sampled values: ``s`` sorted, ``keys`` / ``counts``
-    their distinct values and counts (:func:`_sorted_runs`); counts scaled by ``every``; the KLL
-    thinned by ``kll_every`` (:func:`~tabprep.stats.sketches.kll_of_sorted`: ``s`` is sorted)."""
-    # (the thinned values are picked before the float64 conversion: it copies only those)
-    kll = kll_of_sorted(s, kll_every) if kind != "category" else None
-    freq = _scaled(Frequent.of_counts(keys, counts, s.size), every) if kind != "float" else None
+    """(KLL, HLL, frequent values) of a column's ``size`` sampled values from their sorted runs
+    (``backend.sorted_sample``): ``keys`` / ``counts`` their distinct values and counts (scaled by
+    ``every``), ``picks`` the sorted values at the thinned KLL's positions
+    (:func:`~tabprep.backend.reductions.pick_positions`, so the KLL gets what
+    :func:`~tabprep.stats.sketches.kll_of_sorted` of the sorted sample would: the same bytes)."""
+    kll = kll_of(picks) if kind != "category" else None
+    freq = _scaled(Frequent.of_counts(keys, counts, size), every) if kind != "float" else None
     return kll, HLL.of_hashes(hash64(keys)), freq
 
 
@@ -302,9 +322,9 @@ def _flush(p: ColumnPartial) -> ColumnPartial:
     """``p`` with its pending values put into its sketches (merged with those it has)."""
     if p.pending is None:
         return p
-    s, keys, counts = _sorted_runs(p.pending)
-    kll, hll, freq = _sketches(p.kind, s, keys, counts, p.sample_every, p.kll_every)
-    slack, nvals = _kll_chunk(p.kind, s.size, p.kll_every)
+    picks, keys, counts = sorted_sample(p.pending, None if p.kind == "category" else p.kll_every)
+    kll, hll, freq = _sketches(p.kind, picks, keys, counts, p.pending.size, p.sample_every)
+    slack, nvals = _kll_chunk(p.kind, p.pending.size, p.kll_every)
     return replace(p, pending=None, kll=kll if p.kll is None or kll is None else kll_merge([p.kll, kll]),
                    kll_slack=p.kll_slack + slack, kll_values=p.kll_values + nvals,
                    hll=hll.merge(p.hll), freq=freq if p.freq is None or freq is None else Frequent.merge([p.freq, freq]))
@@ -390,9 +410,11 @@ def partial_frame(df: Any, columns: Sequence[str], sample_every: int = 1, vocabs
     """:func:`partial_table` of a partition in any form (Arrow table, pandas or cuDF frame).
 
     Where the partition lives on a device (``backend.profile_exact`` answers), the exact part
-    (rows, nulls, NaN, inf, moments, extrema) is computed there and only the rows the sketches
-    sample (every ``sample_every``-th, as on the host) are copied to the host; the partial is the
-    one the host computes from the whole partition, up to the rounding of the moments' sums.
+    (rows, nulls, NaN, inf, moments, extrema) is computed there, and so is the sorted sample of
+    the int and float columns (every ``sample_every``-th row, as on the host): only its distinct
+    values, their counts and the thinned KLL picks are copied to the host (the other columns'
+    sampled rows are copied); the partial is the one the host computes from the whole partition,
+    up to the rounding of the moments' sums.
     ``kll_every``: the KLL sketches' thinning factor (:func:`column_partial`)."""
     if isinstance(df, pa.Table):
         return partial_table(df.select(list(columns)), sample_every, vocabs, categorical, kll_every=kll_every)
@@ -410,7 +432,9 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
     """The partials of ``columns`` of the frame ``df``: for a column in ``exact`` (``{column: (rows,
     nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
     strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact`` (the sample's
-    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the others (list
+    own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the int and float
+    columns' samples taken and sorted where the frame lives when its backend can
+    (``backend.reductions.profile_sample`` / ``sorted_sample``: the same partial); the others (list
     columns, ..., and a numeric column whose entry lacks moments) from the whole frame.
     ``kll_every``: the KLL sketches' thinning factor (:func:`column_partial`), the same for all."""
     parts: Dict[str, ColumnPartial] = {}
@@ -419,10 +443,25 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
         parts.update(partial_table(as_table(df, host), sample_every, vocabs, categorical, kll_every=kll_every))
     dev = [c for c in columns if c in exact]
     if dev:
+        vocabs = vocabs or {}
+        cats = set(categorical)
         frame = df[dev]
-        sample = frame if sample_every == 1 else frame.iloc[::sample_every]
-        # the sketches only: the sample's own NaN/inf counts, moments and extrema would be replaced
-        sampled = partial_table(as_table(sample, dev), 1, vocabs, categorical, exact=False, kll_every=kll_every)
+        # int and float columns: the sample taken, cleaned and sorted where the partition lives
+        # (``backend.reductions.profile_sample``: None on the host), only its runs and KLL picks copied here
+        sortable = [c for c in dev if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind in "iuf"]
+        on_device = (profile_sample(frame, sortable, sample_every) or {}) if sortable else {}
+        sampled: Dict[str, ColumnPartial] = {}
+        for c, values in on_device.items():
+            t = pa.from_numpy_dtype(frame[c].dtype)
+            kind = "category" if c in cats and kind_of(t) == "int" else kind_of(t)
+            sampled[c] = _sample_partial(t, kind, (0, 0, 0, 0), values, False, 1, vocabs.get(c), kll_every)
+        rest = [c for c in dev if c not in on_device]
+        if rest:  # (the others, or all on the host: the sample copied to Arrow)
+            sample = frame if len(rest) == len(dev) else frame[rest]
+            sample = sample if sample_every == 1 else sample.iloc[::sample_every]
+            # the sketches only: the sample's own NaN/inf counts, moments and extrema would be replaced
+            sampled.update(partial_table(as_table(sample, rest), 1, vocabs, categorical, exact=False,
+                                         kll_every=kll_every))
         lacking = []
         for c in dev:
             rows, nulls, nan, inf, mom, mm = exact[c]

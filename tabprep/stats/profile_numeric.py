@@ -1,6 +1,7 @@
 """The exact part of a data profile's partial of a primitive numeric column, with numpy on views
 of Arrow's buffers (:mod:`tabprep.stats.profile` builds the partial): the chunks' values and
-null masks, the strided sample, its sorted runs, and the exact count, mean, M2, min and max."""
+null masks, the strided sample, and the exact count, mean, M2, min and max (the sample's sorted
+runs: ``tabprep.backend.sorted_sample``)."""
 from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
@@ -76,27 +77,6 @@ def _finite(values: np.ndarray, owned: bool = False) -> "tuple[np.ndarray, bool]
     (``owned`` as given) when all are finite: no copy."""
     ok = np.isfinite(values)
     return (values, owned) if ok.all() else (values[ok], True)
-
-
-def _sorted_runs(values: np.ndarray, owned: bool = False) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-    """(the values sorted, the distinct values ascending in ``values``' dtype, their counts) of a
-    numpy array. 64-bit ints within ``[0, 2**32)`` (hashed ids, most counts) sort as uint32, about
-    twice as fast as int64; the sorted array is then uint32 (same order, same numbers). The sort
-    is in place in a new array: the uint32 copy, or ``values`` itself where ``owned`` (an array
-    the caller made and reads no more: no copy)."""
-    if values.size == 0:
-        return values, values, np.zeros(0, dtype=np.int64)
-    if values.dtype.kind in "iu" and values.dtype.itemsize == 8 and values.min() >= 0 and values.max() < 1 << 32:
-        s = values.astype(np.uint32)
-        s.sort()
-    elif owned:
-        s = values
-        s.sort()
-    else:
-        s = np.sort(values)
-    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
-    counts = np.diff(np.append(starts, s.size)).astype(np.int64)
-    return s, s[starts].astype(values.dtype, copy=False), counts
 
 
 #: fewest rows in one block of the int64 sums of :func:`_host_moments`: values so large that a

@@ -21,6 +21,8 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..backend.reductions import pick_positions
+
 #: HLL precision (registers = 2**HLL_P)
 HLL_P = 12
 #: Misra-Gries counters kept per column
@@ -190,19 +192,16 @@ def kll_of(values: Optional[np.ndarray]) -> bytes:
 
 def kll_of_sorted(s: np.ndarray, every: int = 1) -> bytes:
     """The serialized KLL sketch of every ``every``-th value of the *sorted* finite values ``s``:
-    the middle value of each run of ``every`` (positions ``(every - 1) // 2 + j * every``), so
+    the middle value of each run of ``every`` (positions ``(every - 1) // 2 + j * every``:
+    :func:`~tabprep.backend.reductions.pick_positions`), so
     that each kept value stands for the ``every`` values around it. Counted that way (each item
     weighing ``every``), the number of values ``<= x`` is off by at most :func:`thinning_slack`
     of ``every`` for any ``x`` (and so is the total), so normalized ranks, quantiles and CDFs of
     a merge of such chunks, all thinned with the same ``every``, stay unbiased up to that slack
     per chunk. ``every == 1``: :func:`kll_of` of ``s`` (the same bytes). A KLL update holds the
     GIL and costs ~20 ns a value, the bulk of a profile's host time: thinning cuts it ``every``-fold."""
-    every = int(every)
-    if every < 1:
-        raise ValueError(f"kll_every must be an int >= 1, got {every}")
-    if every > 1 and s.size:
-        s = s[(every - 1) // 2::every]
-    return kll_of(s)
+    r = pick_positions(s.size, every)  # (the positions the device path gathers too)
+    return kll_of(s if r.step == 1 else s[r.start::r.step])
 
 
 def thinning_slack(every: int) -> int:
