@@ -323,7 +323,7 @@ def variants(make, epoch, best, report, gpu, files) -> None:
 
     @contextlib.contextmanager
     def series_columns():   # columns through cuDF's Series API (TABPREP_GPU_FAST_COLUMNS=0)
-        from tabprep.backend import gpu as g
+        from tabprep.backend import gpu_columns as g
         saved = g._FAST_COLUMNS
         g._FAST_COLUMNS = False
         try:

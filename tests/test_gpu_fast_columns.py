@@ -1,4 +1,4 @@
-"""The GPU backend's column shortcuts (``TABPREP_GPU_FAST_COLUMNS``, ``gpu._FAST_COLUMNS``): device
+"""The GPU backend's column shortcuts (``TABPREP_GPU_FAST_COLUMNS``, ``gpu_columns._FAST_COLUMNS``): device
 columns of cuDF series, series of device columns, HashBucket's id series and frames concatenated
 from their columns, taken without cuDF's Series layer. Each must equal what the Series API gives
 (the path it replaced, ``_FAST_COLUMNS`` off) and a pandas reference written here: values, null
@@ -37,7 +37,7 @@ def _on_gpu(cudf, name, values, nulls_at=()):
 @pytest.mark.parametrize("name", ["i64", "i32", "u8", "f64", "f32", "b"])
 def test_device_column_fast_equals_the_series_path_and_pandas(monkeypatch, name):
     cudf = pytest.importorskip("cudf")
-    from tabprep.backend import gpu
+    from tabprep.backend import gpu_columns as gpu
 
     raw = _pandas_columns()[name]
     s = _on_gpu(cudf, name, raw, nulls_at=(5,) if name.startswith("f") else ())
@@ -66,7 +66,7 @@ def test_device_series_fast_keeps_values_name_index_and_nulls(monkeypatch, with_
     import cupy
 
     from tabprep.backend import columns as C
-    from tabprep.backend import gpu
+    from tabprep.backend import gpu_columns as gpu
 
     like = cudf.Series(np.arange(6.0), index=np.arange(10, 16), name="x")
     values = cupy.asarray(np.array([1.5, -2, np.nan, 4, 5, 6], np.float32))
@@ -87,7 +87,7 @@ def test_device_series_fast_keeps_values_name_index_and_nulls(monkeypatch, with_
 
 def test_bucket_ids_keep_name_and_index_and_follow_mmh3(monkeypatch):
     cudf = pytest.importorskip("cudf")
-    from tabprep.backend import gpu
+    from tabprep.backend import gpu_columns as gpu
 
     vals = pd.array([5, None, -3, 2 ** 40, 0, 7], dtype="Int64")
     s = cudf.from_pandas(pd.Series(vals, index=np.arange(20, 26), name="C1"))
@@ -105,7 +105,7 @@ def test_bucket_ids_keep_name_and_index_and_follow_mmh3(monkeypatch):
 def test_concat_columns_fast_equals_the_series_path(monkeypatch):
     cudf = pytest.importorskip("cudf")
     from tabprep import backend
-    from tabprep.backend import gpu
+    from tabprep.backend import gpu, gpu_columns
 
     cols = _pandas_columns()
     a = cudf.from_pandas(pd.DataFrame({k: cols[k] for k in ("i64", "f64")}, index=np.arange(30, 39)))
@@ -114,7 +114,7 @@ def test_concat_columns_fast_equals_the_series_path(monkeypatch):
     c = cudf.DataFrame({"l": cudf.Series([[1], [], None, [2, 3], [4], [5], [6], [7], [8]])})
     out = {}
     for fast in (True, False):
-        monkeypatch.setattr(gpu, "_FAST_COLUMNS", fast)
+        monkeypatch.setattr(gpu_columns, "_FAST_COLUMNS", fast)
         out[fast] = backend.concat_columns([a, b, c])
     got, want = out[True], out[False]
     assert list(got.columns) == ["i64", "f64", "b", "s", "l"] == list(want.columns)
@@ -124,7 +124,7 @@ def test_concat_columns_fast_equals_the_series_path(monkeypatch):
     pd.testing.assert_frame_equal(got.to_pandas(), want.to_pandas())
     assert got["f64"].to_pandas().tolist() == list(np.arange(9.0))   # positional, from b
     # frames of different lengths still go the old way (an error or an alignment, as before)
-    monkeypatch.setattr(gpu, "_FAST_COLUMNS", True)
+    monkeypatch.setattr(gpu_columns, "_FAST_COLUMNS", True)
     short = cudf.DataFrame({"z": [1, 2]})
     try:
         old = gpu._gpu_frame({"i64": a["i64"], "z": short["z"]}, a.index)

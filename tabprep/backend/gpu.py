@@ -16,12 +16,10 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import cudf
 import cupy
-import pylibcudf as plc
 import numpy as np
 import pyarrow as pa
 
 from . import arrays as A
-from . import columns as C
 from . import gpu_parquet
 from . import frames as F
 from . import lists as L
@@ -32,7 +30,7 @@ from . import reductions as R
 from .dispatch import GPU_MODULES, register_gpu as _register
 # the reductions and the list functions live in their own modules: importing them registers them
 # (their helpers stay importable from here; the device's +inf scalar, gpu_reductions._INF, does not)
-from . import gpu_lists, gpu_reductions  # noqa: F401
+from . import gpu_columns, gpu_lists, gpu_reductions  # noqa: F401
 from .gpu_lists import (  # noqa: F401
     _elements_are_lists, _gpu_list_from_leaves, _is_list_dtype, _list_from_leaves, _list_leaves, _list_levels,
     _nested_flatten, _nested_rebuild, _one_level,
@@ -156,64 +154,6 @@ def _murmur3(series: Any, seed: int = 0):
     return out
 
 
-_U32 = plc.DataType(plc.TypeId.UINT32)
-_HASH_AS = {"i": plc.TypeId.INT64, "u": plc.TypeId.INT64, "b": plc.TypeId.INT64, "f": plc.TypeId.FLOAT64}
-
-
-@_register(A.bucket_ids)
-def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
-    # libcudf straight on the column: hash, modulo, cast, zero the missing rows: 4-6 calls, where
-    # the Series path (astype, hash_values, CuPy astype / copyto / modulo, a new Series) took about
-    # 2.7 ms per column of a 65k-row chunk, most of the Criteo workflow's online transform on an
-    # H200 (26 HashBucket columns: ~70 ms of a 111 ms chunk, benchmarks/device_fusion.py). Same
-    # hash (cuDF's hash_values is this libcudf call) and the same bytes: ints/bools as int64,
-    # floats as float64; categoricals and datetimes keep the generic path.
-    kind = A._numpy_kind_dtype(series.dtype).kind   # (pandas nullable dtypes by their numpy one; "O" otherwise)
-    if not (kind in _HASH_AS or (kind == "O" and A.is_string_series(series))) or not len(series):
-        return A._bucket_ids(series, nb, dtype)
-    col = _plc_column(series)
-    if kind in _HASH_AS and col.type().id() != _HASH_AS[kind]:
-        col = plc.unary.cast(col, plc.DataType(_HASH_AS[kind]))
-    h = plc.hashing.murmurhash3_x86_32(plc.Table([col]), 0)
-    ids = plc.binaryop.binary_operation(h, _scalar(int(nb), _U32), plc.binaryop.BinaryOperator.MOD, _U32)
-    out_type = plc.DataType(_plc_type_id(dtype))
-    if out_type.id() != plc.TypeId.UINT32:
-        ids = plc.unary.cast(ids, out_type)
-    missing = plc.unary.is_null(col) if col.null_count() else None
-    if kind == "f":  # NaN is missing too (tabprep's rule); null rows are already in `missing`
-        nan = plc.unary.is_nan(col)
-        missing = nan if missing is None else plc.binaryop.binary_operation(
-            missing, nan, plc.binaryop.BinaryOperator.NULL_LOGICAL_OR, _BOOL8)
-    if missing is not None:
-        ids = plc.copying.copy_if_else(_scalar(0, out_type), ids, missing)
-    return _series_of(ids, series.name, series)
-
-
-_SCALARS: dict = {}
-
-
-def _scalar(value: Any, dtype: Any) -> Any:
-    """A device scalar of ``value`` as libcudf type ``dtype``, made once per device, type and value.
-
-    ``plc.Scalar.from_py`` copies the value from pageable host memory, which first waits for all
-    work queued on the legacy default stream: in a loader's transform that includes the other
-    preparing thread's parquet decode, so each new scalar stalled the transform on the read. The
-    scalars are never written to (libcudf takes them as const inputs)."""
-    key = (cupy.cuda.runtime.getDevice(), dtype.id(), type(value), value if value == value else "nan")
-    out = _SCALARS.get(key)
-    if out is None:
-        if len(_SCALARS) > 4096:   # (many bucket counts over a long-lived process)
-            _SCALARS.clear()
-        out = _SCALARS[key] = plc.Scalar.from_py(value, dtype)
-    return out
-
-
-def _plc_type_id(dtype: str) -> Any:
-    return {"int8": plc.TypeId.INT8, "int16": plc.TypeId.INT16, "int32": plc.TypeId.INT32,
-            "int64": plc.TypeId.INT64, "uint8": plc.TypeId.UINT8, "uint16": plc.TypeId.UINT16,
-            "uint32": plc.TypeId.UINT32, "uint64": plc.TypeId.UINT64}[str(np.dtype(dtype))]
-
-
 # ---------------------------------------------------------------------------
 # per-op kernels
 # ---------------------------------------------------------------------------
@@ -257,63 +197,6 @@ def _log1p_int(values: Any) -> Any:
 @_register(A.log1p_float)
 def _log1p_float(values: Any, overwrite: bool = False) -> Any:
     return _log1p_int(values)  # the same kernel; never in place (the output is a new float32 array)
-
-
-# ---------------------------------------------------------------------------
-# device columns: the fused element-wise chains (workflow/fusion.py) on cuDF frames
-# ---------------------------------------------------------------------------
-@_register(C.host_columns_supported)
-def _host_columns_supported(frame: Any) -> bool:
-    # numeric cuDF columns become DeviceColumns (host_column below), whose kernels are CuPy's: fused
-    # only once the warm-up pool has built them (gpu_warmup._fused_chain). Until then, and always
-    # with TABPREP_GPU_WARMUP=0, every op's transform runs as before, so a cold worker's fit and
-    # FillMissing / Clip compile no CuPy kernel (libcudf's; issue #16). Same results either way.
-    # On by default since a GPU run showed it equal to the unfused path; TABPREP_DEVICE_FUSION=0: off.
-    return gpu_warmup.device_fusion() and gpu_warmup.READY.is_set() and gpu_warmup.enabled()
-
-
-@_register(C.host_column)
-def _device_column(series: Any) -> Optional[C.DeviceColumn]:
-    """The :class:`~tabprep.backend.columns.DeviceColumn` of a numeric / bool cuDF series: its CuPy
-    values (a view when there is no null), or with nulls fresh values (0 / False / NaN in the null
-    slots, which the kernels never read as values) and the null mask; None for other dtypes."""
-    # a cuDF series made from a pandas nullable column keeps its pandas dtype (Int64, Float64,
-    # boolean: cuDF 26 reports pd.Int64Dtype()); its values are the numpy dtype's
-    dtype = A._numpy_kind_dtype(series.dtype)
-    if dtype.kind not in "iufb":
-        return None  # strings, lists, categoricals, decimals, datetimes: the ops' transform
-    if not series.has_nulls:
-        return C.DeviceColumn(series.values, None)
-    if _FAST_COLUMNS:
-        # on the column: the mask as isna gives it (a float's NaN counts too), the nulls replaced by
-        # libcudf (NaN for floats, as to_cupy(na_value=nan) gives; 0 / False otherwise), where cuDF's
-        # Series layer (isna, to_cupy / fillna, new Series and indexes) cost ~1.6 ms per column
-        col = _plc_column(series)
-        fill = float("nan") if dtype.kind == "f" else (False if dtype.kind == "b" else 0)
-        if dtype.kind == "f":   # libcudf's is_nan is false at nulls: or-ed with the nulls
-            mask = _cupy_of(plc.binaryop.binary_operation(plc.unary.is_null(col), plc.unary.is_nan(col),
-                                                          plc.binaryop.BinaryOperator.NULL_LOGICAL_OR, _BOOL8))
-        else:
-            mask = _cupy_of(plc.unary.is_null(col))
-        values = _cupy_of(plc.replace.replace_nulls(col, _scalar(fill, col.type())))
-        return C.DeviceColumn(values, mask, owned=True)
-    mask = series.isna().values
-    if dtype.kind == "f":
-        values = series.to_cupy(na_value=np.nan)  # a float null is NaN in the values too (as on the host)
-    else:
-        values = series.fillna(False if dtype.kind == "b" else 0).values
-    return C.DeviceColumn(values, mask, owned=True)
-
-
-@C.host_series.register(C.DeviceColumn)
-def _device_series(col: C.DeviceColumn, like: Any, name: Any) -> Any:
-    # built as the ops' transforms build their outputs (new_series of a CuPy array), nulls set from the mask
-    if _FAST_COLUMNS and isinstance(col.values, cupy.ndarray) and col.values.ndim == 1:
-        # the values' column straight into a series (no Series constructor: ~1.3 ms per column)
-        out = _series_of(cudf.core.column.as_column(col.values), name, like)
-    else:
-        out = F.new_series(col.values, like=like, name=name)
-    return out if col.mask is None else F.set_nulls(out, col.mask)
 
 
 @_register(A.mod_buckets)
@@ -395,30 +278,6 @@ def _frame_of_columns(data: dict) -> Any:
         return None
 
 
-#: columns passed between cuDF and tabprep's kernels as columns (HashBucket's ids, the fused chains'
-#: device columns, frames concatenated from their columns), without cuDF's Series layer per column:
-#: the online Criteo transform spent ~0.36 s of 0.75 s (cProfile, 20M rows on an H200) in Series
-#: built and taken apart (benchmarks/loader_anatomy.py --workflow --profile).
-#: ``TABPREP_GPU_FAST_COLUMNS=0`` (read when the GPU backend is first loaded) goes through the Series API
-_FAST_COLUMNS = os.environ.get("TABPREP_GPU_FAST_COLUMNS", "1") != "0"
-
-
-def _series_of(col: Any, name: Any, like: Any) -> Any:
-    """A cuDF series of ``col`` (a pylibcudf column or a cuDF column) named ``name``, with the index
-    of ``like`` (a series or frame of the same length)."""
-    if isinstance(col, plc.Column):
-        col = cudf.core.column.ColumnBase.from_pylibcudf(col)
-    out = cudf.Series._from_column(col, name=name)
-    if not F._is_default_index(like.index, len(like)):
-        out.index = like.index
-    return out
-
-
-def _cupy_of(col: Any) -> Any:
-    """The cupy array of a pylibcudf column without nulls (its buffer, no copy)."""
-    return cudf.core.column.ColumnBase.from_pylibcudf(col).values
-
-
 @_register(F._make_frame)
 def _make_frame(like: Any, columns: dict):
     return _gpu_frame(columns, like.index)
@@ -434,7 +293,7 @@ def _new_series(like: Any, values: Any, name: Any):
 
 @_register(F._concat_columns)
 def _concat_columns(first: Any, frames: Sequence[Any]):
-    if _FAST_COLUMNS and len({len(f) for f in frames}) == 1:
+    if gpu_columns._FAST_COLUMNS and len({len(f) for f in frames}) == 1:
         # the frames' own columns side by side (positional, as _gpu_frame aligns them), without a
         # Series per column (``f[name]``: ~0.3 ms each, most of the online transform's concatenations)
         out = cudf.DataFrame._from_data({name: col for f in frames for name, col in f._data.items()})

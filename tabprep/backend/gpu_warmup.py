@@ -155,7 +155,7 @@ def _fused_chain(dtype: str) -> None:
     column (workflow/fusion.py), each variant the online Criteo transform reaches: a column with
     nulls and one without (owned arrays written in place, views not), one-sided and two-sided
     Clip, float32 and float64 Normalize output. The GPU backend fuses chains only once this has run
-    (``gpu._host_columns_supported``)."""
+    (``gpu_columns._host_columns_supported``)."""
     import cupy
 
     from .columns import DeviceColumn, clip_host, fill_host, log1p_host, normalize_host
