@@ -175,3 +175,20 @@ def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeyp
         np.testing.assert_array_equal(np.asarray(yg), np.asarray(yc))
     rows = np.concatenate([np.asarray(x["row"]) for x, _ in gpu])
     np.testing.assert_array_equal(np.sort(rows), np.arange(N))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("start", [0, 1, 3])
+def test_gpu_views_starting_inside_their_buffer_reach_xla_usable(start):
+    """A cupy view at an element offset (a batch's list values) handed to JAX: XLA's GPU ops refuse
+    buffers not aligned to 16 bytes, so the hand-off copies such a view; values unchanged."""
+    cupy = pytest.importorskip("cupy")
+    import jax.numpy as jnp
+
+    from tabprep.loader.jax import _to_jax
+
+    base = cupy.arange(101, dtype=cupy.int64)
+    got = _to_jax(base[start:start + 50])
+    np.testing.assert_array_equal(np.asarray(got.astype(jnp.int32) + 1), np.arange(start, start + 50) + 1)
+    f = cupy.linspace(0, 1, 77, dtype=cupy.float32)[start:]
+    np.testing.assert_allclose(np.asarray(_to_jax(f) * 2), cupy.asnumpy(f) * 2)

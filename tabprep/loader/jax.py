@@ -112,7 +112,16 @@ def _to_jax(arr: Any) -> jax.Array:
     (``jax.device_put``: XLA's CPU client keeps its own buffers, so this is a copy)."""
     if isinstance(arr, np.ndarray):
         return jax.device_put(arr)
+    if arr.data.ptr % _XLA_ALIGN:
+        # a view starting inside its buffer (a list column's values of one batch): XLA's GPU
+        # kernels refuse buffers not aligned to 16 bytes ("Address of buffer 0 must be a multiple
+        # of 10 [hex]", at the first op on the array), so such a view is copied (a fresh buffer is aligned)
+        arr = arr.copy()
     return jax.dlpack.from_dlpack(arr)
+
+
+#: the alignment (bytes) XLA's GPU executables require of an input buffer
+_XLA_ALIGN = 16
 
 
 _INT32 = (-2**31, 2**31 - 1)
