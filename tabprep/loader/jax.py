@@ -63,6 +63,32 @@ def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
     return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
 
 
+class _Complete:
+    """A cupy array whose device work is known complete (a loader chunk's block, after the host
+    waited on the chunk's event), offered through DLPack with ``stream=-1``: the producer makes
+    no stream wait (cupy would otherwise make JAX's stream wait for everything queued on the
+    legacy default stream since, the other threads' reads and transforms included)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        return self.arr.__dlpack__(stream=-1, **kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self.arr.__dlpack_device__()
+
+
+def import_ready(arr: Any) -> jax.Array:
+    """``jax.dlpack.from_dlpack`` of a chunk block whose device work is complete; with
+    ``TABPREP_JAX_DLPACK_NOSYNC=1`` (an experiment, off by default) without a stream wait."""
+    if os.environ.get("TABPREP_JAX_DLPACK_NOSYNC") == "1":
+        return jax.dlpack.from_dlpack(_Complete(arr))
+    return jax.dlpack.from_dlpack(arr)
+
+
 def chunk_handoff() -> bool:
     """Whether GPU batches are taken from chunk blocks imported into JAX once per chunk
     (``TABPREP_JAX_CHUNK_HANDOFF=0``: a contiguous copy and an import per batch, as before)."""
@@ -82,7 +108,7 @@ class ChunkBlocks:
         base, a, b = span
         held = self._held.get(i)
         if held is None or held[0] is not base:
-            held = self._held[i] = (base, jax.dlpack.from_dlpack(base))   # keeps the cupy block alive
+            held = self._held[i] = (base, import_ready(base))   # keeps the cupy block alive
         return list(_slicer(keep_dims, int(b - a))(held[1], np.int32(a)))
 
 
