@@ -358,6 +358,6 @@ def _sorted_sample(values: Any, every: Optional[int], owned: bool = False):
                 idx = plc.filling.sequence(len(r), plc.Scalar.from_py(r.start, _I32),
                                            plc.Scalar.from_py(r.step, _I32))
                 srt = plc.copying.gather(srt, idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK)
-            picks = _host_copy(srt.columns()[0])
+            picks = R.plus_zero(_host_copy(srt.columns()[0]))
     counts = _host_copy(results[0].columns()[0]).astype(np.int64, copy=False)
-    return picks, _host_copy(keys.columns()[0]), counts
+    return picks, R.plus_zero(_host_copy(keys.columns()[0])), counts

@@ -300,7 +300,8 @@ sorted_sample = Dispatch("sorted_sample", """``(picks, keys, counts)`` of a 1-D 
 dropped already, sorted ascending where it lives: ``keys`` its distinct values ascending (a run of
 equal values in the sorted order is one key; -0.0 equals 0.0), ``counts`` the int64 length of each
 run, ``picks`` the sorted values at :func:`pick_positions` of ``every`` (None when ``every`` is
-None: no KLL sketch), all host numpy arrays in the sample's dtype (counts int64). Only these go to
+None: no KLL sketch), all host numpy arrays in the sample's dtype (counts int64), any -0.0 among
+the keys and picks made 0.0 (:func:`plus_zero`). Only these go to
 the host: the sorted sample stays where it was sorted. ``sorted_sample(values, every,
 owned=False)``: ``owned`` (numpy), the caller's own array, which may be sorted in place.""")
 
@@ -324,8 +325,19 @@ def _sorted_sample(values: np.ndarray, every: Optional[int], owned: bool = False
     picks = None
     if every is not None:
         r = pick_positions(s.size, every)
-        picks = (s if r.step == 1 else s[r.start::r.step]).astype(values.dtype, copy=False)
-    return picks, keys.astype(values.dtype, copy=False), counts
+        picks = plus_zero((s if r.step == 1 else s[r.start::r.step]).astype(values.dtype, copy=False))
+    return picks, plus_zero(keys.astype(values.dtype, copy=False)), counts
+
+
+def plus_zero(a: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """A float array with its -0.0 made 0.0, in place (``x + 0.0``; other values and other dtypes
+    as they are): a sort may put -0.0 before or after 0.0 (numpy's introsort and libcudf's radix
+    sort differ), so a run's key or a thinned pick in a run of zeros could be either; as 0.0,
+    both backends hand the sketches the same values (-0.0 and 0.0 are one value, as for
+    :func:`tabprep.stats.sketches.hash64`). ``a`` is :func:`sorted_sample`'s own array."""
+    if a is not None and a.dtype.kind == "f":
+        np.add(a, 0.0, out=a)
+    return a
 
 
 profile_sample = Dispatch("profile_sample", """``{column: values}``: of each of ``columns`` of a device
