@@ -51,7 +51,7 @@ def data(tmp_path_factory):
     for i, part in enumerate(np.array_split(np.arange(N), 3)):   # 3 files of uneven row groups
         pq.write_table(pa.Table.from_pandas(df.iloc[part], preserve_index=False),
                        os.path.join(d, f"part{i}.parquet"), row_group_size=120)
-    return d, pq.read_table(d).to_pandas().set_index("row", drop=False)
+    return d, pd.read_parquet(d).set_index("row", drop=False)   # the reference rows: pandas reading the files
 
 
 def _pair(cls, d, **kw):
