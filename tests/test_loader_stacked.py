@@ -130,13 +130,16 @@ def test_stacked_equals_per_column_and_parquet(data, shuffle, batch_size, buffer
         assert rows == list(range(N))
 
 
-def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch):
-    # the fast path: a chunk's full batches come from one jitted call per up to GROUP_BATCHES batches,
-    # not one per batch (joined and short batches take one each)
+@pytest.mark.parametrize("one_call", ["0", "1"])
+def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch, one_call):
+    # the fast path: a chunk's full batches come from one jitted call (per group, or for all groups
+    # with TABPREP_JAX_STACKED_ONE_CALL=1) per up to GROUP_BATCHES batches, not one per batch (joined
+    # and short batches take one each)
+    monkeypatch.setenv("TABPREP_JAX_STACKED_ONE_CALL", one_call)
     d, frame = data
     calls = []
     original = jax_stacked._run
-    monkeypatch.setattr(jax_stacked, "_run", lambda *a: calls.append(len(a[3])) or original(*a))
+    monkeypatch.setattr(jax_stacked, "_run", lambda *a, **k: calls.append(len(a[3])) or original(*a, **k))
     monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 4)
     monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", 4)   # the GPU path's calls, here on the CPU
     plain, stacked = _pair(JaxLoader, d, batch_size=25, buffer_size=500, parts_per_chunk=1)
