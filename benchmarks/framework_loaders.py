@@ -130,38 +130,31 @@ def loader_table(files: list, wf: Optional[tp.Workflow], args: argparse.Namespac
         lambda p: attach(DataLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS,
                                     seed=p, **common)),
         lambda b: len(b["label"]), args.passes, args.gpu, "core")
+    layouts = (False, True) if args.stacked else (False,)   # each stacked row right after its per-column one
     try:
         from tabprep.loader.torch import TorchAsyncItr
     except ImportError:
         TorchAsyncItr = None
     if TorchAsyncItr is not None and "torch" in args.loaders:
-        results["torch"] = time_epochs(
-            lambda p: attach(TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
-                                           seed=p, **common)),
-            lambda b: len(b[1]), args.passes, args.gpu, "torch")
+        for stacked in layouts:
+            results["torch" + ("_stacked" if stacked else "")] = time_epochs(
+                lambda p, stacked=stacked: attach(TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS,
+                                                                labels=["label"], seed=p, stacked=stacked, **common)),
+                lambda b: len(b[1]), args.passes, args.gpu, "torch" + (" stacked" if stacked else ""))
     try:
         from tabprep.loader.jax import JaxLoader
     except ImportError:
         JaxLoader = None
     if JaxLoader is not None and "jax" in args.loaders:
-        results["jax"] = time_epochs(
-            lambda p: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
-                                       **common)),
-            lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax")
-    if JaxLoader is not None and "jax" in args.loaders and args.stacked:
-        results["jax_stacked"] = time_epochs(
-            lambda p: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=p,
-                                       stacked=True, **common)),
-            lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax stacked")
-    if TorchAsyncItr is not None and "torch" in args.loaders and args.stacked:
-        results["torch_stacked"] = time_epochs(
-            lambda p: attach(TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
-                                           seed=p, stacked=True, **common)),
-            lambda b: len(b[1]), args.passes, args.gpu, "torch stacked")
+        for stacked in layouts:
+            results["jax" + ("_stacked" if stacked else "")] = time_epochs(
+                lambda p, stacked=stacked: attach(JaxLoader(files, batch_size=args.batch, cats=CATS, conts=CONTS,
+                                                            labels=["label"], seed=p, stacked=stacked, **common)),
+                lambda b: int(b[1].shape[0]), args.passes, args.gpu, "jax" + (" stacked" if stacked else ""))
     if args.keras:
         from tabprep.loader.keras import BACKEND, KerasSequenceLoader
 
-        for stacked in (False, True) if args.stacked else (False,):
+        for stacked in layouts:
             results[f"keras_{BACKEND}" + ("_stacked" if stacked else "")] = time_epochs(
                 lambda p, stacked=stacked: iter(attach(KerasSequenceLoader(
                     files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=p,

@@ -19,7 +19,8 @@ as ``conts``, the third as the label, transposed to ``(batch, columns)``):
 * ``stacked/batch``: one jitted call per batch and group (3 a batch);
 * ``stacked/chunk``: as the loader does it, one jitted call per group and up to 16 batches of the
   chunk on a GPU (one batch on the CPU; :mod:`tabprep.loader.jax_stacked`), the batches then handed
-  out as they are.
+  out as they are;
+* ``stacked/chunk1``: the same with all groups in one call (``TABPREP_JAX_STACKED_ONE_CALL=1``).
 
     python benchmarks/jax_handoff.py --rows 3300000 --stacked
 """
@@ -108,7 +109,15 @@ def stacked_variants(blocks, starts, bs, group=None):
             out = jax_stacked._run(groups, blocks, bs, part + [part[-1]] * (count - len(part)))
         jax.block_until_ready(out)
 
-    return [("stacked/batch", per_batch), ("stacked/chunk", per_chunk)]
+    def per_chunk_one_call():   # TABPREP_JAX_STACKED_ONE_CALL=1: all groups in one call
+        count = group or jax_stacked._group_size(rows, bs, blocks[0].devices().pop().platform == "cpu")
+        out = None
+        for g in range(0, len(starts), count):
+            part = starts[g:g + count]
+            out = jax_stacked._run(groups, blocks, bs, part + [part[-1]] * (count - len(part)), together=True)
+        jax.block_until_ready(out)
+
+    return [("stacked/batch", per_batch), ("stacked/chunk", per_chunk), ("stacked/chunk1", per_chunk_one_call)]
 
 
 def _timed(fn) -> float:

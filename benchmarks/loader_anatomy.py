@@ -204,13 +204,14 @@ def main() -> None:
 
             from tabprep.loader.jax_stacked import StackedBatches
 
-            def to_jax_stacked(b, st=StackedBatches(squeeze_label=True), last=[]):
-                last[:] = st.convert(b, CATS, CONTS, ["label"], args.batch)[1]
-                return last
+            stacked, last = StackedBatches(squeeze_label=True), []
+
+            def to_jax_stacked(b):
+                last[:] = stacked.convert(b, CATS, CONTS, ["label"], args.batch)[1]
 
             def consume_stacked(p):
                 consume(p, to_jax_stacked)
-                jax.block_until_ready(to_jax_stacked.__defaults__[1])
+                jax.block_until_ready(last)   # the jitted calls run asynchronously
 
             report("consume + jax, stacked per chunk", best(consume_stacked))
     if args.profile:

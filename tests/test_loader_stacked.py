@@ -51,7 +51,7 @@ def data(tmp_path_factory):
     for i, part in enumerate(np.array_split(np.arange(N), 3)):   # 3 files of uneven row groups
         pq.write_table(pa.Table.from_pandas(df.iloc[part], preserve_index=False),
                        os.path.join(d, f"part{i}.parquet"), row_group_size=120)
-    return d, pq.read_table(d).to_pandas().set_index("row", drop=False)
+    return d, pd.read_parquet(d).set_index("row", drop=False)   # the reference rows: pandas reading the files
 
 
 def _pair(cls, d, **kw):
@@ -130,13 +130,16 @@ def test_stacked_equals_per_column_and_parquet(data, shuffle, batch_size, buffer
         assert rows == list(range(N))
 
 
-def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch):
-    # the fast path: a chunk's full batches come from one jitted call per up to GROUP_BATCHES batches,
-    # not one per batch (joined and short batches take one each)
+@pytest.mark.parametrize("one_call", ["0", "1"])
+def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch, one_call):
+    # the fast path: a chunk's full batches come from one jitted call (per group, or for all groups
+    # with TABPREP_JAX_STACKED_ONE_CALL=1) per up to GROUP_BATCHES batches, not one per batch (joined
+    # and short batches take one each)
+    monkeypatch.setenv("TABPREP_JAX_STACKED_ONE_CALL", one_call)
     d, frame = data
     calls = []
     original = jax_stacked._run
-    monkeypatch.setattr(jax_stacked, "_run", lambda *a: calls.append(len(a[3])) or original(*a))
+    monkeypatch.setattr(jax_stacked, "_run", lambda *a, **k: calls.append(len(a[3])) or original(*a, **k))
     monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 4)
     monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", 4)   # the GPU path's calls, here on the CPU
     plain, stacked = _pair(JaxLoader, d, batch_size=25, buffer_size=500, parts_per_chunk=1)
@@ -225,9 +228,9 @@ def test_batch_joined_from_files_of_other_dtypes(tmp_path):
     assert rows == list(range(100))
 
 
-def _run_script(script, **env_extra):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env_extra)
+def _run_script(script, gpu=False, **env_extra):
+    cpu_only = {} if gpu else dict(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **cpu_only, **env_extra)
     res = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
                          timeout=180)
     assert res.returncode == 0 and "ok" in res.stdout, (res.stdout[-2000:], res.stderr[-4000:])
@@ -363,3 +366,28 @@ def test_int64_beyond_int32_later_in_a_chunk_is_refused_at_its_first_batch(tmp_p
         for x, _ in loader:
             got.append(_np(x["cats"]))
     assert len(got) == 4 and np.concatenate(got).ravel().tolist() == list(range(400))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+                    reason="cuDF and a CUDA build of JAX are needed")
+def test_gpu_keras_jax_stacked_equals_cpu(data):
+    # Keras on JAX with stacked=True on the GPU (chunks stacked by jitted calls on the device): the
+    # same tensors as on the CPU, labels (B, 2)
+    d, _ = data
+    _run_script(f"""
+        import numpy as np
+        from tabprep.loader.keras import KerasSequenceLoader
+        kw = dict(label_names=["label", "label2"], cat_names={CATS!r}, cont_names={CONTS!r}, seed=6, buffer_size=150,
+                  parts_per_chunk=2, stacked=True)
+        cpu = list(KerasSequenceLoader({d!r}, 96, device="cpu", **kw))
+        gpu = list(KerasSequenceLoader({d!r}, 96, device=0, **kw))
+        assert len(cpu) == len(gpu) == -(-{N} // 96)
+        for (xc, yc), (xg, yg) in zip(cpu, gpu):
+            assert {{dv.platform for dv in xg["cats"].devices()}} == {{"gpu"}}
+            for key in ("cats", "conts"):
+                np.testing.assert_array_equal(np.asarray(xg[key]), np.asarray(xc[key]), err_msg=key)
+            assert yg.shape == (xc["cats"].shape[0], 2)
+            np.testing.assert_array_equal(np.asarray(yg), np.asarray(yc))
+        print("ok")
+    """, gpu=True, KERAS_BACKEND="jax")

@@ -384,27 +384,21 @@ class FrameworkLoader(LoaderViews):
     def _stacked_groups(self, batch: Any) -> Tuple[Tuple[Any, ...], tuple]:
         """The stacked groups of ``batch`` (:func:`tabprep.loader.stacked.stack_layout`) and their
         framework arrays: stacked with numpy / cupy, one hand-off per group."""
-        from .stacked import batch_blocks, layout_of, stack_arrays
+        from .stacked import stack_batch
 
-        cats, conts, labels = self.loader.cat_names, self.loader.cont_names, self.loader.label_names
-        blocks = batch_blocks(batch, cats + conts + labels)
-        groups = layout_of(blocks, cats, conts, labels, squeeze_label=True)
-        arrays = stack_arrays(blocks, groups)
-        return groups, tuple(self._array(arrays[g.key]) for g in groups)
+        loader = self.loader
+        return stack_batch(batch, loader.cat_names, loader.cont_names, loader.label_names, True, self._array)
 
     def _convert_stacked(self, batch: Dict[str, Any]) -> Any:
         """``({"cats": (B, n), "conts": (B, n), <list column>: ...}, labels)`` (``stacked=True``)."""
-        from .stacked import list_names
+        from .stacked import list_names, split_groups
 
         groups, arrays = self._stacked_groups(batch)
-        out = {g.key: a for g, a in zip(groups, arrays)}
-        x = {k: out[k] for k in ("cats", "conts") if k in out}
+        x, y = split_groups(groups, arrays)
         for name in list_names(groups, self.loader.cat_names, self.loader.cont_names):
             value = batch[name]
             x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
-        if not self.loader.label_names:
-            return x
-        return x, out["labels"]
+        return (x, y) if self.loader.label_names else x
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         if self.stacked:

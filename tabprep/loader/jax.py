@@ -246,8 +246,9 @@ class JaxLoader(FrameworkLoader):
     ``sparse_format``, ``buffer_size``, ``device``, ``storage_options``...), plus ``devices`` (see
     the module doc) and ``stacked``: batches as ``({"cats": (B, n_cats), "conts": (B, n_conts),
     <list columns>...}, labels)`` with labels ``(B,)`` for one, ``(B, n)`` for several
-    (:mod:`tabprep.loader.stacked`), stacked per chunk in one jitted call per up to 16 batches
-    (:mod:`tabprep.loader.jax_stacked`): the fast layout for JAX (default False: one array per column).
+    (:mod:`tabprep.loader.stacked`), made per chunk by one jitted call per group and up to 16
+    batches on a GPU (one batch on the CPU; :mod:`tabprep.loader.jax_stacked`): the fast layout for
+    JAX (default False: one array per column).
     """
 
     def __init__(self, dataset: Any, batch_size: int = 1, cats: Optional[Sequence[str]] = None,

@@ -24,7 +24,8 @@ arrives.
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import os
+from typing import Any, Dict, List, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -42,13 +43,11 @@ GROUP_BATCHES = 16
 CPU_GROUP_BATCHES = 1
 
 
-@functools.lru_cache(maxsize=256)
-def _stacker(group: Group, size: int, count: int) -> Any:
-    """A jitted ``(blocks, starts) -> arrays``: ``group`` of ``count`` batches of ``size`` rows
-    starting at ``starts[k]`` in the blocks (those of ``group.runs``, in :func:`_used` order)."""
+def _group_fn(group: Group, size: int, used: Sequence[int]) -> Any:
+    """``(blocks, start) -> array``: ``group`` of the batch of ``size`` rows at ``start`` (traced),
+    ``blocks`` being the blocks ``used`` lists, in that order."""
     dtype = jax.dtypes.canonicalize_dtype(np.dtype(group.dtype))   # int64 -> int32 with x64 off
-    used = _used(group)
-    runs = [(used.index(b), r0, r1) for b, r0, r1 in group.runs]
+    runs = [(list(used).index(b), r0, r1) for b, r0, r1 in group.runs]
 
     def one(blocks: Sequence[jax.Array], start: Any) -> jax.Array:
         parts = [jax.lax.dynamic_slice(blocks[b], (np.int32(r0), start), (r1 - r0, size)).astype(dtype)
@@ -56,10 +55,38 @@ def _stacker(group: Group, size: int, count: int) -> Any:
         a = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=0)
         return a[0] if group.squeeze else a.T
 
+    return one
+
+
+@functools.lru_cache(maxsize=256)
+def _stacker(group: Group, size: int, count: int) -> Any:
+    """A jitted ``(blocks, starts) -> arrays``: ``group`` of ``count`` batches of ``size`` rows
+    starting at ``starts[k]`` in the blocks (those of ``group.runs``, in :func:`_used` order)."""
+    one = _group_fn(group, size, _used(group))
+
     def stack(blocks: Sequence[jax.Array], starts: jax.Array) -> Tuple[jax.Array, ...]:
         return tuple(one(blocks, starts[k]) for k in range(count))
 
     return jax.jit(stack)
+
+
+@functools.lru_cache(maxsize=256)
+def _stacker_all(groups: Tuple[Group, ...], nblocks: int, size: int, count: int) -> Any:
+    """All ``groups`` of ``count`` batches in one jitted call (``TABPREP_JAX_STACKED_ONE_CALL=1``):
+    ``(blocks, starts) -> arrays``, batch-major (the groups of batch 0, then of batch 1...)."""
+    fns = [_group_fn(g, size, range(nblocks)) for g in groups]
+
+    def stack(blocks: Sequence[jax.Array], starts: jax.Array) -> Tuple[jax.Array, ...]:
+        return tuple(fn(blocks, starts[k]) for k in range(count) for fn in fns)
+
+    return jax.jit(stack)
+
+
+def one_call() -> bool:
+    """Whether a chunk's groups are stacked by one jitted call instead of one per group
+    (``TABPREP_JAX_STACKED_ONE_CALL=1``; default 0): a third of the calls, but XLA may write each
+    transposed output twice when a function has several (its CPU client did). For measuring on a GPU."""
+    return os.environ.get("TABPREP_JAX_STACKED_ONE_CALL", "0") == "1"
 
 
 def _used(group: Group) -> Tuple[int, ...]:
@@ -77,9 +104,15 @@ def _import(arr: Any) -> jax.Array:
     return jax.dlpack.from_dlpack(arr)
 
 
-def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, starts: Sequence[int]) -> List[tuple]:
-    """The groups of the batches of ``size`` rows at ``starts`` of ``arrays``: one call per group."""
+def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, starts: Sequence[int],
+         together: bool = False) -> List[tuple]:
+    """The groups of the batches of ``size`` rows at ``starts`` of ``arrays``: one call per group
+    (one call for all with ``together``)."""
     first = np.asarray(starts, dtype=np.int32)
+    if together:
+        flat = _stacker_all(groups, len(arrays), size, len(starts))(tuple(arrays), first)
+        n = len(groups)
+        return [tuple(flat[k * n:(k + 1) * n]) for k in range(len(starts))]
     per_group = [_stacker(g, size, len(starts))(tuple(arrays[b] for b in _used(g)), first) for g in groups]
     return list(zip(*per_group))
 
@@ -139,7 +172,7 @@ class StackedBatches:
         count = _group_size(rows, batch_size, cpu)
         starts = list(range(first, rows - batch_size + 1, batch_size))[:count]
         starts += [starts[-1]] * (count - len(starts))
-        outs = _run(groups, self._arrays, batch_size, starts)
+        outs = _run(groups, self._arrays, batch_size, starts, together=one_call())
         self._pending = {s: o for s, o in zip(starts[1:], outs[1:])}
         return outs[0]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -161,6 +161,40 @@ def stack_arrays(blocks: Sequence[Tuple[Tuple[str, ...], Any]], groups: Sequence
     return out
 
 
+def stack_batch(batch: Any, cats: Sequence[str], conts: Sequence[str], labels: Sequence[str], squeeze_label: bool,
+                convert: Callable[[Any], Any]) -> Tuple[Tuple[Group, ...], tuple]:
+    """The groups of a loader batch stacked with numpy / cupy, each handed to a framework by
+    ``convert`` (one hand-off per group)."""
+    blocks = batch_blocks(batch, list(cats) + list(conts) + list(labels))
+    groups = layout_of(blocks, cats, conts, labels, squeeze_label)
+    arrays = stack_arrays(blocks, groups)
+    return groups, tuple(convert(arrays[g.key]) for g in groups)
+
+
+def split_groups(groups: Sequence[Group], arrays: Sequence[Any]) -> Tuple[Dict[str, Any], Any]:
+    """``({"cats": ..., "conts": ...}, labels)`` of a batch's stacked groups (labels None without)."""
+    out = {g.key: a for g, a in zip(groups, arrays)}
+    return {k: out[k] for k in ("cats", "conts") if k in out}, out.get("labels")
+
+
+def group_inputs(batch: Any, loader: Any, jax_dtypes: bool, make_input: Callable[..., Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """Keras inputs of a loader's stacked feature groups, ``make_input(shape=(n,), dtype=, name=)``
+    (``keras.Input``; dtypes as JAX gives them with ``jax_dtypes``: 32-bit with x64 off), and the
+    feature columns left per column (list columns)."""
+    cats, conts, labels = loader.cat_names, loader.cont_names, loader.label_names
+    groups = layout_of(batch_blocks(batch, cats + conts + labels), cats, conts, labels, False)
+    inputs = {}
+    for g in groups:
+        if g.key != "labels":
+            dtype = np.dtype(g.dtype)
+            if jax_dtypes:
+                import jax
+
+                dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+            inputs[g.key] = make_input(shape=(len(g.names),), dtype=str(dtype), name=g.key)
+    return inputs, list_names(groups, cats, conts)
+
+
 def list_names(groups: Sequence[Group], cats: Sequence[str], conts: Sequence[str]) -> List[str]:
     """Feature columns handed out per column beside the stacked groups (list columns)."""
     stacked = {n for g in groups for n in g.names}
@@ -168,4 +202,4 @@ def list_names(groups: Sequence[Group], cats: Sequence[str], conts: Sequence[str
 
 
 __all__ = ["Group", "GROUP_KEYS", "stack_layout", "layout_of", "batch_blocks", "scalar_blocks", "stack_arrays",
-           "group_dtype", "list_names"]
+           "stack_batch", "split_groups", "group_inputs", "group_dtype", "list_names"]

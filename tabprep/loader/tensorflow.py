@@ -19,12 +19,9 @@ Each batch is ``(features, labels)`` (just ``features`` when there are no labels
 
 ``labels`` is a ``(batch, 1)`` tensor for one label, a dict ``{name: tensor}`` for several.
 
-With ``stacked=True`` the scalar columns come as a few 2-D tensors instead:
-``{"cats": (batch, n_cats), "conts": (batch, n_conts), <list columns as above>}`` and labels
-``(batch, n_labels)`` (:mod:`tabprep.loader.stacked`); on Keras' JAX backend they are stacked per
-chunk in one jitted call per up to 16 batches (:mod:`tabprep.loader.jax_stacked`). The model's
-inputs are then ``keras.Input(shape=(n_cats,), name="cats", dtype=...)`` and so on
-(:meth:`KerasSequenceLoader.keras_inputs` makes them).
+``stacked=True``: ``{"cats": (batch, n_cats), "conts": (batch, n_conts), <list columns as above>}``
+and labels ``(batch, n_labels)`` (:mod:`tabprep.loader.stacked`); :meth:`keras_inputs` gives the
+matching ``keras.Input(shape=(n_cats,), name="cats", ...)``.
 
 On the GPU (cuDF present, ``device`` not ``"cpu"``) chunks are read and transformed by cuDF
 and the batch arrays (cupy) reach TensorFlow through DLPack, without a copy through host
@@ -184,15 +181,6 @@ def _to_backend(arr: Any) -> Any:
         device = get_device()
         return out if str(out.device) == str(device) or out.device.type == str(device) else out.to(device)
     raise RuntimeError(f"KerasSequenceLoader supports Keras' tensorflow, jax and torch backends, not {BACKEND!r}")
-
-
-def _backend_dtype(dtype: Any) -> str:
-    """The dtype a numpy dtype has in Keras' backend (JAX with 64-bit types off: 32-bit)."""
-    if BACKEND == "jax":
-        import jax
-
-        return str(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
-    return str(np.dtype(dtype))
 
 
 def _keras_spec_peek() -> bool:
@@ -439,33 +427,29 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
 
     def _stacked_groups(self, batch: Any) -> Any:
         """The stacked groups of ``batch`` and their tensors (labels ``(batch, n)``)."""
-        from .stacked import batch_blocks, layout_of, stack_arrays
+        from .stacked import stack_batch
 
         loader = self.loader
         cats, conts, labels = loader.cat_names, loader.cont_names, loader.label_names
-        if BACKEND == "jax":   # per chunk, one jitted call per up to 16 batches
-            from .jax import check_int_ranges
-            from .jax_stacked import StackedBatches
+        if BACKEND != "jax":
+            return stack_batch(batch, cats, conts, labels, False, _to_backend)
+        from .jax import check_int_ranges   # on JAX: per chunk, one jitted call per group and up to 16 batches
+        from .jax_stacked import StackedBatches
 
-            check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
-            if self._stacked is None:
-                self._stacked = StackedBatches(squeeze_label=False)
-            return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
-        blocks = batch_blocks(batch, cats + conts + labels)
-        groups = layout_of(blocks, cats, conts, labels, squeeze_label=False)
-        arrays = stack_arrays(blocks, groups)
-        return groups, tuple(_to_backend(arrays[g.key]) for g in groups)
+        check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
+        if self._stacked is None:
+            self._stacked = StackedBatches(squeeze_label=False)
+        return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         if self.stacked:
-            from .stacked import list_names
+            from .stacked import list_names, split_groups
 
             groups, arrays = self._stacked_groups(batch)
-            out = {g.key: a for g, a in zip(groups, arrays)}
-            x = {k: out[k] for k in ("cats", "conts") if k in out}
+            x, y = split_groups(groups, arrays)
             for name in list_names(groups, self.loader.cat_names, self.loader.cont_names):
                 self._feature(name, batch[name], batch, x)
-            return (x, out["labels"]) if self.loader.label_names else x
+            return (x, y) if self.loader.label_names else x
         done: Dict[str, Any] = {}
         if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
             from .jax import ChunkBlocks, block_columns, check_int_ranges
@@ -532,15 +516,9 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         inputs: Dict[str, Any] = {}
         names = self.loader.cat_names + self.loader.cont_names
         if self.stacked:   # {"cats": (n_cats,), "conts": (n_conts,)} and the list columns
-            from .stacked import batch_blocks, layout_of, list_names
+            from .stacked import group_inputs
 
-            loader = self.loader
-            groups = layout_of(batch_blocks(batch, names + loader.label_names), loader.cat_names,
-                               loader.cont_names, loader.label_names, squeeze_label=False)
-            for g in groups:
-                if g.key != "labels":
-                    inputs[g.key] = keras.Input(shape=(len(g.names),), dtype=_backend_dtype(g.dtype), name=g.key)
-            names = list_names(groups, loader.cat_names, loader.cont_names)
+            inputs, names = group_inputs(batch, self.loader, BACKEND == "jax", keras.Input)
         for name in names:
             value = batch[name]
             if isinstance(value, RaggedBatch):
