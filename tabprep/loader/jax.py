@@ -42,6 +42,8 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 
 import jax  # noqa: E402
 
+from .jax_stacked import import_ready  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=None)
@@ -61,32 +63,6 @@ def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
     """A jitted ``block[:, start:start + size]`` split into its rows, ``start`` a traced scalar: one
     dispatch per batch and block, compiled once per chunk-block shape and batch size."""
     return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
-
-
-class _Complete:
-    """A cupy array whose device work is known complete (a loader chunk's block, after the host
-    waited on the chunk's event), offered through DLPack with ``stream=-1``: the producer makes
-    no stream wait (cupy would otherwise make JAX's stream wait for everything queued on the
-    legacy default stream since, the other threads' reads and transforms included)."""
-
-    __slots__ = ("arr",)
-
-    def __init__(self, arr: Any) -> None:
-        self.arr = arr
-
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        return self.arr.__dlpack__(stream=-1, **kwargs)
-
-    def __dlpack_device__(self) -> Any:
-        return self.arr.__dlpack_device__()
-
-
-def import_ready(arr: Any) -> jax.Array:
-    """``jax.dlpack.from_dlpack`` of a chunk block whose device work is complete; with
-    ``TABPREP_JAX_DLPACK_NOSYNC=1`` (an experiment, off by default) without a stream wait."""
-    if os.environ.get("TABPREP_JAX_DLPACK_NOSYNC") == "1":
-        return jax.dlpack.from_dlpack(_Complete(arr))
-    return jax.dlpack.from_dlpack(arr)
 
 
 def chunk_handoff() -> bool:
