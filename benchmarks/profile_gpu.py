@@ -25,6 +25,10 @@ def main() -> None:
     ap.add_argument("--host-sample", action="store_true",
                     help="also time tp.profile with the sample copied to the host and sorted there (the path "
                          "before the device sort: backend.reductions.profile_sample answering None)")
+    ap.add_argument("--part-sizes", default="",
+                    help="comma-separated Dataset part_size values (e.g. 1GB,500MB): tp.profile also timed with "
+                         "partitions of each size (smaller partitions let one thread's read overlap the other's "
+                         "profile work)")
     ap.add_argument("--cprofile", type=int, default=0,
                     help="then one more tp.profile under cProfile: print its N most expensive functions "
                          "(own time, then cumulative): where the profile's time goes")
@@ -42,8 +46,9 @@ def main() -> None:
             df = cudf.read_parquet(f)
             del df
 
-    def prof() -> None:
-        tp.profile(tp.Dataset(files, cpu=False), kll_every=args.kll_every)
+    def prof(part_size=None) -> None:
+        kw = {} if part_size is None else {"part_size": part_size}
+        tp.profile(tp.Dataset(files, cpu=False, **kw), kll_every=args.kll_every)
 
     def prof_host_sample() -> None:
         import tabprep.stats.profile as prof_mod
@@ -59,6 +64,8 @@ def main() -> None:
     runs_of = [("cuDF read", read), ("tp.profile", prof)]
     if args.host_sample:
         runs_of.append(("host sample", prof_host_sample))
+    for size in [x for x in args.part_sizes.split(",") if x]:
+        runs_of.append((f"part {size}", lambda size=size: prof(size)))
     for name, fn in runs_of:
         fn()   # warm-up
         runs = []
@@ -67,11 +74,14 @@ def main() -> None:
             fn()
             runs.append(time.perf_counter() - t)
         times[name] = statistics.median(runs)
-        print(f"  {name:<12} {times[name]:8.2f} s  (runs {', '.join(f'{r:.2f}' for r in runs)})", flush=True)
+        print(f"  {name:<14} {times[name]:8.2f} s  (runs {', '.join(f'{r:.2f}' for r in runs)})", flush=True)
     print(f"{rows:,} rows, {len(files)} files: profile / read = {times['tp.profile'] / times['cuDF read']:.2f}x "
           f"(goal <= 1.5x)")
     if args.host_sample:
         print(f"  with the sample sorted on the host: {times['host sample'] / times['cuDF read']:.2f}x")
+    for size in [x for x in args.part_sizes.split(",") if x]:
+        n = tp.Dataset(files, cpu=False, part_size=size).npartitions
+        print(f"  partitions of {size} ({n} partitions): {times[f'part {size}'] / times['cuDF read']:.2f}x")
     if args.cprofile:
         import cProfile
         import pstats

@@ -42,8 +42,6 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 
 import jax  # noqa: E402
 
-from .jax_stacked import import_ready  # noqa: E402
-
 log = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +82,7 @@ class ChunkBlocks:
         base, a, b = span
         held = self._held.get(i)
         if held is None or held[0] is not base:
-            held = self._held[i] = (base, import_ready(base))   # keeps the cupy block alive
+            held = self._held[i] = (base, jax.dlpack.from_dlpack(base))   # keeps the cupy block alive
         return list(_slicer(keep_dims, int(b - a))(held[1], np.int32(a)))
 
 

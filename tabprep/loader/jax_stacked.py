@@ -94,40 +94,13 @@ def _used(group: Group) -> Tuple[int, ...]:
     return tuple(dict.fromkeys(b for b, _, _ in group.runs))
 
 
-def _import(arr: Any, complete: bool = False) -> jax.Array:
+def _import(arr: Any) -> jax.Array:
     """A 2-D numpy / cupy block as a jax array (numpy: a copy into XLA's buffers; cupy: DLPack,
-    no copy, after a contiguous copy only where the block is strided). ``complete``: a chunk's
-    block, whose device work the host has waited for (:func:`import_ready`)."""
+    no copy, after a contiguous copy only where the block is strided)."""
     if isinstance(arr, np.ndarray):
         return jax.device_put(np.ascontiguousarray(arr))
     if not arr.flags.c_contiguous:
         return jax.dlpack.from_dlpack(backend.array_module(arr).ascontiguousarray(arr))
-    return import_ready(arr) if complete else jax.dlpack.from_dlpack(arr)
-
-
-class _Complete:
-    """A cupy array whose device work is known complete (a loader chunk's block, after the host
-    waited on the chunk's event), offered through DLPack with ``stream=-1``: the producer makes
-    no stream wait (cupy would otherwise make JAX's stream wait for everything queued on the
-    legacy default stream since, the other threads' reads and transforms included)."""
-
-    __slots__ = ("arr",)
-
-    def __init__(self, arr: Any) -> None:
-        self.arr = arr
-
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
-        return self.arr.__dlpack__(stream=-1, **kwargs)
-
-    def __dlpack_device__(self) -> Any:
-        return self.arr.__dlpack_device__()
-
-
-def import_ready(arr: Any) -> jax.Array:
-    """``jax.dlpack.from_dlpack`` of a chunk block whose device work is complete; with
-    ``TABPREP_JAX_DLPACK_NOSYNC=1`` (an experiment, off by default) without a stream wait."""
-    if os.environ.get("TABPREP_JAX_DLPACK_NOSYNC") == "1":
-        return jax.dlpack.from_dlpack(_Complete(arr))
     return jax.dlpack.from_dlpack(arr)
 
 
@@ -188,7 +161,7 @@ class StackedBatches:
             return
         self._pending = {}
         self._bases, self._arrays = (), ()
-        self._arrays = tuple(_import(base, complete=True) for base in bases)
+        self._arrays = tuple(_import(base) for base in bases)
         self._bases = bases
 
     def _chunk_batches(self, groups: Tuple[Group, ...], first: int, batch_size: int) -> tuple:
