@@ -393,6 +393,7 @@ def csv_block_counts(files: Sequence[str], blocksize: int, cpu: bool, compressio
 
 
 register_gpu_lazy(_make_frame, _new_series, _concat_columns, take_frame_rows, to_backend, move_like, held_bytes,
+                  reads_on_own_stream,
                   nullable_columns,
                   nullable_int_dtypes,
                   set_nulls, cast_keep_nulls, frame_to_arrow, to_dask)
