@@ -90,18 +90,19 @@ _TAIL_MASKS = np.array([0x0, 0xFF, 0xFFFF, 0xFFFFFF], dtype=np.uint32)
 def mod_uint32(h: np.ndarray, divisor: int) -> np.ndarray:
     """``h % divisor`` as int64, for uint32 hashes ``h`` and an int ``divisor >= 1``; exact.
 
-    CPUs have no vector integer division, so numpy's ``%`` runs one scalar division per value;
-    this is ~2.4x faster in float64. Exact because ``h < 2**32``: when ``h / d`` is not an
-    integer, it lies at least ``1/d`` below the next integer ``k``, a relative gap of at least
-    ``1/(d*k) >= 1/h > 2**-32``, far above float64's rounding (``2**-53``), so
-    ``floor(h / d)`` is the true quotient; the remainder ``h - q*d`` is then exact too.
+    numpy divides an integer array by one scalar with libdivide's multiply-and-shift (vectorized)
+    since 1.22: on 1.7M hashes and 10**6 buckets (numpy 2.4, one core of the development machine)
+    ``%`` in uint32 took 5.1 ms, the float64 floor path this function used before 17.4 ms, ``%`` in
+    int64 10.0 ms; alternated 15 times on the machine loaded by a test run, medians 18.0 ms against
+    44.0 ms. A divisor of 2**32 or more leaves every uint32 as it is.
     """
-    x = h.astype(np.float64)
-    q = x / float(divisor)
-    np.floor(q, out=q)
-    q *= float(divisor)
-    x -= q
-    return x.astype(np.int64)
+    d = int(divisor)
+    if d < 1:
+        raise ValueError(f"divisor must be >= 1, got {divisor}")
+    h = np.asarray(h, dtype=np.uint32)
+    if d > _MASK32:
+        return h.astype(np.int64)
+    return np.remainder(h, np.uint32(d)).astype(np.int64)
 
 
 def _check_seed(seed: int) -> int:

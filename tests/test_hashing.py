@@ -307,8 +307,11 @@ def test_bad_inputs():
 @given(h=st.lists(st.integers(0, 2 ** 32 - 1), min_size=0, max_size=50),
        d=st.one_of(st.integers(1, 70), st.integers(1, 2 ** 32 + 5), st.sampled_from([1, 2, 3, 2 ** 31 - 1, 2 ** 32 - 1])))
 def test_mod_uint32_is_exact(h, d):
-    """The float64 modulo used by HashBucket equals integer %, for every uint32 and divisor."""
+    """HashBucket's modulo equals Python's integer %, for every uint32 and divisor (2**32 and over
+    included); a divisor below 1 is refused."""
     arr = np.array(h + [0, 2 ** 32 - 1, 2 ** 32 - 2, d - 1 if d <= 2 ** 32 else 0], dtype=np.uint32)
     got = hashing.mod_uint32(arr, d)
     assert got.dtype == np.int64
-    np.testing.assert_array_equal(got, arr.astype(np.int64) % d)
+    assert got.tolist() == [int(v) % d for v in arr.tolist()]
+    with pytest.raises(ValueError, match="divisor"):
+        hashing.mod_uint32(arr, 0)
