@@ -68,6 +68,16 @@ def raw_data(work: str, rows: int, files: int, row_group: int) -> list:
     return sorted(glob.glob(os.path.join(data, "*.parquet")))
 
 
+def add_data_args(ap: argparse.ArgumentParser, rows: int, directory: Optional[str],
+                  dir_help: str = "work folder of the data (made once)") -> None:
+    """The options of the loader benchmarks' data (:func:`raw_data`'s layout): ``--rows``,
+    ``--files``, ``--row-group`` and ``--dir`` (defaults ``rows``, 8, 100,000, ``directory``)."""
+    ap.add_argument("--rows", type=int, default=rows)
+    ap.add_argument("--files", type=int, default=8)
+    ap.add_argument("--row-group", type=int, default=100_000)
+    ap.add_argument("--dir", default=directory, help=dir_help)
+
+
 def criteo_workflow(buckets: int) -> tp.Workflow:
     cats = CATS >> ops.HashBucket(num_buckets=buckets)
     conts = CONTS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize(out_dtype="float32")
@@ -227,9 +237,7 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -
 
 def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--files", type=int, default=8)
-    ap.add_argument("--row-group", type=int, default=100_000)
+    add_data_args(ap, 2_000_000, None, "work folder (default: a temporary one, removed)")
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--buffer-size", type=float, default=None,
                     help="loader buffer_size (rows per piece, or a fraction of memory); default 250k CPU / 2M GPU")
@@ -248,7 +256,6 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
                     help="also the framework loaders with stacked=True ({cats, conts} 2-D arrays; jax, torch, keras)")
     ap.add_argument("--loaders", default="core,torch,jax", help="framework loaders to time besides core")
     ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: the loader's)")
-    ap.add_argument("--dir", default=None, help="work folder (default: a temporary one, removed)")
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(argv)
     device: Any = 0 if args.gpu else "cpu"

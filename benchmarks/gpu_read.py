@@ -34,17 +34,14 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from framework_loaders import CATS, CONTS, raw_data  # noqa: E402
+from framework_loaders import CATS, CONTS, add_data_args, raw_data  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=20_000_000)
-    ap.add_argument("--files", type=int, default=8)
-    ap.add_argument("--row-group", type=int, default=100_000)
+    add_data_args(ap, 20_000_000, "/dev/shm/fl")
     ap.add_argument("--buffer-size", type=int, default=2_000_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--dir", default="/dev/shm/fl")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     import cudf

@@ -38,14 +38,12 @@ sys.path.insert(0, HERE)
 
 
 import tabprep as tp  # noqa: E402
-from framework_loaders import CATS, CONTS, criteo_workflow, raw_data  # noqa: E402
+from framework_loaders import CATS, CONTS, add_data_args, criteo_workflow, raw_data  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--files", type=int, default=8)
-    ap.add_argument("--row-group", type=int, default=100_000)
+    add_data_args(ap, 2_000_000, "/tmp/tabprep-anatomy")
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--buffer-size", type=float, default=None)
     ap.add_argument("--passes", type=int, default=2)
@@ -66,7 +64,6 @@ def main() -> None:
                     help="then alternate epochs with and without the environment variable NAME=VALUE, "
                          "--rounds times each, and print both medians and their ratio")
     ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--dir", default="/tmp/tabprep-anatomy")
     args = ap.parse_args()
 
     gpu = args.gpu
