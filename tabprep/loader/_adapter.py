@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import backend
 from .core import DataLoader, RaggedBatch
+from .blocks import spanned_blocks
 
 log = logging.getLogger(__name__)
 
@@ -396,26 +397,24 @@ class FrameworkLoader(LoaderViews):
         groups, arrays = self._stacked_groups(batch)
         x, y = split_groups(groups, arrays)
         for name in list_names(groups, self.loader.cat_names, self.loader.cont_names):
-            value = batch[name]
-            x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
+            x[name] = self._feature(name, batch[name])
         return (x, y) if self.loader.label_names else x
+
+    def _feature(self, name: str, value: Any) -> Any:
+        """Feature column ``name`` of a batch (``value``) in the per-column layout: a list column's
+        form (:meth:`_list_column`) or one framework array."""
+        return self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
         if self.stacked:
             return self._convert_stacked(batch)
         done: Dict[str, Any] = {}
         if self._block_handoff:
-            spans = getattr(batch, "spans", None) or ()
-            for i, (names, block) in enumerate(getattr(batch, "blocks", ())):
-                span = spans[i] if i < len(spans) else None
+            for i, names, block, span in spanned_blocks(batch):
                 done.update(zip(names, self._block_columns(block, span, i)))   # one hand-off per block
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
-            value = batch[name]
-            if name in done:
-                x[name] = done[name]
-            else:
-                x[name] = self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
+            x[name] = done[name] if name in done else self._feature(name, batch[name])
         labels = self.loader.label_names
         if not labels:
             return x

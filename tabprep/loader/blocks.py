@@ -52,6 +52,15 @@ class Batch(dict):
         self.spans: List[Tuple[Any, int, int]] = []
 
 
+def spanned_blocks(batch: Any) -> List[Tuple[int, Tuple[str, ...], Any, Any]]:
+    """``(position, names, block slice, span or None)`` of each of a batch's blocks (none for a
+    plain dict): where a framework adapter hands a block over, with its place in its chunk's
+    block (:attr:`Batch.spans`) where the batch has one."""
+    spans = getattr(batch, "spans", None) or ()
+    return [(i, names, block, spans[i] if i < len(spans) else None)
+            for i, (names, block) in enumerate(getattr(batch, "blocks", ()))]
+
+
 def build_blocks(columns: Dict[str, Any], labels: Sequence[str], perm: Optional[Any], first: int,
                  num_rows: int) -> _BlockChunk:
     """Gather a chunk's columns in ``perm`` order (None: as they are) into blocks.
@@ -127,4 +136,4 @@ def join(parts: List[Batch]) -> Batch:
     return out
 
 
-__all__ = ["Batch", "build_blocks", "cut", "join"]
+__all__ = ["Batch", "build_blocks", "cut", "join", "spanned_blocks"]

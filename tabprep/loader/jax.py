@@ -78,6 +78,14 @@ class ChunkBlocks:
     def __init__(self) -> None:
         self._held: Dict[int, Any] = {}   # block position -> (cupy chunk block, its jax array)
 
+    @staticmethod
+    def of(owner: Any) -> "ChunkBlocks":
+        """The chunk blocks held for ``owner`` (a loader adapter; made at its first batch)."""
+        held = owner.__dict__.get("_chunk_blocks")
+        if held is None:
+            held = owner._chunk_blocks = ChunkBlocks()
+        return held
+
     def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
         base, a, b = span
         held = self._held.get(i)
@@ -264,9 +272,7 @@ class JaxLoader(FrameworkLoader):
         return groups, arrays
 
     def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[jax.Array]:
-        if not hasattr(self, "_chunk_blocks"):
-            self._chunk_blocks = ChunkBlocks()
-        cols = block_columns(block, span=span, chunks=self._chunk_blocks, index=index)
+        cols = block_columns(block, span=span, chunks=ChunkBlocks.of(self), index=index)
         if self.sharding is not None:
             cols = [jax.device_put(c, self.sharding) for c in cols]
         return cols

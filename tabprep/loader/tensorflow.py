@@ -452,16 +452,13 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             return (x, y) if self.loader.label_names else x
         done: Dict[str, Any] = {}
         if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
+            from .blocks import spanned_blocks
             from .jax import ChunkBlocks, block_columns, check_int_ranges
 
             check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
-            if not hasattr(self, "_chunk_blocks"):
-                self._chunk_blocks = ChunkBlocks()
-            spans = getattr(batch, "spans", None) or ()
-            for i, (names, block) in enumerate(getattr(batch, "blocks", ())):
-                span = spans[i] if i < len(spans) else None
-                done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=self._chunk_blocks,
-                                                     index=i)))
+            chunks = ChunkBlocks.of(self)
+            for i, names, block, span in spanned_blocks(batch):
+                done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=chunks, index=i)))
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             if name in done:
