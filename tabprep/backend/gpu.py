@@ -29,7 +29,7 @@ from . import gpu_warmup
 from . import reductions as R
 from .dispatch import GPU_MODULES, register_gpu as _register
 # the reductions and the list functions live in their own modules: importing them registers them
-# (their helpers stay importable from here; the device's +inf scalar, gpu_reductions._INF, does not)
+# (their helpers stay importable from here)
 from . import gpu_columns, gpu_lists, gpu_reductions  # noqa: F401
 from .gpu_lists import (  # noqa: F401
     _elements_are_lists, _gpu_list_from_leaves, _is_list_dtype, _list_from_leaves, _list_leaves, _list_levels,

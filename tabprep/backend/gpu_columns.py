@@ -20,7 +20,7 @@ from . import columns as C
 from . import frames as F
 from . import gpu_warmup
 from .dispatch import register_gpu as _register
-from .gpu_reductions import _BOOL8, _plc_column
+from .gpu_reductions import _BOOL8, _murmur_mod, _plc_column, _scalar
 
 #: columns passed between cuDF and tabprep's kernels as columns (HashBucket's ids, the fused chains'
 #: device columns, frames concatenated from their columns), without cuDF's Series layer per column:
@@ -46,7 +46,6 @@ def _cupy_of(col: Any) -> Any:
     return cudf.core.column.ColumnBase.from_pylibcudf(col).values
 
 
-_U32 = plc.DataType(plc.TypeId.UINT32)
 _HASH_AS = {"i": plc.TypeId.INT64, "u": plc.TypeId.INT64, "b": plc.TypeId.INT64, "f": plc.TypeId.FLOAT64}
 
 
@@ -64,8 +63,7 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
     col = _plc_column(series)
     if kind in _HASH_AS and col.type().id() != _HASH_AS[kind]:
         col = plc.unary.cast(col, plc.DataType(_HASH_AS[kind]))
-    h = plc.hashing.murmurhash3_x86_32(plc.Table([col]), 0)
-    ids = plc.binaryop.binary_operation(h, _scalar(int(nb), _U32), plc.binaryop.BinaryOperator.MOD, _U32)
+    ids = _murmur_mod(col, nb)
     out_type = plc.DataType(_plc_type_id(dtype))
     if out_type.id() != plc.TypeId.UINT32:
         ids = plc.unary.cast(ids, out_type)
@@ -77,25 +75,6 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
     if missing is not None:
         ids = plc.copying.copy_if_else(_scalar(0, out_type), ids, missing)
     return _series_of(ids, series.name, series)
-
-
-_SCALARS: dict = {}
-
-
-def _scalar(value: Any, dtype: Any) -> Any:
-    """A device scalar of ``value`` as libcudf type ``dtype``, made once per device, type and value.
-
-    ``plc.Scalar.from_py`` copies the value from pageable host memory, which first waits for all
-    work queued on the legacy default stream: in a loader's transform that includes the other
-    preparing thread's parquet decode, so each new scalar stalled the transform on the read. The
-    scalars are never written to (libcudf takes them as const inputs)."""
-    key = (cupy.cuda.runtime.getDevice(), dtype.id(), type(value), value if value == value else "nan")
-    out = _SCALARS.get(key)
-    if out is None:
-        if len(_SCALARS) > 4096:   # (many bucket counts over a long-lived process)
-            _SCALARS.clear()
-        out = _SCALARS[key] = plc.Scalar.from_py(value, dtype)
-    return out
 
 
 def _plc_type_id(dtype: str) -> Any:

@@ -25,7 +25,7 @@ from .dispatch import register_gpu as _register
 _F64 = plc.DataType(plc.TypeId.FLOAT64)
 _BOOL8 = plc.DataType(plc.TypeId.BOOL8)
 _I64 = plc.DataType(plc.TypeId.INT64)
-_INF: Optional[Any] = None  # the float64 +inf scalar on the device, made at the first use
+_U32 = plc.DataType(plc.TypeId.UINT32)
 # libcudf's boolean-mask compaction (rows where the mask is true; null counts as false): renamed
 # apply_retention_mask in cuDF 26.x, where the old name warns
 _retain = getattr(plc.stream_compaction, "apply_retention_mask", None) or plc.stream_compaction.apply_boolean_mask
@@ -50,13 +50,44 @@ def _finite_column(series: Any) -> Any:
 
 def _abs_against_inf(col: Any, op: Any) -> Any:
     """``(col as float64, abs(col) <op> inf)``: the BOOL8 column is null for nulls, false for NaN."""
-    global _INF
     if col.type().id() != plc.TypeId.FLOAT64:
         col = plc.unary.cast(col, _F64)
-    if _INF is None:
-        _INF = plc.Scalar.from_py(float("inf"), _F64)
+    return col, _abs_compared(col, op)
+
+
+def _abs_compared(col: Any, op: Any) -> Any:
+    """``abs(col) <op> +inf`` of a float pylibcudf column, in its own float type: BOOL8, null for
+    nulls (NaN compares false)."""
     absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
-    return col, plc.binaryop.binary_operation(absval, _INF, op, _BOOL8)
+    return plc.binaryop.binary_operation(absval, _scalar(float("inf"), col.type()), op, _BOOL8)
+
+
+_SCALARS: dict = {}
+
+
+def _scalar(value: Any, dtype: Any) -> Any:
+    """A device scalar of ``value`` as libcudf type ``dtype``, made once per device, type and value.
+
+    ``plc.Scalar.from_py`` copies the value from pageable host memory, which first waits for all
+    work queued on the legacy default stream: in a loader's transform that includes the other
+    preparing thread's parquet decode, so each new scalar stalled the transform on the read. Keyed
+    by the current device: a scalar made on one GPU is never handed to a kernel on another. The
+    scalars are never written to (libcudf takes them as const inputs)."""
+    key = (cupy.cuda.runtime.getDevice(), dtype.id(), type(value), value if value == value else "nan")
+    out = _SCALARS.get(key)
+    if out is None:
+        if len(_SCALARS) > 4096:   # (many bucket counts over a long-lived process)
+            _SCALARS.clear()
+        out = _SCALARS[key] = plc.Scalar.from_py(value, dtype)
+    return out
+
+
+def _murmur_mod(col: Any, n: int) -> Any:
+    """``murmur3_x86_32(col) % n`` as a UINT32 pylibcudf column (libcudf's hash, seed 0: cuDF's
+    ``hash_values(method="murmur3")`` and the host's :func:`tabprep.hashing.murmur3_32` of the same
+    bytes), for HashBucket's ids and the fit's shards."""
+    h = plc.hashing.murmurhash3_x86_32(plc.Table([col]), 0)
+    return plc.binaryop.binary_operation(h, _scalar(int(n), _U32), plc.binaryop.BinaryOperator.MOD, _U32)
 
 
 def _moments_of(col: Any):
@@ -200,13 +231,11 @@ def _shard_counts(keys: Any, counts: Any, shards: int) -> list:
     kcol, ccol = _plc_column(keys), _plc_column(counts)
     if kcol.type().id() != plc.TypeId.INT64:
         kcol = plc.unary.cast(kcol, _I64)
-    u32 = plc.DataType(plc.TypeId.UINT32)
-    h = plc.hashing.murmurhash3_x86_32(plc.Table([kcol]), 0)
-    ids = plc.binaryop.binary_operation(h, plc.Scalar.from_py(int(shards), u32), plc.binaryop.BinaryOperator.MOD, u32)
+    ids = _murmur_mod(kcol, shards)
     table = plc.Table([kcol, ccol])
     out = []
     for j in range(shards):
-        mask = plc.binaryop.binary_operation(ids, plc.Scalar.from_py(j, u32), plc.binaryop.BinaryOperator.EQUAL, _BOOL8)
+        mask = plc.binaryop.binary_operation(ids, _scalar(j, _U32), plc.binaryop.BinaryOperator.EQUAL, _BOOL8)
         part = _retain(table, mask).columns()
         out.append((_cupy_int64(part[0]), _cupy_int64(part[1])))
     return out
@@ -218,7 +247,7 @@ def _top_counts(keys: Any, counts: Any, freq_threshold: int = 0, max_size: Optio
     # descending count (keys ascend: ties by value), then a sort of those back by key
     table = plc.Table([_plc_column(keys), _plc_column(counts)])
     if freq_threshold and freq_threshold > 1:
-        mask = plc.binaryop.binary_operation(table.columns()[1], plc.Scalar.from_py(int(freq_threshold), _I64),
+        mask = plc.binaryop.binary_operation(table.columns()[1], _scalar(int(freq_threshold), _I64),
                                              plc.binaryop.BinaryOperator.GREATER_EQUAL, _BOOL8)
         table = _retain(table, mask)
     if max_size is not None and table.columns()[0].size() > max_size:
@@ -236,21 +265,11 @@ def _top_counts(keys: Any, counts: Any, freq_threshold: int = 0, max_size: Optio
 # ---------------------------------------------------------------------------
 _I32 = plc.DataType(plc.TypeId.INT32)
 _FLOATS = (plc.TypeId.FLOAT32, plc.TypeId.FLOAT64)
-_INFS: dict = {}  # +inf scalars on the device by float type id, made at the first use
-
-
-def _inf_of(dtype: Any) -> Any:
-    """The +inf scalar of a float pylibcudf type (float32 or float64)."""
-    inf = _INFS.get(dtype.id())
-    if inf is None:
-        inf = _INFS[dtype.id()] = plc.Scalar.from_py(float("inf"), dtype)
-    return inf
 
 
 def _finite_bools(col: Any) -> Any:
     """``abs(col) < inf`` of a float pylibcudf column: BOOL8, false for NaN and +-inf, null for nulls."""
-    absval = plc.unary.unary_operation(col, plc.unary.UnaryOperator.ABS)
-    return plc.binaryop.binary_operation(absval, _inf_of(col.type()), plc.binaryop.BinaryOperator.LESS, _BOOL8)
+    return _abs_compared(col, plc.binaryop.BinaryOperator.LESS)
 
 
 @_register(R.profile_exact)
@@ -320,8 +339,7 @@ def _profile_sample(df: Any, columns: Sequence[str], step: int) -> dict:
     cols = [_plc_column(df[c]) for c in columns]
     rows = len(df)
     if step > 1 and rows:
-        idx = plc.filling.sequence(len(range(0, rows, step)), plc.Scalar.from_py(0, _I32),
-                                   plc.Scalar.from_py(int(step), _I32))
+        idx = plc.filling.sequence(len(range(0, rows, step)), _scalar(0, _I32), _scalar(int(step), _I32))
         cols = plc.copying.gather(plc.Table(cols), idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK).columns()
     out = {}
     for c, col in zip(columns, cols):
@@ -355,8 +373,7 @@ def _sorted_sample(values: Any, every: Optional[int], owned: bool = False):
             picks = np.zeros(0, dtype=values.dtype)
         else:
             if r.step > 1:
-                idx = plc.filling.sequence(len(r), plc.Scalar.from_py(r.start, _I32),
-                                           plc.Scalar.from_py(r.step, _I32))
+                idx = plc.filling.sequence(len(r), _scalar(int(r.start), _I32), _scalar(int(r.step), _I32))
                 srt = plc.copying.gather(srt, idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK)
             picks = R.plus_zero(_host_copy(srt.columns()[0]))
     counts = _host_copy(results[0].columns()[0]).astype(np.int64, copy=False)
