@@ -19,6 +19,8 @@ Nothing here calls tabprep to compute an expected value.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import struct
 from typing import Any, List, Optional, Sequence
 
@@ -511,3 +513,26 @@ def assert_same_tree(cmp: "filecmp.dircmp") -> None:
     assert not mismatch and not errors, (mismatch, errors)
     for sub in cmp.subdirs.values():
         assert_same_tree(sub)
+
+
+@contextlib.contextmanager
+def jax_compiles():
+    """Counts XLA compilations inside the block: yields a list that gets one entry (the message)
+    per ``Compiling ...`` line JAX logs with ``jax.log_compiles``."""
+    import jax
+
+    seen: List[str] = []
+
+    class _Counter(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            msg = record.getMessage()
+            if msg.startswith("Compiling "):
+                seen.append(msg)
+
+    handler, logger = _Counter(level=logging.WARNING), logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield seen
+    finally:
+        logger.removeHandler(handler)

@@ -155,14 +155,53 @@ def test_importing_the_loader_keeps_jax_from_preallocating_the_gpu():
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf(), reason="cuDF is needed")
+def test_gpu_loader_in_a_jax_process_gets_a_pool_and_cudf_copies_still_work(tmp_path):
+    # the failure this guards against (4x H200, cuDF 26.10, jax 0.11.2): in a process that had
+    # imported JAX, the loader's switch to CudaAsyncMemoryResource made every later cuDF
+    # device-to-host copy fail (cudaErrorInvalidValue); there the loader now takes RMM's
+    # PoolMemoryResource. A fresh process: JAX first, a GPU loader epoch with a workflow online,
+    # then a GPU fit and to_pandas, checked against pandas
+    _write(str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("TABPREP_RMM_ASYNC", None)
+    code = textwrap.dedent(f"""
+        import numpy as np, pandas as pd, rmm
+        import tabprep.loader.jax                     # JAX in the process first, as a JAX user's
+        import tabprep as tp
+        from tabprep import ops
+        from tabprep.loader import DataLoader
+        d = {str(tmp_path)!r}
+        wf = tp.Workflow((["C1"] >> ops.HashBucket(num_buckets=7)) + ["row", "x", "label"])
+        wf.fit(tp.Dataset(d, cpu=False))
+        rows = sum(len(b["label"]) for b in DataLoader(d, 300, label_names=["label"], cat_names=["C1", "row"],
+                                                        cont_names=["x"], device=0, buffer_size=700).map(wf))
+        print("resource", type(rmm.mr.get_current_device_resource()).__name__)
+        bucket = tp.Workflow(["x"] >> ops.Bucketize([-1.0, 0.0, 1.0]))
+        got = bucket.fit_transform(tp.Dataset(d, cpu=False)).compute().to_pandas()["x"]
+        x = pd.read_parquet(d)["x"].to_numpy()
+        assert rows == len(x) and (got.to_numpy() == np.searchsorted([-1.0, 0.0, 1.0], x, side="right")).all()
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and "ok" in res.stdout, res.stderr[-3000:]
+    assert "resource PoolMemoryResource" in res.stdout, res.stdout
+
+
+@pytest.mark.gpu
 @pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
                     reason="cuDF and a CUDA build of JAX are needed")
-@pytest.mark.parametrize("handoff", ["1", "0"])
-def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeypatch, handoff):
-    # batches sliced from chunk blocks imported once (TABPREP_JAX_CHUNK_HANDOFF=1, the default) and
-    # copied per batch (0): every column of every batch equals the CPU's, with batches that span two
-    # chunks (joined), a short last batch, and several block dtypes (ids, floats, labels)
+@pytest.mark.parametrize("handoff,window", [("1", 16), ("1", 2), ("0", 16)])
+def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeypatch, handoff, window):
+    # batches sliced from windows of chunk blocks imported once (TABPREP_JAX_CHUNK_HANDOFF=1, the
+    # default; windows of 16 batches hold these whole chunks, of 2 batches not: windows near a
+    # chunk's end start earlier) and copied per batch (0): every column of every batch equals the
+    # CPU's, with batches that span two chunks (joined), a short last batch, and several block
+    # dtypes (ids, floats, labels)
+    import tabprep.loader.jax as tjax
+
     monkeypatch.setenv("TABPREP_JAX_CHUNK_HANDOFF", handoff)
+    monkeypatch.setattr(tjax, "WINDOW_BATCHES", window)
     d, wf, _ = data
     kw = dict(seed=9, buffer_size=700, batch_size=300, shuffle=True)
     cpu = list(JaxLoader(d, cats=["row", "C1"], conts=["x"], labels=["label"], device="cpu", **kw))

@@ -130,12 +130,9 @@ def test_stacked_equals_per_column_and_parquet(data, shuffle, batch_size, buffer
         assert rows == list(range(N))
 
 
-@pytest.mark.parametrize("one_call", ["0", "1"])
-def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch, one_call):
-    # the fast path: a chunk's full batches come from one jitted call (per group, or for all groups
-    # with TABPREP_JAX_STACKED_ONE_CALL=1) per up to GROUP_BATCHES batches, not one per batch (joined
-    # and short batches take one each)
-    monkeypatch.setenv("TABPREP_JAX_STACKED_ONE_CALL", one_call)
+def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch):
+    # the fast path: a chunk's full batches come from one jitted call per group per up to
+    # GROUP_BATCHES batches, not one per batch (joined and short batches take one each)
     d, frame = data
     calls = []
     original = jax_stacked._run
@@ -146,6 +143,45 @@ def test_stacked_chunks_take_one_call_per_group_of_batches(data, monkeypatch, on
     batches = list(stacked)
     _check_epoch(list(plain), batches, CATS, CONTS, ["label"], frame)
     assert len(batches) == N // 25 and max(calls) == 4 and len(calls) < len(batches) / 2, calls
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """Files of 8 different lengths: pieces of them make chunks of many lengths, different ones
+    each epoch when shuffled."""
+    d = str(tmp_path_factory.mktemp("uneven"))
+    rng, start, frames = np.random.default_rng(11), 0, []
+    for i, n in enumerate([230, 310, 170, 400, 260, 350, 190, 287]):
+        df = pd.DataFrame({"row": np.arange(start, start + n, dtype="int64"),
+                           "c": rng.integers(0, 1000, n).astype("int64"),
+                           "x": rng.normal(size=n).astype("float32"),
+                           "label": (rng.random(n) < 0.5).astype("float32")})
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), os.path.join(d, f"p{i}.parquet"))
+        start += n
+        frames.append(df)
+    return d, pd.concat(frames).set_index("row", drop=False)
+
+
+@pytest.mark.parametrize("group_batches", [4, 1])
+def test_compiles_do_not_follow_chunk_lengths(uneven, monkeypatch, group_batches):
+    # issue 33: the jitted stacking took the whole chunk block, so it compiled again for every chunk
+    # length, and shuffled chunks have new lengths each epoch (15 compiles an epoch, ~0.2 s each on
+    # an H200: most of JaxLoader's time with a workflow online). Windows of one shape: a second
+    # epoch with another seed compiles nothing, and the first compiles a few shapes, not one per chunk
+    from conftest import jax_compiles
+
+    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", group_batches)   # 4: windows of several batches, as on a GPU
+    d, frame = uneven
+    kw = dict(batch_size=32, cats=["row", "c"], conts=["x"], labels=["label"], shuffle=True, buffer_size=400,
+              parts_per_chunk=2, **CPU_DEVICE)
+    for seed, limit in ((1, 12), (2, 0)):
+        plain, stacked = (JaxLoader(d, stacked=s, seed=seed, **kw) for s in (False, True))
+        reference = list(plain)
+        with jax_compiles() as compiled:
+            batches = list(stacked)
+        assert len(compiled) <= limit, (seed, len(compiled), compiled[:3])
+        rows = _check_epoch(reference, batches, ["row", "c"], ["x"], ["label"], frame)
+        assert sorted(rows) == frame["row"].tolist()
 
 
 def test_several_labels_list_column_and_workflow(data, monkeypatch):

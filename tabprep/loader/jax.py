@@ -42,6 +42,8 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 
 import jax  # noqa: E402
 
+from .jax_stacked import window_of, window_start  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=None)
@@ -59,7 +61,7 @@ def _rows(a: jax.Array, keep_dims: bool) -> Any:
 @functools.lru_cache(maxsize=None)
 def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
     """A jitted ``block[:, start:start + size]`` split into its rows, ``start`` a traced scalar: one
-    dispatch per batch and block, compiled once per chunk-block shape and batch size."""
+    dispatch per batch and block, compiled once per window shape and batch size."""
     return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
 
 
@@ -71,12 +73,16 @@ def chunk_handoff() -> bool:
 
 class ChunkBlocks:
     """The JAX arrays of the chunk blocks a loader's batches are slices of (:attr:`Batch.spans`):
-    each chunk block is imported once through DLPack (contiguous, no copy) and every batch is one
-    jitted slice of it, where each batch was a contiguous copy of its strided slice, an import and
-    a split (three dispatches and a copy per block). Holds the current chunk's blocks only."""
+    the rows of :data:`WINDOW_BATCHES` batches of a chunk block are imported at once (one device
+    copy of the window, then DLPack) and every batch is one jitted slice of that window, where each
+    batch was a contiguous copy of its strided slice, an import and a split (three dispatches and
+    a copy per block). Windows have one shape whatever the chunk's length (near the chunk's end the
+    window starts earlier): the slice compiles once per block width and batch size, where importing
+    whole chunks compiled it again for every chunk length, each epoch (~0.2 s a compile on an H200).
+    Holds the current window of each block only."""
 
     def __init__(self) -> None:
-        self._held: Dict[int, Any] = {}   # block position -> (cupy chunk block, its jax array)
+        self._held: Dict[int, Any] = {}   # block position -> (chunk block, window start, window rows, jax window)
 
     @staticmethod
     def of(owner: Any) -> "ChunkBlocks":
@@ -88,10 +94,19 @@ class ChunkBlocks:
 
     def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
         base, a, b = span
+        a, b = int(a), int(b)
         held = self._held.get(i)
-        if held is None or held[0] is not base:
-            held = self._held[i] = (base, jax.dlpack.from_dlpack(base))   # keeps the cupy block alive
-        return list(_slicer(keep_dims, int(b - a))(held[1], np.int32(a)))
+        if held is None or held[0] is not base or not (held[1] <= a and b <= held[1] + held[2]):
+            rows = int(base.shape[1])
+            length = min(rows, max(WINDOW_BATCHES * (b - a), b - a))
+            start = window_start(a, length, rows)
+            # (the chunk block is held for its identity: a new chunk is a new object)
+            held = self._held[i] = (base, start, length, window_of(base, start, length))
+        return list(_slicer(keep_dims, b - a)(held[3], np.int32(a - held[1])))
+
+
+#: batches of rows per window a chunk block is imported into JAX by (:class:`ChunkBlocks`)
+WINDOW_BATCHES = 16
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,

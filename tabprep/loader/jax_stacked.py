@@ -2,29 +2,30 @@
 
 Each ``jax.Array`` a loader hands out costs Python time, and so does each jitted call (a slice
 per batch was most of the JAX loaders' hand-off on an H200, issue 33). Here the work is per
-chunk: when a batch of a new chunk arrives (its chunk blocks, :attr:`Batch.spans`, are new
-objects), the chunk's blocks are imported into JAX once (DLPack from cupy, no copy; on the CPU
-one ``jax.device_put`` copy of the chunk), and ONE jitted call per group (cats, conts, labels)
-makes that group (:mod:`tabprep.loader.stacked`: transpose, column order, dtype cast) for the
-next ``count`` full batches of the chunk, ``count`` at most :data:`GROUP_BATCHES` on a GPU (the
-chunk's batches spread over calls of equal size; :data:`CPU_GROUP_BATCHES`, 1, on XLA's CPU
-client, whose transposes are then fused). The following batches of the chunk are handed out as
-they are. A batch joined from two chunks (no spans) and a chunk's short last batch take one call
-per group each.
+group of batches: for the next ``count`` full batches of a chunk (:data:`GROUP_BATCHES` on a GPU,
+:data:`CPU_GROUP_BATCHES` on XLA's CPU client, whose transposes are then fused), the rows they
+span in each chunk block (:attr:`Batch.spans`) are imported into JAX as one window of
+``count * batch_size`` rows (:func:`window_of`: one device copy, then DLPack; on the CPU one
+``jax.device_put`` copy), and ONE jitted call per group (cats, conts, labels) makes that group
+(:mod:`tabprep.loader.stacked`: transpose, column order, dtype cast) for those batches, which are
+then handed out as they are. A batch joined from two chunks (no spans) and a chunk's short last
+batch take one call per group each.
 
-Compiles: one per (group layout, chunk length, batch size) for the chunk calls, shared by all
-chunks of that length whatever the first batch's offset in the chunk (the starts are traced).
+Compiles: one per (group layout, window length, batch size), whatever the chunk's length: the
+windows have one shape (near a chunk's end the window starts earlier, inside the chunk). Before,
+the whole chunk block went into the jitted call, and chunks differ in length (pieces of files of
+any size, shuffled into different chunks each epoch): every epoch compiled again, about 0.2 s per
+compile on an H200, most of the JAX loaders' time with the Criteo workflow online (15 compiles
+an epoch of 20M rows, ``benchmarks/framework_loaders.py --gpu --loaders jax --stacked``).
 
-Memory: the current chunk's imported blocks (on the GPU the chunk's own memory, kept alive a
-chunk longer; on the CPU an XLA copy of the chunk's blocks) and at most ``count - 1`` batches'
+Memory: one window per block (``count * batch_size`` rows) and at most ``count - 1`` batches'
 stacked arrays not yet handed out (``GROUP_BATCHES * batch_size * row bytes``: 16 x 65,536 rows x
-160 bytes = 168 MB on Criteo's 26 + 13 + 1 four-byte columns); both are dropped when the next chunk
-arrives.
+160 bytes = 168 MB on Criteo's 26 + 13 + 1 four-byte columns, twice: the window and the batches);
+both are dropped when the next chunk arrives.
 """
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any, Dict, List, Sequence, Tuple
 
 import jax
@@ -70,25 +71,6 @@ def _stacker(group: Group, size: int, count: int) -> Any:
     return jax.jit(stack)
 
 
-@functools.lru_cache(maxsize=256)
-def _stacker_all(groups: Tuple[Group, ...], nblocks: int, size: int, count: int) -> Any:
-    """All ``groups`` of ``count`` batches in one jitted call (``TABPREP_JAX_STACKED_ONE_CALL=1``):
-    ``(blocks, starts) -> arrays``, batch-major (the groups of batch 0, then of batch 1...)."""
-    fns = [_group_fn(g, size, range(nblocks)) for g in groups]
-
-    def stack(blocks: Sequence[jax.Array], starts: jax.Array) -> Tuple[jax.Array, ...]:
-        return tuple(fn(blocks, starts[k]) for k in range(count) for fn in fns)
-
-    return jax.jit(stack)
-
-
-def one_call() -> bool:
-    """Whether a chunk's groups are stacked by one jitted call instead of one per group
-    (``TABPREP_JAX_STACKED_ONE_CALL=1``; default 0): a third of the calls, but XLA may write each
-    transposed output twice when a function has several (its CPU client did). For measuring on a GPU."""
-    return os.environ.get("TABPREP_JAX_STACKED_ONE_CALL", "0") == "1"
-
-
 def _used(group: Group) -> Tuple[int, ...]:
     """The blocks ``group`` takes rows of, in order of first use."""
     return tuple(dict.fromkeys(b for b, _, _ in group.runs))
@@ -104,26 +86,39 @@ def _import(arr: Any) -> jax.Array:
     return jax.dlpack.from_dlpack(arr)
 
 
-def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, starts: Sequence[int],
-         together: bool = False) -> List[tuple]:
-    """The groups of the batches of ``size`` rows at ``starts`` of ``arrays``: one call per group
-    (one call for all with ``together``)."""
+def window_start(first: int, length: int, rows: int) -> int:
+    """Where the window of ``length`` rows that holds rows ``first`` on starts in a chunk block of
+    ``rows`` rows: at ``first``, or earlier near the block's end so that every window of a block
+    longer than ``length`` has ``length`` rows (one shape: one compile)."""
+    return max(0, min(int(first), int(rows) - int(length)))
+
+
+def window_of(base: Any, start: int, length: int) -> jax.Array:
+    """Rows ``start:start + length`` of a 2-D numpy / cupy chunk block (``(columns, rows)``) as a
+    jax array: a contiguous copy of the window (also 16-byte aligned, as XLA's GPU kernels need),
+    imported through DLPack (numpy: ``jax.device_put``). The whole block is imported without a copy."""
+    rows = int(base.shape[1])
+    if start == 0 and length >= rows:
+        return _import(base)
+    part = base[:, start:start + length]
+    if isinstance(part, np.ndarray):
+        return jax.device_put(np.ascontiguousarray(part))
+    return jax.dlpack.from_dlpack(part.copy())   # (cupy: C order, a fresh aligned buffer)
+
+
+def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, starts: Sequence[int]) -> List[tuple]:
+    """The groups of the batches of ``size`` rows at ``starts`` of ``arrays``: one call per group."""
     first = np.asarray(starts, dtype=np.int32)
-    if together:
-        flat = _stacker_all(groups, len(arrays), size, len(starts))(tuple(arrays), first)
-        n = len(groups)
-        return [tuple(flat[k * n:(k + 1) * n]) for k in range(len(starts))]
     per_group = [_stacker(g, size, len(starts))(tuple(arrays[b] for b in _used(g)), first) for g in groups]
     return list(zip(*per_group))
 
 
 def _group_size(rows: int, batch_size: int, cpu: bool = False) -> int:
-    """Batches per chunk call: the chunk's full batches spread evenly over calls of at most
-    :data:`GROUP_BATCHES` (:data:`CPU_GROUP_BATCHES` on XLA's CPU client); it depends on the
-    chunk's length only, so one compile per length."""
-    most = max(rows // batch_size, 1)
-    calls = -(-most // max(CPU_GROUP_BATCHES if cpu else GROUP_BATCHES, 1))
-    return -(-most // calls)
+    """Batches per call: :data:`GROUP_BATCHES` (:data:`CPU_GROUP_BATCHES` on XLA's CPU client), or
+    all the full batches of a chunk that has fewer. A chunk's last call repeats its last batch's
+    start where fewer batches are left, so the calls of all chunks longer than a window share one
+    shape."""
+    return max(1, min(max(rows // batch_size, 1), CPU_GROUP_BATCHES if cpu else GROUP_BATCHES))
 
 
 class StackedBatches:
@@ -132,7 +127,6 @@ class StackedBatches:
     def __init__(self, squeeze_label: bool) -> None:
         self.squeeze_label = squeeze_label
         self._bases: Tuple[Any, ...] = ()          # the chunk blocks (numpy / cupy), compared by identity
-        self._arrays: Tuple[jax.Array, ...] = ()   # their jax arrays
         self._pending: Dict[int, tuple] = {}       # first row in the chunk -> the groups of that batch
 
     def convert(self, batch: Any, cats: Sequence[str], conts: Sequence[str], labels: Sequence[str],
@@ -146,8 +140,8 @@ class StackedBatches:
         if spans and len(spans) == len(blocks) and not getattr(batch, "joined", False):
             a, b = int(spans[0][1]), int(spans[0][2])
             self._hold(tuple(s[0] for s in spans))
-            if b - a != batch_size:   # a chunk's short last batch
-                return groups, _run(groups, self._arrays, b - a, [a])[0]
+            if b - a != batch_size:   # a chunk's short last batch: its own rows (one shape an epoch)
+                return groups, _run(groups, [window_of(base, a, b - a) for base in self._bases], b - a, [0])[0]
             out = self._pending.pop(a, None)
             if out is None:
                 out = self._chunk_batches(groups, a, batch_size)
@@ -156,29 +150,29 @@ class StackedBatches:
         return groups, _run(groups, arrays, int(blocks[0][1].shape[1]), [0])[0]
 
     def _hold(self, bases: Tuple[Any, ...]) -> None:
-        """Import a new chunk's blocks (dropping the previous chunk's and its pending batches)."""
+        """Take a new chunk's blocks (dropping the previous chunk's pending batches)."""
         if len(bases) == len(self._bases) and all(x is y for x, y in zip(bases, self._bases)):
             return
         self._pending = {}
-        self._bases, self._arrays = (), ()
-        self._arrays = tuple(_import(base) for base in bases)
         self._bases = bases
 
     def _chunk_batches(self, groups: Tuple[Group, ...], first: int, batch_size: int) -> tuple:
         """The groups of the full batches from row ``first`` of the chunk on (up to the call's
         count; the starts past the chunk's last full batch repeat it), keeping all but the first."""
         rows = int(self._bases[0].shape[1])
-        cpu = all(d.platform == "cpu" for d in self._arrays[0].devices())
-        count = _group_size(rows, batch_size, cpu)
+        count = _group_size(rows, batch_size, isinstance(self._bases[0], np.ndarray))
         starts = list(range(first, rows - batch_size + 1, batch_size))[:count]
         starts += [starts[-1]] * (count - len(starts))
-        outs = _run(groups, self._arrays, batch_size, starts, together=one_call())
+        length = count * batch_size
+        ws = window_start(first, length, rows)
+        windows = [window_of(base, ws, length) for base in self._bases]
+        outs = _run(groups, windows, batch_size, [s - ws for s in starts])
         self._pending = {s: o for s, o in zip(starts[1:], outs[1:])}
         return outs[0]
 
     def clear(self) -> None:
         """Drop the chunk and its pending batches (e.g. at the end of an epoch)."""
-        self._bases, self._arrays, self._pending = (), (), {}
+        self._bases, self._pending = (), {}
 
 
-__all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES"]
+__all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES", "window_of", "window_start"]
