@@ -266,31 +266,32 @@ class _HeldUntilDone:
 
 
 def use_async_allocator(index: int) -> bool:
-    """Switch GPU ``index`` to RMM's ``CudaAsyncMemoryResource`` if it has RMM's default resource.
+    """Give GPU ``index`` a pooled RMM resource if it has RMM's default one; True if switched.
 
     cuDF and CuPy (through RMM) allocate every temporary of a transform with the device's current
-    RMM resource; RMM's default, a plain ``cudaMalloc`` per allocation, made the online Criteo
-    workflow cost ~150 ms per chunk whatever its rows on an H100, against ~80 ms with the driver's
-    stream-ordered pool (``benchmarks/framework_loaders.py --gpu``; the pool is the CUDA driver's,
-    sized on demand, so memory other libraries need is not reserved up front as
-    ``rmm.reinitialize(pool_allocator=True)`` would). A resource the user or dask-cuda chose (any
-    other type) is kept, and ``TABPREP_RMM_ASYNC=0`` keeps the default. Returns True if switched.
+    RMM resource; RMM's default, a plain ``cudaMalloc`` per allocation (and a ``cudaFree``, which
+    waits for the whole device), made the online Criteo workflow cost ~150 ms per chunk whatever
+    its rows on an H100, against ~80 ms with the driver's stream-ordered pool
+    (``benchmarks/framework_loaders.py --gpu``). So the loader switches to:
 
-    Not switched in a process that has imported JAX, unless ``TABPREP_RMM_ASYNC=1`` forces it: on a
-    4x H200 host (cuDF 26.10, jax 0.11.2 with its CUDA 13 plugin) the switch, made by a GPU loader
-    in a process that had imported JAX, made every later cuDF device-to-host copy fail
-    (``to_arrow_host.cu: cudaErrorInvalidValue``); ``TABPREP_RMM_ASYNC=0`` or ``JAX_PLATFORMS=cpu``
-    avoided it (docs/benchmarks.md, "RMM's async allocator and JAX"). The cost of not switching is
-    speed only (the online transform's allocations).
+    * ``CudaAsyncMemoryResource`` (the CUDA driver's pool, ``cudaMallocAsync``, sized on demand, so
+      memory other libraries need is not reserved up front as ``rmm.reinitialize(pool_allocator=True)``
+      would);
+    * in a process that has imported JAX, RMM's ``PoolMemoryResource`` over plain ``cudaMalloc``
+      blocks instead (:data:`JAX_POOL_INITIAL` to start, grown as needed, kept until the process
+      ends): on a 4x H200 host (cuDF 26.10, jax 0.11.2 with its CUDA 13 plugin) the async switch,
+      made by a GPU loader in a process that had imported JAX, made every later cuDF device-to-host
+      copy fail (``to_arrow_host.cu: cudaErrorInvalidValue``; docs/benchmarks.md, "RMM's async
+      allocator and JAX"), and leaving the default made a JAX user's loader 1.7x slower with the
+      Criteo workflow online (33 against 56M rows/s on an H200). ``TABPREP_RMM_ASYNC=1`` forces the
+      async resource there too.
+
+    A resource the user or dask-cuda chose (any other type) is kept, and ``TABPREP_RMM_ASYNC=0``
+    keeps the default.
     """
     if switched_off(ASYNC_ALLOCATOR_ENV) or not has_cudf():
         return False
     forced = os.environ.get(ASYNC_ALLOCATOR_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    if "jax" in sys.modules and not forced:
-        log.info("GPU %d: RMM allocator left as it is: JAX is imported in this process, where switching to "
-                 "CudaAsyncMemoryResource broke cuDF's device-to-host copies (set TABPREP_RMM_ASYNC=1 to "
-                 "switch anyway)", index)
-        return False
     import rmm
 
     import cupy
@@ -298,11 +299,26 @@ def use_async_allocator(index: int) -> bool:
     current = rmm.mr.get_per_device_resource(index)
     if type(current) is not rmm.mr.CudaMemoryResource:
         return False
+    pooled = "jax" in sys.modules and not forced
     with cupy.cuda.Device(index):   # the resource belongs to the device current when it is made
-        rmm.mr.set_per_device_resource(index, rmm.mr.CudaAsyncMemoryResource())
-    log.info("GPU %d: RMM allocator switched to CudaAsyncMemoryResource (set %s=0 to keep RMM's default)",
-             index, ASYNC_ALLOCATOR_ENV)
+        if pooled:
+            resource = rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size=JAX_POOL_INITIAL)
+        else:
+            resource = rmm.mr.CudaAsyncMemoryResource()
+        rmm.mr.set_per_device_resource(index, resource)
+    if pooled:
+        log.info("GPU %d: RMM allocator switched to a PoolMemoryResource (JAX is imported in this process, where "
+                 "CudaAsyncMemoryResource broke cuDF's device-to-host copies; %s=1 forces that one, %s=0 keeps "
+                 "RMM's default)", index, ASYNC_ALLOCATOR_ENV, ASYNC_ALLOCATOR_ENV)
+    else:
+        log.info("GPU %d: RMM allocator switched to CudaAsyncMemoryResource (set %s=0 to keep RMM's default)",
+                 index, ASYNC_ALLOCATOR_ENV)
     return True
+
+
+#: bytes the loader's RMM pool starts with in a process that has imported JAX (:func:`use_async_allocator`;
+#: it grows as the transform needs, and JAX, which the JAX loader keeps from preallocating, keeps the rest)
+JAX_POOL_INITIAL = 1 << 30
 
 
 def host_memory_bytes() -> int:
