@@ -217,6 +217,44 @@ def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeyp
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+                    reason="cuDF and a CUDA build of JAX are needed")
+@pytest.mark.parametrize("stacked", [False, True])
+def test_gpu_compiles_do_not_follow_chunk_lengths(tmp_path, monkeypatch, stacked):
+    # issue 33: chunk blocks went whole into the jitted slices, which compiled again for every chunk
+    # length (shuffled chunks have new lengths each epoch): 15-36 compiles an epoch of 20M rows on an
+    # H200, ~0.2 s each. Windows of one shape: a second epoch with another seed compiles nothing
+    from conftest import jax_compiles
+
+    import tabprep.loader.jax as tjax
+    from tabprep.loader import jax_stacked
+
+    monkeypatch.setattr(tjax, "WINDOW_BATCHES", 3, raising=False)   # (raising=False: the test also runs on code before windows)
+    monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 3)
+    rng, start, frames = np.random.default_rng(4), 0, []
+    for i, n in enumerate([230, 310, 170, 400, 260, 350, 190, 287]):
+        df = pd.DataFrame({"row": np.arange(start, start + n, dtype="int64"), "c": rng.integers(0, 99, n),
+                           "x": rng.normal(size=n).astype("float32"), "label": rng.random(n).astype("float32")})
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), str(tmp_path / f"p{i}.parquet"))
+        start, frames = start + n, frames + [df]
+    frame = pd.concat(frames).set_index("row")
+    kw = dict(batch_size=32, cats=["row", "c"], conts=["x"], labels=["label"], shuffle=True, buffer_size=400,
+              parts_per_chunk=2, device=0, stacked=stacked)
+    for seed, limit in ((1, 20), (2, 0)):
+        with jax_compiles() as compiled:
+            batches = list(JaxLoader(str(tmp_path), seed=seed, **kw))
+        assert len(compiled) <= limit, (seed, len(compiled), compiled[:3])
+        if stacked:
+            rows = np.concatenate([np.asarray(x["cats"])[:, 0] for x, _ in batches])
+            xs = np.concatenate([np.asarray(x["conts"])[:, 0] for x, _ in batches])
+        else:
+            rows = np.concatenate([np.asarray(x["row"]) for x, _ in batches])
+            xs = np.concatenate([np.asarray(x["x"]) for x, _ in batches])
+        np.testing.assert_array_equal(np.sort(rows), np.arange(start))
+        np.testing.assert_array_equal(xs, frame.loc[rows, "x"].to_numpy())
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("start", [0, 1, 3])
 def test_gpu_views_starting_inside_their_buffer_reach_xla_usable(start):
     """A cupy view at an element offset (a batch's list values) handed to JAX: XLA's GPU ops refuse
