@@ -2,7 +2,7 @@
 50M Criteo rows profiled in <= 1.5x the read).
 
     python benchmarks/scale.py --gpu --rows 50000000 --generate-only --gen-procs 32 --data-root /dev/shm/tb
-    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2 [--kll-every 1] [--host-sample]
+    python benchmarks/profile_gpu.py --data /dev/shm/tb/criteo_50000000_8 --repeat 2 [--kll-every 1] [--host-sample] [--one-by-one]
 
 Prints the median seconds of each and the ratio. Both run in the same process after one
 warm-up of each (cuDF's first read and the profile's first pass compile and allocate).
@@ -25,6 +25,9 @@ def main() -> None:
     ap.add_argument("--host-sample", action="store_true",
                     help="also time tp.profile with the sample copied to the host and sorted there (the path "
                          "before the device sort: backend.reductions.profile_sample answering None)")
+    ap.add_argument("--one-by-one", action="store_true",
+                    help="also time tp.profile with each column's device sample sorted by itself (a sort, a "
+                         "group-by and three copies per column: the path before backend.sorted_samples)")
     ap.add_argument("--part-sizes", default="",
                     help="comma-separated Dataset part_size values (e.g. 1GB,500MB): tp.profile also timed with "
                          "partitions of each size (smaller partitions let one thread's read overlap the other's "
@@ -60,10 +63,23 @@ def main() -> None:
         finally:
             prof_mod.profile_sample = device
 
+    def prof_one_by_one() -> None:
+        import tabprep.stats.profile as prof_mod
+
+        together = prof_mod.sorted_samples
+        prof_mod.sorted_samples = lambda frame, samples, everies: {
+            c: prof_mod.sorted_sample(v, everies[c]) for c, v in samples.items()}
+        try:
+            prof()
+        finally:
+            prof_mod.sorted_samples = together
+
     times = {}
     runs_of = [("cuDF read", read), ("tp.profile", prof)]
     if args.host_sample:
         runs_of.append(("host sample", prof_host_sample))
+    if args.one_by_one:
+        runs_of.append(("one by one", prof_one_by_one))
     for size in [x for x in args.part_sizes.split(",") if x]:
         runs_of.append((f"part {size}", lambda size=size: prof(size)))
     for name, fn in runs_of:
@@ -79,6 +95,8 @@ def main() -> None:
           f"(goal <= 1.5x)")
     if args.host_sample:
         print(f"  with the sample sorted on the host: {times['host sample'] / times['cuDF read']:.2f}x")
+    if args.one_by_one:
+        print(f"  with each column's sample sorted by itself: {times['one by one'] / times['cuDF read']:.2f}x")
     for size in [x for x in args.part_sizes.split(",") if x]:
         n = tp.Dataset(files, cpu=False, part_size=size).npartitions
         print(f"  partitions of {size} ({n} partitions): {times[f'part {size}'] / times['cuDF read']:.2f}x")

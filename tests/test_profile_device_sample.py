@@ -326,3 +326,43 @@ def test_gpu_device_sorted_partials_equal_the_host_sorted_ones(every, kll_every,
         _assert_identical(got, want, cols)
         if n > 100_000:
             assert got["x"].pending is None and got["big"].pending is None
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_gpu_sorted_samples_of_a_partition_equal_each_sorted_on_the_host():
+    """``sorted_samples`` on the device (all the samples of one dtype sorted together: a sample
+    id, then the value, one group-by, one copy of each result) gives each sample what the host's
+    ``sorted_sample`` gives it alone: keys, counts and thinned picks, dtypes included; samples of
+    several dtypes, empty and one-value ones, zeros of both signs, picks or none."""
+    import cudf
+    import cupy
+
+    from tabprep.backend.reductions import sorted_samples
+
+    r = np.random.default_rng(21)
+    zeros = np.where(r.random(30_000) < 0.5, -0.0, 0.0)
+    host = {
+        "ids": r.integers(0, 700, 40_000).astype(np.int64),
+        "big": r.integers(-(1 << 40), 1 << 40, 25_000).astype(np.int64),
+        "one": np.array([5], dtype=np.int64),
+        "none": np.zeros(0, dtype=np.int64),
+        "x": np.concatenate([np.round(r.normal(0, 3, 30_000), 2), zeros]),
+        "y": r.normal(size=17_000),
+        "f32": r.normal(size=20_000).astype(np.float32),
+        "i32": r.integers(-50, 50, 18_000).astype(np.int32),
+    }
+    everies = {"ids": None, "big": 16, "one": 1, "none": 4, "x": 3, "y": 1, "f32": 16, "i32": None}
+    frame = cudf.DataFrame({"a": [1]})
+    got = sorted_samples(frame, {c: cupy.asarray(v) for c, v in host.items()}, everies)
+    assert set(got) == set(host)
+    for c, v in host.items():
+        want = sorted_sample(v.copy(), everies[c])
+        g = got[c]
+        for a, b in zip(g[1:], want[1:]):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist(), c
+        assert (g[0] is None) == (want[0] is None), c
+        if want[0] is not None:
+            assert g[0].dtype == want[0].dtype and g[0].tolist() == want[0].tolist(), c
+    keys = got["x"][1]
+    assert (keys == 0).sum() == 1 and not np.signbit(keys[keys == 0]).any()   # one run of zeros, as 0.0

@@ -8,7 +8,7 @@ so it is loaded lazily too, never by ``import tabprep``.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import cudf
 import cupy
@@ -378,3 +378,53 @@ def _sorted_sample(values: Any, every: Optional[int], owned: bool = False):
             picks = R.plus_zero(_host_copy(srt.columns()[0]))
     counts = _host_copy(results[0].columns()[0]).astype(np.int64, copy=False)
     return picks, R.plus_zero(_host_copy(keys.columns()[0])), counts
+
+
+@_register(R.sorted_samples)
+def _sorted_samples(frame: Any, samples: Dict[str, Any], everies: Dict[str, Optional[int]]) -> Dict[str, tuple]:
+    """The samples of each dtype sorted together: libcudf's sort of ``(sample id, value)``, its
+    sorted group-by count on both (each sample's runs, in sample order), a gather of every sample's
+    :func:`~tabprep.backend.reductions.pick_positions` (offset by where its values start), then one
+    copy of each result to the host, cut there per sample. The same ``(picks, keys, counts)`` as
+    :func:`_sorted_sample` of each (a run of -0.0 and 0.0 is one key, made 0.0, as there)."""
+    out: Dict[str, tuple] = {}
+    groups: Dict[str, List[str]] = {}
+    for c, v in samples.items():
+        groups.setdefault(np.dtype(v.dtype).str, []).append(c)
+    for names in groups.values():
+        cols = [_plc_column(samples[c]) for c in names]
+        sizes = np.array([col.size() for col in cols], dtype=np.int64)
+        if len(names) == 1 or sizes.sum() >= 2 ** 31 - 1:   # (libcudf's row limit for the concatenation)
+            out.update({c: _sorted_sample(samples[c], everies[c]) for c in names})
+            continue
+        ids = plc.filling.sequence(len(names), _scalar(0, _I32), _scalar(1, _I32))
+        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(cupy.asarray(sizes.astype(np.int32)))).columns()[0]
+        table = plc.Table([seg, plc.concatenate.concatenate(cols)])
+        asc, after = [plc.types.Order.ASCENDING] * 2, [plc.types.NullOrder.AFTER] * 2
+        srt = plc.sorting.sort(table, asc, after)
+        s_seg, s_val = srt.columns()
+        gb = plc.groupby.GroupBy(plc.Table([s_seg, s_val]), null_handling=plc.types.NullPolicy.EXCLUDE,
+                                 keys_are_sorted=plc.types.Sorted.YES)
+        keys, results = gb.aggregate([plc.groupby.GroupByRequest(s_val, [plc.aggregation.count(plc.types.NullPolicy.EXCLUDE)])])
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        ranges = [None if everies[c] is None else R.pick_positions(int(n), everies[c]) for c, n in zip(names, sizes)]
+        positions = [np.arange(starts[j] + r.start, starts[j] + r.stop, r.step, dtype=np.int32)
+                     for j, r in enumerate(ranges) if r is not None]
+        picked = np.zeros(0, dtype=np.dtype(samples[names[0]].dtype))
+        if positions and sum(len(p) for p in positions):
+            idx = _plc_column(cupy.asarray(np.concatenate(positions)))
+            picked = R.plus_zero(_host_copy(plc.copying.gather(plc.Table([s_val]), idx,
+                                                             plc.copying.OutOfBoundsPolicy.DONT_CHECK).columns()[0]))
+        kseg = _host_copy(keys.columns()[0])
+        kval = R.plus_zero(_host_copy(keys.columns()[1]))
+        counts = _host_copy(results[0].columns()[0]).astype(np.int64, copy=False)
+        bounds = np.searchsorted(kseg, np.arange(len(names) + 1), side="left")
+        at = 0
+        for j, c in enumerate(names):
+            a, b = bounds[j], bounds[j + 1]
+            picks = None
+            if ranges[j] is not None:
+                n = len(ranges[j])
+                picks, at = picked[at:at + n], at + n
+            out[c] = (picks, kval[a:b], counts[a:b])
+    return out

@@ -13,7 +13,7 @@ infinite value cannot turn a mean into inf, a std into NaN or a range into [-inf
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -329,6 +329,21 @@ def _sorted_sample(values: np.ndarray, every: Optional[int], owned: bool = False
     return picks, plus_zero(keys.astype(values.dtype, copy=False)), counts
 
 
+sorted_samples = Dispatch("sorted_samples", """:func:`sorted_sample` of several samples of one partition at
+once: ``sorted_samples(frame, samples, everies)`` gives ``{column: (picks, keys, counts)}``, each
+what ``sorted_sample(samples[column], everies[column])`` gives, for ``samples`` (``{column:
+values}``, from :func:`profile_sample` of ``frame``). Dispatched on ``frame``'s type. On the host a
+loop over :func:`sorted_sample`; on the device one sort of all the samples of a dtype together (a
+sample id, then the value), one group-by and one copy of each result to the host: per sample, a
+sort, a group-by and three copies each waited for the device, that is for all the work queued on
+its default stream (another partition's parquet decode included).""")
+
+
+@sorted_samples.register(object)
+def _sorted_samples(frame: Any, samples: Dict[str, Any], everies: Dict[str, Optional[int]]) -> Dict[str, tuple]:
+    return {c: sorted_sample(v, everies[c]) for c, v in samples.items()}
+
+
 def plus_zero(a: Optional[np.ndarray]) -> Optional[np.ndarray]:
     """A float array with its -0.0 made 0.0, in place (``x + 0.0``; other values and other dtypes
     as they are): a sort may put -0.0 before or after 0.0 (numpy's introsort and libcudf's radix
@@ -355,4 +370,4 @@ def _profile_sample(df: Any, columns: Any, step: int) -> None:
 
 register_gpu_lazy(any_true, finite_moments, finite_minmax, finite_moments_minmax, int_counts, _merge_counts,
                   count_order, profile_exact, infinite_count, shard_counts, top_counts, sorted_sample,
-                  profile_sample)
+                  sorted_samples, profile_sample)

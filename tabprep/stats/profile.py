@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import backend
-from ..backend.reductions import profile_sample, sorted_sample
+from ..backend.reductions import profile_sample, sorted_sample, sorted_samples
 from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
                            finalize_column)
@@ -253,14 +253,16 @@ def _numeric_partial(col: Any, t: pa.DataType, kind: str, sample_every: int, voc
 
 def _sample_partial(t: pa.DataType, kind: str, counts: "tuple[int, int, int, int]", vals: Any, owned: bool,
                     sample_every: int, vocab: Any, kll_every: int,
-                    exact_part: Optional[Callable[[Any], "tuple[Moments, MinMax]"]] = None) -> ColumnPartial:
+                    exact_part: Optional[Callable[[Any], "tuple[Moments, MinMax]"]] = None,
+                    runs: Optional[tuple] = None) -> ColumnPartial:
     """The partial of a numeric column (``kind`` int, float or category, Arrow type ``t``) from its
     ``counts`` (rows, nulls, NaN, inf) and ``vals``, the sample's values without nulls and
     non-finite values: a host numpy array (``owned``: one the caller made, sortable in place), or
     a device array (``backend.profile_sample``), sorted where it lives
     (``backend.sorted_sample``: only the runs and the thinned KLL picks come to the host). A small
-    sample (:data:`PENDING_MAX`) is kept unsketched, on the host, in its order. ``exact_part``:
-    ``(Moments, MinMax)`` of the whole column given the sample's extremes (None: no exact part)."""
+    sample (:data:`PENDING_MAX`) is kept unsketched, on the host, in its order. ``exact_part``: ``(Moments,
+    MinMax)`` of the whole column given the sample's extremes (None: none); ``runs``: ``sorted_sample(vals,
+    ...)`` when the caller has it (``backend.sorted_samples``)."""
     rows, nulls, nan, inf = counts
     moments = minmax = None
     size = len(vals)
@@ -277,7 +279,7 @@ def _sample_partial(t: pa.DataType, kind: str, counts: "tuple[int, int, int, int
                              sample_every, pending=np.asarray(vals, _host_type(t)) if owned
                              else np.array(vals, _host_type(t), copy=True),  # (no view of a buffer kept)
                              kll_every=kll_every)
-    picks, keys, counts_ = sorted_sample(vals, None if kind == "category" else kll_every, owned=owned)
+    picks, keys, counts_ = runs or sorted_sample(vals, None if kind == "category" else kll_every, owned=owned)
     if exact_part is not None:
         moments, minmax = exact_part((keys[0], keys[-1]) if keys.size else None)
     kll, hll, freq = _sketches(kind, picks, keys, counts_, size, sample_every)
@@ -434,10 +436,9 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
     nulls, nan, inf, moments, minmax)}``, see ``backend.profile_exact``) its sketches from the
     strided sample ``df.iloc[::sample_every]`` and its exact fields from ``exact`` (the sample's
     own NaN/inf counts, moments and extrema are not computed: ``exact=False``); the int and float
-    columns' samples taken and sorted where the frame lives when its backend can
-    (``backend.reductions.profile_sample`` / ``sorted_sample``: the same partial); the others (list
-    columns, ..., and a numeric column whose entry lacks moments) from the whole frame.
-    ``kll_every``: the KLL sketches' thinning factor (:func:`column_partial`), the same for all."""
+    columns' samples taken and sorted where the frame lives when its backend can (``profile_sample`` /
+    ``sorted_samples``: the same partial); the others (list columns, ..., and a numeric column whose entry
+    lacks moments) from the whole frame. ``kll_every``: the KLL's thinning factor, the same for all."""
     parts: Dict[str, ColumnPartial] = {}
     host = [c for c in columns if c not in exact]
     if host:
@@ -447,15 +448,19 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
         vocabs = vocabs or {}
         cats = set(categorical)
         frame = df[dev]
-        # int and float columns: the sample taken, cleaned and sorted where the partition lives
-        # (``backend.reductions.profile_sample``: None on the host), only its runs and KLL picks copied here
+        # int and float columns: the sample taken, cleaned and sorted where the partition lives (None on the host)
         sortable = [c for c in dev if isinstance(frame[c].dtype, np.dtype) and frame[c].dtype.kind in "iuf"]
         on_device = (profile_sample(frame, sortable, sample_every) or {}) if sortable else {}
         sampled: Dict[str, ColumnPartial] = {}
-        for c, values in on_device.items():
+        kinds = {}
+        for c in on_device:
             t = pa.from_numpy_dtype(frame[c].dtype)
-            kind = "category" if c in cats and kind_of(t) == "int" else kind_of(t)
-            sampled[c] = _sample_partial(t, kind, (0, 0, 0, 0), values, False, 1, vocabs.get(c), kll_every)
+            kinds[c] = (t, "category" if c in cats and kind_of(t) == "int" else kind_of(t))
+        # the samples to sort (a small one is kept unsketched: _sample_partial), all at once
+        big = {c: v for c, v in on_device.items() if len(v) > PENDING_MAX}
+        runs = sorted_samples(frame, big, {c: None if kinds[c][1] == "category" else kll_every for c in big})
+        for c, v in on_device.items():
+            sampled[c] = _sample_partial(*kinds[c], (0, 0, 0, 0), v, False, 1, vocabs.get(c), kll_every, runs=runs.get(c))
         rest = [c for c in dev if c not in on_device]
         if rest:  # (the others, or all on the host: the sample copied to Arrow)
             sample = frame if len(rest) == len(dev) else frame[rest]
