@@ -198,10 +198,10 @@ def test_gpu_batches_from_chunk_blocks_equal_cpu_across_chunk_ends(data, monkeyp
     # chunk's end start earlier) and copied per batch (0): every column of every batch equals the
     # CPU's, with batches that span two chunks (joined), a short last batch, and several block
     # dtypes (ids, floats, labels)
-    import tabprep.loader.jax as tjax
+    from tabprep.loader import jax_stacked
 
     monkeypatch.setenv("TABPREP_JAX_CHUNK_HANDOFF", handoff)
-    monkeypatch.setattr(tjax, "WINDOW_BATCHES", window)
+    monkeypatch.setattr(jax_stacked, "WINDOW_BATCHES", window)
     d, wf, _ = data
     kw = dict(seed=9, buffer_size=700, batch_size=300, shuffle=True)
     cpu = list(JaxLoader(d, cats=["row", "C1"], conts=["x"], labels=["label"], device="cpu", **kw))
@@ -226,11 +226,11 @@ def test_gpu_compiles_do_not_follow_chunk_lengths(tmp_path, monkeypatch, stacked
     # H200, ~0.2 s each. Windows of one shape: a second epoch with another seed compiles nothing
     from conftest import jax_compiles
 
-    import tabprep.loader.jax as tjax
     from tabprep.loader import jax_stacked
 
-    monkeypatch.setattr(tjax, "WINDOW_BATCHES", 3, raising=False)   # (raising=False: the test also runs on code before windows)
-    monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 3)
+    # windows and calls of 2 batches (powers of 2), so that the chunks here span several windows
+    monkeypatch.setattr(jax_stacked, "WINDOW_BATCHES", 2, raising=False)   # (raising=False: runs on the code before windows too)
+    monkeypatch.setattr(jax_stacked, "GROUP_BATCHES", 2)
     rng, start, frames = np.random.default_rng(4), 0, []
     for i, n in enumerate([230, 310, 170, 400, 260, 350, 190, 287]):
         df = pd.DataFrame({"row": np.arange(start, start + n, dtype="int64"), "c": rng.integers(0, 99, n),

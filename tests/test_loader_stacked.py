@@ -162,15 +162,16 @@ def uneven(tmp_path_factory):
     return d, pd.concat(frames).set_index("row", drop=False)
 
 
-@pytest.mark.parametrize("group_batches", [4, 1])
-def test_compiles_do_not_follow_chunk_lengths(uneven, monkeypatch, group_batches):
+@pytest.mark.parametrize("group_batches,window", [(4, 16), (1, 16), (1, 2)])
+def test_compiles_do_not_follow_chunk_lengths(uneven, monkeypatch, group_batches, window):
     # issue 33: the jitted stacking took the whole chunk block, so it compiled again for every chunk
     # length, and shuffled chunks have new lengths each epoch (15 compiles an epoch, ~0.2 s each on
     # an H200: most of JaxLoader's time with a workflow online). Windows of one shape: a second
     # epoch with another seed compiles nothing, and the first compiles a few shapes, not one per chunk
     from conftest import jax_compiles
 
-    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", group_batches)   # 4: windows of several batches, as on a GPU
+    monkeypatch.setattr(jax_stacked, "CPU_GROUP_BATCHES", group_batches)   # 4: calls of several batches, as on a GPU
+    monkeypatch.setattr(jax_stacked, "WINDOW_BATCHES", window)   # 2: several windows per chunk
     d, frame = uneven
     kw = dict(batch_size=32, cats=["row", "c"], conts=["x"], labels=["label"], shuffle=True, buffer_size=400,
               parts_per_chunk=2, **CPU_DEVICE)
@@ -387,20 +388,22 @@ def test_keras_tensorflow_stacked_equals_per_column(data):
     assert sorted(rows) == list(range(N))
 
 
-def test_int64_beyond_int32_later_in_a_chunk_is_refused_at_its_first_batch(tmp_path):
-    # stacked=True checks a chunk's 64-bit columns once, over all its rows: the value in the chunk's
-    # 6th batch is refused before any batch of that chunk is handed out (never narrowed silently)
+@pytest.mark.parametrize("stacked", [True, False])
+def test_int64_beyond_int32_later_in_a_chunk_is_refused_at_its_first_batch(tmp_path, stacked):
+    # both layouts check a chunk's 64-bit columns once, over all its rows (per column, two reductions
+    # and copies per column and batch were, on a GPU, two waits for the device each): the value in
+    # the chunk's 6th batch is refused before any batch of that chunk is handed out (never narrowed)
     big = -(2**35)
     user = np.arange(1000, dtype="int64")
     user[555] = big
     pd.DataFrame({"user": user, "y": np.zeros(1000, dtype="float32")}).to_parquet(tmp_path / "d.parquet",
                                                                                row_group_size=100)
-    loader = JaxLoader(str(tmp_path / "d.parquet"), batch_size=100, cats=["user"], labels=["y"], stacked=True,
+    loader = JaxLoader(str(tmp_path / "d.parquet"), batch_size=100, cats=["user"], labels=["y"], stacked=stacked,
                        shuffle=False, buffer_size=400, device="cpu")   # chunks of rows 0-399, 400-799, 800-999
     got = []
     with pytest.raises(OverflowError, match=f"'user' holds {big}, beyond int32"):
         for x, _ in loader:
-            got.append(_np(x["cats"]))
+            got.append(_np(x["cats" if stacked else "user"]))
     assert len(got) == 4 and np.concatenate(got).ravel().tolist() == list(range(400))
 
 

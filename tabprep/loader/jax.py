@@ -42,7 +42,7 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 
 import jax  # noqa: E402
 
-from .jax_stacked import window_of, window_start  # noqa: E402
+from .jax_stacked import window_batches, window_of, window_start  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def chunk_handoff() -> bool:
 
 class ChunkBlocks:
     """The JAX arrays of the chunk blocks a loader's batches are slices of (:attr:`Batch.spans`):
-    the rows of :data:`WINDOW_BATCHES` batches of a chunk block are imported at once (one device
+    the rows of up to 16 batches of a chunk block (:func:`~tabprep.loader.jax_stacked.window_batches`) are imported at once (one device
     copy of the window, then DLPack) and every batch is one jitted slice of that window, where each
     batch was a contiguous copy of its strided slice, an import and a split (three dispatches and
     a copy per block). Windows have one shape whatever the chunk's length (near the chunk's end the
@@ -98,15 +98,12 @@ class ChunkBlocks:
         held = self._held.get(i)
         if held is None or held[0] is not base or not (held[1] <= a and b <= held[1] + held[2]):
             rows = int(base.shape[1])
-            length = min(rows, max(WINDOW_BATCHES * (b - a), b - a))
+            length = window_batches(rows, b - a) * (b - a)
             start = window_start(a, length, rows)
             # (the chunk block is held for its identity: a new chunk is a new object)
             held = self._held[i] = (base, start, length, window_of(base, start, length))
         return list(_slicer(keep_dims, b - a)(held[3], np.int32(a - held[1])))
 
-
-#: batches of rows per window a chunk block is imported into JAX by (:class:`ChunkBlocks`)
-WINDOW_BATCHES = 16
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
@@ -194,7 +191,9 @@ def check_int_ranges(adapter: Any, batch: Any, per_chunk: bool = False) -> None:
     ``per_chunk``: the columns of the batch's chunk blocks (:attr:`Batch.spans`) are checked once
     per chunk, all rows at once when its first batch arrives (one reduction and one device-to-host
     copy per block instead of two per column and batch: on a GPU each is a wait for the device),
-    so a value beyond int32 is refused at the first batch of its chunk; the stacked layout uses it."""
+    so a value beyond int32 is refused at the first batch of its chunk; both layouts of ``JaxLoader``
+    and Keras on JAX use it (checked per column and batch, each unbounded column cost two
+    reductions and a copy to the host, a wait for the GPU, per batch)."""
     if jax.config.jax_enable_x64:
         return
     names = getattr(adapter, "_jax_unbounded", None)
@@ -270,7 +269,7 @@ class JaxLoader(FrameworkLoader):
             self.devices = devs
 
     def _convert_on_device(self, batch: Any) -> Any:
-        check_int_ranges(self, batch, per_chunk=self.stacked)
+        check_int_ranges(self, batch, per_chunk=True)
         return super()._convert_on_device(batch)
 
     def _stacked_groups(self, batch: Any) -> Any:

@@ -4,21 +4,23 @@ Each ``jax.Array`` a loader hands out costs Python time, and so does each jitted
 per batch was most of the JAX loaders' hand-off on an H200, issue 33). Here the work is per
 group of batches: for the next ``count`` full batches of a chunk (:data:`GROUP_BATCHES` on a GPU,
 :data:`CPU_GROUP_BATCHES` on XLA's CPU client, whose transposes are then fused), the rows they
-span in each chunk block (:attr:`Batch.spans`) are imported into JAX as one window of
-``count * batch_size`` rows (:func:`window_of`: one device copy, then DLPack; on the CPU one
-``jax.device_put`` copy), and ONE jitted call per group (cats, conts, labels) makes that group
+span in each chunk block (:attr:`Batch.spans`) lie in a window of the block imported into JAX
+(:func:`window_batches`: up to :data:`WINDOW_BATCHES` batches' rows, one device copy, then
+DLPack; on the CPU one ``jax.device_put`` copy, serving 16 one-batch calls), and ONE jitted call
+per group (cats, conts, labels) makes that group
 (:mod:`tabprep.loader.stacked`: transpose, column order, dtype cast) for those batches, which are
 then handed out as they are. A batch joined from two chunks (no spans) and a chunk's short last
 batch take one call per group each.
 
-Compiles: one per (group layout, window length, batch size), whatever the chunk's length: the
-windows have one shape (near a chunk's end the window starts earlier, inside the chunk). Before,
+Compiles: one per (group layout, window length, batches per call, batch size), whatever the
+chunk's length: windows and calls are 1, 2, 4, 8 or 16 batches long (near a chunk's end the
+window starts earlier, inside the chunk). Before,
 the whole chunk block went into the jitted call, and chunks differ in length (pieces of files of
 any size, shuffled into different chunks each epoch): every epoch compiled again, about 0.2 s per
 compile on an H200, most of the JAX loaders' time with the Criteo workflow online (15 compiles
 an epoch of 20M rows, ``benchmarks/framework_loaders.py --gpu --loaders jax --stacked``).
 
-Memory: one window per block (``count * batch_size`` rows) and at most ``count - 1`` batches'
+Memory: one window per block (up to 16 batches' rows) and at most ``count - 1`` batches'
 stacked arrays not yet handed out (``GROUP_BATCHES * batch_size * row bytes``: 16 x 65,536 rows x
 160 bytes = 168 MB on Criteo's 26 + 13 + 1 four-byte columns, twice: the window and the batches);
 both are dropped when the next chunk arrives.
@@ -102,7 +104,9 @@ def window_of(base: Any, start: int, length: int) -> jax.Array:
         return _import(base)
     part = base[:, start:start + length]
     if isinstance(part, np.ndarray):
-        return jax.device_put(np.ascontiguousarray(part))
+        # the strided view as it is: XLA's CPU client copies it into its own buffer (a window of 26 x
+        # 262,144 int64: 6 ms, against 25 ms made contiguous first)
+        return jax.device_put(part)
     return jax.dlpack.from_dlpack(part.copy())   # (cupy: C order, a fresh aligned buffer)
 
 
@@ -113,12 +117,30 @@ def _run(groups: Tuple[Group, ...], arrays: Sequence[jax.Array], size: int, star
     return list(zip(*per_group))
 
 
+def _pow2_at_most(n: int) -> int:
+    """The largest power of 2 at most ``n`` (1 for ``n`` below 2)."""
+    return 1 << (max(1, int(n)).bit_length() - 1)
+
+
 def _group_size(rows: int, batch_size: int, cpu: bool = False) -> int:
-    """Batches per call: :data:`GROUP_BATCHES` (:data:`CPU_GROUP_BATCHES` on XLA's CPU client), or
-    all the full batches of a chunk that has fewer. A chunk's last call repeats its last batch's
-    start where fewer batches are left, so the calls of all chunks longer than a window share one
-    shape."""
-    return max(1, min(max(rows // batch_size, 1), CPU_GROUP_BATCHES if cpu else GROUP_BATCHES))
+    """Batches per call: the largest power of 2 up to :data:`GROUP_BATCHES` (:data:`CPU_GROUP_BATCHES`
+    on XLA's CPU client) and the chunk's full batches. A chunk's last call repeats its last batch's
+    start where fewer batches are left, so the calls of all chunks share a few shapes (1, 2, 4, 8, 16
+    batches), whatever their lengths."""
+    return _pow2_at_most(min(max(rows // batch_size, 1), CPU_GROUP_BATCHES if cpu else GROUP_BATCHES))
+
+
+def window_batches(rows: int, batch_size: int, count: int = 1) -> int:
+    """Batches of rows per window of a chunk block of ``rows`` rows: the largest power of 2 up to
+    :data:`WINDOW_BATCHES` and the chunk's full batches, at least ``count`` (the batches of one call).
+    A few shapes whatever the chunks' lengths: one compile each."""
+    return max(int(count), _pow2_at_most(min(max(rows // batch_size, 1), WINDOW_BATCHES)))
+
+
+#: batches of rows a chunk block is imported into JAX by at a time (:func:`window_of`): on the CPU,
+#: where each call makes one batch, a window serves 16 calls (its copy costs what importing the whole
+#: chunk did, row for row)
+WINDOW_BATCHES = 16
 
 
 class StackedBatches:
@@ -127,6 +149,7 @@ class StackedBatches:
     def __init__(self, squeeze_label: bool) -> None:
         self.squeeze_label = squeeze_label
         self._bases: Tuple[Any, ...] = ()          # the chunk blocks (numpy / cupy), compared by identity
+        self._window: Any = None                   # (first row, rows, jax arrays) of the current window of the blocks
         self._pending: Dict[int, tuple] = {}       # first row in the chunk -> the groups of that batch
 
     def convert(self, batch: Any, cats: Sequence[str], conts: Sequence[str], labels: Sequence[str],
@@ -153,7 +176,7 @@ class StackedBatches:
         """Take a new chunk's blocks (dropping the previous chunk's pending batches)."""
         if len(bases) == len(self._bases) and all(x is y for x, y in zip(bases, self._bases)):
             return
-        self._pending = {}
+        self._pending, self._window = {}, None
         self._bases = bases
 
     def _chunk_batches(self, groups: Tuple[Group, ...], first: int, batch_size: int) -> tuple:
@@ -163,16 +186,19 @@ class StackedBatches:
         count = _group_size(rows, batch_size, isinstance(self._bases[0], np.ndarray))
         starts = list(range(first, rows - batch_size + 1, batch_size))[:count]
         starts += [starts[-1]] * (count - len(starts))
-        length = count * batch_size
-        ws = window_start(first, length, rows)
-        windows = [window_of(base, ws, length) for base in self._bases]
-        outs = _run(groups, windows, batch_size, [s - ws for s in starts])
+        w = self._window
+        if w is None or not (w[0] <= starts[0] and starts[-1] + batch_size <= w[0] + w[1]):
+            length = window_batches(rows, batch_size, count) * batch_size
+            ws = window_start(first, length, rows)
+            w = self._window = (ws, length, [window_of(base, ws, length) for base in self._bases])
+        outs = _run(groups, w[2], batch_size, [s - w[0] for s in starts])
         self._pending = {s: o for s, o in zip(starts[1:], outs[1:])}
         return outs[0]
 
     def clear(self) -> None:
         """Drop the chunk and its pending batches (e.g. at the end of an epoch)."""
-        self._bases, self._pending = (), {}
+        self._bases, self._pending, self._window = (), {}, None
 
 
-__all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES", "window_of", "window_start"]
+__all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES", "WINDOW_BATCHES", "window_of", "window_start",
+           "window_batches"]
