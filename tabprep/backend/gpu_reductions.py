@@ -398,7 +398,8 @@ def _sorted_samples(frame: Any, samples: Dict[str, Any], everies: Dict[str, Opti
             out.update({c: _sorted_sample(samples[c], everies[c]) for c in names})
             continue
         ids = plc.filling.sequence(len(names), _scalar(0, _I32), _scalar(1, _I32))
-        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(cupy.asarray(sizes.astype(np.int32)))).columns()[0]
+        repeats = cupy.asarray(sizes.astype(np.int32))   # (a copy, no kernel; held while its column is used)
+        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(repeats)).columns()[0]
         table = plc.Table([seg, plc.concatenate.concatenate(cols)])
         asc, after = [plc.types.Order.ASCENDING] * 2, [plc.types.NullOrder.AFTER] * 2
         srt = plc.sorting.sort(table, asc, after)
@@ -412,8 +413,8 @@ def _sorted_samples(frame: Any, samples: Dict[str, Any], everies: Dict[str, Opti
                      for j, r in enumerate(ranges) if r is not None]
         picked = np.zeros(0, dtype=np.dtype(samples[names[0]].dtype))
         if positions and sum(len(p) for p in positions):
-            idx = _plc_column(cupy.asarray(np.concatenate(positions)))
-            picked = R.plus_zero(_host_copy(plc.copying.gather(plc.Table([s_val]), idx,
+            where = cupy.asarray(np.concatenate(positions))
+            picked = R.plus_zero(_host_copy(plc.copying.gather(plc.Table([s_val]), _plc_column(where),
                                                              plc.copying.OutOfBoundsPolicy.DONT_CHECK).columns()[0]))
         kseg = _host_copy(keys.columns()[0])
         kval = R.plus_zero(_host_copy(keys.columns()[1]))
