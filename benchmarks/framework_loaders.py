@@ -28,6 +28,10 @@ reads those files), ``--train`` the samples/s of ``examples/torch_dlrm.py``'s tr
 same steps on one batch held on the device (constant inputs): near 1, training is not input-bound.
 
     python benchmarks/framework_loaders.py --gpu --rows 20000000 --no-workflow --train
+    KERAS_BACKEND=jax python benchmarks/framework_loaders.py --gpu --rows 20000000 --loaders none --train-keras
+
+``--train-keras``: the same ratio for examples/criteo_dlrm.py's Keras DLRM on Keras' backend, fed by
+``KerasSequenceLoader`` (``train_on_batch`` steps, which read the loss back as the torch step does).
 """
 from __future__ import annotations
 
@@ -235,6 +239,42 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -
     return out
 
 
+def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -> Dict[str, float]:
+    """examples/criteo_dlrm.py's Keras DLRM (on Keras' backend, ``KERAS_BACKEND``) trained step by step
+    (``train_on_batch``, which reads the loss back, as the torch step does) on the batches of
+    ``KerasSequenceLoader`` (the workflow online) against the same steps on one batch (constant inputs)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from criteo_dlrm import build_dlrm, criteo_workflow as keras_workflow
+    from tabprep.loader.keras import KerasSequenceLoader
+
+    wf = keras_workflow(args.train_buckets)
+    wf.fit(tp.Dataset(files, cpu=not args.gpu))
+    loader = KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=0,
+                                 **common).map(wf)
+    model = build_dlrm(wf.output_schema, args.train_dim, jit="auto" if args.gpu else False)
+    x0, y0 = loader[0]
+    for _ in range(5):   # warm-up: compiles, optimizer state
+        model.train_on_batch(x0, y0)
+    out: Dict[str, float] = {}
+    for p in range(args.passes):
+        t = time.perf_counter()
+        rows = steps = 0
+        for x, y in loader:
+            model.train_on_batch(x, y)
+            rows += int(y.shape[0])
+            steps += 1
+        fed = rows / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for _ in range(steps):
+            model.train_on_batch(x0, y0)
+        const = steps * int(y0.shape[0]) / (time.perf_counter() - t)
+        print(f"  keras train pass {p}: loader-fed {fed:,.0f} rows/s, constant inputs {const:,.0f} rows/s",
+              file=sys.stderr)
+        if not out or fed / const > out["ratio"]:
+            out = {"fed_rows_per_s": fed, "constant_rows_per_s": const, "ratio": fed / const}
+    return out
+
+
 def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_args(ap, 2_000_000, None, "work folder (default: a temporary one, removed)")
@@ -250,7 +290,10 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap.add_argument("--train", action="store_true",
                     help="also the DLRM training of examples/torch_dlrm.py fed by TorchAsyncItr against constant "
                          "inputs on the device (ratio of samples/s; >= 0.9: training is not input-bound)")
-    ap.add_argument("--train-buckets", type=int, default=100_000, help="HashBucket buckets of the --train model")
+    ap.add_argument("--train-keras", action="store_true",
+                    help="also examples/criteo_dlrm.py's Keras DLRM (on KERAS_BACKEND) trained on KerasSequenceLoader "
+                         "batches against constant inputs (ratio of samples/s; >= 0.9: not input-bound)")
+    ap.add_argument("--train-buckets", type=int, default=100_000, help="HashBucket buckets of the --train models")
     ap.add_argument("--train-dim", type=int, default=16, help="embedding size of the --train model")
     ap.add_argument("--stacked", action="store_true",
                     help="also the framework loaders with stacked=True ({cats, conts} 2-D arrays; jax, torch, keras)")
@@ -278,6 +321,8 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
                                                   common)
         if args.train:
             results["train"] = train_ratio(files, args, common)
+        if args.train_keras:
+            results["train_keras"] = train_keras_ratio(files, args, common)
         print_table(f"{where}, workflow online:", online)
         if args.no_workflow:
             print_table(f"{where}, no workflow (data transformed beforehand):", results["no_workflow"])
@@ -286,6 +331,13 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
             print(f"{where}, DLRM training (examples/torch_dlrm.py's model, {args.train_buckets:,} buckets): "
                   f"loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs {t['constant_rows_per_s']:,.0f} "
                   f"rows/s: {t['ratio']:.2f}x")
+        if args.train_keras:
+            from tabprep.loader.keras import BACKEND
+
+            t = results["train_keras"]
+            print(f"{where}, Keras DLRM training (examples/criteo_dlrm.py's model on {BACKEND}, {args.train_buckets:,} "
+                  f"buckets): loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs "
+                  f"{t['constant_rows_per_s']:,.0f} rows/s: {t['ratio']:.2f}x")
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
