@@ -430,3 +430,28 @@ def test_gpu_keras_jax_stacked_equals_cpu(data):
             np.testing.assert_array_equal(np.asarray(yg), np.asarray(yc))
         print("ok")
     """, gpu=True, KERAS_BACKEND="jax")
+
+
+def test_windows_hold_their_calls_batches_inside_the_chunk_in_few_shapes():
+    # the windows a chunk's calls are made from (jax_stacked.window_batches / window_start): every
+    # call's batches (padded with its last start, as _chunk_batches does) lie in its window, the
+    # window lies in the chunk, and its length is a power of 2 of batches (a few shapes, so a few
+    # compiles) -- over chunk lengths, batch sizes and first rows
+    from tabprep.loader.jax_stacked import _group_size, window_batches, window_start
+
+    shapes = set()
+    for batch in (1, 3, 7, 32):
+        for rows in range(batch, 36 * batch + 5, max(1, batch // 4)):
+            for cpu in (False, True):
+                count = _group_size(rows, batch, cpu)
+                for first in range(0, rows - batch + 1, max(1, batch // 3)):
+                    starts = list(range(first, rows - batch + 1, batch))[:count]
+                    starts += [starts[-1]] * (count - len(starts))
+                    n = window_batches(rows, batch, count)
+                    length = n * batch
+                    ws = window_start(first, length, rows)
+                    assert 0 <= ws and ws + length <= rows, (batch, rows, first)
+                    assert all(ws <= s and s + batch <= ws + length for s in starts), (batch, rows, first)
+                    assert n & (n - 1) == 0 and count & (count - 1) == 0 and n >= count
+                    shapes.add((n, count))
+    assert shapes <= {(n, c) for n in (1, 2, 4, 8, 16) for c in (1, 2, 4, 8, 16) if n >= c}
