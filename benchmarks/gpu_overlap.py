@@ -39,9 +39,9 @@ def main() -> None:
     import tabprep as tp
     from tabprep.backend import gpu_parquet
 
-    from tabprep.backend.core import use_async_allocator
+    from tabprep.backend.core import use_pooled_allocator
 
-    use_async_allocator(0)   # as the GPU loader does
+    use_pooled_allocator(0)   # as the GPU loader does
     files = raw_data(args.dir, args.rows, args.files, args.row_group)
     columns = pq.read_schema(files[0]).names
     # chunks of whole files (the loader's default buffer holds about as many rows)

@@ -189,25 +189,25 @@ def test_a_process_that_imported_jax_gets_a_pool_not_the_async_allocator(monkeyp
     monkeypatch.delenv("TABPREP_RMM_ASYNC", raising=False)
 
     monkeypatch.delitem(sys.modules, "jax", raising=False)
-    assert core.use_async_allocator(0) is True                  # no JAX: switched, as before
+    assert core.use_pooled_allocator(0) is True                  # no JAX: switched, as before
     assert isinstance(fake.resources[0], fake.CudaAsyncMemoryResource)
 
     fake.resources[0] = fake.CudaMemoryResource()
     monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
     with caplog.at_level(logging.INFO, logger="tabprep.backend"):
-        assert core.use_async_allocator(0) is True
+        assert core.use_pooled_allocator(0) is True
     pool = fake.resources[0]
     assert type(pool) is fake.PoolMemoryResource and type(pool.upstream) is fake.CudaMemoryResource
     assert pool.initial_pool_size == core.JAX_POOL_INITIAL
     assert "JAX" in caplog.text and "TABPREP_RMM_ASYNC=1" in caplog.text
-    assert core.use_async_allocator(0) is False                 # a resource already chosen is kept
+    assert core.use_pooled_allocator(0) is False                 # a resource already chosen is kept
 
     fake.resources[0] = fake.CudaMemoryResource()
     monkeypatch.setenv("TABPREP_RMM_ASYNC", "1")                # the user forces the async one
-    assert core.use_async_allocator(0) is True
+    assert core.use_pooled_allocator(0) is True
     assert isinstance(fake.resources[0], fake.CudaAsyncMemoryResource)
 
     fake.resources[0] = fake.CudaMemoryResource()
     monkeypatch.setenv("TABPREP_RMM_ASYNC", "0")                # or keeps RMM's default
-    assert core.use_async_allocator(0) is False
+    assert core.use_pooled_allocator(0) is False
     assert type(fake.resources[0]) is fake.CudaMemoryResource

@@ -265,7 +265,7 @@ class _HeldUntilDone:
             self.obj = None
 
 
-def use_async_allocator(index: int) -> bool:
+def use_pooled_allocator(index: int) -> bool:
     """Give GPU ``index`` a pooled RMM resource if it has RMM's default one; True if switched.
 
     cuDF and CuPy (through RMM) allocate every temporary of a transform with the device's current
@@ -316,7 +316,7 @@ def use_async_allocator(index: int) -> bool:
     return True
 
 
-#: bytes the loader's RMM pool starts with in a process that has imported JAX (:func:`use_async_allocator`;
+#: bytes the loader's RMM pool starts with in a process that has imported JAX (:func:`use_pooled_allocator`;
 #: it grows as the transform needs, and JAX, which the JAX loader keeps from preallocating, keeps the rest)
 JAX_POOL_INITIAL = 1 << 30
 
@@ -516,10 +516,10 @@ class CudaDevice:
             return cupy.asarray(perm)
 
     def prepare_allocator(self) -> bool:
-        """Give this device RMM's ``CudaAsyncMemoryResource`` (the CUDA driver's stream-ordered pool,
-        ``cudaMallocAsync``) where RMM still has its default plain ``CudaMemoryResource``; True if
-        switched. See :func:`use_async_allocator`."""
-        return use_async_allocator(self.index)
+        """Give this device a pooled RMM resource (the CUDA driver's stream-ordered pool, or RMM's
+        pool in a process that has imported JAX) where RMM still has its default plain
+        ``CudaMemoryResource``; True if switched. See :func:`use_pooled_allocator`."""
+        return use_pooled_allocator(self.index)
 
     def context(self) -> Any:
         """A context manager making this device current: array work of a loader's consumer (the
