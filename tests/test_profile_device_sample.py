@@ -366,3 +366,44 @@ def test_gpu_sorted_samples_of_a_partition_equal_each_sorted_on_the_host():
             assert g[0].dtype == want[0].dtype and g[0].tolist() == want[0].tolist(), c
     keys = got["x"][1]
     assert (keys == 0).sum() == 1 and not np.signbit(keys[keys == 0]).any()   # one run of zeros, as 0.0
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+@pytest.mark.parametrize("step", [1, 4])
+def test_gpu_samples_of_one_type_compacted_together_keep_each_columns_values(step):
+    """The columns of one type are compacted in one pass (a concatenation with sample ids): each
+    column still gets exactly numpy's strided non-null finite values of its own, in row order,
+    also where some are empty (all null, all NaN, first and last of the group), where none are
+    null, and from a frame sliced at an offset (its columns start inside their buffers)."""
+    import cudf
+
+    from tabprep.backend.reductions import profile_sample
+
+    r = np.random.default_rng(11)
+    n = 30_011
+    cols = {}
+    for j in range(6):   # int64 with nulls at several rates, one without
+        cols[f"i{j}"] = pa.array(r.integers(-1000, 1000, n), mask=r.random(n) < (0.1 * j if j else 0.0))
+    cols["i_allnull"] = pa.array([None] * n, type=pa.int64())
+    for j in range(4):
+        f = r.normal(0, 1, n)
+        f[r.random(n) < 0.2] = np.nan
+        f[r.random(n) < 0.05] = np.inf * np.sign(r.normal(size=1))
+        cols[f"f{j}"] = pa.array(f, mask=r.random(n) < 0.1)
+    order = ["f_nan_first", "f0", "f1", "f2", "f3", "f_null_last"]
+    cols["f_nan_first"] = pa.array(np.full(n, np.nan))
+    cols["f_null_last"] = pa.array([None] * n, type=pa.float64())
+    names = [f"i{j}" for j in range(6)] + ["i_allnull"] + order
+    table = pa.table({c: cols[c] for c in names})
+    for lo in (0, 7):
+        part = table.slice(lo)
+        gdf = cudf.DataFrame.from_arrow(table)[lo:] if lo else cudf.DataFrame.from_arrow(part)
+        got = profile_sample(gdf, names, step)
+        assert list(got) == names
+        for c in names:
+            arr = part[c].combine_chunks()
+            want = arr.take(pa.array(np.arange(0, len(arr), step))).drop_null().to_numpy(zero_copy_only=False)
+            if want.dtype.kind == "f":
+                want = want[np.isfinite(want)]
+            assert got[c].dtype == want.dtype and got[c].get().tolist() == want.tolist(), (c, lo, step)

@@ -334,21 +334,53 @@ def _host_copy(col: Any) -> np.ndarray:
 @_register(R.profile_sample)
 def _profile_sample(df: Any, columns: Sequence[str], step: int) -> dict:
     """Every ``step``-th row of ``columns`` (one gather of a sequence), then per column its non-null
-    finite values in row order: an order-keeping compaction (floats: ``abs(x) < inf``, false for
-    NaN and +-inf, null for nulls) or, for ints, a drop of the nulls; cupy views of the results."""
+    finite values in row order (floats: ``abs(x) < inf``, false for NaN and +-inf, null for nulls;
+    other types: the non-null values); cupy views of the results.
+
+    The columns to clean are compacted together, per type: their concatenation with a column of
+    sample ids, one order-keeping compaction of both (``_retain``), and each column's bounds found
+    by a ``searchsorted`` of the kept ids (one small copy to the host). A compaction learns its
+    output size on the host, so each waited for everything queued on the default stream, the
+    other partition's read included: 27 waits per Criteo partition before, one per type now. Int
+    columns without nulls are handed over as they are."""
     cols = [_plc_column(df[c]) for c in columns]
     rows = len(df)
     if step > 1 and rows:
         idx = plc.filling.sequence(len(range(0, rows, step)), _scalar(0, _I32), _scalar(int(step), _I32))
         cols = plc.copying.gather(plc.Table(cols), idx, plc.copying.OutOfBoundsPolicy.DONT_CHECK).columns()
     out = {}
+    groups: Dict[tuple, List[tuple]] = {}
     for c, col in zip(columns, cols):
-        if col.size() and col.type().id() in _FLOATS:
-            col = _retain(plc.Table([col]), _finite_bools(col)).columns()[0]
-        elif col.null_count():
-            col = plc.stream_compaction.drop_nulls(plc.Table([col]), [0], 1).columns()[0]
-        out[c] = cudf.Series.from_pylibcudf(col).values
-    return out
+        is_float = col.type().id() in _FLOATS
+        if not col.size() or (not is_float and not col.null_count()):
+            out[c] = cudf.Series.from_pylibcudf(col).values
+        else:
+            groups.setdefault((col.type().id(), col.type().scale()), []).append((c, col, is_float))
+    for members in groups.values():
+        if len(members) == 1 or sum(col.size() for _, col, _ in members) >= 2 ** 31 - 1:
+            out.update({c: _clean_sample(col, is_float) for c, col, is_float in members})
+            continue
+        whole = plc.concatenate.concatenate([col for _, col, _ in members])
+        keep = _finite_bools(whole) if members[0][2] else plc.unary.is_valid(whole)
+        sizes = cupy.asarray(np.array([col.size() for _, col, _ in members], dtype=np.int32))
+        ids = plc.filling.sequence(len(members), _scalar(0, _I32), _scalar(1, _I32))
+        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(sizes)).columns()[0]
+        kept_seg, kept = _retain(plc.Table([seg, whole]), keep).columns()
+        seg_ids = cudf.Series.from_pylibcudf(kept_seg).values
+        bounds = cupy.searchsorted(seg_ids, cupy.arange(len(members) + 1, dtype=np.int32)).get()
+        values = cudf.Series.from_pylibcudf(kept).values
+        for j, (c, _, _) in enumerate(members):
+            out[c] = values[bounds[j]:bounds[j + 1]]
+    return {c: out[c] for c in columns}
+
+
+def _clean_sample(col: Any, is_float: bool) -> Any:
+    """The non-null (floats: finite) values of one pylibcudf column, in row order, as a cupy array."""
+    if is_float:
+        col = _retain(plc.Table([col]), _finite_bools(col)).columns()[0]
+    elif col.null_count():
+        col = plc.stream_compaction.drop_nulls(plc.Table([col]), [0], 1).columns()[0]
+    return cudf.Series.from_pylibcudf(col).values
 
 
 @_register(R.sorted_sample)
