@@ -356,9 +356,13 @@ class HostDevice:
         return host_memory_bytes()
 
     def default_threads(self) -> int:
-        """Chunk-preparation threads by default: two where there are cores to spare (pandas and
-        Arrow release the GIL for part of the work)."""
-        return max(1, min(2, (os.cpu_count() or 1) // 2))
+        """Chunk-preparation threads by default: two where there are two cores (Arrow's read and
+        take, numpy and the hashing release the GIL; pandas' bookkeeping does not). Half the cores
+        before, which gave one thread on 2 cores: measured there (``benchmarks/framework_loaders.py
+        --rows 2000000 --no-workflow --threads N``, 2026-11-28) one thread gave 1.08M rows/s with the
+        Criteo workflow online and 3.49M without (0.32x pyarrow's threaded read), two 1.80M and 5.90M
+        (0.58x), at the same rows per CPU second: the second thread used the idle core."""
+        return max(1, min(2, os.cpu_count() or 1))
 
     def synchronize(self) -> None:
         """Nothing queued on the CPU."""

@@ -145,8 +145,8 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         prefetch: chunks prepared ahead in the background (0: no thread, chunks are prepared
             when needed).
         threads: threads preparing chunks in parallel (each a whole chunk: read, transform,
-            shuffle), handed over in order. Default: 2 on the GPU; on the CPU half the cores,
-            at most 2 (numpy, arrow and the hashing release the GIL, pandas' bookkeeping does not).
+            shuffle), handed over in order. Default: 2 (1 on a one-core CPU): numpy, arrow
+            and the hashing release the GIL, pandas' bookkeeping does not.
             Memory: ``max(prefetch, threads)`` chunks in preparation plus the one in use.
 
     Example:
