@@ -444,17 +444,15 @@ def main() -> None:
     if len({h for hs in hashes.values() for h in hs}) != 1:
         raise SystemExit(f"outputs differ between runs: {hashes}")
     first = next(iter(results.values()))["output"]
-    files_by_run = ", ".join(f"{label} {r['output']['files']}" for label, r in results.items())
-    print(f"check: all {len(results)} outputs identical ({first['rows']:,} rows, row-hash {first['hash']}; "
-          f"files: {files_by_run})")
+    print(f"check: all {len(results)} outputs identical ({first['rows']:,} rows, {first['files']} files, "
+          f"row-hash {first['hash']})")
 
 
 def print_table(rows: int, files: int, args: argparse.Namespace, results: Dict[str, Dict[str, Any]],
                 floors: Dict[int, float], runs: List[tuple]) -> None:
     dev = "GPU (LocalCUDACluster, one GPU per worker)" if args.gpu else \
         f"CPU (LocalCluster of processes, {os.cpu_count()} cores)"
-    counts = sorted({r["partitions"] for r in results.values()})  # (the default partitioning fills a cluster's threads)
-    parts = "/".join(str(c) for c in counts)
+    parts = next(iter(results.values()))["partitions"]
     print(f"\n{rows:,} Criteo rows, {files} files, {parts} partitions; {dev}; cluster started before timing, "
           f"{'no warm-up' if args.no_warmup else 'after a warm-up run'}; median of {args.repeat} timed run(s) per configuration"
           + (f", median of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
