@@ -10,7 +10,8 @@ Per loader and pass (Criteo-like data and workflow of ``benchmarks/framework_loa
 with ``map(wf)``, shuffled): rows/s; ``wait``, the consumer's time in taking the next chunk (its
 device work included); ``consumer``, the rest of the epoch (converting batches, handing them
 over); ``produce``, the preparing threads' seconds summed (read, transform, blocks; more than the
-epoch when threads overlap); the process's CPU seconds. ``--log-compiles`` counts JAX's
+epoch when threads overlap) and their own CPU seconds (``time.thread_time``: wall seconds well
+above them are waits, for the GIL or the device); the process's CPU seconds. ``--log-compiles`` counts JAX's
 compilations per pass, ``--cprofile NAME`` profiles the consumer thread in the last pass of
 loader NAME. ``--jax-first`` imports JAX before any loader, as a JAX user's program does (the GPU
 loader then picks RMM's pool, not the async allocator).
@@ -41,7 +42,7 @@ class Timings:
     def __init__(self) -> None:
         from tabprep.loader import prefetch
 
-        self.wait = self.produce = 0.0
+        self.wait = self.produce = self.produce_cpu = 0.0
         self.chunks = 0
         self._lock = threading.Lock()
         weak, get = prefetch._weak_producer, prefetch._ChunkStream.get
@@ -51,10 +52,11 @@ class Timings:
             make = weak(loader, plan, buffers)
 
             def produce(k: int) -> Any:
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.thread_time()
                 out = make(k)
                 with timings._lock:
                     timings.produce += time.perf_counter() - t
+                    timings.produce_cpu += time.thread_time() - cpu
                     timings.chunks += 1
                 return out
 
@@ -71,7 +73,7 @@ class Timings:
         prefetch._ChunkStream.get = timed_get
 
     def reset(self) -> None:
-        self.wait = self.produce = 0.0
+        self.wait = self.produce = self.produce_cpu = 0.0
         self.chunks = 0
 
 
@@ -173,7 +175,8 @@ def main() -> None:
             s = time.perf_counter() - t
             extra = "" if compiles is None else f"  compiles {compiles.count}"
             print(f"{name:14s} pass {p}: {rows / s / 1e6:7.2f}M rows/s  epoch {s:.3f} s  wait {timings.wait:.3f} s  "
-                  f"consumer {s - timings.wait:.3f} s  produce {timings.produce:.3f} s / {timings.chunks} chunks  "
+                  f"consumer {s - timings.wait:.3f} s  produce {timings.produce:.3f} s (thread CPU {timings.produce_cpu:.3f} s) "
+                  f"/ {timings.chunks} chunks  "
                   f"CPU {time.process_time() - cpu:.2f} s{extra}", flush=True)
             results[name] = {"seconds": s, "consumer": s - timings.wait, "rows": rows}
             if prof is not None:
