@@ -362,14 +362,12 @@ def _profile_sample(df: Any, columns: Sequence[str], step: int) -> dict:
         else:
             groups.setdefault((col.type().id(), col.type().scale()), []).append((c, col, is_float))
     for members in groups.values():
-        if len(members) == 1 or sum(col.size() for _, col, _ in members) >= 2 ** 31 - 1:
+        seg = None if len(members) == 1 else _segment_ids([col.size() for _, col, _ in members])
+        if seg is None:
             out.update({c: _clean_sample(col, is_float) for c, col, is_float in members})
             continue
         whole = plc.concatenate.concatenate([col for _, col, _ in members])
         keep = _finite_bools(whole) if members[0][2] else plc.unary.is_valid(whole)
-        sizes = cupy.asarray(np.array([col.size() for _, col, _ in members], dtype=np.int32))
-        ids = plc.filling.sequence(len(members), _scalar(0, _I32), _scalar(1, _I32))
-        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(sizes)).columns()[0]
         kept_seg, kept = _retain(plc.Table([seg, whole]), keep).columns()
         seg_ids = cudf.Series.from_pylibcudf(kept_seg).values
         bounds = cupy.searchsorted(seg_ids, cupy.arange(len(members) + 1, dtype=np.int32)).get()
@@ -377,6 +375,21 @@ def _profile_sample(df: Any, columns: Sequence[str], step: int) -> dict:
         for j, (c, _, _) in enumerate(members):
             out[c] = values[bounds[j]:bounds[j + 1]]
     return {c: out[c] for c in columns}
+
+
+def _segment_ids(sizes: Sequence[int]) -> Any:
+    """An INT32 pylibcudf column of ``j`` repeated ``sizes[j]`` times: which piece each row of the
+    pieces' concatenation came from; None when the concatenation would pass libcudf's row limit
+    (``2**31 - 1``), where the caller takes the pieces one by one. Pieces of one size (a
+    partition's sampled columns) need no device array of the sizes."""
+    sizes = [int(n) for n in sizes]
+    if sum(sizes) >= 2 ** 31 - 1:
+        return None
+    ids = plc.Table([plc.filling.sequence(len(sizes), _scalar(0, _I32), _scalar(1, _I32))])
+    if len(set(sizes)) == 1:
+        return plc.filling.repeat(ids, sizes[0]).columns()[0]
+    repeats = cupy.asarray(np.array(sizes, dtype=np.int32))   # (a copy, no kernel)
+    return plc.filling.repeat(ids, _plc_column(repeats)).columns()[0]
 
 
 def _clean_sample(col: Any, is_float: bool) -> Any:
@@ -431,12 +444,10 @@ def _sorted_samples(frame: Any, samples: Dict[str, Any], everies: Dict[str, Opti
     for names in groups.values():
         cols = [_plc_column(samples[c]) for c in names]
         sizes = np.array([col.size() for col in cols], dtype=np.int64)
-        if len(names) == 1 or sizes.sum() >= 2 ** 31 - 1:   # (libcudf's row limit for the concatenation)
+        seg = None if len(names) == 1 else _segment_ids(sizes)
+        if seg is None:
             out.update({c: _sorted_sample(samples[c], everies[c]) for c in names})
             continue
-        ids = plc.filling.sequence(len(names), _scalar(0, _I32), _scalar(1, _I32))
-        repeats = cupy.asarray(sizes.astype(np.int32))   # (a copy, no kernel; held while its column is used)
-        seg = plc.filling.repeat(plc.Table([ids]), _plc_column(repeats)).columns()[0]
         table = plc.Table([seg, plc.concatenate.concatenate(cols)])
         asc, after = [plc.types.Order.ASCENDING] * 2, [plc.types.NullOrder.AFTER] * 2
         srt = plc.sorting.sort(table, asc, after)
