@@ -187,6 +187,37 @@ def print_table(title: str, results: Dict[str, Any]) -> None:
                   f"{r['rows_per_s'] / raw:5.2f}x raw read   {r['rows_per_cpu_s']:>12,.0f} rows per CPU s")
 
 
+def ahead(batches: Any, n: int) -> Any:
+    """``batches`` as they are (``n`` 0), or taken from them by a thread, up to ``n`` ahead."""
+    if not n:
+        yield from batches
+        return
+    import queue
+    import threading
+
+    q: "queue.Queue" = queue.Queue(n)
+    end = object()
+
+    def fill() -> None:
+        try:
+            for b in batches:
+                q.put(b)
+            q.put(end)
+        except BaseException as e:   # raised again on the training thread
+            q.put(e)
+
+    t = threading.Thread(target=fill, daemon=True)
+    t.start()
+    while True:
+        b = q.get()
+        if b is end:
+            break
+        if isinstance(b, BaseException):
+            raise b
+        yield b
+    t.join()
+
+
 def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -> Dict[str, float]:
     """examples/torch_dlrm.py's model and training step fed by ``TorchAsyncItr`` (the workflow online)
     against the same number of steps on one batch already on the device (constant inputs)."""
@@ -222,7 +253,7 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -
     for p in range(args.passes):
         t = time.perf_counter()
         rows = steps = 0
-        for x, y in itr:
+        for x, y in ahead(itr, args.ahead):
             step(x, y)
             rows += len(y)
             steps += 1
@@ -259,7 +290,7 @@ def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, A
     for p in range(args.passes):
         t = time.perf_counter()
         rows = steps = 0
-        for x, y in loader:
+        for x, y in ahead(loader, args.ahead):
             model.train_on_batch(x, y)
             rows += int(y.shape[0])
             steps += 1
@@ -300,7 +331,16 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap.add_argument("--loaders", default="core,torch,jax", help="framework loaders to time besides core")
     ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: the loader's)")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="sys.setswitchinterval(S) in this process (Python hands the GIL to a waiting thread "
+                         "after S seconds; default 0.005): how much the training thread waits on the loader's")
+    ap.add_argument("--ahead", type=int, default=0,
+                    help="--train/--train-keras: converted batches taken from the loader by a thread of the "
+                         "benchmark, N ahead of the training loop (diagnostic: is the conversion on the "
+                         "training thread what the ratio loses?)")
     args = ap.parse_args(argv)
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     device: Any = 0 if args.gpu else "cpu"
     buffer_size = args.buffer_size or (2_000_000 if args.gpu else 250_000)
 

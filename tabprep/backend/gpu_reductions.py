@@ -303,7 +303,7 @@ def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
         is_float = col.type().id() in _FLOATS
         # ints are reduced as they are (the mean and the deviations come out as float64; the
         # extrema are the ints', whose float64 casts are the cast column's extrema): a float64
-        # copy of the column, 2.2 ms of a column's 3.5 ms on a 25M-row partition
+        # copy of the column, 0.8-2.2 ms a column on a 25M-row partition (H200 hosts)
         # (benchmarks/profile_exact.py), is made only for floats (NaN, +-inf masked) and bools
         if col.type().id() not in _INTS and (col.type().id() != plc.TypeId.FLOAT64 or col.offset()):
             col = plc.unary.cast(col, _F64)
