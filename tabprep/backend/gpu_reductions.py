@@ -279,9 +279,9 @@ def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
     ``columns`` of a cuDF frame, on the device (``numeric``: those that get moments); list and other
     nested columns, datetimes, decimals and categoricals are left to the host (absent from the result).
 
-    Per numeric column, libcudf only, no compacting copy: the values as float64 (a cast for
-    ints, float32 and a column at an offset: a new column, whose null mask starts at its first
-    row); for floats, ``abs(x) < inf`` as the column's null mask (``bools_to_mask``: null for
+    Per numeric column, libcudf only, no compacting copy: ints as they are; other values as
+    float64 (a cast for bools, float32 and a float64 column at an offset: a new column, whose
+    null mask starts at its first row); for floats, ``abs(x) < inf`` as the column's null mask (``bools_to_mask``: null for
     nulls, NaN and +-inf; its null count, which it returns, gives the finite count) put on the
     column without a copy (``with_mask``); then reductions that skip nulls: mean, the sum of
     squares of ``x - mean`` (M2, in two passes: no one-pass formula) and minmax; NaN are counted
