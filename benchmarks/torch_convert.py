@@ -1,8 +1,10 @@
-"""A batch's conversion to PyTorch tensors by ``TorchAsyncItr`` (the consumer's side of issue 33),
+"""A batch's conversion to PyTorch tensors by ``TorchAsyncItr`` or ``KerasSequenceLoader`` on Keras'
+torch backend (the consumer's side of issue 33),
 microseconds per batch, with a cProfile of the conversion.
 
     python benchmarks/torch_convert.py                    # CPU: numpy blocks, tensors sharing them
     python benchmarks/torch_convert.py --gpu              # GPU 0: cupy blocks through DLPack
+    KERAS_BACKEND=torch python benchmarks/torch_convert.py --keras   # KerasSequenceLoader on Keras' torch backend
 
 One batch of the Criteo-like data of ``framework_loaders.py`` (13 continuous and 26 categorical
 columns and a label, shuffled, 65,536 rows) is taken from the core loader once and converted
@@ -35,13 +37,22 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=65536)
     ap.add_argument("--repeat", type=int, default=2000)
     ap.add_argument("--profile", type=int, default=12, help="functions of the cProfile shown (0: none)")
+    ap.add_argument("--keras", action="store_true",
+                    help="KerasSequenceLoader instead (on Keras' backend: set KERAS_BACKEND=torch)")
     args = ap.parse_args()
 
-    from tabprep.loader.torch import TorchAsyncItr
-
     files = raw_data(args.dir, args.rows, args.files, args.row_group)
-    itr = TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
-                        device=0 if args.gpu else "cpu", shuffle=True, seed=0)
+    device = 0 if args.gpu else "cpu"
+    if args.keras:
+        from tabprep.loader.keras import KerasSequenceLoader
+
+        itr = KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS,
+                                  device=device, shuffle=True, seed=0)
+    else:
+        from tabprep.loader.torch import TorchAsyncItr
+
+        itr = TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"],
+                            device=device, shuffle=True, seed=0)
     try:
         batch = itr.loader.peek()
         itr._convert(batch)   # warm-up
@@ -49,7 +60,7 @@ def main() -> None:
         for _ in range(args.repeat):
             itr._convert(batch)
         us = (time.perf_counter() - t) / args.repeat * 1e6
-        print(f"{'GPU' if args.gpu else 'CPU'}: {len(CATS) + len(CONTS)} feature columns + label, batch "
+        print(f"{'GPU' if args.gpu else 'CPU'}, {type(itr).__name__}: {len(CATS) + len(CONTS)} feature columns + label, batch "
               f"{args.batch:,}: {us:.1f} us per batch converted", flush=True)
         if args.profile:
             pr = cProfile.Profile()

@@ -51,6 +51,18 @@ def main() -> None:
         values, nnzs = x["tags"] if fmt == "tuple" else (x["tags__values"], x["tags__nnzs"])
         assert str(nnzs.dtype).endswith("int32") and tuple(nnzs.shape) == (500, 1)
 
+    # the first validation batch (no shuffle) against the workflow's own output, column by column:
+    # the per-column layout is (batch, 1) per column, whether made one column at a time or as rows
+    # of one block per dtype (JAX, torch)
+    xv, yv = valid.peek()
+    out = wf.transform(tp.Dataset(os.path.join(work, "d.parquet"), cpu=True)).compute().iloc[:1000]
+    for name, ref in (("user", out["user"].to_numpy()), ("a", out["a"].to_numpy().astype("float32"))):
+        got = keras.ops.convert_to_numpy(xv[name])
+        assert got.shape == (1000, 1), (name, got.shape)
+        np.testing.assert_array_equal(got[:, 0], ref, err_msg=name)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(yv).reshape(-1), out["label"].to_numpy())
+    assert tuple(yv.shape) == (1000, 1), yv.shape
+
     inputs = train.keras_inputs()
     keras.utils.set_random_seed(0)  # the weights' initialisation: the loss check below is then deterministic
     emb = layers.EmbeddingFeatures.from_schema(wf, dim=4, aggregation="stack")(inputs)

@@ -459,6 +459,11 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             chunks = ChunkBlocks.of(self)
             for i, names, block, span in spanned_blocks(batch):
                 done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=chunks, index=i)))
+        elif BACKEND == "torch":   # one DLPack hand-off per block, its rows as (batch, 1) views (as TorchAsyncItr)
+            from .blocks import spanned_blocks
+
+            for _, names, block, _ in spanned_blocks(batch):
+                done.update(zip(names, _to_backend(block).unsqueeze(-1).unbind(0)))
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             if name in done:
