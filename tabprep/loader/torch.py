@@ -127,8 +127,9 @@ class TorchAsyncItr(torch.utils.data.IterableDataset, FrameworkLoader):
         return _to_torch(arr)
 
     def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> list:
-        # the rows as views in one call (``unbind``): a Python index per column cost about half
-        # of a batch's conversion on the CPU (30 of 61 us, 40 columns; benchmarks/loader_consumer.py)
+        # the rows as views in one call (``unbind``): a Python index per column was about half of
+        # a batch's conversion on the CPU (40 columns: 64-69 us a batch before, 37-43 after;
+        # benchmarks/torch_convert.py)
         return list(self._array(block).unbind(0))
 
     @property
