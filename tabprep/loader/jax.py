@@ -182,18 +182,18 @@ def _refuse_beyond_int32(name: str, lo: int, hi: int) -> None:
             f"to small ids (ops.Categorify / ops.HashBucket) in the workflow")
 
 
-def check_int_ranges(adapter: Any, batch: Any, per_chunk: bool = False) -> None:
+def check_int_ranges(adapter: Any, batch: Any) -> None:
     """Refuse a batch holding integers JAX would narrow: with ``jax_enable_x64`` off (JAX's
     default) int64 becomes int32 by dropping the high bits. Columns whose schema bounds them
     within int32 (a fitted vocabulary's domain: Categorify, HashBucket ids) are not checked; the
     list of the others is kept on ``adapter`` (a framework loader). Nothing with 64-bit types on.
 
-    ``per_chunk``: the columns of the batch's chunk blocks (:attr:`Batch.spans`) are checked once
-    per chunk, all rows at once when its first batch arrives (one reduction and one device-to-host
-    copy per block instead of two per column and batch: on a GPU each is a wait for the device),
-    so a value beyond int32 is refused at the first batch of its chunk; both layouts of ``JaxLoader``
-    and Keras on JAX use it (checked per column and batch, each unbounded column cost two
-    reductions and a copy to the host, a wait for the GPU, per batch)."""
+    The columns of the batch's chunk blocks (:attr:`Batch.spans`) are checked once per chunk, all
+    rows at once when its first batch arrives (one reduction and one device-to-host copy per block
+    instead of two per column and batch: on a GPU each is a wait for the device), so a value beyond
+    int32 is refused at the first batch of its chunk; the other columns (list columns, all of a
+    joined batch) batch by batch. Checked per column and batch, each unbounded column cost two
+    reductions and a copy to the host, a wait for the GPU, per batch."""
     if jax.config.jax_enable_x64:
         return
     names = getattr(adapter, "_jax_unbounded", None)
@@ -202,7 +202,7 @@ def check_int_ranges(adapter: Any, batch: Any, per_chunk: bool = False) -> None:
         names = adapter._jax_unbounded = [
             n for n in loader.cat_names + loader.cont_names + loader.label_names
             if not _int32_domain(adapter.output_schema, n)]
-    if per_chunk and names:
+    if names:
         names = _check_chunk(adapter, batch, names)
     for name in names:
         _check_int32_range(name, batch[name])
@@ -269,7 +269,7 @@ class JaxLoader(FrameworkLoader):
             self.devices = devs
 
     def _convert_on_device(self, batch: Any) -> Any:
-        check_int_ranges(self, batch, per_chunk=True)
+        check_int_ranges(self, batch)
         return super()._convert_on_device(batch)
 
     def _stacked_groups(self, batch: Any) -> Any:

@@ -436,7 +436,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         from .jax import check_int_ranges   # on JAX: per chunk, one jitted call per group and up to 16 batches
         from .jax_stacked import StackedBatches
 
-        check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
+        check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
         if self._stacked is None:
             self._stacked = StackedBatches(squeeze_label=False)
         return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
@@ -455,7 +455,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
             from .blocks import spanned_blocks
             from .jax import ChunkBlocks, block_columns, check_int_ranges
 
-            check_int_ranges(self, batch, per_chunk=True)   # JAX's default (x64 off) would drop int64's high bits
+            check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
             chunks = ChunkBlocks.of(self)
             for i, names, block, span in spanned_blocks(batch):
                 done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=chunks, index=i)))
