@@ -42,7 +42,7 @@ share_gpu_with_jax()   # before JAX starts its GPU backend: cuDF needs GPU memor
 
 import jax  # noqa: E402
 
-from .jax_stacked import window_batches, window_of, window_start  # noqa: E402
+from .jax_stacked import window_of, window_span  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +97,10 @@ class ChunkBlocks:
         a, b = int(a), int(b)
         held = self._held.get(i)
         if held is None or held[0] is not base or not (held[1] <= a and b <= held[1] + held[2]):
-            rows = int(base.shape[1])
-            length = window_batches(rows, b - a) * (b - a)
-            start = window_start(a, length, rows)
+            start, length = window_span(int(base.shape[1]), a, b - a)
             # (the chunk block is held for its identity: a new chunk is a new object)
             held = self._held[i] = (base, start, length, window_of(base, start, length))
         return list(_slicer(keep_dims, b - a)(held[3], np.int32(a - held[1])))
-
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,

@@ -95,6 +95,14 @@ def window_start(first: int, length: int, rows: int) -> int:
     return max(0, min(int(first), int(rows) - int(length)))
 
 
+def window_span(rows: int, first: int, batch_size: int, count: int = 1) -> Tuple[int, int]:
+    """``(start, length)`` of the window of a chunk block of ``rows`` rows for ``count`` batches of
+    ``batch_size`` rows from row ``first`` on: :func:`window_batches` batches' rows, from
+    :func:`window_start`."""
+    length = window_batches(rows, batch_size, count) * batch_size
+    return window_start(first, length, rows), length
+
+
 def window_of(base: Any, start: int, length: int) -> jax.Array:
     """Rows ``start:start + length`` of a 2-D numpy / cupy chunk block (``(columns, rows)``) as a
     jax array: a contiguous copy of the window (also 16-byte aligned, as XLA's GPU kernels need),
@@ -188,8 +196,7 @@ class StackedBatches:
         starts += [starts[-1]] * (count - len(starts))
         w = self._window
         if w is None or not (w[0] <= starts[0] and starts[-1] + batch_size <= w[0] + w[1]):
-            length = window_batches(rows, batch_size, count) * batch_size
-            ws = window_start(first, length, rows)
+            ws, length = window_span(rows, first, batch_size, count)
             w = self._window = (ws, length, [window_of(base, ws, length) for base in self._bases])
         outs = _run(groups, w[2], batch_size, [s - w[0] for s in starts])
         self._pending = {s: o for s, o in zip(starts[1:], outs[1:])}
@@ -201,4 +208,4 @@ class StackedBatches:
 
 
 __all__ = ["StackedBatches", "GROUP_BATCHES", "CPU_GROUP_BATCHES", "WINDOW_BATCHES", "window_of", "window_start",
-           "window_batches"]
+           "window_batches", "window_span"]
