@@ -60,6 +60,39 @@ def test_lazy_registration_runs_once_on_first_object_of_the_library():
     assert calls == [1]
 
 
+def test_a_thread_meeting_the_library_while_another_loads_it_waits_for_the_registration():
+    """Two threads meet a cuDF-like type at once (the first partitions on two GPU threads): the
+    one that finds the lazy loader already running (importing cuDF takes seconds) waits for the
+    registration; before, it took the ``object`` fallback and cached it for that type for good."""
+    import threading
+
+    _, cls = _fake_library("fakegpulib2")
+    d = Dispatch("probe")
+    d.register(object, lambda x: "cpu")
+    started, release = threading.Event(), threading.Event()
+
+    def load():   # an import taking its time
+        started.set()
+        assert release.wait(10)
+        d.register_module("fakegpulib2", lambda x: "gpu")
+
+    d.register_lazy("fakegpulib2", load)
+    got = {}
+    first = threading.Thread(target=lambda: got.__setitem__("first", d(cls())))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.__setitem__("second", d(cls())))
+    second.start()
+    second.join(0.3)
+    waited = second.is_alive()
+    release.set()
+    assert waited, f"the second thread did not wait for the loader: {got}"
+    first.join(10)
+    second.join(10)
+    assert got == {"first": "gpu", "second": "gpu"}
+    assert d(cls()) == "gpu"
+
+
 def test_module_registration_covers_every_class_of_the_library():
     _, cls = _fake_library("fakegpulib2")
     other = type("RangeIndex", (), {"__module__": "fakegpulib2.index"})

@@ -10,12 +10,19 @@ so dispatch is cheaper than the ``type(obj).__module__`` string tests it replace
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 __all__ = ["Dispatch", "register_gpu_lazy"]
 
 #: the top-level modules of the GPU backend's types (what :func:`tabprep.backend.is_gpu` tests)
 GPU_MODULES = ("cudf", "dask_cudf", "cupy")
+
+#: held by a lookup that misses the cache, lazy loading included: a thread meeting a cuDF type
+#: while another thread's lazy loader imports the GPU backend (seconds) waits for its
+#: registrations, where it found no loader left and no registration yet, took the ``object``
+#: fallback and cached it for that type for good (re-entrant: a loader's import may dispatch)
+_LOOKUP = threading.RLock()
 
 
 class Dispatch:
@@ -58,17 +65,18 @@ class Dispatch:
             return lookup[cls]
         except KeyError:
             pass
-        for base in cls.__mro__:
-            impl = lookup.get(base)
-            if impl is None:
-                toplevel = (base.__module__ or "").partition(".")[0]
-                if toplevel in self._lazy:
-                    self._lazy.pop(toplevel)()
-                    return self.dispatch(cls)
-                impl = self._modules.get(toplevel)
-            if impl is not None:
-                lookup[cls] = impl  # cache: the next call is one dict lookup
-                return impl
+        with _LOOKUP:
+            for base in cls.__mro__:
+                impl = lookup.get(base)
+                if impl is None:
+                    toplevel = (base.__module__ or "").partition(".")[0]
+                    if toplevel in self._lazy:
+                        self._lazy.pop(toplevel)()
+                        return self.dispatch(cls)
+                    impl = self._modules.get(toplevel)
+                if impl is not None:
+                    lookup[cls] = impl  # cache: the next call is one dict lookup
+                    return impl
         raise TypeError(f"tabprep.backend.{self.__name__}: no implementation for objects of type "
                         f"{cls.__module__}.{cls.__qualname__}")
 
