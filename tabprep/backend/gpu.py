@@ -42,7 +42,6 @@ from .gpu_reductions import (  # noqa: F401
 )
 
 log = logging.getLogger("tabprep.backend")
-gpu_warmup.start()  # pre-builds the hot paths' CuPy kernels while the first partitions are read
 
 
 # ---------------------------------------------------------------------------
@@ -494,3 +493,9 @@ def _index_of(series: Any, vocab: Any, data: Any = None):
     cand = sorted_voc.take(safe).reset_index(drop=True)
     found = (cand == s).fillna(False).values & (pos < n) & ~nulls
     return cupy.where(found, order[safe], -1).astype("int64")
+
+
+# last, once every implementation above is registered: the warm-up thread dispatches on cuDF and
+# CuPy objects at once, and started first (as it was) it could meet a dispatcher whose lazy loader
+# was this very import, find no registration yet and cache the CPU fallback for that type
+gpu_warmup.start()  # pre-builds the hot paths' CuPy kernels while the first partitions are read
