@@ -21,7 +21,7 @@ import tabprep.backend as tb
 from tabprep import backend, ops
 from tabprep.backend import DeviceColumn, HostColumn
 
-from conftest import frame_on, is_cpu, to_pandas
+from conftest import GPU_SKIP, frame_on, is_cpu, to_pandas
 
 FILL, LO, HI = -1, 0, 200
 
@@ -373,6 +373,48 @@ def test_criteo_chain_on_the_backend_equals_cpu_and_unfused(backend, monkeypatch
     assert ("HostColumn" if is_cpu(backend) else "DeviceColumn") in made_columns, made_columns
     assert_frames_same(fused, unfused, f"{backend} fused vs unfused {chain}")
     assert_frames_same(fused, cpu, f"{backend} vs cpu {chain}")
+
+
+@pytest.mark.gpu
+@GPU_SKIP
+def test_device_chain_checks_its_columns_for_nan_together(monkeypatch):
+    """A fused chain's float outputs are checked for NaN together (one copy to the host): a column
+    without NaN is made without cuDF's own NaN count (a wait for the device each), a column with NaN
+    (in its input, or made by LogOp of values below -1) still has them made nulls. The frames equal
+    those of ``TABPREP_GPU_BATCH_NAN_CHECK=0`` (cuDF's check per column) and the CPU's."""
+    import cudf
+    from cudf.core.column.numerical import NumericalColumn
+
+    from tabprep.backend import gpu_warmup
+
+    monkeypatch.delenv("TABPREP_GPU_WARMUP", raising=False)
+    monkeypatch.setenv("TABPREP_DEVICE_FUSION", "1")
+    gpu_warmup.start()
+    assert gpu_warmup.READY.wait(300)
+    r = np.random.default_rng(5)
+    n = 1000
+    df = pd.DataFrame({"clean": r.uniform(0, 10, n), "below": r.uniform(-3, 3, n),
+                       "nan": np.where(r.random(n) < 0.2, np.nan, r.uniform(0, 5, n))})
+    wf = tp.Workflow(["clean", "below", "nan"] >> ops.LogOp()).fit(df)
+    data = cudf.from_pandas(df, nan_as_null=False)
+    calls = []
+    real = NumericalColumn.nans_to_nulls
+
+    def counted(self):
+        calls.append(len(self))
+        return real(self)
+
+    monkeypatch.setattr(NumericalColumn, "nans_to_nulls", counted)
+    batched = to_pandas(wf.transform(data))
+    n_batched = len(calls)
+    monkeypatch.setenv("TABPREP_GPU_BATCH_NAN_CHECK", "0")
+    calls.clear()
+    each = to_pandas(wf.transform(data))
+    # (cuDF also checks columns elsewhere, e.g. a column made by a kernel with a mask: counted in both runs)
+    assert n_batched < len(calls), (n_batched, len(calls))
+    assert batched["below"].isna().sum() > 0 and batched["nan"].isna().sum() >= (df["nan"].isna()).sum()
+    assert_frames_same(batched, each, "batched NaN check vs cuDF's per column")
+    assert_frames_same(batched, to_pandas(wf.transform(df)), "GPU vs CPU")
 
 
 def test_device_fusion_is_on_by_default_and_off_with_0(monkeypatch):

@@ -39,7 +39,7 @@ from .arrays import (ALIGN, LOG_SMALL, _numpy_kind_dtype, array_clip_bounds, arr
                      log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
                      to_host, to_numpy, value_counts)
 from .columns import (ArrayColumn, DeviceColumn, HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
-                      host_columns_supported, host_series, log1p_host, normalize_host)
+                      host_columns_supported, host_series, host_series_many, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
                    has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
@@ -63,7 +63,7 @@ from .reductions import (any_true, count_order, finite_minmax, finite_moments, f
 __all__ = [
     "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "shard_counts", "top_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
-    "host_columns_supported", "host_series", "index_of_values", "log1p_host", "normalize_host",
+    "host_columns_supported", "host_series", "host_series_many", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",
     "clip_series", "column_array", "compute_device", "compute_options", "compute_options_for",
     "concat_columns", "concat_rows", "device", "empty_frame", "empty_frame_like", "frame_column", "fill_nulls",

@@ -28,7 +28,7 @@ equals its own unfused one.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -148,6 +148,17 @@ def _host_series(col: HostColumn, like: pd.Series, name: Any) -> pd.Series:
         cls = pd.arrays.BooleanArray if values.dtype.kind == "b" else pd.arrays.IntegerArray
         return pd.Series(cls(values, mask), index=like.index, name=name, copy=False)
     return pd.Series(values, index=like.index, name=name, copy=False)
+
+
+host_series_many = Dispatch("host_series_many", """``host_series_many(first, cols, likes, names)``: the
+:func:`host_series` of each of a fused chain's kernel columns ``cols`` (``likes``, ``names``: each
+one's), in order. Dispatched on ``first`` (``cols[0]``), so that a backend can batch their device
+work: cuDF checks every float column for NaN with one copy to the host.""")
+
+
+@host_series_many.register(object)
+def _host_series_many(first: Any, cols: Sequence[Any], likes: Sequence[Any], names: Sequence[Any]) -> List[Any]:
+    return [host_series(col, like, name) for col, like, name in zip(cols, likes, names)]
 
 
 def host_column_from_arrow(arr: Any) -> Optional[HostColumn]:
@@ -303,4 +314,4 @@ def normalize_host(col: ArrayColumn, mean: float, std: float, dtype: str = "floa
 register_gpu_lazy(host_column, host_columns_supported)
 
 __all__ = ["ArrayColumn", "DeviceColumn", "HostColumn", "LOG_SMALL", "clip_host", "fill_host", "host_column", "host_column_from_arrow",
-           "host_column_to_arrow", "host_columns_supported", "host_series", "log1p_host", "normalize_host"]
+           "host_column_to_arrow", "host_columns_supported", "host_series", "host_series_many", "log1p_host", "normalize_host"]

@@ -130,11 +130,39 @@ def _device_column(series: Any) -> Optional[C.DeviceColumn]:
 
 
 @C.host_series.register(C.DeviceColumn)
-def _device_series(col: C.DeviceColumn, like: Any, name: Any) -> Any:
-    # built as the ops' transforms build their outputs (new_series of a CuPy array), nulls set from the mask
+def _device_series(col: C.DeviceColumn, like: Any, name: Any, nan_free: bool = False) -> Any:
+    # built as the ops' transforms build their outputs (new_series of a CuPy array: NaN become
+    # nulls), nulls set from the mask; ``nan_free``: the values are known to hold no NaN
     if _FAST_COLUMNS and isinstance(col.values, cupy.ndarray) and col.values.ndim == 1:
         # the values' column straight into a series (no Series constructor: ~1.3 ms per column)
-        out = _series_of(cudf.core.column.as_column(col.values), name, like)
+        out = _series_of(cudf.core.column.as_column(col.values, nan_as_null=False if nan_free else None), name, like)
     else:
         out = F.new_series(col.values, like=like, name=name)
     return out if col.mask is None else F.set_nulls(out, col.mask)
+
+
+#: ``TABPREP_GPU_BATCH_NAN_CHECK=0`` (read per call, for A/B runs): each float column's NaN check by cuDF
+BATCH_NAN_CHECK_ENV = "TABPREP_GPU_BATCH_NAN_CHECK"
+
+
+def _nan_checkable(col: Any) -> bool:
+    """A mask-less 1-D float device column (a masked one holds NaN in its null slots: cuDF's path)."""
+    return (isinstance(col, C.DeviceColumn) and col.mask is None and isinstance(col.values, cupy.ndarray)
+            and col.values.ndim == 1 and col.values.dtype.kind == "f")
+
+
+@C.host_series_many.register(C.DeviceColumn)
+def _device_series_many(first: Any, cols: Any, likes: Any, names: Any) -> list:
+    # cuDF's as_column counts a float array's NaN (to make them nulls) and copies the count to the
+    # host: a wait for everything queued on the device, the other thread's read and transform
+    # included, 13 per chunk of the online Criteo workflow (the loader's producer threads under
+    # cProfile, benchmarks/loader_consumer.py --cprofile). Here the chain's float columns are
+    # checked together, one copy to the host for all; a column without NaN is made without cuDF's
+    # check, one with NaN (and every other column) as before, so the series are the same
+    checked = [i for i, col in enumerate(cols) if _FAST_COLUMNS and _nan_checkable(col)]
+    nan_free: set = set()
+    if len(checked) > 1 and os.environ.get(BATCH_NAN_CHECK_ENV, "1") != "0":
+        has_nan = cupy.stack([cupy.isnan(cols[i].values).any() for i in checked]).get()
+        nan_free = {i for i, flag in zip(checked, has_nan.tolist()) if not flag}
+    return [_device_series(col, like, name, nan_free=True) if i in nan_free else C.host_series(col, like, name)
+            for i, (col, like, name) in enumerate(zip(cols, likes, names))]

@@ -101,6 +101,7 @@ def run_chain(ops: List[Operator], columns: List[str], inp: Any,
     declines). ``timer(i, seconds)``: optional, called with the time spent in ``ops[i]``."""
     out: Dict[str, Any] = {}
     declined: List[str] = []
+    made: List[tuple] = []   # (column, kernel column): series made together below
     spent = [0.0] * len(ops)
     for c in columns:
         t = clock() if timer else 0.0
@@ -121,7 +122,12 @@ def run_chain(ops: List[Operator], columns: List[str], inp: Any,
         if col is None:
             declined.append(c)
             continue
-        out[c] = backend.host_series(col, like=inp[c], name=c)
+        made.append((c, col))
+    if made:   # all at once: the backend may batch their device work (one wait for the GPU, not one each)
+        t = clock() if timer else 0.0
+        names = [c for c, _ in made]
+        series = backend.host_series_many(made[0][1], [col for _, col in made], [inp[c] for c in names], names)
+        out.update(zip(names, series))
         if timer:
             spent[-1] += clock() - t
     if declined:  # the ops' own transforms, op after op, on the columns no kernel took
