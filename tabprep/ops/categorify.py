@@ -231,22 +231,30 @@ class Categorify(StatOperator):
         """Vocabulary name -> path of a parquet file of it, as NVTabular 23.08's ``op.categories``
         (``unique.<name>.parquet``): one row per vocabulary value in id order, columns ``<name>``
         (the value) and ``<name>_size`` (its count in the fitted data), the index being the id.
-        Written on first access after a fit into a temporary folder (empty dict before fit)."""
+        Written on first access after a fit into a temporary folder (empty dict before fit), which
+        is removed with the op (garbage collected, or at the latest when the process exits) or when
+        a later fit's vocabularies replace it: read the files while the op lives, or copy them."""
         if not self.stats_:
             return {}
         cached = getattr(self, "_categories_files", None)
         if cached is not None and cached[0] is self.stats_:
             return dict(cached[1])
+        import shutil
         import tempfile
+        import weakref
 
+        if cached is not None:
+            cached[2]()   # the previous fit's files (this op's own folder)
         folder = Path(tempfile.mkdtemp(prefix="tabprep-categories-"))
+        # the folder is tabprep's: gone with the op or at exit, where it stayed in the temp dir for good
+        remove = weakref.finalize(self, shutil.rmtree, str(folder), True)
         files = {}
         for key in self.stats_:
             frame = self.category_frame(key)
             path = folder / f"unique.{key}.parquet"
             frame.to_parquet(path)
             files[key] = str(path)
-        self._categories_files = (self.stats_, files)
+        self._categories_files = (self.stats_, files, remove)
         return dict(files)
 
     def category_frame(self, key: str) -> Any:
@@ -543,6 +551,7 @@ class Categorify(StatOperator):
         state = dict(self.__dict__)
         state["_index_cache"] = {}  # rebuilt lazily where the op runs
         state.pop("_table_layout", None)
+        state.pop("_categories_files", None)   # the folder stays this op's: a copy writes its own
         return state
 
     def state_for_workers(self, state: Dict[str, Any]) -> Dict[str, Any]:

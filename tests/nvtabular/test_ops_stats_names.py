@@ -74,3 +74,32 @@ def test_categorify_categories_file_has_nvtabulars_unnamed_index(tmp_path):
         assert list(cats.reset_index().columns) == ["index", "c", "c_size"]
         assert cats.index.tolist() == list(range(start, start + 3))
         assert list(op.category_frame("c").reset_index().columns) == ["index", "c", "c_size"]
+
+
+def test_categorify_categories_files_do_not_outlive_the_op_or_the_process():
+    """The temporary folder of ``op.categories`` is tabprep's own: it is removed when the op is
+    garbage collected and when the process exits (each access after a fit used to leave a
+    ``tabprep-categories-*`` folder in the temp dir for good)."""
+    import copy
+    import gc
+    import os
+    import subprocess
+    import sys
+
+    op = ops.Categorify()
+    tp.Workflow(["c"] >> op).fit(tp.Dataset(_df()))
+    folder = os.path.dirname(op.categories["c"])
+    assert os.path.exists(os.path.join(folder, "unique.c.parquet"))
+    twin = copy.deepcopy(op)   # (a copy, or a pickled op on a worker, writes a folder of its own)
+    assert os.path.dirname(twin.categories["c"]) != folder
+    del op
+    gc.collect()
+    assert not os.path.exists(folder)
+    assert pd.read_parquet(twin.categories["c"])["c"].tolist() == ["b", "a", "c"]
+
+    code = ("import pandas as pd, tabprep as tp\nfrom tabprep import ops\nop = ops.Categorify()\n"
+            "tp.Workflow(['c'] >> op).fit(tp.Dataset(pd.DataFrame({'c': ['a', 'b', 'a']})))\n"
+            "print(op.categories['c'])\n")
+    path = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+    assert path.endswith("unique.c.parquet")
+    assert not os.path.exists(os.path.dirname(path))
