@@ -32,6 +32,9 @@ same steps on one batch held on the device (constant inputs): near 1, training i
 
 ``--train-keras``: the same ratio for examples/criteo_dlrm.py's Keras DLRM on Keras' backend, fed by
 ``KerasSequenceLoader`` (``train_on_batch`` steps, which read the loss back as the torch step does).
+``--train-transformed`` (diagnostic): the training loaders read the data transformed beforehand by
+the training workflow (written once, not timed) with nothing online, so no cuDF kernel of the
+loader shares the GPU with the training step: what the online transform costs the ratio.
 """
 from __future__ import annotations
 
@@ -218,7 +221,19 @@ def ahead(batches: Any, n: int) -> Any:
     t.join()
 
 
-def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -> Dict[str, float]:
+def train_source(wf: Any, files: list, args: argparse.Namespace, work: str) -> tuple:
+    """``(files, workflow to map or None)`` the training loader reads: the raw files with ``wf`` online,
+    or (``--train-transformed``) those files transformed by ``wf`` beforehand (once per run and
+    workflow layout), nothing online."""
+    if not args.train_transformed:
+        return files, wf
+    done = os.path.join(work, f"criteo_{args.rows}_train_{args.train_buckets}")
+    shutil.rmtree(done, ignore_errors=True)
+    wf.transform(tp.Dataset(files, cpu=not args.gpu)).to_parquet(done, row_group_size=args.row_group)
+    return sorted(glob.glob(os.path.join(done, "*.parquet"))), None
+
+
+def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], work: str) -> Dict[str, float]:
     """examples/torch_dlrm.py's model and training step fed by ``TorchAsyncItr`` (the workflow online)
     against the same number of steps on one batch already on the device (constant inputs)."""
     import torch
@@ -231,8 +246,10 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -
     torch.manual_seed(0)
     wf = dlrm_workflow(args.train_buckets)
     wf.fit(tp.Dataset(files, cpu=not args.gpu))
-    itr = TorchAsyncItr(files, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=0,
-                        **common).map(wf)
+    source, online = train_source(wf, files, args, work)
+    itr = TorchAsyncItr(source, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=0, **common)
+    if online is not None:
+        itr = itr.map(online)
     model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), args.train_dim).to(itr.device)
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
 
@@ -270,7 +287,7 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -
     return out
 
 
-def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any]) -> Dict[str, float]:
+def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], work: str) -> Dict[str, float]:
     """examples/criteo_dlrm.py's Keras DLRM (on Keras' backend, ``KERAS_BACKEND``) trained step by step
     (``train_on_batch``, which reads the loss back, as the torch step does) on the batches of
     ``KerasSequenceLoader`` (the workflow online) against the same steps on one batch (constant inputs)."""
@@ -280,8 +297,11 @@ def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, A
 
     wf = keras_workflow(args.train_buckets)
     wf.fit(tp.Dataset(files, cpu=not args.gpu))
-    loader = KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=0,
-                                 **common).map(wf)
+    source, online = train_source(wf, files, args, work)
+    loader = KerasSequenceLoader(source, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=0,
+                                 **common)
+    if online is not None:
+        loader = loader.map(online)
     model = build_dlrm(wf.output_schema, args.train_dim, jit="auto" if args.gpu else False)
     x0, y0 = loader[0]
     for _ in range(5):   # warm-up: compiles, optimizer state
@@ -338,6 +358,9 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
                     help="--train/--train-keras: converted batches taken from the loader by a thread of the "
                          "benchmark, N ahead of the training loop (diagnostic: is the conversion on the "
                          "training thread what the ratio loses?)")
+    ap.add_argument("--train-transformed", action="store_true",
+                    help="--train/--train-keras: the loaders read data transformed beforehand by the training "
+                         "workflow, nothing online (diagnostic: what the online transform on the GPU costs the ratio)")
     args = ap.parse_args(argv)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
@@ -351,6 +374,7 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
         wf.fit(tp.Dataset(files, cpu=not args.gpu))
         common = dict(shuffle=True, buffer_size=buffer_size, parts_per_chunk=2, device=device, threads=args.threads)
         where = f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}"
+        fed_by = "data transformed beforehand" if args.train_transformed else "workflow online"
         results: Dict[str, Any] = {"rows": args.rows, "batch": args.batch, "gpu": args.gpu}
         results["workflow"] = online = loader_table(files, wf, args, common)
         if args.no_workflow:
@@ -360,15 +384,15 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
             results["no_workflow"] = loader_table(sorted(glob.glob(os.path.join(done, "*.parquet"))), None, args,
                                                   common)
         if args.train:
-            results["train"] = train_ratio(files, args, common)
+            results["train"] = train_ratio(files, args, common, work)
         if args.train_keras:
-            results["train_keras"] = train_keras_ratio(files, args, common)
+            results["train_keras"] = train_keras_ratio(files, args, common, work)
         print_table(f"{where}, workflow online:", online)
         if args.no_workflow:
             print_table(f"{where}, no workflow (data transformed beforehand):", results["no_workflow"])
         if args.train:
             t = results["train"]
-            print(f"{where}, DLRM training (examples/torch_dlrm.py's model, {args.train_buckets:,} buckets): "
+            print(f"{where}, DLRM training (examples/torch_dlrm.py's model, {args.train_buckets:,} buckets, {fed_by}): "
                   f"loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs {t['constant_rows_per_s']:,.0f} "
                   f"rows/s: {t['ratio']:.2f}x")
         if args.train_keras:
@@ -376,7 +400,7 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
 
             t = results["train_keras"]
             print(f"{where}, Keras DLRM training (examples/criteo_dlrm.py's model on {BACKEND}, {args.train_buckets:,} "
-                  f"buckets): loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs "
+                  f"buckets, {fed_by}): loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs "
                   f"{t['constant_rows_per_s']:,.0f} rows/s: {t['ratio']:.2f}x")
         if args.json:
             with open(args.json, "w") as f:
