@@ -26,9 +26,11 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import tempfile
 import time
 from typing import Any, Dict, List
@@ -235,6 +237,8 @@ def main() -> None:
                          "first, and report the median of the pairs' ratios (steadier than best-of on a shared machine)")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="tabprep-profile-bench-")
+    if not args.workdir:   # (its own temporary folder: gone at exit, where it stayed with the data)
+        atexit.register(shutil.rmtree, work, True)
     data = os.path.join(work, "criteo")
     if not glob.glob(os.path.join(data, "*.parquet")):
         generate_criteo(args.rows, data, files=args.files, seed=0)

@@ -41,9 +41,11 @@ what is comparable (see ``docs/guide/data-quality.md``, "Against TFDV"):
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -284,6 +286,8 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write the full results here")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="tabprep-drift-tfdv-")
+    if not args.workdir:   # (its own temporary folder: gone at exit, where it stayed with the data)
+        atexit.register(shutil.rmtree, work, True)
     data = os.path.join(work, "criteo")
     if not glob.glob(os.path.join(data, "*.parquet")):
         generate_criteo(args.rows, data, files=2, seed=0)

@@ -8,6 +8,8 @@ to float32 rounding, plus a save on GPU / load on CPU round trip. Exit code 1 if
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 import traceback
@@ -137,6 +139,7 @@ def main() -> int:
     @check("Dataset parquet on GPU + save(GPU)/load(CPU)")
     def _():
         d = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, d, True)   # (its own temporary folder: gone at exit)
         df.to_parquet(f"{d}/x.parquet", row_group_size=1000)
         wf = tp.Workflow((["i64", "s"] >> ops.Categorify()) + (["f"] >> ops.FillMissing() >> ops.Normalize()) + ["label"])
         wf.fit(tp.Dataset(f"{d}/x.parquet", cpu=False, part_size=20000))

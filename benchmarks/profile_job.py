@@ -25,10 +25,12 @@ threaded run with py-spy, once with ``--gil`` (only samples of a thread holding 
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import io
 import os
 import pstats
+import shutil
 import tempfile
 import time
 from collections import defaultdict
@@ -84,6 +86,7 @@ def main() -> None:
     if args.clock == "cpu":
         wf.op_clock = time.thread_time  # CPU seconds of the thread running the op
     out = tempfile.mkdtemp(prefix="tabprep-profile-")
+    atexit.register(shutil.rmtree, out, True)   # (its own temporary folder: gone at exit)
     phases = {}
     per_phase: dict = {}
     for name, job in (("fit", lambda: wf.fit(ds)),

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -124,6 +126,8 @@ def main(argv: Any = None) -> Dict[str, Any]:
     from tabprep.serving import ServingTransform
 
     wd = args.workdir or tempfile.mkdtemp(prefix="tabprep-serving-bench-")
+    if not args.workdir:   # (its own temporary folder: gone at exit, where it stayed with the data)
+        atexit.register(shutil.rmtree, wd, True)
     raw, valid, wf_dir = os.path.join(wd, "train"), os.path.join(wd, "valid"), os.path.join(wd, "wf")
     res: Dict[str, Any] = {"rows": args.rows}
     if not os.path.exists(os.path.join(wf_dir, "workflow.json")):

@@ -24,7 +24,9 @@ batch (its start-up is not contention).
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import threading
 import time
@@ -113,6 +115,8 @@ def main(argv: Any = None) -> dict:
     import tempfile
 
     work = args.dir or tempfile.mkdtemp(prefix="tabprep-contention-")
+    if not args.dir:   # (its own temporary folder: gone at exit)
+        atexit.register(shutil.rmtree, work, True)
     files = raw_data(work, args.rows, args.files, args.row_group)
     loops = [x for x in args.loops.split(",") if x]
     results = {}
