@@ -35,6 +35,9 @@ same steps on one batch held on the device (constant inputs): near 1, training i
 ``--train-transformed`` (diagnostic): the training loaders read the data transformed beforehand by
 the training workflow (written once, not timed) with nothing online, so no cuDF kernel of the
 loader shares the GPU with the training step: what the online transform costs the ratio.
+``--held N`` (diagnostic): also the same steps cycling over the first N loader batches held on the
+device (distinct inputs, no loader running): near the constant-input rate, the constant batch is not
+faster by itself and what the ratio loses is the loader beside the steps.
 """
 from __future__ import annotations
 
