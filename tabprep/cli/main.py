@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import click
 
 from .._version import __version__
-from .runtime import (EXIT_TERM, check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
+from .runtime import (EXIT_INTERRUPTED, EXIT_TERM, check_columns, check_output, handle_errors, input_rows, job_options, make_dataset,
                       output_options, read_options, resolve_inputs, setup_logging, storage_options_option)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -483,13 +483,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Any:
     try:
         return cli.main(args=list(argv) if argv is not None else None, prog_name="tabprep")
     except SystemExit as exc:
-        if exc.code == EXIT_TERM:
-            exit_now(EXIT_TERM)
+        if exc.code in (EXIT_TERM, EXIT_INTERRUPTED):   # stopped, cleanup done: nothing to wait for
+            exit_now(exc.code)
         raise
 
 
 def exit_now(code: int) -> None:
-    """End the process after a SIGTERM, once the job's cleanup has run (temporaries removed, the
+    """End the process after a SIGTERM or Ctrl-C, once the job's cleanup has run (temporaries removed, the
     ``terminated`` line written): the streams are flushed and the interpreter's shutdown is
     skipped. That shutdown, and the exit handlers, wait for every thread still running a task of
     the job (dask's threads go on with the tasks they had started): a task that does not return,

@@ -31,6 +31,8 @@ EXIT_PIPE = 141
 
 #: stopped by SIGTERM (Kubernetes, Slurm): 128 + 15, the status a shell reports for it
 EXIT_TERM = 143
+#: stopped by Ctrl-C (SIGINT): 128 + 2
+EXIT_INTERRUPTED = 130
 
 
 class Terminated(KeyboardInterrupt):
@@ -42,22 +44,49 @@ class Terminated(KeyboardInterrupt):
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """While the block runs (in the main thread), SIGTERM raises :class:`Terminated`; the
-    previous handler is restored afterwards. Elsewhere (a thread) nothing changes."""
+    previous handler is restored afterwards. Elsewhere (a thread) nothing changes.
+
+    SIGTERM and Ctrl-C's SIGINT (where Python's default handler has it) reach the main thread
+    wherever the kernel delivered them (:class:`~tabprep.cli.signals.MainThreadRelay`): one that
+    landed on a worker thread while the main thread waited for a task that did not return was
+    never handled, and the job stayed alive."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     import signal   # here, not at the top: `tabprep --help` imports this module (startup, #32)
 
+    from .signals import MainThreadRelay
+
+    relay: Optional[MainThreadRelay] = None
+
     def raise_terminated(signum: int, frame: Any) -> None:
         # once: a second SIGTERM must not interrupt the cleanup the first one started (a
         # supervisor that insists sends SIGKILL after its grace period)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if relay is not None:
+            relay.handled(signum)
         raise Terminated()
 
+    def raise_interrupt(signum: int, frame: Any) -> None:   # Python's default_int_handler, told to the relay
+        if relay is not None:
+            relay.handled(signum)
+        raise KeyboardInterrupt()
+
     previous = signal.signal(signal.SIGTERM, raise_terminated)
+    relayed = [signal.SIGTERM]
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupt)
+        relayed.append(signal.SIGINT)
     try:
+        if hasattr(signal, "pthread_kill"):   # (POSIX; elsewhere the handlers alone, as before)
+            relay = MainThreadRelay(relayed)
         yield
     finally:
+        if relay is not None:
+            relay.stop()
+        if len(relayed) > 1:
+            signal.signal(signal.SIGINT, previous_int)
         signal.signal(signal.SIGTERM, previous)
 
 
@@ -204,7 +233,7 @@ def handle_errors(fn: Optional[Callable] = None, *, sigterm: bool = True) -> Any
             raise click.exceptions.Exit(EXIT_TERM)
         except KeyboardInterrupt:
             click.echo("error: interrupted", err=True)
-            raise click.exceptions.Exit(130)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the CLI's job is to turn any failure into one line
             if isinstance(exc, BrokenPipeError) and stdout_reader_gone():
                 quiet_stdout()
