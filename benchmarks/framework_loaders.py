@@ -35,6 +35,8 @@ same steps on one batch held on the device (constant inputs): near 1, training i
 ``--train-transformed`` (diagnostic): the training loaders read the data transformed beforehand by
 the training workflow (written once, not timed) with nothing online, so no cuDF kernel of the
 loader shares the GPU with the training step: what the online transform costs the ratio.
+``--train-stacked``: ``--train-keras`` on stacked batches, with the example's ``StackedDLRM``
+(``examples/criteo_dlrm.py --stacked``).
 ``--held N`` (diagnostic): also the same steps cycling over the first N loader batches held on the
 device (distinct inputs, no loader running): near the constant-input rate, the constant batch is not
 faster by itself and what the ratio loses is the loader beside the steps.
@@ -338,10 +340,10 @@ def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, A
     wf.fit(tp.Dataset(files, cpu=not args.gpu))
     source, online = train_source(wf, files, args, work)
     loader = KerasSequenceLoader(source, args.batch, label_names=["label"], cat_names=CATS, cont_names=CONTS, seed=0,
-                                 **common)
+                                 stacked=args.train_stacked, **common)
     if online is not None:
         loader = loader.map(online)
-    model = build_dlrm(wf.output_schema, args.train_dim, jit="auto" if args.gpu else False)
+    model = build_dlrm(wf.output_schema, args.train_dim, jit="auto" if args.gpu else False, stacked=args.train_stacked)
     x0, y0 = loader[0]
     for _ in range(5):   # warm-up: compiles, optimizer state
         model.train_on_batch(x0, y0)
@@ -401,6 +403,9 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap.add_argument("--train-transformed", action="store_true",
                     help="--train/--train-keras: the loaders read data transformed beforehand by the training "
                          "workflow, nothing online (diagnostic: what the online transform on the GPU costs the ratio)")
+    ap.add_argument("--train-stacked", action="store_true",
+                    help="--train-keras: stacked batches (stacked=True) into the example's StackedDLRM (python "
+                         "examples/criteo_dlrm.py --stacked), the fast layout on JAX")
     ap.add_argument("--held", type=int, default=0,
                     help="--train/--train-keras: also the steps cycling over the first N batches held on the device "
                          "(distinct inputs, no loader beside the steps; diagnostic: is the constant batch faster by itself?)")
@@ -442,7 +447,7 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
             from tabprep.loader.keras import BACKEND
 
             t = results["train_keras"]
-            print(f"{where}, Keras DLRM training (examples/criteo_dlrm.py's model on {BACKEND}, {args.train_buckets:,} "
+            print(f"{where}, Keras DLRM training (examples/criteo_dlrm.py's {'StackedDLRM, stacked batches' if args.train_stacked else 'model'} on {BACKEND}, {args.train_buckets:,} "
                   f"buckets, {fed_by}): loader-fed {t['fed_rows_per_s']:,.0f} rows/s, constant inputs "
                   f"{t['constant_rows_per_s']:,.0f} rows/s: {t['ratio']:.2f}x" + held_note(t, args.held))
         if args.json:

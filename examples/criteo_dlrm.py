@@ -2,6 +2,7 @@
 
     python examples/criteo_dlrm.py                       # 200k generated rows, CPU or GPU
     python examples/criteo_dlrm.py --rows 2000000 --epochs 2 --batch 65536
+    KERAS_BACKEND=jax python examples/criteo_dlrm.py --stacked    # stacked batches, StackedDLRM
 
 Steps:
 
@@ -18,6 +19,10 @@ Steps:
    stacked) and, inside its ``call``, ``layers.ContinuousFeatures`` followed by the bottom MLP;
    ``layers.DotProductInteraction`` on the stack; a top MLP. ``KerasSequenceValidater`` adds
    ``val_loss`` / ``val_auc`` at each epoch end.
+
+``--stacked``: the loaders hand batches over as ``{"cats": (batch, 26), "conts": (batch, 13)}``
+(``stacked=True``) and :class:`StackedDLRM` takes them: the same model with its 26 tables as one,
+the fast layout on JAX.
 
 Runs on any Keras 3 backend: ``KERAS_BACKEND=jax`` (or ``torch``) trains the same model without
 TensorFlow, e.g. on a GPU machine that has JAX or PyTorch but no TensorFlow.
@@ -132,9 +137,53 @@ class DLRM(keras.Model):
         return self.click(x)
 
 
-def build_dlrm(schema: tp.Schema, dim: int, jit: Any = False) -> keras.Model:
-    sizes = {c: (schema[c].cardinality, dim) for c in CATS}
-    model = DLRM(sizes, CONTS, dim)
+@keras.saving.register_keras_serializable(package="criteo_dlrm")
+class StackedDLRM(keras.Model):
+    """The same DLRM on stacked batches (``KerasSequenceLoader(stacked=True)``): ``x["cats"]``
+    ``(batch, 26)`` ids, ``x["conts"]`` ``(batch, 13)``. The 26 embedding tables are one table of
+    their rows end to end (each column's ids shifted past the previous columns' rows: the same
+    parameters, one gather instead of 26); the bottom MLP, the pairwise dot products and the top
+    MLP as in :class:`DLRM`. The fast layout on JAX, where each array a batch hands over costs
+    Python time."""
+
+    def __init__(self, cardinalities: List[int], dim: int, bottom_units: Tuple[int, ...] = (64,),
+                 top_units: Tuple[int, ...] = (128, 64), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cardinalities, self.dim = [int(c) for c in cardinalities], int(dim)
+        self.bottom_units, self.top_units = tuple(bottom_units), tuple(top_units)
+        # int32: the tables' rows end to end stay far below 2**31 (26 x 100k buckets: 2.6M)
+        self.offsets = np.cumsum([0] + self.cardinalities[:-1]).astype(np.int32)
+        self.embedding = keras.layers.Embedding(sum(self.cardinalities), self.dim)
+        self.bottom = [keras.layers.Dense(u, activation="relu") for u in self.bottom_units + (self.dim,)]
+        self.interaction = layers.DotProductInteraction()
+        self.top = [keras.layers.Dense(u, activation="relu") for u in self.top_units]
+        self.click = keras.layers.Dense(1, activation="sigmoid", name="click")
+
+    def call(self, inputs: Dict[str, Any]) -> Any:
+        ids = kops.cast(inputs["cats"], "int32") + self.offsets               # (batch, 26) rows of the one table
+        dense = kops.cast(inputs["conts"], "float32")
+        for layer in self.bottom:
+            dense = layer(dense)                                                # (batch, dim)
+        stacked = kops.concatenate([kops.expand_dims(dense, 1), self.embedding(ids)], axis=1)   # (batch, 27, dim)
+        x = kops.concatenate([dense, self.interaction(stacked)], axis=1)
+        for layer in self.top:
+            x = layer(x)
+        return self.click(x)
+
+    def get_config(self) -> Dict[str, Any]:
+        cfg = super().get_config()
+        cfg.update(cardinalities=self.cardinalities, dim=self.dim, bottom_units=list(self.bottom_units),
+                   top_units=list(self.top_units))
+        return cfg
+
+
+def build_dlrm(schema: tp.Schema, dim: int, jit: Any = False, stacked: bool = False) -> keras.Model:
+    """The compiled DLRM: per-column inputs (:class:`DLRM`), or stacked ones (:class:`StackedDLRM`,
+    for ``KerasSequenceLoader(stacked=True)``)."""
+    if stacked:
+        model: keras.Model = StackedDLRM([schema[c].cardinality for c in CATS], dim)
+    else:
+        model = DLRM({c: (schema[c].cardinality, dim) for c in CATS}, CONTS, dim)
     # XLA compilation of this graph costs more than it saves on small CPU runs (Keras' "auto"
     # compiles on the CPU too); on the GPU pass --jit
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy",
@@ -153,6 +202,8 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
     ap.add_argument("--cpu", action="store_true", help="force the CPU (pandas) even when cuDF is present")
     ap.add_argument("--jit", action="store_true", help="let Keras XLA-compile the train step (jit_compile='auto')")
     ap.add_argument("--dir", default=None, help="work folder (default: temporary)")
+    ap.add_argument("--stacked", action="store_true",
+                    help="stacked batches ({cats: (batch, 26), conts: (batch, 13)}) and StackedDLRM: the fast layout on JAX")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -170,15 +221,16 @@ def main(argv: List[str] | None = None) -> Dict[str, float]:
 
         train = KerasSequenceLoader(os.path.join(train_dir, "*.parquet"), batch_size=args.batch, label_names=["label"],
                                     cat_names=CATS, cont_names=CONTS, shuffle=True, seed=0,
-                                    buffer_size=args.buffer_size, parts_per_chunk=2, device=device).map(wf)
+                                    buffer_size=args.buffer_size, parts_per_chunk=2, device=device,
+                                    stacked=args.stacked).map(wf)
         valid = KerasSequenceLoader(os.path.join(valid_dir, "*.parquet"), batch_size=args.batch,
                                     label_names=["label"], cat_names=CATS, cont_names=CONTS, shuffle=False,
-                                    buffer_size=args.buffer_size, device=device).map(wf)
-        model = build_dlrm(wf.output_schema, args.dim, jit="auto" if args.jit else False)
+                                    buffer_size=args.buffer_size, device=device, stacked=args.stacked).map(wf)
+        model = build_dlrm(wf.output_schema, args.dim, jit="auto" if args.jit else False, stacked=args.stacked)
         hist = model.fit(train, epochs=args.epochs, callbacks=[KerasSequenceValidater(valid)], verbose=2)
         result = {k: float(v[-1]) for k, v in hist.history.items()}
         losses = hist.history["loss"]
-        print(f"criteo_dlrm (Keras on {BACKEND}): {args.rows:,} rows, {len(train)} batches/epoch on "
+        print(f"criteo_dlrm (Keras on {BACKEND}{', stacked' if args.stacked else ''}): {args.rows:,} rows, {len(train)} batches/epoch on "
               f"{'CPU' if train.loader.cpu else 'GPU'}; loss per epoch {[round(v, 4) for v in losses]}; "
               f"final {result}")
         if len(losses) > 1:

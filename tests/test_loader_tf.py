@@ -258,6 +258,18 @@ def test_example_criteo_dlrm_runs(tmp_path):
     assert np.isfinite(result["val_loss"])
 
 
+def test_example_criteo_dlrm_runs_on_stacked_batches(tmp_path):
+    """``--stacked``: the loaders' stacked batches into StackedDLRM (one table for the 26 columns);
+    the example asserts that the training loss falls."""
+    ex = _example("criteo_dlrm")
+    result = ex.main(["--rows", "20000", "--batch", "2048", "--epochs", "2", "--buckets", "1000", "--dim", "8",
+                      "--dir", str(tmp_path), "--stacked"])
+    assert {"loss", "auc", "val_loss", "val_auc"} <= set(result)
+    assert np.isfinite(result["val_loss"])
+    model = ex.StackedDLRM([1000] * 26, 8)
+    assert model.offsets.tolist() == [1000 * k for k in range(26)]   # column k's ids after the k tables before it
+
+
 def test_example_movielens_multihot_runs(tmp_path):
     result = _example("movielens_multihot").main(["--rows", "20000", "--epochs", "1", "--layout", "dense",
                                                   "--dir", str(tmp_path)])
