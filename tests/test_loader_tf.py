@@ -266,8 +266,31 @@ def test_example_criteo_dlrm_runs_on_stacked_batches(tmp_path):
                       "--dir", str(tmp_path), "--stacked"])
     assert {"loss", "auc", "val_loss", "val_auc"} <= set(result)
     assert np.isfinite(result["val_loss"])
-    model = ex.StackedDLRM([1000] * 26, 8)
-    assert model.offsets.tolist() == [1000 * k for k in range(26)]   # column k's ids after the k tables before it
+
+
+def test_example_stacked_dlrm_computes_what_the_per_column_dlrm_does():
+    """StackedDLRM on ``{"cats": (B, 26), "conts": (B, 13)}`` with DLRM's weights gives DLRM's
+    predictions on the same rows as per-column inputs (the reference: the example's per-column
+    model), so a training ratio on stacked batches measures the layout, not another model."""
+    ex = _example("criteo_dlrm")
+    rng = np.random.default_rng(0)
+    cards, dim, rows = [int(c) for c in rng.integers(5, 40, len(ex.CATS))], 4, 32
+    per_col = ex.DLRM({c: (n, dim) for c, n in zip(ex.CATS, cards)}, ex.CONTS, dim)
+    stacked = ex.StackedDLRM(cards, dim)
+    ids = np.stack([rng.integers(0, n, rows) for n in cards], axis=1).astype("int64")
+    conts = rng.normal(size=(rows, len(ex.CONTS))).astype("float32")
+    x_col = {c: ids[:, [k]] for k, c in enumerate(ex.CATS)}
+    x_col.update({c: conts[:, [k]] for k, c in enumerate(ex.CONTS)})
+    ref = np.asarray(per_col(x_col))
+    stacked({"cats": ids, "conts": conts})   # (built)
+    emb = per_col.embedding_layer
+    for k, c in enumerate(ex.CATS):
+        stacked.tables[k].set_weights(emb.embeddings.tables[c].get_weights())
+    for mine, theirs in zip(stacked.bottom + stacked.top + [stacked.click], emb.bottom + per_col.top + [per_col.click]):
+        mine.set_weights(theirs.get_weights())
+    got = np.asarray(stacked({"cats": ids, "conts": conts}))
+    assert got.shape == ref.shape == (rows, 1)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
 def test_example_movielens_multihot_runs(tmp_path):
