@@ -132,11 +132,9 @@ def f(col):
 '''
 
 
-def test_sigterm_exits_at_once_while_a_task_of_the_job_is_still_running(tmp_path):
-    """After SIGTERM the job cleans up and exits with 143 even though one of dask's threads is
-    still running a task: the interpreter's shutdown joins those threads, so a task that goes on
-    (here one that sleeps, as a slow write may) held the terminated process alive past its
-    'terminated' line (a CI run saw a terminated `tabprep transform` still alive 60 s later)."""
+def _stuck_job(tmp_path: Path):
+    """``(process, its TMPDIR)``: ``tabprep fit-transform`` on 4 files whose third holds a row that
+    makes the spec's LambdaOp write ``stuck`` and sleep 600 s (a task that does not return)."""
     data = _data(tmp_path / "data", rows=20_000, files=4)
     frame = pd.read_parquet(data / "part02.parquet")
     frame.loc[0, "x"] = 12345.0
@@ -145,8 +143,16 @@ def test_sigterm_exits_at_once_while_a_task_of_the_job_is_still_running(tmp_path
     (tmp_path / "slowmod.py").write_text(SLOW_MOD)
     tmpdir = tmp_path / "TMP"
     tmpdir.mkdir()
-    proc = _tabprep(["fit-transform", tmp_path / "spec.yaml", data, "--out", tmp_path / "out", "--workflow-out",
-                     tmp_path / "wfo", "-q"], tmp_path, tmpdir)
+    return _tabprep(["fit-transform", tmp_path / "spec.yaml", data, "--out", tmp_path / "out", "--workflow-out",
+                     tmp_path / "wfo", "-q"], tmp_path, tmpdir), tmpdir
+
+
+def test_sigterm_exits_at_once_while_a_task_of_the_job_is_still_running(tmp_path):
+    """After SIGTERM the job cleans up and exits with 143 even though one of dask's threads is
+    still running a task: the interpreter's shutdown joins those threads, so a task that goes on
+    (here one that sleeps, as a slow write may) held the terminated process alive past its
+    'terminated' line (a CI run saw a terminated `tabprep transform` still alive 60 s later)."""
+    proc, tmpdir = _stuck_job(tmp_path)
     try:
         _wait_for(lambda: (tmp_path / "stuck").exists(), proc)
         start = time.monotonic()
@@ -182,16 +188,7 @@ def test_a_stop_signal_that_lands_on_a_worker_thread_still_stops_the_job(tmp_pat
     runs the handler only in the main thread, and only once that thread runs Python code again:
     a main thread blocked in dask's wait for a task that does not return never did, and the job
     stayed alive (about 1 CI run in 60 hung so; here the signal goes to a worker thread on purpose)."""
-    data = _data(tmp_path / "data", rows=20_000, files=4)
-    frame = pd.read_parquet(data / "part02.parquet")
-    frame.loc[0, "x"] = 12345.0
-    frame.to_parquet(data / "part02.parquet")
-    (tmp_path / "spec.yaml").write_text(SLOW_SPEC)
-    (tmp_path / "slowmod.py").write_text(SLOW_MOD)
-    tmpdir = tmp_path / "TMP"
-    tmpdir.mkdir()
-    proc = _tabprep(["fit-transform", tmp_path / "spec.yaml", data, "--out", tmp_path / "out", "--workflow-out",
-                     tmp_path / "wfo", "-q"], tmp_path, tmpdir)
+    proc, tmpdir = _stuck_job(tmp_path)
     try:
         _wait_for(lambda: (tmp_path / "stuck").exists(), proc)
         os.kill(proc.pid, signal.SIGCONT)
@@ -206,3 +203,4 @@ def test_a_stop_signal_that_lands_on_a_worker_thread_still_stops_the_job(tmp_pat
     assert said in err.decode() and "Traceback" not in err.decode(), err.decode()
     assert _hidden(tmp_path) == [], "temporaries left behind"
     assert not (tmp_path / "out").exists() and not (tmp_path / "wfo").exists()
+    assert os.listdir(tmpdir) == [], os.listdir(tmpdir)
