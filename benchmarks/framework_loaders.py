@@ -238,14 +238,35 @@ def train_source(wf: Any, files: list, args: argparse.Namespace, work: str) -> t
     return sorted(glob.glob(os.path.join(done, "*.parquet"))), None
 
 
-def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], work: str) -> Dict[str, float]:
-    """examples/torch_dlrm.py's model and training step fed by ``TorchAsyncItr`` (the workflow online)
-    against the same number of steps on one batch already on the device (constant inputs)."""
+def torch_dlrm_step(wf: tp.Workflow, dim: int, device: Any) -> Callable[[Dict[str, Any], Any], float]:
+    """``step(x, y)``: one training step of examples/torch_dlrm.py's DLRM (sized by ``wf``'s output
+    schema, embeddings of ``dim``, on ``device``) with Adam, its loss read back as the example does."""
     import torch
     from torch import nn
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-    from torch_dlrm import DLRM, criteo_workflow as dlrm_workflow
+    from torch_dlrm import DLRM
+
+    model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), dim).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+
+    def step(x: Dict[str, Any], y: Any) -> float:
+        loss = nn.functional.binary_cross_entropy_with_logits(model(x), y.float())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return step
+
+
+def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], work: str) -> Dict[str, float]:
+    """examples/torch_dlrm.py's model and training step fed by ``TorchAsyncItr`` (the workflow online)
+    against the same number of steps on one batch already on the device (constant inputs)."""
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from torch_dlrm import criteo_workflow as dlrm_workflow
     from tabprep.loader.torch import TorchAsyncItr
 
     torch.manual_seed(0)
@@ -255,16 +276,7 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], w
     itr = TorchAsyncItr(source, batch_size=args.batch, cats=CATS, conts=CONTS, labels=["label"], seed=0, **common)
     if online is not None:
         itr = itr.map(online)
-    model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), args.train_dim).to(itr.device)
-    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
-
-    def step(x: Dict[str, Any], y: Any) -> float:   # the example's step, its loss read back included
-        loss = nn.functional.binary_cross_entropy_with_logits(model(x), y.float())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
+    step = torch_dlrm_step(wf, args.train_dim, itr.device)
     x0, y0 = itr.peek()
     x0 = {k: v.clone() for k, v in x0.items()}
     y0 = y0.clone()

@@ -41,7 +41,7 @@ sys.path.insert(2, os.path.join(os.path.dirname(HERE), "examples"))
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import tabprep as tp  # noqa: E402
-from framework_loaders import CATS, CONTS, raw_data  # noqa: E402
+from framework_loaders import CATS, CONTS, raw_data, torch_dlrm_step  # noqa: E402
 
 
 def run_loader(files: List[str], wf: Any, device: Any, batch: int, stop: threading.Event, made: List[int]) -> None:
@@ -123,8 +123,7 @@ def main(argv: Any = None) -> dict:
     print(f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}, {args.steps} steps:")
     if any(x.startswith("torch") for x in loops):
         import torch
-        from torch import nn
-        from torch_dlrm import DLRM, criteo_workflow
+        from torch_dlrm import criteo_workflow
 
         from tabprep.loader.torch import TorchAsyncItr
 
@@ -136,16 +135,11 @@ def main(argv: Any = None) -> dict:
         x0, y0 = {k: v.clone() for k, v in x0.items()}, y0.clone()
         itr.close()
         torch.manual_seed(0)
-        model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), 16).to(y0.device)
-        opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+        train = torch_dlrm_step(wf, 16, y0.device)
         sync = torch.cuda.synchronize if args.gpu else (lambda: None)
 
         def step() -> float:
-            loss = nn.functional.binary_cross_entropy_with_logits(model(x0), y0.float())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return float(loss.detach())
+            return train(x0, y0)
 
         if "torch" in loops:
             results["torch"] = measure("torch, current stream", step, sync, files, wf, args)
