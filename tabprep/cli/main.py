@@ -26,7 +26,8 @@ import click
 
 from .._version import __version__
 from .runtime import (EXIT_INTERRUPTED, EXIT_TERM, check_columns, check_output, handle_errors, input_rows,
-                      job_options, make_dataset, output_options, read_options, resolve_inputs, setup_logging, storage_options_option)
+                      job_options, make_dataset, output_options, read_options, resolve_inputs, setup_logging,
+                      storage_options_option)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TRUSTED_HELP = ("Import the functions and op classes WF_DIR names even when they are not registered "

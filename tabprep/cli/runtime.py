@@ -73,19 +73,18 @@ def sigterm_as_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt()
 
     previous = signal.signal(signal.SIGTERM, raise_terminated)
-    relayed = [signal.SIGTERM]
     previous_int = signal.getsignal(signal.SIGINT)
-    if previous_int is signal.default_int_handler:
+    own_int = previous_int is signal.default_int_handler   # (a handler the user set is left alone)
+    if own_int:
         signal.signal(signal.SIGINT, raise_interrupt)
-        relayed.append(signal.SIGINT)
     try:
         if hasattr(signal, "pthread_kill"):   # (POSIX; elsewhere the handlers alone, as before)
-            relay = MainThreadRelay(relayed)
+            relay = MainThreadRelay([signal.SIGTERM, signal.SIGINT] if own_int else [signal.SIGTERM])
         yield
     finally:
         if relay is not None:
             relay.stop()
-        if len(relayed) > 1:
+        if own_int:
             signal.signal(signal.SIGINT, previous_int)
         signal.signal(signal.SIGTERM, previous)
 
