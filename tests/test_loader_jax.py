@@ -269,3 +269,25 @@ def test_gpu_views_starting_inside_their_buffer_reach_xla_usable(start):
     np.testing.assert_array_equal(np.asarray(got.astype(jnp.int32) + 1), np.arange(start, start + 50) + 1)
     f = cupy.linspace(0, 1, 77, dtype=cupy.float32)[start:]
     np.testing.assert_allclose(np.asarray(_to_jax(f) * 2), cupy.asnumpy(f) * 2)
+
+
+def test_the_columns_of_several_chunk_blocks_from_one_call_equal_their_slices():
+    """``ChunkBlocks.columns_many`` (the GPU path's one jitted call for all of a batch's blocks,
+    run here on numpy chunk blocks): every block's rows of the batch's span, in order, for batches
+    across a chunk, windows refreshed past their end, a short last batch and a new chunk."""
+    from tabprep.loader.jax import ChunkBlocks
+
+    r = np.random.default_rng(3)
+    held = ChunkBlocks()
+    for rows in (1000, 777):   # two chunks: new block objects, new windows
+        ids = r.integers(0, 1 << 30, (3, rows)).astype(np.int32)
+        floats = r.normal(size=(2, rows)).astype(np.float32)
+        label = r.random((1, rows)).astype(np.float32)
+        for a in range(0, rows, 64):
+            b = min(a + 64, rows)
+            got = held.columns_many([(0, (ids, a, b)), (1, (floats, a, b)), (2, (label, a, b))], keep_dims=False)
+            assert [len(g) for g in got] == [3, 2, 1]
+            for block, cols in zip((ids, floats, label), got):
+                for j, col in enumerate(cols):
+                    np.testing.assert_array_equal(np.asarray(col), block[j, a:b])
+                    assert np.asarray(col).dtype == block.dtype

@@ -360,6 +360,11 @@ class FrameworkLoader(LoaderViews):
         arr = self._array(block)
         return [arr[j] for j in range(block.shape[0])]
 
+    def _blocks_columns(self, items: List[Tuple[int, Tuple[str, ...], Any, Any]]) -> List[List[Any]]:
+        """:meth:`_block_columns` of each of a batch's blocks (``items``: :func:`spanned_blocks`), in
+        order; an adapter may hand them over together (JAX: one jitted call for all)."""
+        return [self._block_columns(block, span, i) for i, _, block, span in items]
+
     def _list_column(self, name: str, value: RaggedBatch) -> Any:
         from .nested import NestedBatch, pad_batch
 
@@ -410,8 +415,9 @@ class FrameworkLoader(LoaderViews):
             return self._convert_stacked(batch)
         done: Dict[str, Any] = {}
         if self._block_handoff:
-            for i, names, block, span in spanned_blocks(batch):
-                done.update(zip(names, self._block_columns(block, span, i)))   # one hand-off per block
+            items = spanned_blocks(batch)
+            for (_, names, _, _), cols in zip(items, self._blocks_columns(items)):
+                done.update(zip(names, cols))   # one hand-off per block
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             x[name] = done[name] if name in done else self._feature(name, batch[name])

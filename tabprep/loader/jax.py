@@ -65,6 +65,16 @@ def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
     return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
 
 
+@functools.lru_cache(maxsize=None)
+def _slicer_many(keep_dims: bool, size: int) -> Callable[[Any, Any], Any]:
+    """A jitted :func:`_slicer` of several windows at once (``windows``, ``starts``: tuples, one
+    per block): the rows of every block's batch slice, in order, from ONE dispatch per batch,
+    where one per block cost a dispatch each (compiled once per window shapes and batch size)."""
+    return jax.jit(lambda windows, starts: tuple(
+        col for w, start in zip(windows, starts)
+        for col in _rows(jax.lax.dynamic_slice_in_dim(w, start, size, axis=1), keep_dims)))
+
+
 def chunk_handoff() -> bool:
     """Whether GPU batches are taken from chunk blocks imported into JAX once per chunk
     (``TABPREP_JAX_CHUNK_HANDOFF=0``: a contiguous copy and an import per batch, as before)."""
@@ -92,7 +102,8 @@ class ChunkBlocks:
             held = owner._chunk_blocks = ChunkBlocks()
         return held
 
-    def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
+    def _window(self, i: int, span: Any) -> "tuple[Any, int]":
+        """(the jax window of block ``i`` holding ``span``'s rows, the span's first row in it)."""
         base, a, b = span
         a, b = int(a), int(b)
         held = self._held.get(i)
@@ -100,7 +111,24 @@ class ChunkBlocks:
             start, length = window_span(int(base.shape[1]), a, b - a)
             # (the chunk block is held for its identity: a new chunk is a new object)
             held = self._held[i] = (base, start, length, window_of(base, start, length))
-        return list(_slicer(keep_dims, b - a)(held[3], np.int32(a - held[1])))
+        return held[3], a - held[1]
+
+    def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
+        window, at = self._window(i, span)
+        return list(_slicer(keep_dims, int(span[2]) - int(span[1]))(window, np.int32(at)))
+
+    def columns_many(self, spans: Sequence[Any], keep_dims: bool) -> List[List[jax.Array]]:
+        """:meth:`columns` of several blocks of one batch (``spans``: ``(position, span)``, all of
+        one batch size), from one jitted call."""
+        held = [self._window(i, span) for i, span in spans]
+        size = int(spans[0][1][2]) - int(spans[0][1][1])
+        flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(np.int32(at) for _, at in held))
+        out, k = [], 0
+        for _, span in spans:
+            n = int(span[0].shape[0])
+            out.append(list(flat[k:k + n]))
+            k += n
+        return out
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
@@ -122,6 +150,19 @@ def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
         return chunks.columns(index, span, keep_dims)   # the chunk block imported once (ChunkBlocks)
     xp = backend.array_module(block)
     return list(_splitter(keep_dims)(_to_jax(xp.ascontiguousarray(block))))
+
+
+def blocks_columns(items: Sequence[Any], keep_dims: bool = False,
+                   chunks: Optional[ChunkBlocks] = None) -> List[List[jax.Array]]:
+    """:func:`block_columns` of each of a batch's blocks (``items``: ``(position, names, block,
+    span)``, :func:`tabprep.loader.blocks.spanned_blocks`), in order. GPU blocks that all lie in
+    their chunk blocks: every block's columns from ONE jitted call (:meth:`ChunkBlocks.columns_many`),
+    where one call per block cost a dispatch each (Criteo: ids, floats, label)."""
+    if (chunks is not None and len(items) > 1 and chunk_handoff()
+            and all(span is not None and not isinstance(block, np.ndarray) and span[0].flags.c_contiguous
+                    for _, _, block, span in items)):
+        return chunks.columns_many([(i, span) for i, _, _, span in items], keep_dims)
+    return [block_columns(block, keep_dims, span, chunks, i) for i, _, block, span in items]
 
 
 def _to_jax(arr: Any) -> jax.Array:
@@ -281,6 +322,11 @@ class JaxLoader(FrameworkLoader):
         if self.sharding is not None:
             arrays = tuple(jax.device_put(a, self.sharding) for a in arrays)
         return groups, arrays
+
+    def _blocks_columns(self, items: List[Any]) -> List[List[jax.Array]]:
+        if self.sharding is None:   # (sharded: each column put on the mesh, _block_columns)
+            return blocks_columns(items, chunks=ChunkBlocks.of(self))
+        return super()._blocks_columns(items)
 
     def _block_columns(self, block: Any, span: Any = None, index: int = 0) -> List[jax.Array]:
         cols = block_columns(block, span=span, chunks=ChunkBlocks.of(self), index=index)

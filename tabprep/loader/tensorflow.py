@@ -451,14 +451,14 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 self._feature(name, batch[name], batch, x)
             return (x, y) if self.loader.label_names else x
         done: Dict[str, Any] = {}
-        if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.block_columns)
+        if BACKEND == "jax":   # one DLPack import per block (see tabprep.loader.jax.blocks_columns)
             from .blocks import spanned_blocks
-            from .jax import ChunkBlocks, block_columns, check_int_ranges
+            from .jax import ChunkBlocks, blocks_columns, check_int_ranges
 
             check_int_ranges(self, batch)   # JAX's default (x64 off) would drop int64's high bits
-            chunks = ChunkBlocks.of(self)
-            for i, names, block, span in spanned_blocks(batch):
-                done.update(zip(names, block_columns(block, keep_dims=True, span=span, chunks=chunks, index=i)))
+            items = spanned_blocks(batch)
+            for (_, names, _, _), cols in zip(items, blocks_columns(items, keep_dims=True, chunks=ChunkBlocks.of(self))):
+                done.update(zip(names, cols))
         elif BACKEND == "torch":   # one DLPack hand-off per block, its rows as (batch, 1) views (as TorchAsyncItr)
             from .blocks import spanned_blocks
 
