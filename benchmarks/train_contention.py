@@ -111,7 +111,12 @@ def main(argv: Any = None) -> dict:
     ap.add_argument("--settle", type=float, default=1.0, help="seconds the loader runs before the clock starts")
     ap.add_argument("--buckets", type=int, default=100_000, help="HashBucket buckets of the models' workflows")
     ap.add_argument("--loops", default="torch,torch-side,keras")
+    ap.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                    help="sys.setswitchinterval for the run (Python's default 0.005): how long a thread that "
+                         "wants the GIL waits for one running Python before asking it to let go")
     args = ap.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     import tempfile
 
     work = args.dir or tempfile.mkdtemp(prefix="tabprep-contention-")
