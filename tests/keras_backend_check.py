@@ -75,10 +75,12 @@ def main() -> None:
     core, seen, peeking = train.loader, {}, []
     original, original_peek = core.batch_at, core.peek
 
-    def spy(i):                                      # the batches Keras trains on, per loader epoch
-        batch = original(i)
-        if not peeking:
-            seen.setdefault(core.epoch, []).append(np.asarray(batch["user"]).copy())
+    def spy(i, views=True):                          # the batches Keras trains on, per loader epoch
+        from tabprep.loader.blocks import with_views
+
+        batch = original(i, views=views)
+        if not peeking:   # (made whole if cut without its block columns' views: jax, torch)
+            seen.setdefault(core.epoch, []).append(np.asarray(with_views(batch)["user"]).copy())
         return batch
 
     def peek():

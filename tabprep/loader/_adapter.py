@@ -331,7 +331,7 @@ class FrameworkLoader(LoaderViews):
         return len(self.loader)
 
     def _batches(self) -> Iterator[Any]:
-        for batch in self.loader:
+        for batch in self.loader.iterate(views=self._views):
             yield self._convert(batch)
 
     def __iter__(self) -> Iterator[Any]:
@@ -349,6 +349,12 @@ class FrameworkLoader(LoaderViews):
     #: hand a batch's blocks over in one DLPack call each and take the columns as rows of the
     #: framework's 2-D array (torch: free views); False: one hand-off per column
     _block_handoff = True
+
+    @property
+    def _views(self) -> bool:
+        """Whether the core's batches must hold a view per block column (``DataLoader.iterate``):
+        not where the blocks are handed over (the conversion reads them, not the columns)."""
+        return not self._block_handoff
 
     def _array(self, arr: Any) -> Any:
         raise NotImplementedError
@@ -426,10 +432,13 @@ class FrameworkLoader(LoaderViews):
             return x
         ys = {}
         for name in labels:
+            if name in done:   # (a block column: single-valued)
+                ys[name] = done[name]
+                continue
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = done[name] if name in done else self._array(value)
+            ys[name] = self._array(value)
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
 
     def __repr__(self) -> str:

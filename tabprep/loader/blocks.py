@@ -41,7 +41,7 @@ class Batch(dict):
     was assembled from two chunks (its arrays are new, made on the consumer's thread), and
     ``spans``: where each block slice lies in its chunk's block."""
 
-    __slots__ = ("blocks", "joined", "spans")
+    __slots__ = ("blocks", "joined", "spans", "order")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -50,6 +50,9 @@ class Batch(dict):
         #: per block of ``blocks``, ``(chunk block, a, b)``: the slice is ``chunk_block[:, a:b]`` (a
         #: framework adapter may hand the whole chunk block over once); empty for a joined batch
         self.spans: List[Tuple[Any, int, int]] = []
+        #: None for a whole batch; for one cut without its block columns (``cut(..., views=False)``:
+        #: only the blocks hold them), every column's name in order (:func:`with_views` adds them)
+        self.order: Optional[Tuple[str, ...]] = None
 
 
 def spanned_blocks(batch: Any) -> List[Tuple[int, Tuple[str, ...], Any, Any]]:
@@ -91,8 +94,13 @@ def build_blocks(columns: Dict[str, Any], labels: Sequence[str], perm: Optional[
     return _BlockChunk({name: out[name] for name in columns}, num_rows, blocks)
 
 
-def cut(chunk: _Chunk, a: int, b: int) -> Batch:
-    """Rows ``[a, b)`` of a prepared chunk: views, no copy, no device work."""
+def cut(chunk: _Chunk, a: int, b: int, views: bool = True) -> Batch:
+    """Rows ``[a, b)`` of a prepared chunk: views, no copy, no device work.
+
+    ``views=False`` (framework adapters, which hand blocks over, not columns): the block columns
+    are left out of the dict (``batch.order`` lists every name; :func:`with_views` adds them). A
+    view per column cost about 5 us on a GPU (cupy), 0.19 ms a batch of Criteo's 40 columns under
+    cProfile, about 15% of a per-column JAX batch on transformed data."""
     batch = Batch()
     blocks = getattr(chunk, "blocks", None) or []
     rows: Dict[str, Any] = {}
@@ -100,10 +108,34 @@ def cut(chunk: _Chunk, a: int, b: int) -> Batch:
         view = blk.array[:, a:b]
         batch.blocks.append((blk.names, view))
         batch.spans.append((blk.array, a, b))
-        for j, n in enumerate(blk.names):
-            rows[n] = view[j]
+        if views:
+            for j, n in enumerate(blk.names):
+                rows[n] = view[j]
+        else:
+            rows.update(dict.fromkeys(blk.names))
+    if not views and blocks:
+        batch.order = tuple(chunk.columns)
+        for name, col in chunk.columns.items():
+            if name not in rows:
+                batch[name] = _slice(col, a, b)
+        return batch
     for name, col in chunk.columns.items():
         batch[name] = rows[name] if name in rows else _slice(col, a, b)
+    return batch
+
+
+def with_views(batch: Any) -> Any:
+    """``batch`` with every column in its dict: a batch cut without its block columns
+    (``cut(..., views=False)``) gets their views added, in the chunk's column order (in place);
+    any other batch is returned as it is."""
+    order = getattr(batch, "order", None)
+    if order is None:
+        return batch
+    rows = {n: view[j] for names, view in batch.blocks for j, n in enumerate(names)}
+    items = [(n, rows[n] if n in rows else batch[n]) for n in order]
+    batch.clear()
+    batch.update(items)
+    batch.order = None
     return batch
 
 
@@ -115,6 +147,7 @@ def join(parts: List[Batch]) -> Batch:
     batch then has no blocks."""
     if len(parts) == 1:
         return parts[0]
+    parts = [with_views(p) for p in parts]   # (the batch made here is a whole one)
     layout = [(names, arr.dtype) for names, arr in parts[0].blocks]
     same = all([(names, arr.dtype) for names, arr in p.blocks] == layout for p in parts[1:])
     if not same:
@@ -136,4 +169,4 @@ def join(parts: List[Batch]) -> Batch:
     return out
 
 
-__all__ = ["Batch", "build_blocks", "cut", "join", "spanned_blocks"]
+__all__ = ["Batch", "build_blocks", "cut", "join", "spanned_blocks", "with_views"]

@@ -229,6 +229,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         self._stream: Optional[_ChunkStream] = None
         self._gen: Optional[Iterator[Dict[str, Any]]] = None
         self._gen_next = -1
+        self._gen_views = True
         self._warned_nulls: set = set()
         self._warned_narrowing: set = set()
         self._warned_truncation: set = set()
@@ -470,8 +471,10 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         self._started = False
         self._done = False
 
-    def batch_at(self, index: int) -> Dict[str, Any]:
+    def batch_at(self, index: int, views: bool = True) -> Dict[str, Any]:
         """Batch ``index`` of the current epoch (random access, as Keras' ``__getitem__`` needs).
+        ``views=False``: without its block columns' views (framework adapters; see
+        :func:`~tabprep.loader.blocks.cut`).
 
         Sequential access (``0, 1, 2, ...``) costs one slice per batch. Asking for batch 0
         after the last batch of the epoch was served starts the next epoch (new shuffle).
@@ -490,10 +493,11 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
                 self._advance_epoch()
             if self._stream is None:
                 self._stream = _ChunkStream(self, self.plan(self.epoch))
-            if self._gen is None or self._gen_next != index:
+            if self._gen is None or self._gen_next != index or self._gen_views != views:
                 if self._gen is not None:
                     self._gen.close()
-                self._gen = _iter_batches(self._stream, index, self.batch_size, self.drop_last, self._exact)
+                self._gen = _iter_batches(self._stream, index, self.batch_size, self.drop_last, self._exact, views)
+                self._gen_views = views
             try:
                 batch = next(self._gen)
             except StopIteration:
@@ -508,6 +512,11 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         """One epoch of batches (each ``for`` loop over the loader is a new epoch)."""
+        return self.iterate()
+
+    def iterate(self, views: bool = True) -> Iterator[Dict[str, Any]]:
+        """:meth:`__iter__`; ``views=False``: batches without their block columns' views (what a
+        framework adapter, which hands the blocks over, reads: :func:`~tabprep.loader.blocks.cut`)."""
         self._ensure_ready()
         with self._lock:
             if self._started:
@@ -516,7 +525,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
             epoch = self.epoch
         stream = _ChunkStream(self, self.plan(epoch))
         try:
-            yield from _iter_batches(stream, 0, self.batch_size, self.drop_last, self._exact)
+            yield from _iter_batches(stream, 0, self.batch_size, self.drop_last, self._exact, views)
             self._done = True
         finally:
             stream.close()

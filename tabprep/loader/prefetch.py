@@ -201,9 +201,10 @@ def _weak_producer(loader: "DataLoader", plan: _EpochPlan, buffers: Optional[Buf
 
 
 def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_last: bool,
-                  exact: bool) -> Iterator[Dict[str, Any]]:
+                  exact: bool, views: bool = True) -> Iterator[Dict[str, Any]]:
     """Batches of ``stream``'s epoch from batch ``start_batch`` on (a plain function, so a
-    suspended generator does not keep its loader alive)."""
+    suspended generator does not keep its loader alive). ``views=False``: batches cut without
+    their block columns' views (:func:`~tabprep.loader.blocks.cut`), for framework adapters."""
     plan = stream.plan
     bs = batch_size
     nchunks = len(plan.chunks)
@@ -221,11 +222,11 @@ def _iter_batches(stream: _ChunkStream, start_batch: int, batch_size: int, drop_
         n = chunk.num_rows
         while pos < n:
             if not pending_rows and pos + bs <= n:
-                batch = cut(chunk, pos, pos + bs) if not skip else Batch()
+                batch = cut(chunk, pos, pos + bs, views) if not skip else Batch()
                 pos += bs
             else:
                 take = min(bs - pending_rows, n - pos)
-                pending.append(cut(chunk, pos, pos + take))
+                pending.append(cut(chunk, pos, pos + take, views))
                 pending_rows += take
                 pos += take
                 if pending_rows < bs:

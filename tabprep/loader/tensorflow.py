@@ -390,14 +390,21 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         with self._count_lock:
             position = self._count % n
             self._count += 1
-            batch = self._convert(self.loader.batch_at(position))
+            batch = self._convert(self.loader.batch_at(position, views=self._views))
         self._template = batch
         return batch
 
     def __iter__(self):
         """One epoch of ``(features, labels)`` (each ``for`` loop is a new epoch)."""
-        for batch in self.loader:
+        for batch in self.loader.iterate(views=self._views):
             yield self._convert(batch)
+
+    @property
+    def _views(self) -> bool:
+        # the core's batches without a view per block column where the conversion reads the
+        # blocks (stacked groups; per column on jax and torch, one hand-off per block); on
+        # TensorFlow the per-column layout converts column by column
+        return not self.stacked and BACKEND not in ("jax", "torch")
 
     def on_epoch_end(self) -> None:
         """Nothing to do: the loader starts a new epoch (new shuffle) when batch 0 is asked for
@@ -473,10 +480,13 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         labels = self.loader.label_names
         ys = {}
         for name in labels:
+            if name in done:   # (a block column: single-valued)
+                ys[name] = done[name]
+                continue
             value = batch[name]
             if isinstance(value, RaggedBatch):
                 raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = done[name] if name in done else _to_backend(_column(value))
+            ys[name] = _to_backend(_column(value))
         if not labels:
             return x
         return x, (ys[labels[0]] if len(labels) == 1 else ys)
