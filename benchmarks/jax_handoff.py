@@ -13,6 +13,13 @@ each batch is taken from them the ways a loader can, timed over every full batch
 
 The difference between the first two is the cost of the per-column array objects.
 
+* ``per column, one call``: every block's columns of a batch from ONE jitted call
+  (``tabprep.loader.jax._slicer_many``, what the per-column ``JaxLoader`` and Keras on JAX do on a
+  GPU since the fifteenth session). Measured on one H200 (windows of 16 batches of 65,536 rows,
+  26 + 13 + 1 columns, 2026-11-28): 576 us a batch with a call per block, 243 us with one call; a
+  call costs about 100 us and each output array about 6 us, so 16 batches per call (640 outputs)
+  gave 293 us a batch, no better.
+
 ``--stacked`` adds the layout of ``JaxLoader(stacked=True)`` (the first block as ``cats``, the second
 as ``conts``, the third as the label, transposed to ``(batch, columns)``):
 
@@ -76,15 +83,25 @@ def main() -> None:
             out = [jax.lax.dynamic_slice_in_dim(b, s, bs, axis=1) for b in blocks]
         jax.block_until_ready(out)
 
-    variants = [("per column", lambda: run(per_col)), ("per block", lambda: run(per_block)),
-                ("eager slice", lambda: eager(None))]
+    from tabprep.loader.jax import _slicer_many
+
+    all_cols = _slicer_many(False, bs)
+
+    def one_call():
+        out = None
+        for s in starts:
+            out = all_cols(tuple(blocks), tuple(np.int32(s) for _ in blocks))
+        jax.block_until_ready(out)
+
+    variants = [("per column", lambda: run(per_col)), ("per column, one call", one_call),
+                ("per block", lambda: run(per_block)), ("eager slice", lambda: eager(None))]
     if args.stacked:
         variants += stacked_variants(blocks, starts, bs, args.group)
     for label, fn in variants:
         fn()   # compile
         best = min(_timed(fn) for _ in range(args.passes))
         n = len(starts)
-        print(f"  {label:12s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
+        print(f"  {label:20s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
               f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
 
 
