@@ -59,17 +59,11 @@ def _rows(a: jax.Array, keep_dims: bool) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _slicer(keep_dims: bool, size: int) -> Callable[[jax.Array, Any], Any]:
-    """A jitted ``block[:, start:start + size]`` split into its rows, ``start`` a traced scalar: one
-    dispatch per batch and block, compiled once per window shape and batch size."""
-    return jax.jit(lambda a, start: _rows(jax.lax.dynamic_slice_in_dim(a, start, size, axis=1), keep_dims))
-
-
-@functools.lru_cache(maxsize=None)
 def _slicer_many(keep_dims: bool, size: int) -> Callable[[Any, Any], Any]:
-    """A jitted :func:`_slicer` of several windows at once (``windows``, ``starts``: tuples, one
-    per block): the rows of every block's batch slice, in order, from ONE dispatch per batch,
-    where one per block cost a dispatch each (compiled once per window shapes and batch size)."""
+    """A jitted ``window[:, start:start + size]`` of each of ``windows`` (``starts``: traced scalars;
+    both tuples, one per block) split into its rows: the rows of every block's batch slice, in
+    order, from ONE dispatch per batch, where one per block cost a dispatch each (compiled once per
+    window shapes and batch size)."""
     return jax.jit(lambda windows, starts: tuple(
         col for w, start in zip(windows, starts)
         for col in _rows(jax.lax.dynamic_slice_in_dim(w, start, size, axis=1), keep_dims)))
@@ -113,13 +107,9 @@ class ChunkBlocks:
             held = self._held[i] = (base, start, length, window_of(base, start, length))
         return held[3], a - held[1]
 
-    def columns(self, i: int, span: Any, keep_dims: bool) -> List[jax.Array]:
-        window, at = self._window(i, span)
-        return list(_slicer(keep_dims, int(span[2]) - int(span[1]))(window, np.int32(at)))
-
     def columns_many(self, spans: Sequence[Any], keep_dims: bool) -> List[List[jax.Array]]:
-        """:meth:`columns` of several blocks of one batch (``spans``: ``(position, span)``, all of
-        one batch size), from one jitted call."""
+        """The ``jax.Array`` columns of one batch's blocks (``spans``: ``(position, span)``, one per
+        block, all of one batch size), each block's list in order, from one jitted call."""
         held = [self._window(i, span) for i, span in spans]
         size = int(spans[0][1][2]) - int(spans[0][1][1])
         flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(np.int32(at) for _, at in held))
@@ -146,8 +136,8 @@ def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
         # on the CPU the block's rows are contiguous already: one device_put of all of them (XLA's
         # CPU client copies each once) costs less than a contiguous copy, a transfer and a split
         return list(jax.device_put([row[:, None] if keep_dims else row for row in block]))
-    if span is not None and chunks is not None and span[0].flags.c_contiguous and chunk_handoff():
-        return chunks.columns(index, span, keep_dims)   # the chunk block imported once (ChunkBlocks)
+    if _from_chunk(block, span, chunks):
+        return chunks.columns_many([(index, span)], keep_dims)[0]   # the chunk block imported once
     xp = backend.array_module(block)
     return list(_splitter(keep_dims)(_to_jax(xp.ascontiguousarray(block))))
 
@@ -158,11 +148,17 @@ def blocks_columns(items: Sequence[Any], keep_dims: bool = False,
     span)``, :func:`tabprep.loader.blocks.spanned_blocks`), in order. GPU blocks that all lie in
     their chunk blocks: every block's columns from ONE jitted call (:meth:`ChunkBlocks.columns_many`),
     where one call per block cost a dispatch each (Criteo: ids, floats, label)."""
-    if (chunks is not None and len(items) > 1 and chunk_handoff()
-            and all(span is not None and not isinstance(block, np.ndarray) and span[0].flags.c_contiguous
-                    for _, _, block, span in items)):
+    if items and all(_from_chunk(block, span, chunks) for _, _, block, span in items):
         return chunks.columns_many([(i, span) for i, _, _, span in items], keep_dims)
     return [block_columns(block, keep_dims, span, chunks, i) for i, _, block, span in items]
+
+
+def _from_chunk(block: Any, span: Any, chunks: Optional[ChunkBlocks]) -> bool:
+    """Whether a batch's device block is sliced from its chunk block held in ``chunks``
+    (:class:`ChunkBlocks`): the batch has its place in a C-ordered chunk block and the chunk
+    hand-off is on (:func:`chunk_handoff`)."""
+    return (chunks is not None and span is not None and not isinstance(block, np.ndarray)
+            and span[0].flags.c_contiguous and chunk_handoff())
 
 
 def _to_jax(arr: Any) -> jax.Array:
