@@ -104,6 +104,7 @@ def cut(chunk: _Chunk, a: int, b: int, views: bool = True) -> Batch:
     batch = Batch()
     blocks = getattr(chunk, "blocks", None) or []
     rows: Dict[str, Any] = {}
+    left_out: set = set()
     for blk in blocks:
         view = blk.array[:, a:b]
         batch.blocks.append((blk.names, view))
@@ -112,15 +113,12 @@ def cut(chunk: _Chunk, a: int, b: int, views: bool = True) -> Batch:
             for j, n in enumerate(blk.names):
                 rows[n] = view[j]
         else:
-            rows.update(dict.fromkeys(blk.names))
-    if not views and blocks:
+            left_out.update(blk.names)
+    if left_out:
         batch.order = tuple(chunk.columns)
-        for name, col in chunk.columns.items():
-            if name not in rows:
-                batch[name] = _slice(col, a, b)
-        return batch
     for name, col in chunk.columns.items():
-        batch[name] = rows[name] if name in rows else _slice(col, a, b)
+        if name not in left_out:
+            batch[name] = rows[name] if name in rows else _slice(col, a, b)
     return batch
 
 
