@@ -380,6 +380,18 @@ def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, A
     return out
 
 
+def add_switch_interval(ap: argparse.ArgumentParser) -> None:
+    """``--switch-interval S`` (this script's and train_contention.py's)."""
+    ap.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
+                    help="sys.setswitchinterval(S) in this process (Python hands the GIL to a waiting thread "
+                         "after S seconds; default 0.005): how much the training thread waits on the loader's")
+
+
+def apply_switch_interval(args: argparse.Namespace) -> None:
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+
+
 def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_args(ap, 2_000_000, None, "work folder (default: a temporary one, removed)")
@@ -405,9 +417,7 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
     ap.add_argument("--loaders", default="core,torch,jax", help="framework loaders to time besides core")
     ap.add_argument("--threads", type=int, default=None, help="loader threads preparing chunks (default: the loader's)")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--switch-interval", type=float, default=None,
-                    help="sys.setswitchinterval(S) in this process (Python hands the GIL to a waiting thread "
-                         "after S seconds; default 0.005): how much the training thread waits on the loader's")
+    add_switch_interval(ap)
     ap.add_argument("--ahead", type=int, default=0,
                     help="--train/--train-keras: converted batches taken from the loader by a thread of the "
                          "benchmark, N ahead of the training loop (diagnostic: is the conversion on the "
@@ -422,8 +432,7 @@ def main(argv: Optional[list] = None) -> Dict[str, Any]:
                     help="--train/--train-keras: also the steps cycling over the first N batches held on the device "
                          "(distinct inputs, no loader beside the steps; diagnostic: is the constant batch faster by itself?)")
     args = ap.parse_args(argv)
-    if args.switch_interval:
-        sys.setswitchinterval(args.switch_interval)
+    apply_switch_interval(args)
     device: Any = 0 if args.gpu else "cpu"
     buffer_size = args.buffer_size or (2_000_000 if args.gpu else 250_000)
 

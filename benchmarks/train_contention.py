@@ -41,7 +41,8 @@ sys.path.insert(2, os.path.join(os.path.dirname(HERE), "examples"))
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import tabprep as tp  # noqa: E402
-from framework_loaders import CATS, CONTS, raw_data, torch_dlrm_step  # noqa: E402
+from framework_loaders import (CATS, CONTS, add_switch_interval, apply_switch_interval, raw_data,  # noqa: E402
+                               torch_dlrm_step)
 
 
 def run_loader(files: List[str], wf: Any, device: Any, batch: int, stop: threading.Event, made: List[int]) -> None:
@@ -111,12 +112,9 @@ def main(argv: Any = None) -> dict:
     ap.add_argument("--settle", type=float, default=1.0, help="seconds the loader runs before the clock starts")
     ap.add_argument("--buckets", type=int, default=100_000, help="HashBucket buckets of the models' workflows")
     ap.add_argument("--loops", default="torch,torch-side,keras")
-    ap.add_argument("--switch-interval", type=float, default=None, metavar="SECONDS",
-                    help="sys.setswitchinterval for the run (Python's default 0.005): how long a thread that "
-                         "wants the GIL waits for one running Python before asking it to let go")
+    add_switch_interval(ap)
     args = ap.parse_args(argv)
-    if args.switch_interval is not None:
-        sys.setswitchinterval(args.switch_interval)
+    apply_switch_interval(args)
     import tempfile
 
     work = args.dir or tempfile.mkdtemp(prefix="tabprep-contention-")
