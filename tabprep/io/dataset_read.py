@@ -9,7 +9,7 @@ import contextlib
 import functools
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,10 +37,47 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         else:
             frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
     except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
-        where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
-        raise ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
-                         f"The file is corrupt: write it again, or leave it out of the data.") from exc
+        raise _corrupt(piece, exc) from exc
     return nullable_frame(frame, nullable)
+
+
+def _corrupt(piece: Piece, exc: BaseException) -> ValueError:
+    where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+    return ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
+                      f"The file is corrupt: write it again, or leave it out of the data.")
+
+
+def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tuple[str, Any]]]]:
+    """For a reader of :meth:`Dataset._piece_readers` that reads one piece of one local parquet
+    file as an Arrow table: ``columns(names)``, which yields ``(name, Arrow column)`` for each of
+    ``names`` (columns the reader reads), read one at a time
+    (:func:`tabprep.backend.read_parquet_columns`: the columns of the table the reader gives). None
+    for other readers (cuDF, several files in one piece, an empty piece, a remote file system:
+    there a whole piece is read at once, its column chunks coalesced)."""
+    if not (isinstance(read, functools.partial) and read.func is _read_piece and read.args):
+        return None
+    piece, kw = read.args[0], read.keywords
+    if not kw.get("arrow") or piece.more or not piece.row_groups or kw.get("columns") is None:
+        return None
+    path, filesystem = fsmod.arrow_path(piece.path, kw.get("storage_options"))
+    if filesystem is not None:
+        return None
+    known = set(kw["columns"])
+
+    def columns(names: Sequence[str]) -> Iterator[Tuple[str, Any]]:
+        unknown = [c for c in names if c not in known]
+        if unknown:
+            raise KeyError(f"columns {unknown} are not read by this partition's reader (it reads {sorted(known)})")
+        stream = backend.read_parquet_columns(path, piece.row_groups, list(names))
+        while True:
+            try:
+                item = next(stream)
+            except StopIteration:
+                return
+            except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
+                raise _corrupt(piece, exc) from exc
+            yield item
+    return columns
 
 
 def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, ...], handle: Any,
@@ -88,6 +125,30 @@ def timed_read(read: Callable[[], Any], handle: Any) -> Any:
     """``read()`` (a reader of :meth:`Dataset._piece_readers`), its seconds recorded as the ``(io)``
     read row of ``handle``'s ``op_timer`` when ``handle`` is a workflow that has one."""
     return _io_timed(handle, "read parquet", "read", read, len)
+
+
+def timed_columns(columns: Callable[[Sequence[str]], Iterator[Tuple[str, Any]]], names: Sequence[str],
+                  handle: Any) -> Iterator[Tuple[str, Any]]:
+    """``columns(names)`` (see :func:`piece_columns`), the seconds spent reading them recorded, once
+    they are all read, as the ``(io)`` read row of ``handle``'s ``op_timer`` when ``handle`` is a
+    workflow that has one (as :func:`timed_read` records a whole partition's read)."""
+    timer = getattr(handle, "op_timer", None)
+    if timer is None:
+        yield from columns(names)
+        return
+    clock = getattr(handle, "op_clock", time.perf_counter)
+    stream, spent, rows = columns(names), 0.0, 0
+    while True:
+        t0 = clock()
+        try:
+            name, col = next(stream)
+        except StopIteration:
+            break
+        finally:
+            spent += clock() - t0
+        rows = len(col)
+        yield name, col
+    timer("(io)", "read parquet", "read", spent, rows)
 
 
 def _io_timed(handle: Any, label: str, kind: str, call: Callable[[], Any], rows: Any) -> Any:

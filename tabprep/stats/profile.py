@@ -550,6 +550,15 @@ class ProfileStat:
             parts.update(partial_frame(df, rest, self.sample_every, self.vocabs, self.categorical, self.kll_every))
         return {c: parts[c] for c in columns}
 
+    def fit_column(self, name: str, col: Any) -> ColumnPartial:
+        """The partial of the column ``name`` of a partition, given alone (an Arrow column: a pass
+        that reads a partition column by column, ``workflow.tasks``): what :meth:`fit_partial` of a
+        table holding it gives for it."""
+        if name in self.counted and countable(col.type):
+            return counted_partial(col.type, len(col), col.null_count)
+        return column_partial(col, self.sample_every, self.vocabs.get(name), name in self.categorical,
+                              kll_every=self.kll_every)
+
     def _counted(self, df: Any, names: List[str]) -> Dict[str, ColumnPartial]:
         """:func:`counted_partial` of the columns ``names`` of the partition ``df`` (Arrow table,
         pandas or cuDF frame) that are ints (others get the sketches)."""
@@ -587,14 +596,3 @@ class ProfileStat:
     def fit_finalize(self, columns: Sequence[str], combined: Dict[str, ColumnPartial]) -> None:
         self.profile_ = finalize_profile(combined, columns, self.sample_every, self.kll_every)
 
-
-class StatUnit:
-    """A fit-pass work item that is not a graph node: ``op`` (the statistic) over the raw input
-    columns ``input_columns`` (what ``reduction.fit_graph`` and the tasks read of a node)."""
-
-    kind = "stat"
-
-    def __init__(self, op: Any, input_columns: Sequence[str]) -> None:
-        self.op = op
-        self.input_columns = list(input_columns)
-        self.parents: List[Any] = []

@@ -3,9 +3,9 @@ which sampling, which are ids. The profile itself is :mod:`tabprep.stats.profile
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
-from ..stats.profile import ProfileStat, StatUnit, kll_every_for
+from ..stats.profile import ProfileStat, kll_every_for
 
 log = logging.getLogger(__name__)
 
@@ -119,3 +119,15 @@ def id_columns(wf: Any) -> List[str]:
         if n.kind == "op" and getattr(n.op, "reads_ids", type(n.op).__name__ in _ID_OPS):
             out += [c for c in n.input_columns if c in raw and c not in out]
     return out
+
+
+class StatUnit:
+    """A fit-pass work item that is not a graph node: ``op`` (the statistic) over the raw input
+    columns ``input_columns`` (what ``reduction.fit_graph`` and the tasks read of a node)."""
+
+    kind = "stat"
+
+    def __init__(self, op: Any, input_columns: Sequence[str]) -> None:
+        self.op = op
+        self.input_columns = list(input_columns)
+        self.parents: List[Any] = []

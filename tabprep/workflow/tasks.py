@@ -14,7 +14,7 @@ import pyarrow as pa
 from .. import backend
 from .._util import is_frame
 from .._warn import task_warnings
-from ..io.dataset import nullable_frame, source_noted, timed_read
+from ..io.dataset import nullable_frame, piece_columns, source_noted, timed_columns, timed_read
 from ..ops.base import _OUT_OF_FOLD, Operator
 from ..schema import unit_drift
 from ..stats.vocab import narrow_ints, widen_ints
@@ -34,8 +34,35 @@ def _fit_partition(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[D
     with task_warnings(getattr(wf, "_warn_job", None)):  # a worker's warnings reach the client
         if callable(df) and not is_frame(df):
             with source_noted(df):  # which file the failing rows are in
+                streamed = _fit_streamed(wf, ids, df)
+                if streamed is not None:
+                    return streamed
                 return _fit_frame(wf, ids, timed_read(df, wf), nullable)
         return _fit_frame(wf, ids, df, nullable)
+
+
+def _fit_streamed(wf: "Workflow", ids: List[str], read: Any) -> Optional[Dict[str, Any]]:
+    """The partials of ``ids`` when each is a statistic that takes a partition column by column
+    (``fit_column``: the data profile of :func:`tabprep.profile`, which no op fits beside) and
+    ``read`` can give its columns so (:func:`~tabprep.io.dataset.piece_columns`: one local
+    parquet piece on the CPU): each column is read, given to the statistics, and dropped before
+    the next is read. The same partials as :func:`_fit_frame` of the whole table; None
+    otherwise."""
+    extra = getattr(wf, "_extra_units", None) or {}
+    if not ids or any(i not in extra or not hasattr(extra[i].op, "fit_column") for i in ids):
+        return None
+    columns = piece_columns(read)
+    if columns is None:
+        return None
+    units = [extra[i] for i in ids]
+    names = list(dict.fromkeys(c for u in units for c in u.input_columns))
+    done: Dict[str, Dict[str, Any]] = {i: {} for i in ids}
+    for name, col in timed_columns(columns, names, wf):
+        for i, u in zip(ids, units):
+            if name in u.input_columns:
+                done[i][name] = u.op.fit_column(name, col)
+        del col  # (one column held at a time)
+    return {i: {c: done[i][c] for c in u.input_columns} for i, u in zip(ids, units)}
 
 
 def _fit_frame(wf: "Workflow", ids: List[str], df: Any, nullable: Optional[Dict[str, str]],

@@ -46,7 +46,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
     #: so each pass is a new graph key while the workflow stays one key within a pass
     _fit_round: int = 0
     #: fit-pass work items that are not graph nodes, by id, during a fit pass (the data profile:
-    #: ``stats.profile.StatUnit``); the tasks find them with :meth:`nodes_by_id`
+    #: ``workflow.profiling.StatUnit``); the tasks find them with :meth:`nodes_by_id`
     _extra_units: Mapping[str, Any] = MappingProxyType({})
     #: the training data's profile (``profile.json``, see :mod:`tabprep.quality`), set by
     #: :meth:`fit` (``profile=True``) and saved under ``stats/``; None before
