@@ -18,7 +18,7 @@ import pylibcudf as plc
 from . import arrays as A
 from . import columns as C
 from . import frames as F
-from . import gpu_warmup
+from . import gpu_hash, gpu_warmup
 from .dispatch import register_gpu as _register
 from .gpu_reductions import _BOOL8, _murmur_mod, _plc_column, _scalar
 
@@ -61,6 +61,10 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
     if not (kind in _HASH_AS or (kind == "O" and A.is_string_series(series))) or not len(series):
         return A._bucket_ids(series, nb, dtype)
     col = _plc_column(series)
+    if kind in "iub":  # one kernel, where it is built (gpu_hash: the same ids)
+        fast = gpu_hash.bucket_ids(col, nb, dtype)
+        if fast is not None:
+            return _series_of(_plc_column(fast), series.name, series)
     if kind in _HASH_AS and col.type().id() != _HASH_AS[kind]:
         col = plc.unary.cast(col, plc.DataType(_HASH_AS[kind]))
     ids = _murmur_mod(col, nb)

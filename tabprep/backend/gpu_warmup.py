@@ -175,6 +175,13 @@ def _fused_chain(dtype: str) -> None:
         normalize_host(col, 1.0, 2.0, "float32")
 
 
+def _hash_buckets() -> None:
+    """HashBucket's one-kernel ids (:mod:`tabprep.backend.gpu_hash`), which run only once built here."""
+    from . import gpu_hash
+
+    gpu_hash.warm()
+
+
 def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
     # Categorify's kernels first (its lookup is the first op of most recommender workflows);
     # the fit compiles none: it runs on libcudf
@@ -185,7 +192,7 @@ def _tasks() -> List[Tuple[Callable[..., None], tuple]]:
         (_log1p, ("float64",)), (_k_copyto, (np.float32, np.nan)), (_k_copyto, (np.uint32,)),
         (_k_astype, (np.int32, np.int64)), (_k_astype, (np.int64, np.float64)),
         (_k_astype, (np.float64, np.float64)),
-        (_log1p, ("int32",)), (_log1p, ("float32",)), (_k_keyed_order, ()),
+        (_log1p, ("int32",)), (_log1p, ("float32",)), (_k_keyed_order, ()), (_hash_buckets, ()),
     ]
     if device_fusion():
         tasks += [(_fused_chain, ("int64",)), (_fused_chain, ("float32",)), (_fused_chain, ("float64",))]
