@@ -595,4 +595,3 @@ class ProfileStat:
 
     def fit_finalize(self, columns: Sequence[str], combined: Dict[str, ColumnPartial]) -> None:
         self.profile_ = finalize_profile(combined, columns, self.sample_every, self.kll_every)
-
