@@ -156,7 +156,7 @@ def _assert_identical(got: dict, want: dict, columns) -> None:
             assert g.pending.dtype == w.pending.dtype and g.pending.tolist() == w.pending.tolist(), c
 
 
-@pytest.mark.parametrize("n,every,kll_every", [(1000, 3, 4), (60_000, 2, 4), (60_000, 3, 1), (0, 2, 4)])
+@pytest.mark.parametrize("n,every,kll_every", [(1000, 3, 4), (80_000, 2, 4), (150_000, 3, 1), (0, 2, 4)])
 def test_partial_from_a_handed_sample_equals_the_arrow_sample_path(n, every, kll_every, monkeypatch):
     """``partial_with_exact`` given the sample as arrays (what ``profile_sample`` hands over from a
     device; here numpy arrays from a pandas frame, sorted by the host's ``sorted_sample``) builds
@@ -182,8 +182,10 @@ def test_partial_from_a_handed_sample_equals_the_arrow_sample_path(n, every, kll
     got = prof.partial_with_exact(df, cols, exact, every, vocabs, ["c"], kll_every)
     assert handed == [cols]
     _assert_identical(got, want, cols)
-    if n > 20_000:  # (large enough samples: sorted and sketched, not kept pending)
-        assert all(got[c].pending is None for c in cols)
+    sizes = {c: v.size for c, v in _strided_finite(df, cols, every).items()}
+    assert any(s > prof.PENDING_MAX for s in sizes.values()) == (n > 50_000)   # (both kinds are tested)
+    for c in cols:  # a large enough sample is sorted and sketched; a small one kept pending
+        assert (got[c].pending is None) == (sizes[c] > prof.PENDING_MAX), (c, sizes[c])
 
 
 # ---------------------------------------------------------------------------

@@ -253,9 +253,9 @@ def kll_every_for(sampled_rows: int) -> int:
     values; 1 below 16,384 rows. 16 at ``tp.profile``'s default 1M-row sample, 4 in a fit's
     50k-row one. The thinning's rank error is at most ``2 S / (n - S)`` (``S``: ``f // 2`` per
     sketched chunk, ``n``: the values sketched; ``quantile_thinning_error`` in profile.json);
-    a numeric column's chunks hold more than 16,384 values but for the last one merged
-    (:data:`tabprep.stats.profile.PENDING_MAX`), so it stays under about ``f / 16384 + 2 f / n``:
-    1.2e-3 at worst, 1.3e-4 at a 1M-row sample in 8 partitions, against the KLL sketch's own 1.3%."""
+    a numeric column's chunks hold more than 32,768 values but for the last one merged
+    (:data:`tabprep.stats.profile.PENDING_MAX`), so it stays under about ``f / 32768 + 2 f / n``:
+    7.3e-4 at worst, 1.3e-4 at a 1M-row sample in 8 partitions, against the KLL sketch's own 1.3%."""
     f = 1
     while f * 2 <= KLL_EVERY_MAX and sampled_rows // (f * 2) >= KLL_THINNED_MIN:
         f *= 2
