@@ -1,6 +1,6 @@
 """A profile pass on CPU parquet reads each partition one column at a time (``tasks._fit_streamed``,
 ``io.dataset.piece_columns``): the same profile as the whole-table path, each read of one column,
-the reads timed as a partition's read, and a corrupt page named as before."""
+the reads timed as a partition's read (a corrupt page met by a profile: ``tests/test_trust_io.py``)."""
 import json
 from typing import Any, List
 
@@ -86,13 +86,3 @@ def test_the_streamed_reads_are_timed_as_one_read_a_partition(tmp_path: Any) -> 
     assert sum(c[3] for c in reads) == len(df) and all(c[4] >= 0 for c in reads)
     assert wf.profile_["rows"] == len(df)
 
-
-def test_a_corrupt_page_met_by_a_profile_names_the_file(tmp_path: Any) -> None:
-    path = tmp_path / "x.parquet"
-    pd.DataFrame({"a": np.arange(100_000), "b": np.random.default_rng(0).random(100_000)}).to_parquet(path)
-    raw = bytearray(path.read_bytes())
-    raw[100:5000] = b"\x55" * 4900  # inside the first data pages; the footer stays readable
-    path.write_bytes(bytes(raw))
-    with pytest.raises(ValueError, match=r"row groups \[0\] of the parquet file .*x\.parquet.*corrupt") as info:
-        tp.profile(str(path))
-    assert isinstance(info.value.__cause__, (pa.ArrowException, OSError))

@@ -278,12 +278,15 @@ def test_read_errors_chain_the_arrow_error(tmp_path):
     assert isinstance(info.value.__cause__, pa.ArrowException)
 
 
-def test_a_corrupt_data_page_names_the_file(tmp_path):
+@pytest.mark.parametrize("read", [lambda p: tp.Dataset(p).compute(),
+                                  lambda p: tp.profile(p)],  # (a profile reads one column at a time)
+                         ids=["dataset", "profile"])
+def test_a_corrupt_data_page_names_the_file(tmp_path, read):
     path = tmp_path / "x.parquet"
     pd.DataFrame({"a": np.arange(100_000), "b": np.random.default_rng(0).random(100_000)}).to_parquet(path)
     raw = bytearray(path.read_bytes())
     raw[100:5000] = b"\x55" * 4900  # inside the first data pages; the footer stays readable
     path.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"row groups \[0\] of the parquet file .*x\.parquet") as info:
-        tp.Dataset(str(path)).compute()
+        read(str(path))
     assert isinstance(info.value.__cause__, (pa.ArrowException, OSError))
