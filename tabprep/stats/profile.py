@@ -293,12 +293,9 @@ def _sample_partial(t: pa.DataType, kind: str, counts: "tuple[int, int, int, int
 
 #: most sampled values a numeric column's partial keeps unsketched (:attr:`ColumnPartial.pending`),
 #: and most a merge of partials keeps before sketching them (1 MiB of 8-byte values): a fit's
-#: training profile samples about 50k rows in all, so its partials sort, hash and sketch nothing
-#: and the sketches are built once per column from the merged sample. 32,768 (16,384 before): a
-#: 250k-row partition of ``tp.profile``'s default 1M-row sample of 10M rows (25k values a column)
-#: then waits too, and 8 such partials are sketched once in their merge (fewer sketches' fixed
-#: costs; the same bounds, the thinning's smaller): 10M Criteo rows profiled in 1.60-1.68 s against
-#: 1.77-1.86 s (2 cores, 4 alternated runs; 1.87-2.03 s against 2.10-2.21 s each after a read pass)
+#: profile (50k rows in all) sorts, hashes and sketches nothing per partition. 32,768 (was 16,384):
+#: ``tp.profile``'s 25k values a column of a 250k-row partition of 10M rows wait too and 8 partials
+#: are sketched once in their merge: 1.60-1.68 s against 1.77-1.86 s (2 cores, 4 alternated runs)
 PENDING_MAX = 1 << 15
 PENDING_MERGED = 1 << 17
 #: the empty HLL of a partial whose values are pending (shared, never written: merges make new arrays)
