@@ -30,7 +30,7 @@ the hot paths is what bounds the cold cost.
 they first need them).
 
 The kernels warmed here follow the hot paths (Categorify's lookup and encoding, LogOp,
-Normalize, then the fused element-wise chains, which the GPU backend runs only once they are built); ``benchmarks/cold_start.py`` lists any kernel still compiled on the
+Normalize, HashBucket's one-kernel ids and the fused element-wise chains, which the GPU backend runs only once they are built); ``benchmarks/cold_start.py`` lists any kernel still compiled on the
 job's own threads, with its call site. A failure here only logs: the hot paths then compile
 their kernels when they first need them, as before.
 """
