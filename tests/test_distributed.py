@@ -480,3 +480,26 @@ def test_the_workers_copy_shares_arrays_and_unchanged_ops():
     assert copy.stat_nodes[1].op is wf.stat_nodes[1].op  # Normalize: by reference
     assert [n.op for n in copy.nodes if isinstance(n.op, ops.LambdaOp)] == [lam]
     pd.testing.assert_frame_equal(copy.transform_frame(df), wf.transform_frame(df))
+
+
+def test_profile_on_the_cluster_equals_the_local_one_and_pandas(cluster, data):
+    # the profile pass reads each partition column by column on the workers (the pickled readers,
+    # tasks._fit_streamed): the same exact figures as the threaded pass and as pandas
+    root, df = data
+    local = tp.profile(str(root), sample_every=1)
+    with distributed.Client(cluster):
+        remote = tp.profile(str(root), sample_every=1)
+    exact = ("count", "nulls", "nan", "inf", "numeric_count", "min", "max", "distinct", "distinct_exact")
+    for c in ("cat", "x", "label"):
+        assert {k: remote[c].get(k) for k in exact} == {k: local[c].get(k) for k in exact}, c
+        for k in ("mean", "std"):
+            assert remote[c].get(k) == pytest.approx(local[c].get(k), rel=1e-12), (c, k)
+    assert remote["label"]["frequent"] == local["label"]["frequent"]
+    x = df["x"].to_numpy()
+    finite = x[np.isfinite(x)]
+    assert remote.rows == len(df)
+    assert remote["cat"]["nulls"] == int(df["cat"].isna().sum())
+    assert (remote["x"]["nulls"], remote["x"]["inf"]) == (int(np.isnan(x).sum()), int(np.isinf(x).sum()))
+    assert (remote["x"]["min"], remote["x"]["max"]) == (float(finite.min()), float(finite.max()))
+    assert remote["x"]["mean"] == pytest.approx(float(finite.mean()), rel=1e-9)
+    assert remote["label"]["mean"] == pytest.approx(float(df["label"].mean()), rel=1e-12)
