@@ -68,15 +68,10 @@ def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tupl
         unknown = [c for c in names if c not in known]
         if unknown:
             raise KeyError(f"columns {unknown} are not read by this partition's reader (it reads {sorted(known)})")
-        stream = backend.read_parquet_columns(path, piece.row_groups, list(names))
-        while True:
-            try:
-                item = next(stream)
-            except StopIteration:
-                return
-            except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
-                raise _corrupt(piece, exc) from exc
-            yield item
+        try:   # (the consumer's own errors never pass through here: it holds no column between reads)
+            yield from backend.read_parquet_columns(path, piece.row_groups, list(names))
+        except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
+            raise _corrupt(piece, exc) from exc
     return columns
 
 
@@ -141,13 +136,14 @@ def timed_columns(columns: Callable[[Sequence[str]], Iterator[Tuple[str, Any]]],
     while True:
         t0 = clock()
         try:
-            name, col = next(stream)
+            item = next(stream)
         except StopIteration:
             break
         finally:
             spent += clock() - t0
-        rows = len(col)
-        yield name, col
+        rows = len(item[1])
+        yield item
+        del item   # (not held while the next column is read)
     timer("(io)", "read parquet", "read", spent, rows)
 
 
