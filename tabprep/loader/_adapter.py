@@ -154,6 +154,24 @@ class LoaderViews:
     def _add_batch_fn(self, fn: Callable[..., Any]) -> None:
         self._batch_fns = tuple(self._batch_fns) + (fn,)
 
+    def _with_labels(self, x: Any, batch: Dict[str, Any], done: Dict[str, Any], convert: Callable[[Any], Any]) -> Any:
+        """``(x, y)`` of a converted batch: ``y`` the label (a dict of them when there are several),
+        each from ``done`` (block columns already converted) or ``convert(batch[name])``; ``x``
+        alone for a loader without labels. A list column as a label is refused."""
+        labels = self.loader.label_names
+        if not labels:
+            return x
+        ys = {}
+        for name in labels:
+            if name in done:   # (a block column: single-valued)
+                ys[name] = done[name]
+                continue
+            value = batch[name]
+            if isinstance(value, RaggedBatch):
+                raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
+            ys[name] = convert(value)
+        return x, (ys[labels[0]] if len(labels) == 1 else ys)
+
     def _mapped(self, batch: Any) -> Any:
         for fn in self._batch_fns:
             batch = fn(*batch) if isinstance(batch, tuple) else fn(batch)
@@ -427,19 +445,7 @@ class FrameworkLoader(LoaderViews):
         x: Dict[str, Any] = {}
         for name in self.loader.cat_names + self.loader.cont_names:
             x[name] = done[name] if name in done else self._feature(name, batch[name])
-        labels = self.loader.label_names
-        if not labels:
-            return x
-        ys = {}
-        for name in labels:
-            if name in done:   # (a block column: single-valued)
-                ys[name] = done[name]
-                continue
-            value = batch[name]
-            if isinstance(value, RaggedBatch):
-                raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = self._array(value)
-        return x, (ys[labels[0]] if len(labels) == 1 else ys)
+        return self._with_labels(x, batch, done, self._array)
 
     def __repr__(self) -> str:
         return repr(self.loader).replace("DataLoader(", f"{type(self).__name__}(", 1)

@@ -477,19 +477,7 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 x[name] = done[name]
             else:
                 self._feature(name, batch[name], batch, x)
-        labels = self.loader.label_names
-        ys = {}
-        for name in labels:
-            if name in done:   # (a block column: single-valued)
-                ys[name] = done[name]
-                continue
-            value = batch[name]
-            if isinstance(value, RaggedBatch):
-                raise TypeError(f"label {name!r} is a list column; labels must be single-valued")
-            ys[name] = _to_backend(_column(value))
-        if not labels:
-            return x
-        return x, (ys[labels[0]] if len(labels) == 1 else ys)
+        return self._with_labels(x, batch, done, lambda value: _to_backend(_column(value)))
 
     def _feature(self, name: str, value: Any, batch: Dict[str, Any], x: Dict[str, Any]) -> None:
         """Put feature column ``name`` (``value``) into ``x`` in the per-column layout."""
