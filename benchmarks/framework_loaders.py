@@ -64,6 +64,14 @@ import tabprep as tp  # noqa: E402
 from tabprep import ops  # noqa: E402
 from tabprep.io.synthetic import generate_criteo  # noqa: E402
 
+def _examples_on_path() -> None:
+    """Put examples/ (torch_dlrm.py, criteo_dlrm.py: the models the --train options time) first on
+    ``sys.path``, once."""
+    examples = os.path.join(os.path.dirname(HERE), "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+
+
 CATS = [f"C{i}" for i in range(1, 27)]
 CONTS = [f"I{i}" for i in range(1, 14)]
 
@@ -244,7 +252,7 @@ def torch_dlrm_step(wf: tp.Workflow, dim: int, device: Any) -> Callable[[Dict[st
     import torch
     from torch import nn
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    _examples_on_path()
     from torch_dlrm import DLRM
 
     model = DLRM([wf.output_schema[c].cardinality for c in CATS], len(CONTS), dim).to(device)
@@ -265,7 +273,7 @@ def train_ratio(files: list, args: argparse.Namespace, common: Dict[str, Any], w
     against the same number of steps on one batch already on the device (constant inputs)."""
     import torch
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    _examples_on_path()
     from torch_dlrm import criteo_workflow as dlrm_workflow
     from tabprep.loader.torch import TorchAsyncItr
 
@@ -344,7 +352,7 @@ def train_keras_ratio(files: list, args: argparse.Namespace, common: Dict[str, A
     """examples/criteo_dlrm.py's Keras DLRM (on Keras' backend, ``KERAS_BACKEND``) trained step by step
     (``train_on_batch``, which reads the loss back, as the torch step does) on the batches of
     ``KerasSequenceLoader`` (the workflow online) against the same steps on one batch (constant inputs)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    _examples_on_path()
     from criteo_dlrm import build_dlrm, criteo_workflow as keras_workflow
     from tabprep.loader.keras import KerasSequenceLoader
 
