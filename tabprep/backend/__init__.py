@@ -33,7 +33,7 @@ registered on ``object`` (or the exact type), add the dispatcher to that module'
 ``register_gpu_lazy(...)`` call, and the cuDF/cupy implementation in ``gpu.py`` with
 ``@_register(dispatcher)``; re-export it here.
 """
-from .arrays import (ALIGN, LOG_SMALL, _numpy_kind_dtype, array_clip_bounds, array_module, block_dtype, bucket_ids, clip_series,
+from .arrays import (ALIGN, LOG_SMALL, BlockGather, _numpy_kind_dtype, array_clip_bounds, array_module, block_dtype, bucket_ids, clip_series,
                      column_array, fast_log1p, fill_nulls, float_values, frame_lib, int_data, int_log1p32,
                      int_values, is_float_series, is_int_like, is_list_series, is_string_series, isnull,
                      log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
@@ -78,6 +78,6 @@ __all__ = [
     "nullable_int_dtypes", "on_one_backend",
     "parquet_reader", "quiet", "read_csv", "reads_on_own_stream", "csv_block_counts", "read_parquet_columns", "read_parquet_piece", "read_parquet_pieces", "read_parquet_table",
     "release_memory", "resolve_cpu", "same_device", "set_nulls", "slice_rows", "tables_to_frame",
-    "block_dtype", "bucket_ids", "take_aligned", "take_block", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
+    "BlockGather", "block_dtype", "bucket_ids", "take_aligned", "take_block", "take_frame_rows", "take_rows", "to_backend", "to_dask", "to_host", "to_numpy",
     "tune_malloc", "tune_malloc_in_worker", "use_rmm_pool", "value_counts", "vocab_lookup", "write_parquet_part",
 ]

@@ -470,8 +470,8 @@ def _bucket_ids(series: Any, nb: int, dtype: str) -> Any:
 
 
 # the loader's batch arrays live in batch_arrays.py; their names stay importable from here
-from .batch_arrays import (ALIGN, _aligned_empty, _arrow_chunks, _arrow_values, _column_array_numpy,  # noqa: E402,F401
-                           _cont_dtype, block_dtype, column_array, take_aligned, take_block, take_rows)
+from .batch_arrays import (ALIGN, BlockGather, _aligned_empty, _arrow_chunks, _arrow_values,  # noqa: E402,F401
+                           _column_array_numpy, _cont_dtype, block_dtype, column_array, take_aligned, take_block, take_rows)
 
 
 register_gpu_lazy(array_module, frame_lib, to_numpy, to_host, is_list_series, is_string_series, isnull,

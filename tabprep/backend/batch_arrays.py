@@ -147,35 +147,54 @@ def _fill(row: np.ndarray, parts: Sequence[np.ndarray]) -> None:
         row[pos:pos + len(part)] = part
 
 
-@take_block.register(object)
-def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
-    dtype = block_dtype(arrays[0])
-    n = len(perm) if perm is not None else len(arrays[0])
-    size = dtype.itemsize
-    # a row stride of whole ALIGN-byte units (ALIGN is a multiple of every numeric itemsize)
-    unit = max(ALIGN // size, 1) if ALIGN % size == 0 else ALIGN
-    stride = max(-(-n // unit) * unit, unit)
-    out = _aligned_empty((len(arrays), stride), dtype, first_row * size)[:, :n]
-    # the shuffle's gather: Arrow's take kernel runs about twice as fast as np.take on a chunk
-    # (and reads Arrow's chunks as they are, with no concatenation), one index array for all columns
-    indices = None
-    if perm is not None and dtype.kind in _ARROW_TAKE_KINDS:
+class BlockGather:
+    """A CPU block ``(rows, n)`` of dtype ``dtype`` filled one row at a time: row ``j`` gets
+    ``arr[perm]`` (``perm`` None: ``arr`` as it is) by :meth:`fill`. Element ``first_row`` of each
+    row starts on an :data:`ALIGN`-byte boundary and rows are :data:`ALIGN`-byte multiples apart,
+    as :func:`take_block` lays them out (from the thread's :class:`BufferPool` inside
+    :func:`block_buffers`). The loader fills a row as soon as its column is read
+    (:mod:`tabprep.loader.blocks`), while the column's values are still in the CPU's cache."""
+
+    def __init__(self, dtype: np.dtype, rows: int, n: int, perm: Optional[np.ndarray], first_row: int) -> None:
+        self.dtype = dtype = np.dtype(dtype)
+        size = dtype.itemsize
+        # a row stride of whole ALIGN-byte units (ALIGN is a multiple of every numeric itemsize)
+        unit = max(ALIGN // size, 1) if ALIGN % size == 0 else ALIGN
+        stride = max(-(-n // unit) * unit, unit)
+        self.array = _aligned_empty((rows, stride), dtype, first_row * size)[:, :n]
+        self.perm = perm
+        # the shuffle's gather: Arrow's take kernel runs about twice as fast as np.take on a chunk
+        # (and reads Arrow's chunks as they are, with no concatenation), one index array for all columns
+        self._indices = None
+        if perm is not None and dtype.kind in _ARROW_TAKE_KINDS:
+            # the permutation as it is (int32 from the loader, int64 for the biggest chunks): no conversion per block
+            self._indices = pa.array(perm if perm.dtype.kind in "iu" else perm.astype(np.int64))
+
+    def fill(self, j: int, arr: Any) -> None:
+        """Row ``j`` := ``arr[perm]``: ``arr`` a numpy array or a null-free numeric Arrow (chunked)
+        array of the block's dtype."""
         import pyarrow.compute as pc
 
-        # the permutation as it is (int32 from the loader, int64 for the biggest chunks): no conversion per block
-        indices = pa.array(perm if perm.dtype.kind in "iu" else perm.astype(np.int64))
-    for j, arr in enumerate(arrays):
+        row = self.array[j]
         arrow = isinstance(arr, (pa.Array, pa.ChunkedArray))
-        if indices is not None:
+        if self._indices is not None:
             # numpy values go to Arrow without a copy (no mask: NaN stays a value, not a null)
             # no bounds check: ``perm`` is a permutation of the chunk's rows (a pass over the
             # indices per column saved, about a sixth of the gather)
-            _fill(out[j], _arrow_chunks(pc.take(arr if arrow else pa.array(arr), indices, boundscheck=False)))
-        elif perm is None:
-            _fill(out[j], _arrow_chunks(arr) if arrow else [arr])
+            _fill(row, _arrow_chunks(pc.take(arr if arrow else pa.array(arr), self._indices, boundscheck=False)))
+        elif self.perm is None:
+            _fill(row, _arrow_chunks(arr) if arrow else [arr])
         else:   # indices are valid; "clip" avoids a buffered copy
-            np.take(_arrow_values(arr) if arrow else arr, perm, out=out[j], mode="clip")
-    return out
+            np.take(_arrow_values(arr) if arrow else arr, self.perm, out=row, mode="clip")
+
+
+@take_block.register(object)
+def _take_block(like: Any, arrays: Sequence[Any], perm: Optional[np.ndarray], first_row: int) -> np.ndarray:
+    n = len(perm) if perm is not None else len(arrays[0])
+    gather = BlockGather(block_dtype(arrays[0]), len(arrays), n, perm, first_row)
+    for j, arr in enumerate(arrays):
+        gather.fill(j, arr)
+    return gather.array
 
 
 column_array = Dispatch("column_array", """Contiguous numpy / cupy values of a scalar (non-string)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .. import backend
 from .ragged import _Chunk, _concat_batches, _RaggedColumn, _slice, _xp
 
@@ -94,6 +96,64 @@ def build_blocks(columns: Dict[str, Any], labels: Sequence[str], perm: Optional[
     return _BlockChunk({name: out[name] for name in columns}, num_rows, blocks)
 
 
+class StreamedBlocks:
+    """:func:`build_blocks` for columns that arrive one at a time (the CPU loader reading a chunk
+    column by column): each scalar column is gathered into its row of its block as it arrives,
+    while its values are in the CPU's cache.
+
+    ``layout`` is the expected ``(is_label, dtype.str)`` group of each scalar column, in column
+    order (from the files' schema): blocks are allocated from it. A column that arrives with another
+    dtype (nulls in a bool column make it int8), a list column that was expected scalar, or one
+    that never arrives makes :meth:`finish` regroup the gathered columns as :func:`build_blocks`
+    would (one more copy, only then): the blocks and batches are the same either way."""
+
+    def __init__(self, layout: Dict[str, Tuple[bool, str]], perm: Optional[Any], first: int, num_rows: int) -> None:
+        self._layout = layout
+        self._groups: Dict[Tuple[bool, str], List[str]] = {}
+        for name, key in layout.items():
+            self._groups.setdefault(key, []).append(name)
+        self._perm, self._first, self._n = perm, first, num_rows
+        self._gathers: Dict[Tuple[bool, str], Any] = {}
+        self._out: Dict[str, Any] = {}
+        self._regroup = False
+
+    def add(self, name: str, col: Any, label: bool) -> None:
+        """Column ``name`` of the chunk (in chunk order): gathered in ``perm`` order."""
+        from .ragged import take_ragged
+
+        perm = self._perm
+        if isinstance(col, _RaggedColumn):
+            self._out[name] = col if perm is None else take_ragged(col, perm)
+            self._regroup |= name in self._layout
+            return
+        if getattr(col, "ndim", 1) != 1:   # a list column made dense, (rows, max_len)
+            self._out[name] = backend.take_rows(col, perm, self._first)
+            self._regroup |= name in self._layout
+            return
+        key = (label, backend.block_dtype(col).str)
+        if self._layout.get(name) != key:   # not where the schema said: gathered alone, regrouped at the end
+            self._regroup = True
+            self._out[name] = backend.take_block(col, [col], perm, self._first)[0]
+            return
+        names = self._groups[key]
+        gather = self._gathers.get(key)
+        if gather is None:
+            gather = self._gathers[key] = backend.BlockGather(np.dtype(key[1]), len(names), self._n, perm,
+                                                              self._first)
+        j = names.index(name)
+        gather.fill(j, col)
+        self._out[name] = gather.array[j]
+
+    def finish(self, order: Sequence[str], labels: Sequence[str]) -> _BlockChunk:
+        """The chunk of the columns added, in ``order`` (every column added)."""
+        columns = {name: self._out[name] for name in order}
+        if self._regroup or any(n not in self._out for n in self._layout):
+            # the columns are in perm order already: build_blocks lays them out as it does any chunk
+            return build_blocks(columns, labels, None, self._first, self._n)
+        blocks = [_Block(tuple(names), self._gathers[key].array) for key, names in self._groups.items()]
+        return _BlockChunk(columns, self._n, blocks)
+
+
 def cut(chunk: _Chunk, a: int, b: int, views: bool = True) -> Batch:
     """Rows ``[a, b)`` of a prepared chunk: views, no copy, no device work.
 
@@ -167,4 +227,4 @@ def join(parts: List[Batch]) -> Batch:
     return out
 
 
-__all__ = ["Batch", "build_blocks", "cut", "join", "spanned_blocks", "with_views"]
+__all__ = ["Batch", "StreamedBlocks", "build_blocks", "cut", "join", "spanned_blocks", "with_views"]

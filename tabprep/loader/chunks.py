@@ -18,7 +18,7 @@ import pyarrow as pa
 from .. import backend
 from .._warn import first_time, warn_difference
 from ..backend.batch_arrays import BufferPool, block_buffers
-from .blocks import build_blocks
+from .blocks import StreamedBlocks, build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
 from .planning import _EpochPlan, permutation_job
 from .ragged import _Chunk, _RaggedColumn, _xp
@@ -55,6 +55,33 @@ def _is_float64(s: Any) -> bool:
         typ = getattr(s, "type", None)
         return typ is not None and pa.types.is_float64(typ)
     return str(dtype) in ("float64", "Float64", "double[pyarrow]")
+
+
+def _expected_dtype(typ: Any, cont: bool) -> Optional[np.dtype]:
+    """The dtype the loader makes of a column of Arrow type ``typ`` without nulls (None: not a
+    scalar numeric column, or unknown): what :class:`~tabprep.loader.blocks.StreamedBlocks` lays
+    its blocks out by."""
+    if typ is None:
+        return None
+    if pa.types.is_integer(typ):
+        return np.dtype(typ.to_pandas_dtype())
+    if pa.types.is_floating(typ):
+        return np.dtype(np.float32) if cont else np.dtype(typ.to_pandas_dtype())
+    if pa.types.is_boolean(typ):
+        return np.dtype(bool)
+    return None
+
+
+def _stacked_column(name: str, parts: List[Any]) -> Any:
+    """Column ``name`` of a chunk from its parts (Arrow columns, one per piece), as the whole-piece
+    read takes it (:func:`tabprep.backend.frame_column` of the stacked table): an Arrow column or a
+    pandas series; parts whose types differ between files are reconciled by pandas, as there."""
+    tables = [pa.table({name: p}) for p in parts]
+    try:
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+    except pa.ArrowInvalid:
+        return backend.tables_to_frame(tables)[name]
+    return backend.frame_column(table, name)
 
 
 class _ChunkPreparation:
@@ -101,6 +128,13 @@ class _ChunkPreparation:
         # (a GPU computes the order itself: one kernel, no copy from the host)
         perm_job = permutation_job(plan, k) if self._exact and self.shuffle and expected > 1 \
             and self._device.host_orders else None
+        order = list(dict.fromkeys(self._cat_names + self._cont_names + self._label_names))
+        stream = self._source.column_stream(pieces, order) if self._transform is None else None
+        if stream is not None:
+            chunk = self._streamed_chunk(stream, order, plan, k, perm_job, buffers)
+            self._finish_chunk(chunk)
+            chunk.ready = self._device.mark_ready(keep=None)   # host arrays: nothing to wait for
+            return chunk
         raw = self._source.read_pieces(pieces, self._read_columns)
         if raw is None:
             parts = [self._read_piece(p) for p in pieces]
@@ -130,13 +164,7 @@ class _ChunkPreparation:
                 columns[name] = pad_chunk_column(columns[name], m, name)
         with block_buffers(buffers):
             chunk = build_blocks(columns, self._label_names, perm, first, n)
-        tracked = getattr(self, "_longest_rows", None)
-        for name, c in chunk.columns.items():
-            if isinstance(c, _RaggedColumn):
-                c.row_lengths = c.offsets[1:] - c.offsets[:-1]
-                c.host_offsets = backend.to_numpy(c.offsets)
-                if tracked is not None and name in tracked and getattr(c, "levels", None) is None:
-                    self._record_longest(name, c.host_offsets)
+        self._finish_chunk(chunk)
         # the chunk's device work is marked done by an event the consumer waits on when it takes the
         # chunk (_ChunkStream.get): its arrays are complete before the consumer's thread hands them
         # on, and this thread goes on to its next chunk without waiting for the GPU (a wait here, on
@@ -145,12 +173,51 @@ class _ChunkPreparation:
         chunk.ready = self._device.mark_ready(keep=raw if backend.reads_on_own_stream(raw) else None)
         return chunk
 
+    def _streamed_chunk(self, stream: Any, order: List[str], plan: _EpochPlan, k: int, perm_job: Any,
+                        buffers: Optional[BufferPool]) -> _Chunk:
+        """Chunk ``k`` read column by column (:meth:`~tabprep.loader.sources._Source.column_stream`, no
+        transform): each column is converted and gathered into its block right after its read."""
+        expected = plan.offsets[k + 1] - plan.offsets[k]
+        labels = set(self._label_names)
+        padded = set(self._sparse_max) if self.sparse_as_dense else set()
+        layout = {}
+        for name in order:
+            dtype = _expected_dtype(stream.types.get(name), name in self._cont_names)
+            if dtype is not None and name not in padded:
+                layout[name] = (name in labels, dtype.str)
+        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        blocks = None
+        with block_buffers(buffers):
+            for name, parts in stream:
+                n = sum(len(p) for p in parts)
+                if n != expected:
+                    raise RuntimeError(f"read {n} rows of column {name!r} for chunk {k}, expected {expected}: did "
+                                       f"the data change since the loader was created?")
+                col = self._to_column(name, _stacked_column(name, parts))
+                if name in padded:   # padded in chunk order, gathered below
+                    col = pad_chunk_column(col, self._sparse_max[name], name)
+                if blocks is None:   # the row order, drawn while the first column was read
+                    perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
+                    blocks = StreamedBlocks(layout, None if perm is None else self._device.index_array(perm),
+                                            first, n)
+                blocks.add(name, col, name in labels)
+            return blocks.finish(order, self._label_names)
+
+    def _finish_chunk(self, chunk: _Chunk) -> None:
+        """The host offsets of a prepared chunk's list columns, their longest rows noted."""
+        tracked = getattr(self, "_longest_rows", None)
+        for name, c in chunk.columns.items():
+            if isinstance(c, _RaggedColumn):
+                c.row_lengths = c.offsets[1:] - c.offsets[:-1]
+                c.host_offsets = backend.to_numpy(c.offsets)
+                if tracked is not None and name in tracked and getattr(c, "levels", None) is None:
+                    self._record_longest(name, c.host_offsets)
+
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
         return self._device.row_order(n, plan.chunk_seed(k)) if self.shuffle else None
 
     def _to_columns(self, df: Any, raw: Any) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
-        cont = set(self._cont_names)
         for name in self._cat_names + self._cont_names + self._label_names:
             if name in self._passthrough:
                 if len(raw) != len(df):
@@ -159,26 +226,31 @@ class _ChunkPreparation:
                 s = backend.frame_column(raw, name)
             else:
                 s = backend.frame_column(df, name)
-            if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
-                # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
-                out[name] = nested_column(s, lambda leaves: self._values(leaves, name, name in cont
-                                                                          and not leaves_are_integers(leaves)))
-                check_fixed(out[name], name, self._output_schema(),
-                            "the chunk being read (rows counted before shuffling)")
-            elif backend.is_list_series(s):
-                leaves, offsets = backend.list_leaves(s)
-                values = self._values(leaves, name, name in cont)
-                xp = _xp(values)
-                out[name] = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
-                if self.sparse_as_dense and isinstance(self._sparse_max.get(name), int):
-                    self._note_truncation(name, out[name].offsets, self._sparse_max[name])
-                if name not in self._sparse_names:
-                    self._sparse_names.append(name)
-                    if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
-                        raise ValueError(f"list column {name!r} needs sparse_max={{{name!r}: N}} for sparse_as_dense")
-            else:
-                out[name] = self._values(s, name, name in cont)
+            out[name] = self._to_column(name, s)
         return out
+
+    def _to_column(self, name: str, s: Any) -> Any:
+        """The loader's arrays of column ``name`` of a chunk (``s``: :func:`tabprep.backend.frame_column`'s
+        series or Arrow column): numpy / cupy values, or a ragged / nested list column."""
+        cont = name in self._cont_names
+        if is_nested_series(s):   # list<list<...>>: leaves + per-row leaf counts + inner levels
+            # integer leaves stay integers under cont_names (the SOK notebook's keys; NVTabular keeps them)
+            col = nested_column(s, lambda leaves: self._values(leaves, name, cont and not leaves_are_integers(leaves)))
+            check_fixed(col, name, self._output_schema(), "the chunk being read (rows counted before shuffling)")
+            return col
+        if backend.is_list_series(s):
+            leaves, offsets = backend.list_leaves(s)
+            values = self._values(leaves, name, cont)
+            xp = _xp(values)
+            col = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
+            if self.sparse_as_dense and isinstance(self._sparse_max.get(name), int):
+                self._note_truncation(name, col.offsets, self._sparse_max[name])
+            if name not in self._sparse_names:
+                self._sparse_names.append(name)
+                if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
+                    raise ValueError(f"list column {name!r} needs sparse_max={{{name!r}: N}} for sparse_as_dense")
+            return col
+        return self._values(s, name, cont)
 
     def _note_truncation(self, name: str, offsets: Any, size: int) -> None:
         """Once per loader and column: rows longer than ``sparse_max`` are cut to their first

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -60,6 +60,14 @@ class _Source:
     def read_pieces(self, pieces: Sequence["_Piece"], columns: Optional[List[str]]) -> Any:
         """The rows of ``pieces``, in order, as one frame read at once; None where this source reads
         piece by piece (the caller then reads each piece and stacks them)."""
+        return None
+
+    def column_stream(self, pieces: Sequence["_Piece"],
+                      columns: Optional[List[str]]) -> Optional["_ColumnStream"]:
+        """``(name, parts)`` of each of ``columns`` in turn, read one column at a time: ``parts`` are
+        the column's values in each of ``pieces`` (trimmed to the piece's rows), in order. None where
+        this source does not read column by column (the caller reads whole pieces). The stream's
+        ``types`` are the columns' expected Arrow types."""
         return None
 
     def stack(self, parts: Sequence[Any]) -> Any:
@@ -149,6 +157,30 @@ class _ParquetSource(_Source):
             log.debug("reading %d pieces in one call failed (%s); reading them one by one", len(pieces), exc)
             return None
 
+    def column_stream(self, pieces: Sequence["_Piece"],
+                      columns: Optional[List[str]]) -> Optional["_ColumnStream"]:
+        # on the CPU, local files: the loader gathers each column into its block right after reading
+        # it, while its values are still in the CPU's cache (a chunk's whole pieces read first had
+        # left the first columns' values out of the cache by the time of their gather: 0.91-1.07 s
+        # against 1.2-1.6 s for 4 chunks of 2M transformed Criteo rows on one thread)
+        if not self.cpu or columns is None or not pieces:
+            return None
+        if any(self._where[self.units[p.units[0]].group][1] is not None for p in pieces):
+            return None   # remote files keep the coalesced whole-piece reads
+        return self._columns(pieces, columns)
+
+    def _columns(self, pieces: Sequence["_Piece"], columns: List[str]) -> "_ColumnStream":
+        import pyarrow.parquet as pq
+
+        opened = []
+        for p in pieces:   # each file's footer parsed once per chunk
+            units = [self.units[i] for i in p.units]
+            full = sum(u.num_rows for u in units)
+            trim = (p.start, p.stop - p.start) if p.start or p.stop != full else None
+            opened.append((pq.ParquetFile(self._where[units[0].group][0], pre_buffer=False),
+                           [u.key for u in units], trim))
+        return _ColumnStream(opened, columns)
+
     def stack(self, parts: Sequence[Any]) -> Any:
         return self._reader.stack(parts)
 
@@ -168,6 +200,26 @@ class _ParquetSource(_Source):
 
     def describe(self) -> str:
         return f"{len(self.files)} parquet file(s) like {self.files[0]}" if self.files else "no files"
+
+
+class _ColumnStream:
+    """A chunk's columns read one at a time from its pieces' parquet files (``opened``: ``(file,
+    row groups, (start, length) or None)`` per piece): iterating gives ``(name, parts)``;
+    ``types`` are the Arrow types of the first piece's file (what a column is expected to be)."""
+
+    def __init__(self, opened: List[Tuple[Any, List[Any], Optional[Tuple[int, int]]]], columns: List[str]) -> None:
+        self._opened = opened
+        self._columns = columns
+        schema = opened[0][0].schema_arrow
+        self.types: Dict[str, Any] = {f.name: f.type for f in schema}
+
+    def __iter__(self) -> Iterator[Tuple[str, List[Any]]]:
+        for name in self._columns:
+            parts = []
+            for pf, keys, trim in self._opened:
+                col = pf.read_row_groups(keys, columns=[name], use_threads=False).column(0)
+                parts.append(col.slice(*trim) if trim is not None else col)
+            yield name, parts
 
 
 class _FrameSource(_Source):
