@@ -6,6 +6,8 @@ batch by batch and block by block, and, unshuffled, those pandas reads from the 
 int, bool and float32 columns (their dtypes change, so the expected block layout is wrong and the
 chunk is regrouped), list columns (ragged and padded), a column whose type differs between files,
 pieces trimmed by a shard, and labels of two dtypes.
+
+Either way, a file that changed, broke or went away under the loader is an error naming it.
 """
 from __future__ import annotations
 
@@ -169,4 +171,44 @@ def test_a_file_changed_under_the_loader_is_named(tmp_path):
     # the same row groups, fewer rows in each
     pq.write_table(pa.Table.from_pandas(df.iloc[:600]), str(tmp_path / "p.parquet"), row_group_size=200)
     with pytest.raises(RuntimeError, match=r"column 'a'.*did the data change"):
+        list(loader)
+
+
+def _corrupt_file(path) -> None:
+    df = pd.DataFrame({"a": np.arange(100_000), "b": np.random.default_rng(0).random(100_000),
+                       "y": np.arange(100_000) % 2})
+    df.to_parquet(path, row_group_size=50_000)
+    raw = bytearray(path.read_bytes())
+    raw[100:5000] = b"\x55" * 4900   # inside the first data pages; the footer stays readable
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("how", ["columns", "pieces", "workflow"])
+def test_a_corrupt_data_page_names_the_file_and_row_groups(tmp_path, monkeypatch, how):
+    # reliability: a corrupt page met by the loader (read column by column, a piece at a time, or
+    # read for the online transform) is a ValueError naming the file, its row groups and the fix,
+    # with pyarrow's error as its cause, where it was pyarrow's bare "Corrupt snappy compressed data"
+    import tabprep as tp
+    from tabprep import ops
+
+    _corrupt_file(tmp_path / "x.parquet")
+    loader = DataLoader(str(tmp_path), 1000, cat_names=["a"], cont_names=["b"], label_names=["y"], device="cpu")
+    if how == "pieces":
+        _whole_piece_reads(monkeypatch)
+    if how == "workflow":
+        loader = loader.map(tp.Workflow((["a"] >> ops.HashBucket(num_buckets=10)) + ["b", "y"]))
+    with pytest.raises(ValueError, match=r"row groups \[0(, 1)?\] of the parquet file .*x\.parquet.*corrupt") as info:
+        list(loader)
+    assert isinstance(info.value.__cause__, (pa.ArrowException, OSError))
+
+
+@pytest.mark.parametrize("how", ["columns", "pieces"])
+def test_a_file_deleted_under_the_loader_is_said_to_be_gone(tmp_path, monkeypatch, how):
+    df = pd.DataFrame({"a": np.arange(900), "y": np.arange(900) % 2})
+    pq.write_table(pa.Table.from_pandas(df), str(tmp_path / "p.parquet"), row_group_size=300)
+    loader = DataLoader(str(tmp_path), 100, cat_names=["a"], label_names=["y"], device="cpu", shuffle=False)
+    if how == "pieces":
+        _whole_piece_reads(monkeypatch)
+    (tmp_path / "p.parquet").unlink()
+    with pytest.raises(ValueError, match=r"parquet file .*p\.parquet: it is gone .*moved or deleted"):
         list(loader)

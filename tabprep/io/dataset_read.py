@@ -43,7 +43,17 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
 
 def _corrupt(piece: Piece, exc: BaseException) -> ValueError:
     where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
-    return ValueError(f"cannot read row groups {list(piece.row_groups)} of the parquet file {where}: {exc}. "
+    return corrupt_error(where, piece.row_groups, exc)
+
+
+def corrupt_error(where: str, row_groups: Sequence[Any], exc: BaseException) -> ValueError:
+    """The error for a parquet file whose footer read but whose data did not (``exc``, the
+    reader's error, goes in the message; raise it ``from exc``): names the file, its row groups and
+    the fix. A file gone since its footer was read is said to be gone, not corrupt."""
+    if isinstance(exc, FileNotFoundError):
+        return ValueError(f"cannot read row groups {list(row_groups)} of the parquet file {where}: it is gone ({exc}). "
+                          f"Was it moved or deleted after the data was opened? Open the data again.")
+    return ValueError(f"cannot read row groups {list(row_groups)} of the parquet file {where}: {exc}. "
                       f"The file is corrupt: write it again, or leave it out of the data.")
 
 

@@ -134,7 +134,11 @@ class _ParquetSource(_Source):
 
     def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         path, filesystem = self._where[units[0].group]
-        return self._reader.read(path, [u.key for u in units], columns, filesystem=filesystem)
+        keys = [u.key for u in units]
+        try:
+            return self._reader.read(path, keys, columns, filesystem=filesystem)
+        except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was read at the start
+            raise _corrupt(self.files[units[0].group], keys, exc) from exc
 
     def read_pieces(self, pieces: Sequence["_Piece"], columns: Optional[List[str]]) -> Any:
         # on the GPU, a chunk's whole pieces of local files in one cuDF read: libcudf decodes the
@@ -172,14 +176,19 @@ class _ParquetSource(_Source):
     def _columns(self, pieces: Sequence["_Piece"], columns: List[str]) -> "_ColumnStream":
         import pyarrow.parquet as pq
 
-        opened = []
+        opened, files = [], []
         for p in pieces:   # each file's footer parsed once per chunk
             units = [self.units[i] for i in p.units]
             full = sum(u.num_rows for u in units)
             trim = (p.start, p.stop - p.start) if p.start or p.stop != full else None
-            opened.append((pq.ParquetFile(self._where[units[0].group][0], pre_buffer=False),
-                           [u.key for u in units], trim))
-        return _ColumnStream(opened, columns)
+            keys = [u.key for u in units]
+            try:
+                pf = pq.ParquetFile(self._where[units[0].group][0], pre_buffer=False)
+            except (OSError, pa.ArrowException) as exc:  # gone, or rewritten into something unreadable
+                raise _corrupt(self.files[units[0].group], keys, exc) from exc
+            opened.append((pf, keys, trim))
+            files.append(self.files[units[0].group])
+        return _ColumnStream(opened, columns, files)
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return self._reader.stack(parts)
@@ -207,8 +216,10 @@ class _ColumnStream:
     row groups, (start, length) or None)`` per piece): iterating gives ``(name, parts)``;
     ``types`` are the Arrow types of the first piece's file (what a column is expected to be)."""
 
-    def __init__(self, opened: List[Tuple[Any, List[Any], Optional[Tuple[int, int]]]], columns: List[str]) -> None:
+    def __init__(self, opened: List[Tuple[Any, List[Any], Optional[Tuple[int, int]]]], columns: List[str],
+                 files: List[str]) -> None:
         self._opened = opened
+        self._files = files   # each piece's file as the user named it (errors name it)
         self._columns = columns
         schema = opened[0][0].schema_arrow
         self.types: Dict[str, Any] = {f.name: f.type for f in schema}
@@ -216,8 +227,11 @@ class _ColumnStream:
     def __iter__(self) -> Iterator[Tuple[str, List[Any]]]:
         for name in self._columns:
             parts = []
-            for pf, keys, trim in self._opened:
-                col = pf.read_row_groups(keys, columns=[name], use_threads=False).column(0)
+            for (pf, keys, trim), where in zip(self._opened, self._files):
+                try:
+                    col = pf.read_row_groups(keys, columns=[name], use_threads=False).column(0)
+                except (OSError, pa.ArrowException) as exc:  # a corrupt data page
+                    raise _corrupt(where, keys, exc) from exc
                 parts.append(col.slice(*trim) if trim is not None else col)
             yield name, parts
 
@@ -324,3 +338,4 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
 
 
 from .._util import is_frame as _is_frame  # noqa: E402 - one definition for the package
+from ..io.dataset_read import corrupt_error as _corrupt  # noqa: E402
