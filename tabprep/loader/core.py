@@ -64,6 +64,7 @@ cupy, host / device) are :mod:`tabprep.backend` calls.
 from __future__ import annotations
 
 import logging
+import numbers
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -92,6 +93,21 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------
 # the loader
 # ---------------------------------------------------------------------------------------
+def _whole_rows(batch_size: Any) -> int:
+    """``batch_size`` as an int: a whole number of rows >= 1 (a numpy int, or a float such as 64.0);
+    a bool, a string, a fraction or a count below 1 is a ``ValueError`` (``DataLoader(df, 2.5)``
+    made batches of 2 rows, silently)."""
+    rows = None
+    if isinstance(batch_size, numbers.Real) and not isinstance(batch_size, bool):
+        try:
+            rows = int(batch_size)
+        except (ValueError, OverflowError):   # NaN, inf
+            rows = None
+    if rows is None or batch_size != rows or rows < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    return rows
+
+
 class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
     """Batches of a parquet dataset, transformed online by an attached workflow.
 
@@ -166,8 +182,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
                  sparse_as_dense: bool = False, schema: Optional[Schema] = None, seed: Optional[int] = None,
                  prefetch: int = 1, threads: Optional[int] = None,
                  storage_options: Optional[Dict[str, Any]] = None) -> None:
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        batch_size = _whole_rows(batch_size)
         if int(parts_per_chunk) < 1:
             raise ValueError(f"parts_per_chunk must be >= 1, got {parts_per_chunk}")
         if buffer_size is None or float(buffer_size) <= 0:
@@ -282,8 +297,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
     def set_batch_size(self, batch_size: int) -> None:
         """Change the rows per batch (NVTabular's settable ``batch_size``); the current epoch's
         iteration stops and the next one uses the new size."""
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or int(batch_size) < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        batch_size = _whole_rows(batch_size)
         with self._lock:
             self._reset_iteration()
             self.batch_size = int(batch_size)
