@@ -602,17 +602,3 @@ def test_cpu_loader_prepares_chunks_in_two_threads_from_two_cores(data_dir, monk
     rows = [_collect(list(dl_))["row"] for dl_ in (one, many)]
     assert rows[0].tolist() == rows[1].tolist()
 
-
-@pytest.mark.parametrize("bad", [2.5, True, 0, -3, "64", float("nan"), float("inf")])
-def test_a_batch_size_that_is_not_a_whole_number_of_rows_is_refused(bad):
-    # DataLoader(df, 2.5) made batches of 2 rows and DataLoader(df, True) batches of 1, silently;
-    # set_batch_size already refused both
-    df = pd.DataFrame({"a": np.arange(100), "y": np.arange(100) % 2})
-    with pytest.raises((ValueError, TypeError), match=r"batch_size must be an int >= 1, got"):
-        DataLoader(df, bad, cat_names=["a"], label_names=["y"], device="cpu")
-    loader = DataLoader(df, 10, cat_names=["a"], label_names=["y"], device="cpu")
-    with pytest.raises((ValueError, TypeError), match=r"batch_size must be an int >= 1, got"):
-        loader.set_batch_size(bad)
-    # a whole number of rows of another numeric type is taken as that int
-    assert [len(b["y"]) for b in DataLoader(df, np.int64(40), cat_names=["a"], label_names=["y"], device="cpu")] \
-        == [40, 40, 20]

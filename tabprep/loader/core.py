@@ -64,7 +64,6 @@ cupy, host / device) are :mod:`tabprep.backend` calls.
 from __future__ import annotations
 
 import logging
-import numbers
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
@@ -74,6 +73,7 @@ from .. import backend
 from .._util import did_you_mean
 from .._warn import warn_once
 from ..schema import Schema, Tags
+from .arguments import buffer_fraction_or_rows, device_choice, whole, whole_rows
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
 from .chunks import _ChunkPreparation
 from .merlin_calls import MerlinLoaderCalls
@@ -93,21 +93,6 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------
 # the loader
 # ---------------------------------------------------------------------------------------
-def _whole_rows(batch_size: Any) -> int:
-    """``batch_size`` as an int: a whole number of rows >= 1 (a numpy int, or a float such as 64.0);
-    a bool, a string, a fraction or a count below 1 is a ``ValueError`` (``DataLoader(df, 2.5)``
-    made batches of 2 rows, silently)."""
-    rows = None
-    if isinstance(batch_size, numbers.Real) and not isinstance(batch_size, bool):
-        try:
-            rows = int(batch_size)
-        except (ValueError, OverflowError):   # NaN, inf
-            rows = None
-    if rows is None or batch_size != rows or rows < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-    return rows
-
-
 class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
     """Batches of a parquet dataset, transformed online by an attached workflow.
 
@@ -182,19 +167,17 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
                  sparse_as_dense: bool = False, schema: Optional[Schema] = None, seed: Optional[int] = None,
                  prefetch: int = 1, threads: Optional[int] = None,
                  storage_options: Optional[Dict[str, Any]] = None) -> None:
-        batch_size = _whole_rows(batch_size)
-        if int(parts_per_chunk) < 1:
-            raise ValueError(f"parts_per_chunk must be >= 1, got {parts_per_chunk}")
-        if buffer_size is None or float(buffer_size) <= 0:
-            raise ValueError(f"buffer_size must be a fraction in (0, 1) or a row count >= 1, got {buffer_size}")
-        self.batch_size = int(batch_size)
+        self.batch_size = whole_rows(batch_size)
         self.shuffle = bool(shuffle)
         self.seed_fn = seed_fn
-        self.seed = int(np.random.SeedSequence().entropy % (2 ** 63)) if seed is None else int(seed)
-        self.buffer_size = float(buffer_size)
-        self.parts_per_chunk = int(parts_per_chunk)
-        self.global_size = 1 if global_size is None else int(global_size)
-        self.global_rank = 0 if global_rank is None else int(global_rank)
+        self.seed = int(np.random.SeedSequence().entropy % (2 ** 63)) if seed is None else whole("seed", seed, 0)
+        self.buffer_size = buffer_fraction_or_rows(buffer_size)
+        self.parts_per_chunk = whole("parts_per_chunk", parts_per_chunk, 1)
+        self.global_size = 1 if global_size is None else whole("global_size", global_size, 1)
+        self.global_rank = 0 if global_rank is None else whole("global_rank", global_rank, 0)
+        if self.global_rank >= self.global_size:   # at once, not at the first batch
+            raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={self.global_rank}, "
+                             f"global_size={self.global_size}")
         self.drop_last = bool(drop_last)
         if self.global_size > 1:   # once per process: every rank's loader would repeat it
             warn_once("loader sharding",
@@ -203,21 +186,13 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
                       f"each rank whole partitions, so ranks read other rows there (docs/migration.md, 'Sharding'; "
                       f"drop_last=True also drops the N % global_size leftover rows)", stacklevel=2)
         self.sparse_as_dense = bool(sparse_as_dense)
-        self.prefetch = int(prefetch)
+        self.prefetch = whole("prefetch", prefetch, 0)
         self._sparse_names_arg = list(sparse_names) if sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self._names_arg = (None if label_names is None else list(label_names),
                            None if cat_names is None else list(cat_names),
                            None if cont_names is None else list(cont_names))
-        if device == "cpu":
-            cpu: Optional[bool] = True
-            self.device = 0
-        elif device is None:
-            cpu = None
-            self.device = 0
-        else:
-            cpu = False
-            self.device = int(device)
+        cpu, self.device = device_choice(device)
         reader_kwargs, cpu = reader_cpu(reader_kwargs, cpu, device)
         self.storage_options = storage_options
         #: reader_kwargs with storage_options merged in (the framework loaders read their raw schema with them)
@@ -229,9 +204,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         self._device.prepare_allocator()
         if threads is None:
             threads = self._device.default_threads()
-        if int(threads) < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
-        self.threads = int(threads)
+        self.threads = whole("threads", threads, 1)
         self._transform: Optional[Callable[[Any], Any]] = None
         self.workflow: Any = None
         self._exact = True
@@ -297,7 +270,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
     def set_batch_size(self, batch_size: int) -> None:
         """Change the rows per batch (NVTabular's settable ``batch_size``); the current epoch's
         iteration stops and the next one uses the new size."""
-        batch_size = _whole_rows(batch_size)
+        batch_size = whole_rows(batch_size)
         with self._lock:
             self._reset_iteration()
             self.batch_size = int(batch_size)

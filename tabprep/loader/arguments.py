@@ -1,0 +1,61 @@
+"""The core loader's arguments checked and converted: counts that are whole numbers, a buffer size
+that is a fraction or a row count, a device that exists.
+
+Why: ``int()`` of a wrong value made another loader, silently (``DataLoader(df, 2.5)`` made
+batches of 2 rows; ``global_size=2.5`` gave each rank of a 2-rank job half the rows; ``device=0``
+without cuDF failed with "No module named 'cudf'"). Part of :mod:`tabprep.loader.core`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional, Tuple
+
+
+def whole(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int: a whole number >= ``minimum`` (a numpy int, or a float such as 64.0);
+    a bool, a string, a fraction, NaN, inf or a smaller number is a ``ValueError`` naming ``name``."""
+    out = None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            out = int(value)
+        except (ValueError, OverflowError):   # NaN, inf
+            out = None
+    if out is None or value != out or out < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return out
+
+
+def whole_rows(batch_size: Any) -> int:
+    """``batch_size``: a whole number of rows >= 1 (:func:`whole`)."""
+    return whole("batch_size", batch_size, 1)
+
+
+def buffer_fraction_or_rows(buffer_size: Any) -> float:
+    """``buffer_size`` as a float: a fraction of memory in (0, 1) or a row count >= 1 (finite)."""
+    ok = isinstance(buffer_size, numbers.Real) and not isinstance(buffer_size, bool)
+    if not ok or not math.isfinite(buffer_size) or buffer_size <= 0:
+        raise ValueError(f"buffer_size must be a fraction in (0, 1) or a row count >= 1, got {buffer_size!r}")
+    return float(buffer_size)
+
+
+def device_choice(device: Any) -> Tuple[Optional[bool], int]:
+    """``(cpu, GPU index)`` of the loader's ``device``: None (the GPU where cuDF and a GPU are
+    there, else the CPU), ``"cpu"``, or a GPU index >= 0 (``cpu`` False; refused with a clear
+    error where there is no cuDF or no GPU)."""
+    if device is None:
+        return None, 0
+    if isinstance(device, str) and device == "cpu":
+        return True, 0
+    if isinstance(device, bool) or not isinstance(device, numbers.Integral) or device < 0:
+        raise ValueError(f"device must be None, 'cpu' or a GPU index >= 0, got {device!r}")
+    from .. import backend
+
+    if not backend.has_cudf():
+        raise RuntimeError(f"device={device!r} asks for a GPU, but cuDF/dask-cuDF or a CUDA device is not available "
+                           f"here; pass device='cpu', or install the 'gpu' extra (pip install tabprep[gpu]) on a "
+                           f"machine with an NVIDIA GPU")
+    return False, int(device)
+
+
+__all__ = ["buffer_fraction_or_rows", "device_choice", "whole", "whole_rows"]
