@@ -85,3 +85,5 @@ def test_a_gpu_asked_for_where_there_is_none_says_so(frame, tmp_path):
     for data in (frame, str(tmp_path / "d.parquet")):
         with pytest.raises(RuntimeError, match=r"device=0 asks for a GPU.*device='cpu'"):
             _loader(data, device=0)
+    with pytest.raises(RuntimeError, match=r"reader_kwargs=\{'cpu': False\} asks for a GPU"):
+        DataLoader(frame, 10, cat_names=["a"], label_names=["y"], reader_kwargs={"cpu": False})

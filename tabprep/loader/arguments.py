@@ -41,21 +41,27 @@ def buffer_fraction_or_rows(buffer_size: Any) -> float:
 
 def device_choice(device: Any) -> Tuple[Optional[bool], int]:
     """``(cpu, GPU index)`` of the loader's ``device``: None (the GPU where cuDF and a GPU are
-    there, else the CPU), ``"cpu"``, or a GPU index >= 0 (``cpu`` False; refused with a clear
-    error where there is no cuDF or no GPU)."""
+    there, else the CPU), ``"cpu"``, or a GPU index >= 0 (``cpu`` False: see :func:`require_gpu`)."""
     if device is None:
         return None, 0
     if isinstance(device, str) and device == "cpu":
         return True, 0
     if isinstance(device, bool) or not isinstance(device, numbers.Integral) or device < 0:
         raise ValueError(f"device must be None, 'cpu' or a GPU index >= 0, got {device!r}")
-    from .. import backend
-
-    if not backend.has_cudf():
-        raise RuntimeError(f"device={device!r} asks for a GPU, but cuDF/dask-cuDF or a CUDA device is not available "
-                           f"here; pass device='cpu', or install the 'gpu' extra (pip install tabprep[gpu]) on a "
-                           f"machine with an NVIDIA GPU")
     return False, int(device)
 
 
-__all__ = ["buffer_fraction_or_rows", "device_choice", "whole", "whole_rows"]
+def require_gpu(device: Any) -> None:
+    """A ``RuntimeError`` naming what asked for a GPU (``device``, or NVTabular's
+    ``reader_kwargs={"cpu": False}`` where ``device`` is None) where cuDF or a GPU is missing
+    (checked once the loader knows it reads on a GPU)."""
+    from .. import backend
+
+    if not backend.has_cudf():
+        asked = f"device={device!r}" if device is not None else "reader_kwargs={'cpu': False}"
+        raise RuntimeError(f"{asked} asks for a GPU, but cuDF/dask-cuDF or a CUDA device is not available "
+                           f"here; pass device='cpu', or install the 'gpu' extra (pip install tabprep[gpu]) on a "
+                           f"machine with an NVIDIA GPU")
+
+
+__all__ = ["buffer_fraction_or_rows", "device_choice", "require_gpu", "whole", "whole_rows"]

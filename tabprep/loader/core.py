@@ -73,7 +73,7 @@ from .. import backend
 from .._util import did_you_mean
 from .._warn import warn_once
 from ..schema import Schema, Tags
-from .arguments import buffer_fraction_or_rows, device_choice, whole, whole_rows
+from .arguments import buffer_fraction_or_rows, device_choice, require_gpu, whole, whole_rows
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
 from .chunks import _ChunkPreparation
 from .merlin_calls import MerlinLoaderCalls
@@ -194,6 +194,8 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
                            None if cont_names is None else list(cont_names))
         cpu, self.device = device_choice(device)
         reader_kwargs, cpu = reader_cpu(reader_kwargs, cpu, device)
+        if cpu is False:
+            require_gpu(device)
         self.storage_options = storage_options
         #: reader_kwargs with storage_options merged in (the framework loaders read their raw schema with them)
         self._reader_kwargs = reader_options(paths_or_dataset, reader_kwargs, storage_options)
