@@ -54,7 +54,8 @@ def corrupt_error(where: str, row_groups: Sequence[Any], exc: BaseException) -> 
         return ValueError(f"cannot read row groups {list(row_groups)} of the parquet file {where}: it is gone ({exc}). "
                           f"Was it moved or deleted after the data was opened? Open the data again.")
     return ValueError(f"cannot read row groups {list(row_groups)} of the parquet file {where}: {exc}. "
-                      f"The file is corrupt: write it again, or leave it out of the data.")
+                      f"The file is corrupt, or was changed after the data was opened: write it again, or leave it "
+                      f"out of the data.")
 
 
 def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tuple[str, Any]]]]:
