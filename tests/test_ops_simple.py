@@ -49,6 +49,53 @@ def test_clip_int_column_with_float_bounds_stays_int():
     assert out["a"].tolist() == [1, 2, 2, 0]
 
 
+@pytest.mark.parametrize("lo,hi", [(np.nan, None), (np.nan, 3), (None, float("nan")), (1, np.nan),
+                                   (np.float32("nan"), np.nan)])
+def test_a_nan_bound_is_no_bound_as_in_pandas(backend, lo, hi, tmp_path):
+    # NVTabular's Clip is pandas' clip on the CPU, where a NaN threshold is no threshold; tabprep's
+    # numpy clip turned every value into NaN (a silently different number), in the fused kernels too
+    df = pd.DataFrame({"f": [-5.0, 0.5, np.nan, 9.0, 2.0], "f32": np.array([-1, 0, 4, 8, 2], dtype="float32"),
+                       "i": np.array([-3, 0, 2, 40, 7], dtype="int64")})
+    want = {c: df[c].clip(lower=lo, upper=hi) for c in df}
+    for node in (["f", "f32", "i"] >> ops.Clip(min_value=lo, max_value=hi),
+                 ["f", "f32", "i"] >> ops.Clip(min_value=lo, max_value=hi) >> ops.Clip(min_value=-100)):  # fused chain
+        wf, out = run(node, df, backend)
+        for c in df:
+            got = out[c].astype("float64").to_numpy()
+            np.testing.assert_array_equal(got, want[c].astype("float64").to_numpy(), err_msg=c)
+            assert str(out[c].dtype) == str(df[c].dtype), c
+        wf.save(str(tmp_path / "wf"))   # and after a save and load (NaN written as JSON's null or NaN)
+        again = to_pandas(tp.Workflow.load(str(tmp_path / "wf")).transform(make_dataset(df, backend, nparts=2)))
+        for c in df:
+            np.testing.assert_array_equal(again[c].astype("float64").to_numpy(), out[c].astype("float64").to_numpy())
+
+
+def test_a_nan_bound_is_no_bound_when_served_too():
+    # the serving kernel clipped with the NaN bound (every value NaN) where the offline transform does not
+    from tabprep.serving import ServingTransform
+
+    df = pd.DataFrame({"f": [-5.0, 0.5, np.nan, 9.0], "i": np.array([-3, 0, 2, 40], dtype="int64")})
+    wf, out = run(["f", "i"] >> ops.Clip(min_value=float("nan"), max_value=3), df)
+    served = ServingTransform(wf)(df)
+    for c in ("f", "i"):
+        np.testing.assert_array_equal(np.asarray(served[c], dtype="float64"),
+                                      df[c].clip(upper=3).astype("float64").to_numpy(), err_msg=c)
+
+
+def test_numpy_scalar_parameters_save_as_their_values(tmp_path):
+    # a bound or a count computed with numpy (np.percentile of float32 values) used to make the save
+    # fail ("Object of type float32 is not JSON serializable")
+    df = pd.DataFrame({"x": np.array([0.05, 0.5, 0.95, 2.0], dtype="float32"), "c": [1, 2, 3, 4]})
+    node = (["x"] >> ops.Clip(min_value=np.float32(0.1), max_value=np.float64(0.9))) + \
+        (["c"] >> ops.HashBucket(num_buckets=np.int64(7)))
+    wf, out = run(node, df)
+    wf.save(str(tmp_path / "wf"))
+    again = to_pandas(tp.Workflow.load(str(tmp_path / "wf")).transform(make_dataset(df, "cpu", nparts=1)))
+    np.testing.assert_array_equal(again["x"].to_numpy(), out["x"].to_numpy())
+    np.testing.assert_array_equal(again["c"].to_numpy(), out["c"].to_numpy())
+    np.testing.assert_array_equal(out["x"].to_numpy(), df["x"].clip(np.float32(0.1), np.float32(0.9)).to_numpy())
+
+
 def test_clip_invalid_args():
     with pytest.raises(ValueError):
         ops.Clip()

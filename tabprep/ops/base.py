@@ -19,6 +19,8 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+import numpy as np
+
 from .._warn import warn_difference, warn_once
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
@@ -388,12 +390,28 @@ class StatOperator(Operator):
 
 
 def _json_params(params: Any, label: str) -> Any:
+    params = _native(params)
     try:
         json.dumps(params)
     except TypeError as exc:
         raise TypeError(f"{label}: parameters must be JSON-serializable to save the workflow ({exc}); "
                         f"override to_config/from_config for custom types") from None
     return params
+
+
+def _native(value: Any) -> Any:
+    """``value`` with numpy scalars as the Python numbers they equal (``np.float32(0.5)`` -> 0.5,
+    exactly; ``np.int64(7)`` -> 7), in dicts, lists and tuples too: a bound computed with numpy
+    (``np.percentile`` of a float32 array) saves as its value instead of failing to save."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _native(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_native(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_native(v) for v in value)
+    return value
 
 
 def column_names_arg(value: Any, what: str, owner: Optional["Operator"] = None) -> Any:

@@ -1,14 +1,17 @@
 """Clip: bound values to [min_value, max_value]."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import math
+from numbers import Real
+from typing import Any, List, Optional, Tuple
 
 from .. import backend
 from .base import Operator, map_elements
 
 
 class Clip(Operator):
-    """Clip values to ``[min_value, max_value]`` (either bound may be None). Nulls stay null.
+    """Clip values to ``[min_value, max_value]`` (either bound may be None). Nulls stay null. A NaN
+    bound is no bound, as in pandas' ``clip`` (NVTabular's Clip on the CPU).
 
     The column's dtype is kept (an int column clipped with float bounds stays int; bounds are
     cast to the column's dtype). List columns are clipped element-wise.
@@ -28,21 +31,31 @@ class Clip(Operator):
         self.min_value = min_value
         self.max_value = max_value
 
+    def bounds(self) -> Tuple[Any, Any]:
+        """The bounds to clip with: a NaN bound is None (no bound), as pandas' clip takes it;
+        numpy's clip with a NaN bound made every value NaN."""
+        return tuple(None if _is_nan(b) else b for b in (self.min_value, self.max_value))
+
     def transform(self, columns: List[str], df: Any) -> Any:
         out = {}
+        lower, upper = self.bounds()
         for c in columns:
             s = df[c]
             if backend.is_list_series(s):
                 # the clipped leaves as a series: its nulls stay nulls and its dtype the leaves' (an
                 # int array read through numpy would come back as floats with NaN; issue #30)
-                out[c] = map_elements(s, lambda leaves: backend.clip_series(leaves, self.min_value, self.max_value))
+                out[c] = map_elements(s, lambda leaves: backend.clip_series(leaves, lower, upper))
             else:
                 # numpy / cupy clip where it gives what pandas' clip gives (it releases the GIL;
                 # on the GPU one kernel replaces several cuDF calls), else the frame library's clip
-                out[c] = backend.clip_series(s, self.min_value, self.max_value)
+                out[c] = backend.clip_series(s, lower, upper)
         return backend.make_frame(out, like=df)
 
     def column_kernel(self, column: str) -> Any:
         """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``clip``, in place when it may."""
-        lower, upper = self.min_value, self.max_value
+        lower, upper = self.bounds()
         return lambda col: backend.clip_host(col, lower, upper)
+
+
+def _is_nan(bound: Any) -> bool:
+    return isinstance(bound, Real) and not isinstance(bound, bool) and math.isnan(bound)

@@ -289,10 +289,11 @@ class _Builder:
 
     def _clip(self, op: Clip, columns: List[str], kinds: Dict[str, str], in_schema: Any) -> Any:
         tf = _tf()
+        lower, upper = op.bounds()   # a NaN bound is no bound, as offline
         for c in columns:
             if kinds[c] not in "if":
                 raise _export_error(op, f"{in_schema[c].dtype} column {c!r}")
-            if kinds[c] == "i" and any(b is not None and not float(b).is_integer() for b in (op.min_value, op.max_value)):
+            if kinds[c] == "i" and any(b is not None and not float(b).is_integer() for b in (lower, upper)):
                 raise _export_error(op, f"non-integral bounds on int column {c!r}")
 
         def run(cols: Dict[str, _T]) -> Dict[str, _T]:
@@ -300,11 +301,11 @@ class _Builder:
             for c in columns:
                 t = cols[c]
                 x = t.values
-                if op.min_value is not None:
-                    lo = tf.cast(tf.constant(op.min_value), x.dtype)
+                if lower is not None:
+                    lo = tf.cast(tf.constant(lower), x.dtype)
                     x = tf.where(x < lo, lo, x)  # NaN compares False: stays NaN, as numpy's clip
-                if op.max_value is not None:
-                    hi = tf.cast(tf.constant(op.max_value), x.dtype)
+                if upper is not None:
+                    hi = tf.cast(tf.constant(upper), x.dtype)
                     x = tf.where(x > hi, hi, x)
                 out[c] = t.with_(x, t.null)
             return out

@@ -48,7 +48,7 @@ class _Clip(Kernel):
         super().__init__(op, columns, in_schema, out_schema)
         self.bounds = {}
         for c in columns:
-            lo, hi = op.min_value, op.max_value
+            lo, hi = op.bounds()   # a NaN bound is no bound, as offline
             kind = self.kinds[c]
             if kind == "i":
                 for b in (lo, hi):
