@@ -16,6 +16,7 @@ import contextvars
 import inspect
 import json
 import logging
+import numbers
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -397,6 +398,26 @@ def _json_params(params: Any, label: str) -> Any:
         raise TypeError(f"{label}: parameters must be JSON-serializable to save the workflow ({exc}); "
                         f"override to_config/from_config for custom types") from None
     return params
+
+
+def bucket_counts(label: str, num_buckets: Any) -> Any:
+    """``num_buckets`` of a hashing op checked: an int >= 1 or a ``{column: int}`` dict of them
+    (numpy ints and whole floats become ints); a bool, a fraction, a string or a count below 1 is
+    a ``ValueError`` naming ``label`` (``HashBucket(num_buckets=2.5)`` hashed into 2 buckets, silently)."""
+    def one(value: Any, where: str) -> int:
+        out = None
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            try:
+                out = int(value)
+            except (ValueError, OverflowError):   # NaN, inf
+                out = None
+        if out is None or value != out or out < 1:
+            raise ValueError(f"{label}: {where} must be an int >= 1, got {value!r}")
+        return out
+
+    if isinstance(num_buckets, dict):
+        return {k: one(v, f"num_buckets[{k!r}]") for k, v in num_buckets.items()}
+    return one(num_buckets, "num_buckets")
 
 
 def _native(value: Any) -> Any:

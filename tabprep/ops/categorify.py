@@ -19,7 +19,7 @@ from ..stats import vocab as V
 from ._categorify_notes import check_singled, note_null_list_rows
 from ._categorify_vocabs import _read_vocab_file
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
-from .base import StatOperator, check_nvt_args, group_keys, singled_in_groups, state_file
+from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 
 PAD_ID = 0
@@ -123,15 +123,11 @@ class Categorify(StatOperator):
                             "column's null and OOV the ids of its first two vocabulary values and sizes each table "
                             "by its own column (see docs/migration.md)", stacklevel=2, at_build=True)
         if num_buckets is not None:  # NVTabular's name of num_oov_buckets
+            # NVTabular's per-column counts (a column not in the dict keeps num_oov_buckets, 1), or one
+            # count (NVTabular: an int > 1, or None): whole numbers >= 1
+            num_buckets = bucket_counts("Categorify", num_buckets)
             if isinstance(num_buckets, dict):
-                # NVTabular's per-column counts; a column not in the dict keeps num_oov_buckets (1)
-                for name, n in num_buckets.items():
-                    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 1:
-                        raise ValueError(f"Categorify num_buckets[{name!r}] must be an int >= 1, got {n!r}")
-                num_buckets = {str(k): int(v) for k, v in num_buckets.items()}
-            elif isinstance(num_buckets, bool) or int(num_buckets) < 1:
-                raise ValueError(f"Categorify num_buckets must be an int >= 1 (NVTabular: an int > 1, or None), "
-                                 f"got {num_buckets!r}")
+                num_buckets = {str(k): v for k, v in num_buckets.items()}
             if not isinstance(num_buckets, dict):
                 if int(num_oov_buckets) not in (1, int(num_buckets)):
                     raise ValueError(f"Categorify got num_buckets={num_buckets} and num_oov_buckets={num_oov_buckets}: "

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Union
 
 from .. import backend
 from ..schema import ColumnSchema, Tags, check_bucket_dtype, without_table_properties
-from .base import Operator, map_elements, note_hash_ids
+from .base import Operator, bucket_counts, map_elements, note_hash_ids
 from .embeddings import embedding_sizes_property
 
 
@@ -40,9 +40,7 @@ class HashBucket(Operator):
 
     def __init__(self, num_buckets: Union[int, Dict[str, int]], dtype: str = "int32",
                  embedding_dim: Union[None, int, Dict[str, int]] = None) -> None:
-        values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
-        if any(int(v) < 1 for v in values):
-            raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
+        bucket_counts("HashBucket", num_buckets)   # whole numbers >= 1 (2.5 hashed into 2 buckets)
         check_bucket_dtype(dtype, num_buckets)  # ids 0 .. num_buckets - 1 must fit the id dtype (issue #30)
         note_hash_ids("HashBucket")
         self.num_buckets = num_buckets

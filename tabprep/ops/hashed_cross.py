@@ -8,7 +8,7 @@ import numpy as np
 from .. import backend
 from .._warn import first_time, warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
-from .base import Operator, note_hash_ids
+from .base import Operator, bucket_counts, note_hash_ids
 from .embeddings import embedding_sizes_property
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
@@ -87,9 +87,7 @@ class HashedCross(Operator):
             columns, num_buckets = None, columns  # NVTabular's HashedCross(num_buckets)
         if num_buckets is None:
             raise TypeError("HashedCross needs num_buckets: HashedCross(10) or HashedCross(num_buckets={'a_X_b': 10})")
-        values = num_buckets.values() if isinstance(num_buckets, dict) else [num_buckets]
-        if any(int(v) < 1 for v in values):
-            raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
+        bucket_counts("HashedCross", num_buckets)   # whole numbers >= 1
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"HashedCross dtype must be an integer dtype, got {dtype!r}")
         note_hash_ids("HashedCross")
