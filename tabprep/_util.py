@@ -5,8 +5,9 @@ pandas nor cuDF), so any module may use it without creating an import cycle.
 """
 from __future__ import annotations
 
+import numbers
 import os
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Optional
 
 
 def is_frame(obj: Any) -> bool:
@@ -46,6 +47,19 @@ def hint_for(suggestions: List[str], sep: str = " or ", capitalize: bool = False
     return ("Did" if capitalize else "did") + " you mean " + sep.join(repr(c) for c in suggestions) + "?"
 
 
+def whole_number(value: Any, minimum: int) -> Optional[int]:
+    """``value`` as an int when it is a whole number >= ``minimum`` (a Python or numpy int, or a
+    float such as 64.0), else None: a bool, a string, a fraction, NaN, inf or a smaller number is
+    none (``int()`` of them truncated 2.5 to 2, or raised its own unclear errors)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):   # (numpy's bool is no numbers.Real)
+        return None
+    try:
+        out = int(value)
+    except (ValueError, OverflowError):   # NaN, inf
+        return None
+    return out if value == out and out >= minimum else None
+
+
 def check_limits(owner: str, limits: Dict[str, Any]) -> None:
     """Refuse negative limits (``{"freq_threshold": 5, "max_size": {"c": -1}}``): ``ValueError``
     naming ``owner``, the parameter, the key and the value (issue #30: they were ignored)."""
@@ -54,7 +68,7 @@ def check_limits(owner: str, limits: Dict[str, Any]) -> None:
         for key, v in items:
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v or v < 0:
+            if whole_number(v, 0) is None:
                 where = f"{param}[{key!r}]" if key is not None else param
                 raise ValueError(f"{owner}: {where} must be a whole number >= 0 (0: no limit), got {v!r}")
 

@@ -11,17 +11,14 @@ import math
 import numbers
 from typing import Any, Optional, Tuple
 
+from .._util import whole_number
+
 
 def whole(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int: a whole number >= ``minimum`` (a numpy int, or a float such as 64.0);
-    a bool, a string, a fraction, NaN, inf or a smaller number is a ``ValueError`` naming ``name``."""
-    out = None
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        try:
-            out = int(value)
-        except (ValueError, OverflowError):   # NaN, inf
-            out = None
-    if out is None or value != out or out < minimum:
+    """``value`` as an int: a whole number >= ``minimum`` (:func:`tabprep._util.whole_number`); else a
+    ``ValueError`` naming ``name``."""
+    out = whole_number(value, minimum)
+    if out is None:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
     return out
 

@@ -16,12 +16,12 @@ import contextvars
 import inspect
 import json
 import logging
-import numbers
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .._util import whole_number
 from .._warn import warn_difference, warn_once
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
@@ -405,13 +405,8 @@ def bucket_counts(label: str, num_buckets: Any) -> Any:
     (numpy ints and whole floats become ints); a bool, a fraction, a string or a count below 1 is
     a ``ValueError`` naming ``label`` (``HashBucket(num_buckets=2.5)`` hashed into 2 buckets, silently)."""
     def one(value: Any, where: str) -> int:
-        out = None
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            try:
-                out = int(value)
-            except (ValueError, OverflowError):   # NaN, inf
-                out = None
-        if out is None or value != out or out < 1:
+        out = whole_number(value, 1)
+        if out is None:
             raise ValueError(f"{label}: {where} must be an int >= 1, got {value!r}")
         return out
 
