@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._util import check_keyed_params, check_limits
+from .._util import check_keyed_params, check_limits, whole_number
 from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
@@ -138,8 +138,9 @@ class Categorify(StatOperator):
                                 "its own id, so the OOV buckets only serve values unseen in the fit (as in NVTabular)",
                                 stacklevel=2, at_build=True)
         dtype = "int64" if dtype is None else dtype  # NVTabular's dtype=None: the ids' own dtype, int64
-        if int(num_oov_buckets) < 1:
-            raise ValueError(f"num_oov_buckets must be >= 1 (id 2 is the out-of-vocabulary id), got {num_oov_buckets}")
+        if whole_number(num_oov_buckets, 1) is None:   # (1.5 made one bucket, silently)
+            raise ValueError(f"Categorify num_oov_buckets must be an int >= 1 (id 2 is the out-of-vocabulary id), "
+                             f"got {num_oov_buckets!r}")
         if encode_type not in ("joint", "combo"):
             raise ValueError(f"encode_type must be 'joint' or 'combo', got {encode_type!r}")
         if np.dtype(dtype).kind not in "iu":

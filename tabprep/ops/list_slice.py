@@ -115,9 +115,18 @@ class ListSlice(Operator):
         if self.pad:
             # one pad element appended after the leaves: padded slots point at it
             lib = backend.frame_lib(leaves)
-            leaves = lib.concat([leaves, lib.Series([self.pad_value]).astype(leaves.dtype)], ignore_index=True)
+            leaves = lib.concat([leaves, self._pad_element(lib, leaves.dtype, name)], ignore_index=True)
         values = leaves.take(src).reset_index(drop=True)
         return backend.list_from_leaves(values, new_offsets, like=s, name=name, keep_null_rows=not self.pad)
+
+    def _pad_element(self, lib: Any, dtype: Any, name: str) -> Any:
+        """The pad element as a one-row series of the leaves' dtype; a ``ValueError`` naming the
+        column where that dtype cannot hold it (NaN or inf on int lists: pandas' casting error)."""
+        try:
+            return lib.Series([self.pad_value]).astype(dtype)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ValueError(f"ListSlice: pad_value {self.pad_value!r} cannot be held by list column {name!r} of {dtype} "
+                             f"elements ({exc}). Pass a pad_value of that type, or cast the column first") from exc
 
     def gather_plan(self, offsets: Any, n_leaves: int):
         """(positions in the leaves to take, new row offsets) for row ``offsets`` (numpy or cupy).

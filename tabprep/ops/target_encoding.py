@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+import math
+import numbers
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -9,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
+from .._util import whole_number
 from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
@@ -109,10 +112,13 @@ class TargetEncoding(StatOperator):
         self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
         self.on_host, self.name_sep, self.drop_folds, self.tree_width = on_host, name_sep, drop_folds, tree_width
         kfold = 3 if kfold is None else kfold  # NVTabular 23.08: kfold or 3
-        if int(kfold) < 1:
-            raise ValueError(f"TargetEncoding kfold must be >= 1, got {kfold}")
-        if float(p_smooth) < 0:
-            raise ValueError(f"TargetEncoding p_smooth must be >= 0, got {p_smooth}")
+        if whole_number(kfold, 1) is None:   # (2.5 made other folds, silently)
+            raise ValueError(f"TargetEncoding kfold must be an int >= 1, got {kfold!r}")
+        if fold_seed is not None and whole_number(fold_seed, 0) is None:
+            raise ValueError(f"TargetEncoding fold_seed must be an int >= 0 (or None), got {fold_seed!r}")
+        if not isinstance(p_smooth, numbers.Real) or isinstance(p_smooth, bool) or not math.isfinite(p_smooth) \
+                or p_smooth < 0:   # (NaN gave every row the global mean)
+            raise ValueError(f"TargetEncoding p_smooth must be a finite number >= 0, got {p_smooth!r}")
         out_dtype = "float32" if out_dtype is None else out_dtype  # NVTabular: out_dtype or np.float32
         if np.dtype(out_dtype).kind != "f":
             raise ValueError(f"TargetEncoding out_dtype must be a float dtype, got {out_dtype!r}")
