@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._util import refuse_duplicate_columns
+from .._util import refuse_duplicate_columns, whole_number
 from .._warn import reemit_from_cluster
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
@@ -72,6 +72,18 @@ def parse_size(size: Union[None, int, str]) -> Optional[int]:
         return int(parse_bytes(str(size)))
     except (KeyError, TypeError) as exc:   # (older dask raised KeyError for an unknown unit)
         raise ValueError(f"{size!r} is not a size like '128MB', '1GiB' or 1000000") from exc
+
+
+def _check_partitioning(part_size: Any, npartitions: Any) -> None:
+    """``ValueError`` for a ``part_size`` that is not a size of at least one byte (``"128MB"`` or a
+    whole number of bytes) and an ``npartitions`` that is not a whole number >= 1: -1 bytes made a
+    partition per row group and ``npartitions=0`` one partition, silently."""
+    if part_size is not None:
+        size = parse_size(part_size) if isinstance(part_size, str) else whole_number(part_size, 1)
+        if size is None or size < 1:
+            raise ValueError(f"part_size must be a size like '128MB' or a number of bytes >= 1, got {part_size!r}")
+    if npartitions is not None and whole_number(npartitions, 1) is None:
+        raise ValueError(f"npartitions must be an int >= 1, got {npartitions!r}")
 
 
 class Dataset(DatasetCompat):
@@ -130,6 +142,7 @@ class Dataset(DatasetCompat):
             return
         if part_size is not None and part_mem_fraction is not None:
             raise TypeError("give part_size or part_mem_fraction (NVTabular's), not both")
+        _check_partitioning(part_size, npartitions)
         if _is_dask_frame(src):
             self.cpu = backend.is_cpu(src._meta) if cpu is None else backend.resolve_cpu(cpu)
             self._ddf = src
