@@ -115,6 +115,9 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
     missing = [c for c in cols if c not in names]
     if missing:
         raise KeyError(f"columns {missing} are not in {ds.describe()}; its columns are {names}")
+    unknown = [c for c in categorical if c not in names]
+    if unknown:
+        raise KeyError(f"categorical columns {unknown} are not in {ds.describe()}; its columns are {names}")
     idx = {c: pd.Index(v) for c, v in (vocabs or {}).items() if c in cols}
     if sample_every is None:
         from ..workflow.workflow import PROFILE_SAMPLE_ROWS

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import backend
+from .._util import whole_number
 from ..backend.reductions import profile_sample, sorted_sample, sorted_samples
 from .moments import MinMax, Moments, combine_minmax, combine_moments
 from .profile_json import (FREQ_KEPT, HIST_BINS, PROFILE_VERSION, QUANTILES, TOP_K,  # noqa: F401 (re-exported)
@@ -218,10 +219,10 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
                          kll_every=kll_every, kll_slack=slack, kll_values=nvals)
 
 
-def _check_every(kll_every: Any) -> int:
-    f = int(kll_every)
-    if f != kll_every or f < 1:
-        raise ValueError(f"kll_every must be an int >= 1 (1: no thinning of the KLL sketches), got {kll_every!r}")
+def _check_every(value: Any, name: str = "kll_every", one: str = "no thinning of the KLL sketches") -> int:
+    f = whole_number(value, 1)
+    if f is None:   # (sample_every=2.5 sampled every 2nd row and 0 or -3 every row, silently)
+        raise ValueError(f"{name} must be an int >= 1 (1: {one}), got {value!r}")
     return f
 
 
@@ -533,7 +534,7 @@ class ProfileStat:
         self.categorical = list(categorical)
         #: id columns whose exact value counts the fit computes (see :func:`counted_partial`)
         self.counted = [c for c in counted if c in self.categorical]
-        self.sample_every = max(1, int(sample_every))
+        self.sample_every = _check_every(sample_every, "sample_every", "every row")
         self.vocabs = vocabs or {}
         self.profile_: Optional[Dict[str, Any]] = None
 

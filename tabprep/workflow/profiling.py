@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Sequence
 
+from .._util import whole_number
 from ..stats.profile import ProfileStat, kll_every_for
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,9 @@ def profile_unit(wf: Any, ds: Any, columns: List[str], profile: Any) -> Any:
         return None
     if isinstance(profile, ProfileStat):  # tabprep.quality.profile's own (columns, vocabularies...)
         return StatUnit(profile, profile.columns)
+    if profile is not True and whole_number(profile, 1) is None:   # (2.5 sampled every 2nd row, 0 every row)
+        raise ValueError(f"Workflow.fit: profile must be True, False or an int >= 1 (the sketches see every k-th "
+                         f"row), got {profile!r}")
     have = set(ds.schema.column_names)
     cols = [c for c in list(columns) + [c for c in wf.input_columns if c not in columns] if c in have]
     if profile is True:
