@@ -43,3 +43,27 @@ def test_fit_profile_sampling(frame, bad):
     wf = tp.Workflow(["c"] >> ops.Categorify())
     with pytest.raises(ValueError, match=r"profile must be True, False or an int >= 1"):
         wf.fit(tp.Dataset(frame), profile=bad)
+
+
+@pytest.mark.parametrize("th,match", [
+    ({"psi": float("nan")}, r"drift threshold 'psi' must be a number >= 0 \(inf: never\), got nan"),
+    ({"psi": -1}, r"drift threshold 'psi' must be a number >= 0 \(inf: never\), got -1"),
+    ({"js": True}, r"drift threshold 'js' must be a number >= 0 \(inf: never\), got True"),
+    ({"psi": "abc"}, r"drift threshold 'psi' must be a number >= 0 \(inf: never\), got 'abc'"),
+    ({"psi": {"x": 0.1}}, r"drift threshold 'psi' must be a number >= 0 .*per column: thresholds=\{'columns'"),
+    ({"columns": {"x": {"psi": float("nan")}}}, r"drift threshold 'psi' for column 'x' must be a number >= 0"),
+])
+def test_drift_thresholds_are_numbers(frame, th, match):
+    # a NaN threshold is never exceeded: the report said "no drift" whatever the data, silently
+    with pytest.raises(ValueError, match=match):
+        tp.drift(tp.profile(frame), frame, thresholds=th)
+
+
+def test_drift_threshold_columns_name_compared_columns(frame):
+    with pytest.raises(KeyError, match=r"thresholds for columns \['x2'\], which neither profile has; the columns are \['c', 'x'\]"):
+        tp.drift(tp.profile(frame), frame, thresholds={"columns": {"x2": {"psi": 0.5}}})
+    # inf switches a metric off
+    shifted = frame.assign(x=frame["x"] + 5)
+    assert tp.drift(tp.profile(frame), shifted).doc["columns"]["x"]["drift"]
+    off = {"columns": {"x": {k: float("inf") for k in ("psi", "js", "linf", "null_rate")}}}
+    assert not tp.drift(tp.profile(frame), shifted, thresholds=off).doc["columns"]["x"]["drift"]

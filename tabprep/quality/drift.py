@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -162,12 +163,23 @@ def thresholds_for(column: str, thresholds: Optional[Dict[str, Any]]) -> Dict[st
     out = dict(DEFAULT_THRESHOLDS)
     given = dict(thresholds or {})
     per = given.pop("columns", {}) or {}
-    for k, v in list(given.items()) + list((per.get(column) or {}).items()):
+    for k, v, own in [(k, v, False) for k, v in given.items()] + [(k, v, True) for k, v in (per.get(column) or {}).items()]:
+        where = f"drift threshold {k!r}" + (f" for column {column!r}" if own else "")
         if k not in DEFAULT_THRESHOLDS:
-            raise ValueError(f"unknown drift threshold {k!r}" + (f" for column {column!r}" if k in (per.get(column) or {}) else "")
-                             + f"; the thresholds are {sorted(DEFAULT_THRESHOLDS)}")
-        out[k] = float(v)
+            raise ValueError(f"unknown {where}; the thresholds are {sorted(DEFAULT_THRESHOLDS)}")
+        out[k] = _threshold(k, where, v, own)
     return out
+
+
+def _threshold(metric: str, where: str, value: Any, own: bool) -> float:
+    """A threshold's value: a number >= 0 (inf: never exceeded). NaN is never exceeded either, so a
+    NaN threshold made the report say "no drift" whatever the data; a negative one flagged every column."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value) and value >= 0
+    if not ok:
+        hint = (f"; per column: thresholds={{'columns': {{column: {{{metric!r}: value}}}}}}"
+                if isinstance(value, dict) and not own else "")
+        raise ValueError(f"{where} must be a number >= 0 (inf: never), got {value!r}{hint}")
+    return float(value)
 
 
 def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]], th: Dict[str, float],
@@ -260,6 +272,9 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
                 col["oov_rate"] = col["oov"] / col["frequent_n"]
         oov_known = True
     names = list(ref.columns) + [c for c in cur.columns if c not in ref.columns]
+    unknown = [c for c in ((thresholds or {}).get("columns") or {}) if c not in names]
+    if unknown:   # (a typo's thresholds were never used, silently)
+        raise KeyError(f"thresholds for columns {unknown}, which neither profile has; the columns are {names}")
     if columns is not None:
         names = [c for c in names if c in set(columns)]
     entries = {c: compare_column(ref.columns.get(c), cur.columns.get(c), thresholds_for(c, thresholds),
