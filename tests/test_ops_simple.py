@@ -1,6 +1,8 @@
 """Clip, LogOp, LambdaOp, Rename and Filter: stateless ops, checked on hand values and numpy."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -207,6 +209,21 @@ def test_lambda_op_wrong_length_is_a_clear_error():
     with pytest.raises(ValueError, match="row count|values for column"):
         wf.fit(df)
         wf.transform(df)
+
+
+@pytest.mark.parametrize("value", [0, 2.5, "a", np.float32(1.5), np.array(7)])
+def test_lambda_op_returning_a_scalar_broadcasts_it_as_pandas_assignment_does(value, tmp_path):
+    # NVTabular assigns f's result to the column (new_df[col] = f(col)): a scalar fills every row
+    # there; tabprep raised "object of type 'int' has no len()"
+    df = pd.DataFrame({"x": [1.0, 2.0, np.nan, 4.0], "y": [1, 2, 3, 4]})
+    want = df.copy()
+    want["x"] = value.item() if isinstance(value, np.ndarray) else value   # pandas' own assignment
+    wf = tp.Workflow((["x"] >> ops.LambdaOp(lambda col: value)) + ["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no "came out ... but the output schema says ..." on any partition
+        out = to_pandas(wf.fit_transform(make_dataset(df, "cpu", nparts=2)))
+    assert out["x"].tolist() == want["x"].tolist()
+    assert str(out["x"].dtype) == str(want["x"].dtype)
 
 
 def test_lambda_op_requires_callable():

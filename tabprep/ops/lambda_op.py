@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import numbers
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
@@ -93,7 +94,7 @@ class LambdaOp(Operator):
             if self._arity == 1 and backend.is_list_series(df[c]):
                 out[c] = self._map_list(df[c], c)
                 continue
-            res = self.f(df[c], df) if self._arity == 2 else self.f(df[c])
+            res = _broadcast(self.f(df[c], df) if self._arity == 2 else self.f(df[c]), df[c])
             if len(res) != len(df):
                 raise ValueError(f"{self.label} returned {len(res)} values for column {c!r} of {len(df)} rows; "
                                  f"a LambdaOp must keep the row count (use Filter to drop rows)")
@@ -232,7 +233,7 @@ def _probe_dtypes(op: "LambdaOp", schema: Schema, columns: List[str]) -> Dict[st
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = op.f(series, df) if op._arity == 2 else op.f(series)
+                res = _broadcast(op.f(series, df) if op._arity == 2 else op.f(series), series)
             dtype = getattr(res, "dtype", None)
             if dtype is None or len(res) != len(series):
                 out[c] = None
@@ -243,6 +244,23 @@ def _probe_dtypes(op: "LambdaOp", schema: Schema, columns: List[str]) -> Dict[st
                       op.label, c, exc)
             out[c] = None
     return out
+
+
+def _broadcast(res: Any, like: Any) -> Any:
+    """``res`` as it is, or a scalar result (a number, a string, None, a 0-d array) as a series of
+    it on every row of ``like``: NVTabular assigns ``f``'s result to the column, which broadcasts a
+    scalar (``LambdaOp(lambda col: 0)`` is a column of zeros there; here it raised "object of type
+    'int' has no len()"). The dtype is the frame library's for a list of that value."""
+    scalar = res is None or isinstance(res, (str, bytes, numbers.Number, np.generic)) or getattr(res, "ndim", 1) == 0
+    if not scalar:
+        return res
+    lib = backend.frame_lib(like)
+    if res is None or isinstance(res, (str, bytes)):
+        # the dtype of one such value, also for an empty partition (dask's meta among them)
+        return lib.Series([res] * len(like), index=like.index, dtype=lib.Series([res]).dtype)
+    value = backend.to_numpy(res) if getattr(res, "ndim", None) == 0 and not isinstance(res, np.ndarray) else res
+    arr = np.asarray(value)   # a Python number, a numpy scalar (its dtype kept, as pandas keeps it), a 0-d array
+    return lib.Series(np.full(len(like), arr, dtype=arr.dtype), index=like.index)
 
 
 def _arity(f: Callable) -> int:
