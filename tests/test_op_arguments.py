@@ -76,3 +76,13 @@ def test_list_slice_pad_value_an_int_list_cannot_hold_is_named(pad_value):
     out = tp.Workflow(["l"] >> ops.ListSlice(0, 2, pad=True, pad_value=pad_value)).fit_transform(
         tp.Dataset(fl)).compute()
     assert np.isnan(out["l"][1][1]) or np.isinf(out["l"][1][1])
+
+
+@pytest.mark.parametrize("fill,exc", [(2.5, (TypeError, ValueError)), (2**70, (OverflowError, TypeError, ValueError))])
+def test_fill_missing_names_the_column_it_cannot_fill(fill, exc):
+    # the frame library's own error ("Invalid value '2.5' for dtype 'Int64'", "Python int too large to
+    # convert to C long") named no column; its type is kept (pandas' fillna raises the same)
+    df = pd.DataFrame({"i": pd.array([1, None, 3], dtype="Int64")})
+    for node in (["i"] >> ops.FillMissing(fill_val=fill), ["i"] >> ops.FillMissing(fill_val=fill) >> ops.LogOp()):
+        with pytest.raises(exc, match=r"FillMissing: fill_val .* cannot fill the nulls of column 'i' \(Int64\)"):
+            tp.Workflow(node).fit_transform(tp.Dataset(df)).compute()

@@ -76,11 +76,20 @@ class FillMissing(Operator):
 
     def transform(self, columns: List[str], df: Any) -> Any:
         values = self._fill_value(columns)
-        out = {c: fill_column(df[c], values[c]) for c in columns}
+        out = {c: self._filled(df[c], values[c], c) for c in columns}
         if self.add_binary_cols:
             for c in columns:
                 out[f"{c}_filled"] = binary_flags(df[c], f"{c}_filled")
         return backend.make_frame(out, like=df)
+
+    def _filled(self, s: Any, value: Any, name: str) -> Any:
+        """``s`` with its nulls filled; where the column cannot hold ``value`` (2.5 in an int column,
+        an int beyond int64), the frame library's error (same type) names the column and the fix."""
+        try:
+            return fill_column(s, value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise type(exc)(f"FillMissing: fill_val {value!r} cannot fill the nulls of column {name!r} ({s.dtype}): "
+                            f"{exc}. Pass a fill_val that type holds, or cast the column first") from exc
 
     def column_kernel(self, column: str) -> Any:
         """Column kernel (see :meth:`Operator.column_kernel`; numpy or CuPy): ``fill_host`` with ``fill_val``."""
