@@ -87,3 +87,24 @@ def test_a_gpu_asked_for_where_there_is_none_says_so(frame, tmp_path):
             _loader(data, device=0)
     with pytest.raises(RuntimeError, match=r"reader_kwargs=\{'cpu': False\} asks for a GPU"):
         DataLoader(frame, 10, cat_names=["a"], label_names=["y"], reader_kwargs={"cpu": False})
+
+
+@pytest.mark.parametrize("bad", [2.5, 0, -1, True, "3"])
+def test_sparse_max_is_a_whole_length(bad):
+    # sparse_max={'tags': 2.5} padded to 2 and True to 1, 0 emptied every row, -1 raised numpy's
+    # "negative dimensions are not allowed"
+    df = pd.DataFrame({"tags": [[1, 2, 3], [4], [], [5, 6]], "y": [0, 1, 0, 1]})
+    with pytest.raises(ValueError, match=r"sparse_max\['tags'\] must be an int >= 1, got"):
+        next(iter(DataLoader(df, 4, cat_names=["tags"], label_names=["y"], device="cpu", sparse_as_dense=True,
+                             sparse_max={"tags": bad})))
+
+
+def test_sparse_names_name_loaded_columns():
+    # an unknown name left the list column out of the padding and failed in numpy ("inhomogeneous shape")
+    df = pd.DataFrame({"tags": [[1, 2, 3], [4], [], [5, 6]], "y": [0, 1, 0, 1]})
+    with pytest.raises(KeyError, match=r"sparse_names \['tagz'\] are not among the loader's columns"):
+        next(iter(DataLoader(df, 4, cat_names=["tags"], label_names=["y"], device="cpu", sparse_as_dense=True,
+                             sparse_names=["tagz"], sparse_max={"tagz": 3})))
+    b = next(iter(DataLoader(df, 4, cat_names=["tags"], label_names=["y"], device="cpu", shuffle=False,
+                             sparse_as_dense=True, sparse_names=["tags"], sparse_max={"tags": np.int64(3)})))
+    assert np.asarray(b["tags"]).tolist() == [[1, 2, 3], [4, 0, 0], [0, 0, 0], [5, 6, 0]]

@@ -379,6 +379,9 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         self._passthrough = passthrough
         # list (multi-hot) columns
         if self._sparse_names_arg is not None:
+            unknown = [n for n in self._sparse_names_arg if n not in names]
+            if unknown:   # (the list column was then left unpadded, and numpy failed on it)
+                raise KeyError(f"sparse_names {unknown} are not among the loader's columns {names}")
             self._sparse_names = [n for n in self._sparse_names_arg if n in names]
         elif schema is not None:
             self._sparse_names = [n for n in names if n in schema and schema[n].is_list]

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
+from .._util import whole_number
 from .ragged import PAD_ID, RaggedBatch, _RaggedColumn, _row_ids, _xp, pad_ragged
 
 #: ``sparse_max`` of a nested column: one maximum length per level, or None (detected per chunk)
@@ -243,11 +244,20 @@ def pad_chunk_column(col: _RaggedColumn, size: DenseSize, name: str = "") -> Any
 def _as_shape(size: DenseSize, depth: int, name: str) -> Optional[Tuple[int, ...]]:
     if size is None:
         return None
-    shape = (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
+    shape = (_length(name, size),) if np.isscalar(size) else tuple(_length(name, s) for s in size)
     if len(shape) != depth:
         raise ValueError(f"sparse_max[{name!r}] = {size!r} gives {len(shape)} length(s) for a list column of "
                          f"{depth} levels: give one maximum per level, e.g. {tuple([8] * depth)}")
     return shape
+
+
+def _length(name: str, value: Any) -> int:
+    """A ``sparse_max`` length: a whole number >= 1 (2.5 padded to 2 and True to 1, 0 emptied every
+    row, -1 raised numpy's "negative dimensions are not allowed")."""
+    out = whole_number(value, 1)
+    if out is None:
+        raise ValueError(f"sparse_max[{name!r}] must be an int >= 1, got {value!r}")
+    return out
 
 
 def schema_depth(schema: Any, name: str) -> int:
@@ -264,7 +274,7 @@ def dense_size(name: str, given: Any, schema: Any) -> DenseSize:
     depth = schema_depth(schema, name)
     col = schema[name] if schema is not None and name in schema else None
     if given is not None:
-        return _as_shape(given, depth, name) if depth > 1 else (int(given) if np.isscalar(given) else given)
+        return _as_shape(given, depth, name) if depth > 1 else (_length(name, given) if np.isscalar(given) else given)
     if depth > 1:
         counts = getattr(col, "value_counts", None)
         if counts and all(c and c.get("max") is not None for c in counts):
