@@ -226,6 +226,21 @@ def test_lambda_op_returning_a_scalar_broadcasts_it_as_pandas_assignment_does(va
     assert str(out["x"].dtype) == str(want["x"].dtype)
 
 
+def test_log_op_on_uint64_beyond_int64_is_the_log_of_the_value():
+    # the int path viewed uint64 as int64: 2**63 + 5 became negative, so its log was NaN and
+    # 2**64 - 1's was -inf, silently; NVTabular computes log(x + 1) of the values as floats
+    big = np.array([2**63 + 5, 1, 2**64 - 1, 0, 12345], dtype="uint64")
+    masked = pd.array([2**63 + 5, None, 7, 2**64 - 1], dtype="UInt64")
+    df = pd.DataFrame({"u": big})
+    want = np.log1p(big.astype("float64")).astype("float32")
+    for node in (["u"] >> ops.LogOp(), ["u"] >> ops.LogOp() >> ops.Clip(min_value=-1)):   # frame and fused paths
+        out = run(node, df)[1]
+        np.testing.assert_array_equal(out["u"].to_numpy("float32"), want)
+    out = run(["m"] >> ops.LogOp(), pd.DataFrame({"m": masked}))[1]
+    ref = np.log1p(np.array([2**63 + 5, np.nan, 7, 2**64 - 1], dtype="float64")).astype("float32")
+    np.testing.assert_array_equal(out["m"].to_numpy("float32", na_value=np.nan), ref)
+
+
 def test_lambda_op_requires_callable():
     with pytest.raises(TypeError):
         ops.LambdaOp(3)

@@ -270,6 +270,11 @@ def log1p_host(col: ArrayColumn) -> Optional[ArrayColumn]:
     ``|x| < 1e-4``, in place in one float64 array) -- the dispatchers LogOp's ``transform`` calls."""
     v = col.values
     kind = v.dtype.kind
+    if v.dtype == np.uint64:   # beyond int64 the int64 view is negative: float64 then log1p, as log1p_int computes
+        out = array_module(v).log1p(v.astype(np.float64)).astype(np.float32)
+        if col.mask is not None:
+            array_module(out).copyto(out, np.nan, where=col.mask)
+        return col.like(out, None, True)
     if kind in "iub":
         out = log1p_int(v if v.dtype == np.int64 else v.astype(np.int64))
         if col.mask is not None:
