@@ -60,6 +60,15 @@ def whole_number(value: Any, minimum: int) -> Optional[int]:
     return out if value == out and out >= minimum else None
 
 
+def whole(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int when it is a whole number >= ``minimum`` (:func:`whole_number`), else a
+    ``ValueError``: ``"{name} must be an int >= {minimum}, got {value!r}"``."""
+    out = whole_number(value, minimum)
+    if out is None:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return out
+
+
 def check_limits(owner: str, limits: Dict[str, Any]) -> None:
     """Refuse negative limits (``{"freq_threshold": 5, "max_size": {"c": -1}}``): ``ValueError``
     naming ``owner``, the parameter, the key and the value (issue #30: they were ignored)."""

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._util import refuse_duplicate_columns, whole_number
+from .._util import refuse_duplicate_columns, whole, whole_number
 from .._warn import reemit_from_cluster
 from ..schema import Schema
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
@@ -82,8 +82,8 @@ def _check_partitioning(part_size: Any, npartitions: Any) -> None:
         size = parse_size(part_size) if isinstance(part_size, str) else whole_number(part_size, 1)
         if size is None or size < 1:
             raise ValueError(f"part_size must be a size like '128MB' or a number of bytes >= 1, got {part_size!r}")
-    if npartitions is not None and whole_number(npartitions, 1) is None:
-        raise ValueError(f"npartitions must be an int >= 1, got {npartitions!r}")
+    if npartitions is not None:
+        whole("npartitions", npartitions, 1)
 
 
 class Dataset(DatasetCompat):

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._version import __version__
-from .._util import whole_number
+from .._util import whole
 from .._warn import reemit_from_cluster
 from ..schema import Schema
 from . import commit
@@ -278,10 +278,10 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     options = dict(format_options or {})
     for name, val in (("output_files", output_files), ("out_files_per_proc", out_files_per_proc),
                       ("split_per_worker", split_per_worker), ("row_group_size", options.get("row_group_size"))):
-        if val is not None and whole_number(val, 1) is None:   # (2.5 raised Python's own TypeError, or was truncated)
-            raise ValueError(f"{name} must be an int >= 1, got {val!r}")
-    if seed is not None and whole_number(seed, 0) is None:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        if val is not None:   # (2.5 raised Python's own TypeError, or was truncated)
+            whole(name, val, 1)
+    if seed is not None:
+        whole("seed", seed, 0)
     int_encoding = options.get("int_encoding") or "delta"
     if fmt == "parquet":  # a bad value fails here, before any task runs
         backend.parquet_encodings(pa.schema([]), int_encoding, options.get("compression") or "auto")

@@ -11,16 +11,7 @@ import math
 import numbers
 from typing import Any, Optional, Tuple
 
-from .._util import whole_number
-
-
-def whole(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int: a whole number >= ``minimum`` (:func:`tabprep._util.whole_number`); else a
-    ``ValueError`` naming ``name``."""
-    out = whole_number(value, minimum)
-    if out is None:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return out
+from .._util import whole
 
 
 def whole_rows(batch_size: Any) -> int:

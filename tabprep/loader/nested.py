@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .. import backend
-from .._util import whole_number
+from .._util import whole
 from .ragged import PAD_ID, RaggedBatch, _RaggedColumn, _row_ids, _xp, pad_ragged
 
 #: ``sparse_max`` of a nested column: one maximum length per level, or None (detected per chunk)
@@ -254,10 +254,7 @@ def _as_shape(size: DenseSize, depth: int, name: str) -> Optional[Tuple[int, ...
 def _length(name: str, value: Any) -> int:
     """A ``sparse_max`` length: a whole number >= 1 (2.5 padded to 2 and True to 1, 0 emptied every
     row, -1 raised numpy's "negative dimensions are not allowed")."""
-    out = whole_number(value, 1)
-    if out is None:
-        raise ValueError(f"sparse_max[{name!r}] must be an int >= 1, got {value!r}")
-    return out
+    return whole(f"sparse_max[{name!r}]", value, 1)
 
 
 def schema_depth(schema: Any, name: str) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .._util import whole_number
+from .._util import whole
 from .._warn import warn_difference, warn_once
 from ..dtypes import float_out_dtype
 from ..schema import ColumnSchema, Schema, Tags
@@ -404,15 +404,9 @@ def bucket_counts(label: str, num_buckets: Any) -> Any:
     """``num_buckets`` of a hashing op checked: an int >= 1 or a ``{column: int}`` dict of them
     (numpy ints and whole floats become ints); a bool, a fraction, a string or a count below 1 is
     a ``ValueError`` naming ``label`` (``HashBucket(num_buckets=2.5)`` hashed into 2 buckets, silently)."""
-    def one(value: Any, where: str) -> int:
-        out = whole_number(value, 1)
-        if out is None:
-            raise ValueError(f"{label}: {where} must be an int >= 1, got {value!r}")
-        return out
-
     if isinstance(num_buckets, dict):
-        return {k: one(v, f"num_buckets[{k!r}]") for k, v in num_buckets.items()}
-    return one(num_buckets, "num_buckets")
+        return {k: whole(f"{label}: num_buckets[{k!r}]", v, 1) for k, v in num_buckets.items()}
+    return whole(f"{label}: num_buckets", num_buckets, 1)
 
 
 def _native(value: Any) -> Any:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._util import whole_number
+from .._util import whole, whole_number
 from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
@@ -112,8 +112,7 @@ class TargetEncoding(StatOperator):
         self.split_out, self.split_every, self.cat_cache, self.out_path = split_out, split_every, cat_cache, out_path
         self.on_host, self.name_sep, self.drop_folds, self.tree_width = on_host, name_sep, drop_folds, tree_width
         kfold = 3 if kfold is None else kfold  # NVTabular 23.08: kfold or 3
-        if whole_number(kfold, 1) is None:   # (2.5 made other folds, silently)
-            raise ValueError(f"TargetEncoding kfold must be an int >= 1, got {kfold!r}")
+        whole("TargetEncoding kfold", kfold, 1)   # (2.5 made other folds, silently)
         if fold_seed is not None and whole_number(fold_seed, 0) is None:
             raise ValueError(f"TargetEncoding fold_seed must be an int >= 0 (or None), got {fold_seed!r}")
         if not isinstance(p_smooth, numbers.Real) or isinstance(p_smooth, bool) or not math.isfinite(p_smooth) \

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Optional
 
+from ..._util import whole_number
 from ..commit import TFRECORD_SPEC_FILE
 from ...schema import ColumnSchema, Schema
 from .nested import expand_schema
@@ -46,9 +47,10 @@ def _feature_keys(col: ColumnSchema, batch_size: Optional[int]) -> List[str]:
 def _check_batch_size(batch_size: Optional[int]) -> Optional[int]:
     if batch_size is None:
         return None
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+    rows = whole_number(batch_size, 1)   # (NaN and strings raised int()'s own errors)
+    if rows is None:
         raise ValueError(f"batch_size must be None (per-example records) or a positive int, got {batch_size!r}")
-    return int(batch_size)
+    return rows
 
 
 def _check_compression(compression: Optional[str]) -> Optional[str]:
