@@ -27,7 +27,7 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
     # a URL: the file system's own path and the (fsspec) file system, built here on the worker
     path, filesystem = fsmod.arrow_path(piece.path, storage_options)
-    try:
+    with corrupt_named(_piece_where(piece), piece.row_groups):
         if arrow and not piece.more:
             return backend.read_parquet_table(path, piece.row_groups, columns, filesystem=filesystem)
         if piece.more:
@@ -36,14 +36,21 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
             frame = backend.read_parquet_pieces(paths, groups, columns, cpu, filesystem=filesystem)
         else:
             frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
-    except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
-        raise _corrupt(piece, exc) from exc
     return nullable_frame(frame, nullable)
 
 
-def _corrupt(piece: Piece, exc: BaseException) -> ValueError:
-    where = piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
-    return corrupt_error(where, piece.row_groups, exc)
+def _piece_where(piece: Piece) -> str:
+    return piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+
+
+@contextlib.contextmanager
+def corrupt_named(where: str, row_groups: Sequence[Any]) -> Iterator[None]:
+    """A read failing in the block (a corrupt data page once the footer was fine, or a file gone
+    since) raises :func:`corrupt_error`, from the reader's error."""
+    try:
+        yield
+    except (OSError, pa.ArrowException) as exc:
+        raise corrupt_error(where, row_groups, exc) from exc
 
 
 def corrupt_error(where: str, row_groups: Sequence[Any], exc: BaseException) -> ValueError:
@@ -79,10 +86,9 @@ def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tupl
         unknown = [c for c in names if c not in known]
         if unknown:
             raise KeyError(f"columns {unknown} are not read by this partition's reader (it reads {sorted(known)})")
-        try:   # (the consumer's own errors never pass through here: it holds no column between reads)
+        # (the consumer's own errors never pass through here: it holds no column between reads)
+        with corrupt_named(_piece_where(piece), piece.row_groups):
             yield from backend.read_parquet_columns(path, piece.row_groups, list(names))
-        except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was fine
-            raise _corrupt(piece, exc) from exc
     return columns
 
 

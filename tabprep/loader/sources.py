@@ -104,6 +104,8 @@ class _ParquetSource(_Source):
         self._reader = backend.parquet_reader(cpu)
         self.units = []
         self._row_bytes: Dict[str, float] = {}
+        #: each file's footer (the column stream's expected types come from it)
+        self._footers: List[Any] = []
         total_rows = 0
         for gi, f in enumerate(files):
             try:
@@ -112,6 +114,7 @@ class _ParquetSource(_Source):
                     pq.ParquetFile(self._where[gi][0], filesystem=self._where[gi][1]).metadata
             except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same advice
                 raise ValueError(f"cannot read parquet file {f}: {exc}. Remove or re-write it.") from exc
+            self._footers.append(md)
             for i in range(md.num_row_groups):
                 rg = md.row_group(i)
                 if rg.num_rows:
@@ -135,10 +138,8 @@ class _ParquetSource(_Source):
     def read_part(self, units: Sequence[_Unit], columns: Optional[List[str]]) -> Any:
         path, filesystem = self._where[units[0].group]
         keys = [u.key for u in units]
-        try:
+        with corrupt_named(self.files[units[0].group], keys):   # the footer was read at the start
             return self._reader.read(path, keys, columns, filesystem=filesystem)
-        except (OSError, pa.ArrowException) as exc:  # a corrupt data page: the footer was read at the start
-            raise _corrupt(self.files[units[0].group], keys, exc) from exc
 
     def read_pieces(self, pieces: Sequence["_Piece"], columns: Optional[List[str]]) -> Any:
         # on the GPU, a chunk's whole pieces of local files in one cuDF read: libcudf decodes the
@@ -174,21 +175,16 @@ class _ParquetSource(_Source):
         return self._columns(pieces, columns)
 
     def _columns(self, pieces: Sequence["_Piece"], columns: List[str]) -> "_ColumnStream":
-        import pyarrow.parquet as pq
-
-        opened, files = [], []
-        for p in pieces:   # each file's footer parsed once per chunk
+        reads = []
+        for p in pieces:   # one column reader per piece (its file's footer parsed once per chunk)
             units = [self.units[i] for i in p.units]
             full = sum(u.num_rows for u in units)
             trim = (p.start, p.stop - p.start) if p.start or p.stop != full else None
             keys = [u.key for u in units]
-            try:
-                pf = pq.ParquetFile(self._where[units[0].group][0], pre_buffer=False)
-            except (OSError, pa.ArrowException) as exc:  # gone, or rewritten into something unreadable
-                raise _corrupt(self.files[units[0].group], keys, exc) from exc
-            opened.append((pf, keys, trim))
-            files.append(self.files[units[0].group])
-        return _ColumnStream(opened, columns, files)
+            reads.append((backend.read_parquet_columns(self._where[units[0].group][0], keys, columns),
+                          self.files[units[0].group], keys, trim))
+        group = self.units[pieces[0].units[0]].group
+        return _ColumnStream(reads, columns, arrow_schema_of(self.files[group], self._footers[group]))
 
     def stack(self, parts: Sequence[Any]) -> Any:
         return self._reader.stack(parts)
@@ -212,26 +208,23 @@ class _ParquetSource(_Source):
 
 
 class _ColumnStream:
-    """A chunk's columns read one at a time from its pieces' parquet files (``opened``: ``(file,
-    row groups, (start, length) or None)`` per piece): iterating gives ``(name, parts)``;
-    ``types`` are the Arrow types of the first piece's file (what a column is expected to be)."""
+    """A chunk's columns read one at a time from its pieces' parquet files (``reads``: per piece,
+    :func:`tabprep.backend.read_parquet_columns` of ``columns``, the file as the user named it, its
+    row groups and ``(start, length)`` or None): iterating gives ``(name, parts)``; ``types`` are
+    the Arrow types of the first piece's file (``schema``: what a column is expected to be)."""
 
-    def __init__(self, opened: List[Tuple[Any, List[Any], Optional[Tuple[int, int]]]], columns: List[str],
-                 files: List[str]) -> None:
-        self._opened = opened
-        self._files = files   # each piece's file as the user named it (errors name it)
+    def __init__(self, reads: List[Tuple[Iterator[Tuple[str, Any]], str, List[Any], Optional[Tuple[int, int]]]],
+                 columns: List[str], schema: pa.Schema) -> None:
+        self._reads = reads
         self._columns = columns
-        schema = opened[0][0].schema_arrow
         self.types: Dict[str, Any] = {f.name: f.type for f in schema}
 
     def __iter__(self) -> Iterator[Tuple[str, List[Any]]]:
         for name in self._columns:
             parts = []
-            for (pf, keys, trim), where in zip(self._opened, self._files):
-                try:
-                    col = pf.read_row_groups(keys, columns=[name], use_threads=False).column(0)
-                except (OSError, pa.ArrowException) as exc:  # a corrupt data page
-                    raise _corrupt(where, keys, exc) from exc
+            for stream, where, keys, trim in self._reads:   # (each stream yields ``columns`` in order)
+                with corrupt_named(where, keys):
+                    _, col = next(stream)
                 parts.append(col.slice(*trim) if trim is not None else col)
             yield name, parts
 
@@ -338,4 +331,5 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
 
 
 from .._util import is_frame as _is_frame  # noqa: E402 - one definition for the package
-from ..io.dataset_read import corrupt_error as _corrupt  # noqa: E402
+from ..io.dataset_read import corrupt_named  # noqa: E402
+from ..io.planning import arrow_schema_of  # noqa: E402
