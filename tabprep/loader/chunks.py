@@ -131,7 +131,7 @@ class _ChunkPreparation:
         order = list(dict.fromkeys(self._cat_names + self._cont_names + self._label_names))
         stream = self._source.column_stream(pieces, order) if self._transform is None else None
         if stream is not None:
-            chunk = self._streamed_chunk(stream, order, plan, k, perm_job, buffers)
+            chunk = self._streamed_chunk(stream, order, plan, k, expected, perm_job, buffers)
             self._finish_chunk(chunk)
             chunk.ready = self._device.mark_ready(keep=None)   # host arrays: nothing to wait for
             return chunk
@@ -155,9 +155,7 @@ class _ChunkPreparation:
         perm = perm_job.result() if perm_job is not None else self._permutation(plan, k, n)
         if perm is not None:
             perm = self._device.index_array(perm)
-        # the first row of this chunk that starts a full batch: on the CPU, batch slices from there
-        # on are 64-byte aligned (backend.take_block), so the TF adapter hands them over without a copy
-        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        first = self._first_full_batch_row(plan, k)
         if self.sparse_as_dense:
             for name, m in self._sparse_max.items():
                 # padded in chunk order, gathered with the other columns below
@@ -173,11 +171,16 @@ class _ChunkPreparation:
         chunk.ready = self._device.mark_ready(keep=raw if backend.reads_on_own_stream(raw) else None)
         return chunk
 
-    def _streamed_chunk(self, stream: Any, order: List[str], plan: _EpochPlan, k: int, perm_job: Any,
-                        buffers: Optional[BufferPool]) -> _Chunk:
-        """Chunk ``k`` read column by column (:meth:`~tabprep.loader.sources._Source.column_stream`, no
-        transform): each column is converted and gathered into its block right after its read."""
-        expected = plan.offsets[k + 1] - plan.offsets[k]
+    def _first_full_batch_row(self, plan: _EpochPlan, k: int) -> int:
+        """The first row of chunk ``k`` that starts a full batch: on the CPU, batch slices from there
+        on are 64-byte aligned (backend.take_block), so the TF adapter hands them over without a copy."""
+        return (-plan.offsets[k]) % self.batch_size if self._exact else 0
+
+    def _streamed_chunk(self, stream: Any, order: List[str], plan: _EpochPlan, k: int, expected: int,
+                        perm_job: Any, buffers: Optional[BufferPool]) -> _Chunk:
+        """Chunk ``k`` (``expected`` rows) read column by column
+        (:meth:`~tabprep.loader.sources._Source.column_stream`, no transform): each column is
+        converted and gathered into its block right after its read."""
         labels = set(self._label_names)
         padded = set(self._sparse_max) if self.sparse_as_dense else set()
         layout = {}
@@ -185,7 +188,7 @@ class _ChunkPreparation:
             dtype = _expected_dtype(stream.types.get(name), name in self._cont_names)
             if dtype is not None and name not in padded:
                 layout[name] = (name in labels, dtype.str)
-        first = (-plan.offsets[k]) % self.batch_size if self._exact else 0
+        first = self._first_full_batch_row(plan, k)
         blocks = None
         with block_buffers(buffers):
             for name, parts in stream:
