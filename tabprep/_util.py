@@ -47,11 +47,17 @@ def hint_for(suggestions: List[str], sep: str = " or ", capitalize: bool = False
     return ("Did" if capitalize else "did") + " you mean " + sep.join(repr(c) for c in suggestions) + "?"
 
 
+def is_number(value: Any) -> bool:
+    """True for a real number (a Python or numpy int or float, NaN and inf included), not a bool, a
+    string or None: what an argument counted or compared as a number must be."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)   # (numpy's bool is no numbers.Real)
+
+
 def whole_number(value: Any, minimum: int) -> Optional[int]:
     """``value`` as an int when it is a whole number >= ``minimum`` (a Python or numpy int, or a
     float such as 64.0), else None: a bool, a string, a fraction, NaN, inf or a smaller number is
     none (``int()`` of them truncated 2.5 to 2, or raised its own unclear errors)."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):   # (numpy's bool is no numbers.Real)
+    if not is_number(value):
         return None
     try:
         out = int(value)

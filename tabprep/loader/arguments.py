@@ -11,7 +11,7 @@ import math
 import numbers
 from typing import Any, Optional, Tuple
 
-from .._util import whole
+from .._util import is_number, whole
 
 
 def whole_rows(batch_size: Any) -> int:
@@ -21,8 +21,7 @@ def whole_rows(batch_size: Any) -> int:
 
 def buffer_fraction_or_rows(buffer_size: Any) -> float:
     """``buffer_size`` as a float: a fraction of memory in (0, 1) or a row count >= 1 (finite)."""
-    ok = isinstance(buffer_size, numbers.Real) and not isinstance(buffer_size, bool)
-    if not ok or not math.isfinite(buffer_size) or buffer_size <= 0:
+    if not is_number(buffer_size) or not math.isfinite(buffer_size) or buffer_size <= 0:
         raise ValueError(f"buffer_size must be a fraction in (0, 1) or a row count >= 1, got {buffer_size!r}")
     return float(buffer_size)
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import Any, List, Optional, Tuple
 
 from .. import backend
+from .._util import is_number
 from .base import Operator, map_elements
 
 
@@ -58,4 +58,4 @@ class Clip(Operator):
 
 
 def _is_nan(bound: Any) -> bool:
-    return isinstance(bound, Real) and not isinstance(bound, bool) and math.isnan(bound)
+    return is_number(bound) and math.isnan(bound)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 import math
-import numbers
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -11,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import backend
-from .._util import whole, whole_number
+from .._util import is_number, whole, whole_number
 from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
@@ -115,8 +114,7 @@ class TargetEncoding(StatOperator):
         whole("TargetEncoding kfold", kfold, 1)   # (2.5 made other folds, silently)
         if fold_seed is not None and whole_number(fold_seed, 0) is None:
             raise ValueError(f"TargetEncoding fold_seed must be an int >= 0 (or None), got {fold_seed!r}")
-        if not isinstance(p_smooth, numbers.Real) or isinstance(p_smooth, bool) or not math.isfinite(p_smooth) \
-                or p_smooth < 0:   # (NaN gave every row the global mean)
+        if not is_number(p_smooth) or not math.isfinite(p_smooth) or p_smooth < 0:   # (NaN gave every row the global mean)
             raise ValueError(f"TargetEncoding p_smooth must be a finite number >= 0, got {p_smooth!r}")
         out_dtype = "float32" if out_dtype is None else out_dtype  # NVTabular: out_dtype or np.float32
         if np.dtype(out_dtype).kind != "f":

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .._util import is_number
 from .profile import Profile, as_profile, profile, reference_of
 
 #: version of the drift.json layout
@@ -174,7 +174,7 @@ def thresholds_for(column: str, thresholds: Optional[Dict[str, Any]]) -> Dict[st
 def _threshold(metric: str, where: str, value: Any, own: bool) -> float:
     """A threshold's value: a number >= 0 (inf: never exceeded). NaN is never exceeded either, so a
     NaN threshold made the report say "no drift" whatever the data; a negative one flagged every column."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value) and value >= 0
+    ok = is_number(value) and not math.isnan(value) and value >= 0
     if not ok:
         hint = (f"; per column: thresholds={{'columns': {{column: {{{metric!r}: value}}}}}}"
                 if isinstance(value, dict) and not own else "")
