@@ -66,6 +66,13 @@ def split_rows(total: int, parts: int, align: int = 1) -> List[Tuple[int, int]]:
             for k in range(parts)]
 
 
+def check_shard(global_size: int, global_rank: int) -> None:
+    """``ValueError`` unless ``0 <= global_rank < global_size``."""
+    if global_size < 1 or not 0 <= global_rank < global_size:
+        raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={global_rank}, "
+                         f"global_size={global_size}")
+
+
 def shard_rows(num_rows: int, global_size: int, global_rank: int, drop_last: bool) -> List[Tuple[int, int]]:
     """Global row ranges of one rank, the same count on every rank.
 
@@ -74,9 +81,7 @@ def shard_rows(num_rows: int, global_size: int, global_rank: int, drop_last: boo
     wrap around to the start of the dataset for their missing rows, so this returns one range, or
     two when the rank wraps. ``num_rows <= 0`` gives no ranges.
     """
-    if global_size < 1 or not 0 <= global_rank < global_size:
-        raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={global_rank}, "
-                         f"global_size={global_size}")
+    check_shard(global_size, global_rank)
     if num_rows <= 0:
         return []
     if drop_last:

@@ -72,6 +72,7 @@ import numpy as np
 from .. import backend
 from .._util import did_you_mean
 from .._warn import warn_once
+from ..io.planning import check_shard
 from ..schema import Schema, Tags
 from .arguments import buffer_fraction_or_rows, device_choice, require_gpu, whole, whole_rows
 from .blocks import Batch, build_blocks  # noqa: F401 - re-exported
@@ -175,9 +176,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         self.parts_per_chunk = whole("parts_per_chunk", parts_per_chunk, 1)
         self.global_size = 1 if global_size is None else whole("global_size", global_size, 1)
         self.global_rank = 0 if global_rank is None else whole("global_rank", global_rank, 0)
-        if self.global_rank >= self.global_size:   # at once, not at the first batch
-            raise ValueError(f"need 0 <= global_rank < global_size, got global_rank={self.global_rank}, "
-                             f"global_size={self.global_size}")
+        check_shard(self.global_size, self.global_rank)   # at once, not at the first batch
         self.drop_last = bool(drop_last)
         if self.global_size > 1:   # once per process: every rank's loader would repeat it
             warn_once("loader sharding",
@@ -275,7 +274,7 @@ class DataLoader(MerlinLoaderCalls, _ChunkPreparation):
         batch_size = whole_rows(batch_size)
         with self._lock:
             self._reset_iteration()
-            self.batch_size = int(batch_size)
+            self.batch_size = batch_size
             self._plans = {}
 
     # -- resolved configuration (known once the loader is planned) ----------------------------
