@@ -28,12 +28,13 @@ class LogOp(Operator):
     def transform(self, columns: List[str], df: Any) -> Any:
 
         def log1p(s: Any) -> Any:
-            if backend._numpy_kind_dtype(s.dtype) == np.uint64:
+            dtype = backend._numpy_kind_dtype(s.dtype)
+            if dtype == np.uint64:
                 # beyond int64: the int path's int64 view made 2**63.. negative (NaN, -inf); float64
                 # then log1p is what the int path computes below 2**63 (see log1p_int)
                 values = backend.float_values(s)   # NaN where null
                 return backend.array_module(values).log1p(values).astype(np.float32)
-            if backend._numpy_kind_dtype(s.dtype).kind in "iub":
+            if dtype.kind in "iub":
                 values, mask = backend.int_data(s)
                 out = backend.log1p_int(values)  # CPU: a table of log1p values; GPU: the device's log1p
                 if mask is not None:
