@@ -81,6 +81,19 @@ import tabprep as tp
 data = _frame(0)
 data.to_parquet(WORK + "/in.parquet", index=False, row_group_size=6_000)
 wf = _workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=False))    # in process: dask threads
+
+# the lookups built ahead (a background thread, which starts on device 0) are built on device 1
+import time
+from tabprep.ops import lookups
+ahead = _workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=False))
+assert ahead.build_lookups_ahead(cpu=False) and lookups.started == {"gpu:1": 1}, lookups.started
+cat_op = [n.op for n in ahead.stat_nodes if type(n.op).__name__ == "Categorify"][0]
+for _ in range(1000):
+    if ("cat2", "gpu:1") in cat_op._index_cache:
+        break
+    time.sleep(0.01)
+assert cat_op._index_cache[("cat", "gpu:1")].keys.device.id == 1
+assert cat_op._index_cache[("cat2", "gpu:1")].keys.device.id == 1
 expected = _host(_workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=True)).transform_frame(data))
 import cudf
 out = wf.transform_frame(cudf.from_pandas(data))
@@ -144,6 +157,12 @@ def _error_on_peer_access() -> None:
     w.filterwarnings("error", message=PEER)
 
 
+def _lookups_started() -> dict:
+    from tabprep.ops import lookups
+
+    return dict(lookups.started)
+
+
 def test_workers_fit_and_transform_without_peer_access(tmp_path, peer_access_is_an_error):
     from tabprep.cli import cluster as cli_cluster
 
@@ -156,5 +175,8 @@ def test_workers_fit_and_transform_without_peer_access(tmp_path, peer_access_is_
         client.run(_error_on_peer_access)
         wf = _workflow().fit(tp.Dataset(str(tmp_path / "*.parquet"), cpu=False))
         wf.transform(tp.Dataset(str(tmp_path / "*.parquet"), cpu=False)).to_parquet(str(tmp_path / "out"))
+        started = client.run(_lookups_started)
+    # each worker that transformed built its lookups ahead once, on its own GPU (device 0 there)
+    assert max(w.get("gpu:0", 0) for w in started.values()) == 1 and all(set(w) <= {"gpu:0"} for w in started.values()), started
     got = tp.Dataset(str(tmp_path / "out"), cpu=True).compute().reset_index(drop=True)
     pd.testing.assert_frame_equal(got[expected.columns], expected, check_dtype=False, rtol=1e-5)

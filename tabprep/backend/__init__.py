@@ -42,8 +42,8 @@ from .columns import (ArrayColumn, DeviceColumn, HostColumn, clip_host, fill_hos
                       host_columns_supported, host_series, host_series_many, log1p_host, normalize_host)
 from .core import (GPU_THREADS, PART_SIZE_CPU, PART_SIZE_GPU, CudaDevice, HostDevice, compute_device,
                    compute_options, compute_options_for, device, gpu_count, gpu_free_memory_mb, gpu_total_memory,
-                   has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, release_memory, resolve_cpu, same_device,
-                   tune_malloc, tune_malloc_in_worker, use_rmm_pool)
+                   has_cudf, host_memory_bytes, is_cpu, is_frame, is_gpu, probe_array, release_memory, resolve_cpu,
+                   same_device, tune_malloc, tune_malloc_in_worker, use_rmm_pool)
 from .dispatch import Dispatch
 from .frames import (_is_default_index, _nullable_name, _numpy_to_arrow, arrow_list_columns, cast_keep_nulls,
                      cast_safely, concat_columns, concat_rows, empty_frame_like, frame_to_arrow, from_host,
@@ -71,7 +71,7 @@ __all__ = [
     "float_values", "frame_lib", "frame_to_arrow", "from_host", "gpu_count", "gpu_free_memory_mb",
     "gpu_total_memory",
     "has_cudf", "host_memory_bytes", "index_of", "int_counts", "int_data", "int_log1p32", "int_values", "is_cpu",
-    "is_float_series", "is_frame", "is_gpu", "is_int_like", "is_list_series", "is_string_series", "isnull",
+    "is_float_series", "is_frame", "is_gpu", "probe_array", "is_int_like", "is_list_series", "is_string_series", "isnull",
     "flatten_nested", "list_depth", "list_from_leaves", "list_levels", "list_leaves", "nested_flatten",
     "nested_rebuild", "on_leaves", "arrow_list_columns", "has_array_cells", "lists_to_arrow", "lists_to_numpy", "log1p_int", "make_frame", "mod_buckets",
     "held_bytes", "move_like", "murmur3", "non_string_objects", "non_string_objects_message", "new_series", "nullable_columns",

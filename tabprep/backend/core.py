@@ -88,6 +88,17 @@ def device(obj: Any) -> str:
     return f"gpu:{int(index)}"
 
 
+def probe_array(cpu: bool) -> Any:
+    """An empty array of the backend (numpy, or cupy on this thread's current device): what
+    dispatches and :func:`device` take to stand for "where this thread's partitions live"
+    before one is read."""
+    if cpu:
+        return np.empty(0, dtype="int64")
+    import cupy
+
+    return cupy.empty(0, dtype="int64")
+
+
 def same_device(objs: Iterable[Any]) -> bool:
     """True when all ``objs`` live on one device (partials that were moved to the host, or made on
     another GPU, mix)."""

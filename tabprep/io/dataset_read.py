@@ -97,6 +97,9 @@ def _run_part(read: Callable[[], Any], fn: Callable[..., Any], args: Tuple[Any, 
     """A partition's task of :meth:`Dataset._table_tasks`: ``fn(read(), handle, *args)``, then
     ``finish(that, index)`` when given. Read and write seconds go to the workflow's ``op_timer``
     (as ``(io)`` read / write) when ``handle`` is a workflow that has one."""
+    ahead = getattr(handle, "build_lookups_ahead", None)   # a workflow: its vocabularies' lookups
+    if ahead is not None and isinstance(read, functools.partial) and "cpu" in read.keywords:
+        ahead(bool(read.keywords["cpu"]))   # built in the background while this partition is read
     part = timed_read(read, handle)
     with source_noted(read):  # raised on a worker, it names the file there as here
         out = fn(part, handle, *args)

@@ -135,6 +135,9 @@ class _ChunkPreparation:
             self._finish_chunk(chunk)
             chunk.ready = self._device.mark_ready(keep=None)   # host arrays: nothing to wait for
             return chunk
+        ahead = getattr(self.workflow, "build_lookups_ahead", None)   # a Workflow: its vocabularies'
+        if ahead is not None:   # lookups built in the background (once) while the first chunk is read
+            ahead(self.cpu)
         raw = self._source.read_pieces(pieces, self._read_columns)
         if raw is None:
             parts = [self._read_piece(p) for p in pieces]

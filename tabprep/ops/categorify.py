@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -21,6 +20,7 @@ from ._categorify_vocabs import _read_vocab_file
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
+from .lookups import build_once
 
 PAD_ID = 0
 NULL_ID = 1
@@ -363,21 +363,17 @@ class Categorify(StatOperator):
 
     # -- transform -------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
-        ck = (key, backend.device(like))
-        idx = self._index_cache.get(ck)
-        if idx is None:
-            # built once per process: the partition tasks of a worker's threads all start with
-            # an empty cache, and each used to build its own copy (on 2 GPU workers of 4 threads,
-            # 200M Criteo rows: transform task-seconds 10.4 against 3.7 in one process)
-            # a lock per vocabulary: other columns' builds go on at the same time
-            with _INDEX_BUILD:  # held for the dict lookup only
-                lock = self._index_cache.setdefault(("build",) + ck, threading.Lock())
-            with lock:
-                idx = self._index_cache.get(ck)
-                if idx is None:
-                    idx = V.vocab_index(self.stats_[key]["values"], like)
-                    self._index_cache[ck] = idx
-        return idx
+        # built once per process: the partition tasks of a worker's threads all start with
+        # an empty cache, and each used to build its own copy (on 2 GPU workers of 4 threads,
+        # 200M Criteo rows: transform task-seconds 10.4 against 3.7 in one process)
+        return build_once(self._index_cache, (key, backend.device(like)),
+                          lambda: V.vocab_index(self.stats_[key]["values"], like))
+
+    def warm_lookups(self, like: Any) -> None:
+        """Build every vocabulary's lookup structure for ``like``'s device now (see
+        :mod:`tabprep.ops.lookups`); a no-op before fit."""
+        for key in self.stats_ or {}:
+            self._index(key, like)
 
     def _encode(self, s: Any, key: str) -> Any:
         """int64 ids (numpy or cupy) of a scalar series."""
@@ -560,11 +556,6 @@ class Categorify(StatOperator):
             return state
         return dict(state, stats_={k: dict(st, freqs=None) if isinstance(st, dict) and "freqs" in st else st
                                    for k, st in stats.items()})
-
-
-#: guards the creation of the per-vocabulary build locks (one lookup structure per vocabulary,
-#: device and process)
-_INDEX_BUILD = threading.Lock()
 
 
 def _host(values: Any) -> Any:

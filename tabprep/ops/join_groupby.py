@@ -14,6 +14,7 @@ from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
 from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, state_file
+from .lookups import build_once
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
@@ -309,12 +310,15 @@ class JoinGroupby(StatOperator):
 
     # -- transform ----------------------------------------------------------------------------------
     def _index(self, key: str, like: Any) -> Any:
-        ck = ("index", key, backend.device(like))
-        idx = self._cache.get(ck)
-        if idx is None:
-            idx = V.vocab_index(self.stats_[key]["values"], like)
-            self._cache[ck] = idx
-        return idx
+        # once per process and device, whichever thread asks first (see tabprep.ops.lookups)
+        return build_once(self._cache, ("index", key, backend.device(like)),
+                          lambda: V.vocab_index(self.stats_[key]["values"], like))
+
+    def warm_lookups(self, like: Any) -> None:
+        """Build every key's lookup structure for ``like``'s device now (see
+        :mod:`tabprep.ops.lookups`); a no-op before fit."""
+        for key in (self.stats_ if self.stats_ else {}):
+            self._index(key, like)
 
     def _column(self, key: str, name: str, like: Any) -> Any:
         ck = ("col", key, name, backend.device(like))

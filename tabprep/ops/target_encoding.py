@@ -18,6 +18,7 @@ from ..stats import vocab as V
 from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
                    state_file)
 from .categorify import COMBO_KEY_FORMAT, _combo_series
+from .lookups import build_once
 
 
 class TargetEncoding(StatOperator):
@@ -319,12 +320,15 @@ class TargetEncoding(StatOperator):
         return out
 
     def _index(self, key: str, like: Any) -> Any:
-        ck = ("index", key, backend.device(like))
-        idx = self._cache.get(ck)
-        if idx is None:
-            idx = V.vocab_index(self.stats_["keys"][key]["values"], like)
-            self._cache[ck] = idx
-        return idx
+        # once per process and device, whichever thread asks first (see tabprep.ops.lookups)
+        return build_once(self._cache, ("index", key, backend.device(like)),
+                          lambda: V.vocab_index(self.stats_["keys"][key]["values"], like))
+
+    def warm_lookups(self, like: Any) -> None:
+        """Build every key's lookup structure for ``like``'s device now (see
+        :mod:`tabprep.ops.lookups`); a no-op before fit."""
+        for key in (self.stats_["keys"] if self.stats_ else {}):
+            self._index(key, like)
 
     def transform(self, columns: List[str], df: Any) -> Any:
         self._require_fitted()

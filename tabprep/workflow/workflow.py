@@ -11,10 +11,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import dask
 
 from .. import backend
-from .._util import did_you_mean, is_frame, refuse_duplicate_columns
+from .._util import did_you_mean, is_frame, refuse_duplicate_columns, switched_off
 from .._warn import new_job, reemit_from_cluster
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
+from ..ops.lookups import start_builds
 from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
                       unit_drift)
 from .compat import WorkflowCompat
@@ -255,6 +256,18 @@ class Workflow(WorkflowContract, WorkflowCompat):
         if not type(n.op).__module__.startswith("tabprep."):
             check_declared_ints(n.op.label, out, self._node_schemas.get(self.node_id(n)))
         return out
+
+    def build_lookups_ahead(self, cpu: bool) -> bool:
+        """Start building, in one background thread, the lookup structures (vocabularies' hash
+        tables or sorted copies) the fitted ops' transform needs on this thread's device, once per
+        device and process (:mod:`tabprep.ops.lookups`). A transform's partition tasks call it
+        before they read their partition, so a worker's first read overlaps the builds its
+        first transform would otherwise wait for. Results are the same without it
+        (``TABPREP_LOOKUPS_AHEAD=0`` turns it off). True if a thread was started."""
+        if switched_off("TABPREP_LOOKUPS_AHEAD") or not self.fitted:
+            return False
+        like = backend.probe_array(cpu)
+        return start_builds(self, [n.op for n in self.stat_nodes], like, backend.device(like))
 
     def transform_frame(self, df: Any, out_of_fold: bool = False, cast: bool = False) -> Any:
         """Transform one in-memory pandas or cuDF frame (the online path used by loaders).
