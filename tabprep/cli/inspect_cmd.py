@@ -82,13 +82,15 @@ def describe_output(path: str, storage_options: Optional[Dict[str, Any]] = None)
 
 def summarize_stats(op: Any) -> Dict[str, Any]:
     """Per-column summary of an op's learned statistics (vocabularies by size and top values)."""
+    from ..ops.categorify import shown_values
+
     stats = getattr(op, "stats_", None)
     if not isinstance(stats, dict):
         return {"value": _small(stats)}
     out: Dict[str, Any] = {}
     for key, st in stats.items():
         if isinstance(st, dict) and "values" in st and "freqs" in st:  # a vocabulary (Categorify)
-            values, freqs = st["values"], st["freqs"]
+            values, freqs = shown_values(st), st["freqs"]   # (a uint64 vocabulary's values, not their int64 bits)
             total = float(sum(int(f) for f in freqs)) + float(st.get("nulls", 0) or 0)
             top = []
             for v, f in list(zip(values, freqs))[:TOP_VALUES]:

@@ -261,7 +261,7 @@ class Categorify(StatOperator):
 
         self._require_fitted()
         st = self.stats_[key]
-        values = _host(st["values"])
+        values = shown_values(st)
         freqs = st.get("freqs")
         start = OOV_START + self.oov_buckets(key) + self.id_offset(key)
         index = pd.RangeIndex(start, start + len(values))  # unnamed, as in NVTabular 23.08's files
@@ -325,6 +325,8 @@ class Categorify(StatOperator):
                     isinstance(v, str) for v in self.vocabs[key]) else None)
                 freqs = np.zeros(len(values), dtype="int64")
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
+            if counts.unsigned and not (self.vocabs and key in self.vocabs):
+                stats[key]["unsigned"] = True   # uint64 values, held as their int64 bits (see shown_values)
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
             reserved = OOV_START + self.oov_buckets(key)
             check_id_dtype(self.dtype, reserved + len(values) - 1, f"Categorify column {key!r}",
@@ -511,7 +513,7 @@ class Categorify(StatOperator):
         path.mkdir(parents=True, exist_ok=True)
         meta = {}
         for i, (key, st) in enumerate(self.stats_.items()):
-            values = _host(st["values"])
+            values = shown_values(st)   # uint64 vocabularies saved as uint64 values (issue: saved as negative numbers)
             freqs = np.asarray(st["freqs"], dtype="int64")
             n = len(values)
             files = []
@@ -536,6 +538,8 @@ class Categorify(StatOperator):
             else:
                 values = col.to_numpy()
             stats[key] = {"values": values, "freqs": table.column("count").to_numpy(), "nulls": m["nulls"]}
+            if values.dtype == np.uint64:   # held as the int64 bits the lookups compare
+                stats[key].update(values=values.view(np.int64), unsigned=True)
         self.stats_ = stats
         self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         self._index_cache = {}
@@ -560,6 +564,12 @@ class Categorify(StatOperator):
 
 def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
+
+
+def shown_values(st: Dict[str, Any]) -> Any:
+    """A vocabulary's values as users see them (host): a uint64 vocabulary's int64 bits as uint64."""
+    values = _host(st["values"])
+    return values.view(np.uint64) if st.get("unsigned") else values
 
 
 def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:

@@ -201,7 +201,9 @@ def _raw_vocab_stats(wf: Workflow) -> Dict[str, Dict[str, Any]]:
 def vocabularies(wf: Workflow) -> Dict[str, List[Any]]:
     """``{raw column: vocabulary values}`` of the workflow's Categorify ops that read a raw column
     directly (the OOV reference of a drift check)."""
-    return {c: st["values"] for c, st in _raw_vocab_stats(wf).items() if st.get("values") is not None}
+    from ..ops.categorify import shown_values
+
+    return {c: shown_values(st) for c, st in _raw_vocab_stats(wf).items() if st.get("values") is not None}
 
 
 def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":

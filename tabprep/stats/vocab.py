@@ -60,14 +60,17 @@ class Counts:
 
     ``keys`` is None for the series layout (``counts`` is then a series indexed by value);
     otherwise ``keys`` (ascending distinct int64 values) and ``counts`` are flat arrays.
+    ``unsigned``: the keys are uint64 values in their order-keeping int64 form (:func:`unsigned_keys`),
+    so that sorts, merges and ties follow the unsigned values.
     """
 
-    __slots__ = ("keys", "counts", "nulls")
+    __slots__ = ("keys", "counts", "nulls", "unsigned")
 
-    def __init__(self, counts: Any, nulls: int, keys: Any = None) -> None:
+    def __init__(self, counts: Any, nulls: int, keys: Any = None, unsigned: bool = False) -> None:
         self.keys = keys
         self.counts = counts
         self.nulls = int(nulls)
+        self.unsigned = bool(unsigned)
 
     @property
     def sorted_layout(self) -> bool:
@@ -81,7 +84,7 @@ class Counts:
         # worker, or spills it): the sorted layout's int64 arrays go narrowed (issue #34)
         if self.keys is None:
             return (Counts, (self.counts, self.nulls, self.keys))
-        return (_counts_from, (*narrow_ints(self.counts), self.nulls, *narrow_ints(self.keys)))
+        return (_counts_from, (*narrow_ints(self.counts), self.nulls, *narrow_ints(self.keys), self.unsigned))
 
 
 #: integer arrays at least this long travel in the narrowest integer dtype holding their values
@@ -114,8 +117,32 @@ def widen_ints(arr: Any, dtype: Optional[str]) -> Any:
     return arr if dtype is None else arr.astype(dtype)
 
 
-def _counts_from(counts: Any, counts_dtype: Optional[str], nulls: int, keys: Any, keys_dtype: Optional[str]) -> Counts:
-    return Counts(widen_ints(counts, counts_dtype), nulls, widen_ints(keys, keys_dtype))
+def _counts_from(counts: Any, counts_dtype: Optional[str], nulls: int, keys: Any, keys_dtype: Optional[str],
+                 unsigned: bool = False) -> Counts:
+    return Counts(widen_ints(counts, counts_dtype), nulls, widen_ints(keys, keys_dtype), unsigned)
+
+
+#: the int64 sign bit: ``x ^ SIGN`` maps uint64 values (as wrapped int64) to int64 in the same order
+SIGN = np.int64(-(2 ** 63))
+
+
+def is_uint64(series: Any) -> bool:
+    """True for a uint64 column (numpy / cuDF ``uint64``, pandas ``UInt64``, a host column of uint64
+    values): the one integer dtype whose values (2**63 and up) int64 cannot hold in order."""
+    dtype = getattr(series, "dtype", None)
+    if dtype is None:
+        dtype = getattr(getattr(series, "values", None), "dtype", None)
+    return str(dtype) in ("uint64", "UInt64")
+
+
+def unsigned_keys(keys: Any, counts: Any) -> Tuple[Any, Any]:
+    """Ascending int64 keys of uint64 values (each the value's int64 bits, as the lookups see it)
+    and their counts, as order-keeping int64 keys (``key ^ SIGN``: 0 -> -2**63, 2**64 - 1 ->
+    2**63 - 1), still ascending: the values from 2**63 on, negative as int64, sort first as they
+    come and last once converted. Numpy or cupy."""
+    xp = backend.array_module(keys)
+    cut = int(xp.searchsorted(keys, 0))   # the first value below 2**63
+    return xp.concatenate([keys[cut:], keys[:cut]]) ^ SIGN, xp.concatenate([counts[cut:], counts[:cut]])
 
 
 # -- partial ------------------------------------------------------------------------------------
@@ -126,12 +153,16 @@ is_int_like = backend.is_int_like
 def partial_counts(series_list: List[Any], on_host: bool = False) -> Counts:
     """Counts of the non-null values of one or more series (list columns count their elements)."""
     parts: List[Counts] = []
-    for s in series_list:
-        if backend.is_list_series(s):
-            s, _ = backend.list_leaves(s)
+    leaves = [backend.list_leaves(s)[0] if backend.is_list_series(s) else s for s in series_list]
+    # uint64 keys are counted in their order-keeping int64 form when every column of the vocabulary
+    # is uint64 (ties then follow the unsigned values, as NVTabular's sort of the column does)
+    unsigned = all(is_uint64(s) for s in leaves)
+    for s in leaves:
         if is_int_like(s):
             keys, counts, nulls = backend.int_counts(s)
-            parts.append(Counts(counts, nulls, keys))
+            if unsigned:
+                keys, counts = unsigned_keys(keys, counts)
+            parts.append(Counts(counts, nulls, keys, unsigned))
         else:
             counts, nulls = backend.value_counts(s)
             parts.append(Counts(counts, nulls))
@@ -145,7 +176,7 @@ def to_host(c: Counts) -> Counts:
     """The same counts in host memory (numpy / pandas)."""
     if backend.is_cpu(c.counts):
         return c
-    return Counts(backend.to_host(c.counts), c.nulls, None if c.keys is None else backend.to_host(c.keys))
+    return Counts(backend.to_host(c.counts), c.nulls, None if c.keys is None else backend.to_host(c.keys), c.unsigned)
 
 
 # -- combine ------------------------------------------------------------------------------------
@@ -154,15 +185,18 @@ def combine_counts(partials: List[Counts]) -> Counts:
     nulls = sum(p.nulls for p in partials)
     nonempty = [p for p in partials if len(p)]
     if not nonempty:
-        return Counts(partials[0].counts, nulls, partials[0].keys)
+        return Counts(partials[0].counts, nulls, partials[0].keys, partials[0].unsigned)
     if len(nonempty) == 1:
         p = nonempty[0]
-        return Counts(p.counts, nulls, p.keys)
+        return Counts(p.counts, nulls, p.keys, p.unsigned)
     if all(p.sorted_layout for p in nonempty):
+        if len({p.unsigned for p in nonempty}) > 1:
+            raise ValueError("a vocabulary's partitions hold uint64 values in some and signed integers in others "
+                             "(the column's type differs between files?): cast the column to one integer type")
         if not backend.same_device(p.keys for p in nonempty):  # some partials were moved to the host: merge there
             nonempty = [to_host(p) for p in nonempty]
         keys, counts = backend.merge_counts([p.keys for p in nonempty], [p.counts for p in nonempty])
-        return Counts(counts, nulls, keys)
+        return Counts(counts, nulls, keys, nonempty[0].unsigned)
     return Counts(_sum_series([_as_series(p) for p in nonempty]), nulls)
 
 
@@ -192,7 +226,7 @@ def split_counts(counts: Counts, shards: int) -> List[Counts]:
         return [counts]
     if counts.sorted_layout:
         parts = backend.shard_counts(counts.keys, counts.counts, shards)
-        return [Counts(c, counts.nulls if j == 0 else 0, k) for j, (k, c) in enumerate(parts)]
+        return [Counts(c, counts.nulls if j == 0 else 0, k, counts.unsigned) for j, (k, c) in enumerate(parts)]
     series = counts.counts
     if len(series) == 0:
         return [Counts(series, counts.nulls if j == 0 else 0) for j in range(shards)]
@@ -211,7 +245,7 @@ def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[in
     counts."""
     if counts.sorted_layout:  # on its device, keys ascending as they are (no sort without max_size)
         keys, freqs = backend.top_counts(counts.keys, counts.counts, freq_threshold, max_size)
-        return Counts(freqs, counts.nulls, keys)
+        return Counts(freqs, counts.nulls, keys, counts.unsigned)
     values, freqs = finalize_vocab(counts, freq_threshold, max_size or 0)
     if max_size == 0:   # (finalize_vocab's 0 means no limit)
         values, freqs = values[:0], freqs[:0]
@@ -228,10 +262,12 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     Returns ``(values, frequencies)`` on the host (numpy arrays; int64 values for integer
     columns, objects for strings). Values seen fewer than ``freq_threshold`` times are dropped
     (they become out-of-vocabulary), and at most ``max_size`` values are kept when
-    ``max_size > 0``.
+    ``max_size > 0``. uint64 vocabularies (``counts.unsigned``) are ordered by the unsigned values
+    and returned as their int64 bits (what the lookups compare; ``.view("uint64")`` gives the values).
     """
     if counts.sorted_layout:
-        return backend.count_order(counts.keys, counts.counts, freq_threshold, max_size)
+        values, freqs = backend.count_order(counts.keys, counts.counts, freq_threshold, max_size)
+        return (values ^ SIGN if counts.unsigned else values), freqs
     c = backend.to_host(counts.counts)
     if len(c) == 0:
         # no non-null value: an empty vocabulary of the column's kind (strings -> object)

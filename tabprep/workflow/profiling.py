@@ -92,7 +92,7 @@ def complete_profile(wf: Any, doc: Optional[Dict[str, Any]]) -> None:
     """Add to the training profile ``doc`` (in place) the frequent values and distinct count of
     its counted columns (``ColumnPartial.counted``) from the vocabularies ``wf``'s fitted
     Categorify ops learned: the exact value counts of every row."""
-    from ..ops.categorify import _host
+    from ..ops.categorify import _host, shown_values
     from ..stats.profile_json import counted_fields
 
     if not doc:
@@ -105,7 +105,7 @@ def complete_profile(wf: Any, doc: Optional[Dict[str, Any]]) -> None:
             raise RuntimeError(f"the training profile of column {name!r} waits for a Categorify's counts that this "
                                "workflow does not compute; fit with profile=False, or use tp.profile")
         st = ops[name].stats_[name]
-        values, freqs = _host(st["values"]), _host(st["freqs"])
+        values, freqs = shown_values(st), _host(st["freqs"])
         nonnull = entry["count"] - entry["nulls"]
         if int(st.get("nulls", entry["nulls"])) != entry["nulls"] or int(freqs.sum()) != nonnull:
             raise RuntimeError(f"the training profile of column {name!r}: Categorify counted {int(freqs.sum())} values "
