@@ -108,3 +108,21 @@ def test_sparse_names_name_loaded_columns():
     b = next(iter(DataLoader(df, 4, cat_names=["tags"], label_names=["y"], device="cpu", shuffle=False,
                              sparse_as_dense=True, sparse_names=["tags"], sparse_max={"tags": np.int64(3)})))
     assert np.asarray(b["tags"]).tolist() == [[1, 2, 3], [4, 0, 0], [0, 0, 0], [5, 6, 0]]
+
+
+@pytest.mark.parametrize("adapter", ["torch", "jax"])
+def test_framework_loaders_take_batch_size_as_the_core_loader_does(frame, adapter):
+    """TorchAsyncItr / JaxLoader raised TypeError for 50.0 where DataLoader takes it as 50; both now
+    take what the core loader takes and refuse what it refuses, with its message."""
+    if adapter == "torch":
+        pytest.importorskip("torch")
+        from tabprep.loader.torch import TorchAsyncItr as Loader
+    else:
+        pytest.importorskip("jax")
+        from tabprep.loader.jax import JaxLoader as Loader
+    kw = dict(cats=["a"], labels=["y"], device="cpu")
+    assert [len(y) for _, y in Loader(frame, batch_size=50.0, **kw)] == [50, 50]
+    assert [len(y) for _, y in Loader(frame, batch_size=np.int64(40), **kw)] == [40, 40, 20]
+    for bad in (2.5, True, 0, "64"):
+        with pytest.raises(ValueError, match=r"batch_size must be an int >= 1, got"):
+            Loader(frame, batch_size=bad, **kw)

@@ -31,10 +31,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
 
 from .. import backend
 from .core import DataLoader, RaggedBatch
+from .arguments import whole_rows
 from .blocks import spanned_blocks
 
 log = logging.getLogger(__name__)
@@ -293,8 +293,7 @@ class FrameworkLoader(LoaderViews):
                  stacked: bool = False) -> None:
         if sparse_format not in SPARSE_FORMATS:
             raise ValueError(f"sparse_format must be one of {SPARSE_FORMATS}, got {sparse_format!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-            raise TypeError(f"batch_size must be an int, got {batch_size!r}")
+        batch_size = whole_rows(batch_size)   # as the core loader takes it (50.0 is 50; 2.5 is refused)
         if isinstance(labels, str):
             labels = [labels]
         self.sparse_format = sparse_format
