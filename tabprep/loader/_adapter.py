@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-
 from .. import backend
 from .core import DataLoader, RaggedBatch
 from .arguments import whole_rows
