@@ -1,4 +1,4 @@
-"""Vocabulary lookups built ahead of the transform (tabprep.ops.lookups, issue #34).
+"""Vocabulary lookups built ahead of the transform (tabprep.ops._lookups, issue #34).
 
 A partition task starts a background build of the fitted ops' lookup structures before it reads
 its partition. These tests check that the build happens once per key however many threads ask,
@@ -20,7 +20,7 @@ import pytest
 
 import tabprep as tp
 from tabprep import ops
-from tabprep.ops import lookups
+from tabprep.ops import _lookups as lookups
 
 distributed = pytest.importorskip("distributed")
 
@@ -173,7 +173,7 @@ def test_a_failing_background_build_changes_nothing(parquet, tmp_path, monkeypat
         raise RuntimeError("device lost")
 
     monkeypatch.setattr(ops.Categorify, "warm_lookups", broken)
-    with caplog.at_level(logging.DEBUG, logger="tabprep.ops.lookups"):
+    with caplog.at_level(logging.DEBUG, logger="tabprep.ops._lookups"):
         wf.transform(tp.Dataset(path)).to_parquet(str(tmp_path / "out"))
     _check(pd.read_parquet(tmp_path / "out"), _reference(df))
     assert any("device lost" in (r.exc_text or "") or "device lost" in str(r.exc_info) for r in caplog.records)
@@ -186,7 +186,7 @@ def test_workers_build_ahead_on_a_real_cluster(parquet, tmp_path):
         wf = _workflow()
         wf.fit(tp.Dataset(path))
         wf.transform(tp.Dataset(path)).to_parquet(str(tmp_path / "out"))
-        per_worker = client.run(lambda: dict(__import__("tabprep.ops.lookups", fromlist=["x"]).started))
+        per_worker = client.run(lambda: dict(__import__("tabprep.ops._lookups", fromlist=["x"]).started))
     _check(pd.read_parquet(tmp_path / "out"), _reference(df))
     # every worker that ran a transform task started one background build (once, not per task)
     counts = [w.get("cpu", 0) for w in per_worker.values()]

@@ -84,7 +84,7 @@ wf = _workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=False))    # in proces
 
 # the lookups built ahead (a background thread, which starts on device 0) are built on device 1
 import time
-from tabprep.ops import lookups
+from tabprep.ops import _lookups as lookups
 ahead = _workflow().fit(tp.Dataset(WORK + "/in.parquet", cpu=False))
 assert ahead.build_lookups_ahead(cpu=False) and lookups.started == {"gpu:1": 1}, lookups.started
 cat_op = [n.op for n in ahead.stat_nodes if type(n.op).__name__ == "Categorify"][0]
@@ -158,7 +158,7 @@ def _error_on_peer_access() -> None:
 
 
 def _lookups_started() -> dict:
-    from tabprep.ops import lookups
+    from tabprep.ops import _lookups as lookups
 
     return dict(lookups.started)
 

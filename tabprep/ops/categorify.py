@@ -20,7 +20,7 @@ from ._categorify_vocabs import _read_vocab_file
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
-from .lookups import build_once
+from ._lookups import build_once
 
 PAD_ID = 0
 NULL_ID = 1
@@ -373,7 +373,7 @@ class Categorify(StatOperator):
 
     def warm_lookups(self, like: Any) -> None:
         """Build every vocabulary's lookup structure for ``like``'s device now (see
-        :mod:`tabprep.ops.lookups`); a no-op before fit."""
+        :mod:`tabprep.ops._lookups`); a no-op before fit."""
         for key in self.stats_ or {}:
             self._index(key, like)
 

@@ -18,7 +18,7 @@ from ..stats import vocab as V
 from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
                    state_file)
 from .categorify import COMBO_KEY_FORMAT, _combo_series
-from .lookups import build_once
+from ._lookups import build_once
 
 
 class TargetEncoding(StatOperator):
@@ -320,13 +320,13 @@ class TargetEncoding(StatOperator):
         return out
 
     def _index(self, key: str, like: Any) -> Any:
-        # once per process and device, whichever thread asks first (see tabprep.ops.lookups)
+        # once per process and device, whichever thread asks first (see tabprep.ops._lookups)
         return build_once(self._cache, ("index", key, backend.device(like)),
                           lambda: V.vocab_index(self.stats_["keys"][key]["values"], like))
 
     def warm_lookups(self, like: Any) -> None:
         """Build every key's lookup structure for ``like``'s device now (see
-        :mod:`tabprep.ops.lookups`); a no-op before fit."""
+        :mod:`tabprep.ops._lookups`); a no-op before fit."""
         for key in (self.stats_["keys"] if self.stats_ else {}):
             self._index(key, like)
 

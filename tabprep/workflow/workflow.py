@@ -15,7 +15,7 @@ from .._util import did_you_mean, is_frame, refuse_duplicate_columns, switched_o
 from .._warn import new_job, reemit_from_cluster
 from ..io.dataset import Dataset
 from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
-from ..ops.lookups import start_builds
+from ..ops._lookups import start_builds
 from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
                       unit_drift)
 from .compat import WorkflowCompat
@@ -260,7 +260,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
     def build_lookups_ahead(self, cpu: bool) -> bool:
         """Start building, in one background thread, the lookup structures (vocabularies' hash
         tables or sorted copies) the fitted ops' transform needs on this thread's device, once per
-        device and process (:mod:`tabprep.ops.lookups`). A transform's partition tasks call it
+        device and process (:mod:`tabprep.ops._lookups`). A transform's partition tasks call it
         before they read their partition, so a worker's first read overlaps the builds its
         first transform would otherwise wait for. Results are the same without it
         (``TABPREP_LOOKUPS_AHEAD=0`` turns it off). True if a thread was started."""
