@@ -54,13 +54,14 @@ def _sharded_finalize(workers, shards, freq_threshold, keep):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), kind=st.sampled_from(["int", "str", "float", "datetime"]), shards=st.integers(1, 6),
+@given(data=st.data(), kind=st.sampled_from(["int", "uint64", "str", "float", "datetime"]), shards=st.integers(1, 6),
        workers=st.integers(1, 4), freq_threshold=st.integers(0, 3), keep=st.one_of(st.none(), st.integers(0, 6)))
 def test_sharded_finalize_equals_the_whole_one(data, kind, shards, workers, freq_threshold, keep):
     """Property: for any grouping of the partitions into workers and any number of parts, the
     partitioned finalize gives pandas' vocabulary (values, counts, order, nulls), with ties in the
-    counts, nulls, empty partitions and an all-null partition; ints (the sorted layout), strings,
-    floats with +-inf and -0.0, datetimes (the series layout)."""
+    counts, nulls, empty partitions and an all-null partition; ints (the sorted layout; uint64 values
+    on both sides of 2**63, ordered as unsigned values), strings, floats with +-inf and -0.0,
+    datetimes (the series layout)."""
     cell = st.one_of(st.none(), st.integers(-3, 12))
     parts = data.draw(st.lists(st.lists(cell, max_size=25), min_size=1, max_size=6))
     floats = {-3: -np.inf, 12: np.inf, 0: -0.0}
@@ -71,12 +72,16 @@ def test_sharded_finalize_equals_the_whole_one(data, kind, shards, workers, freq
     elif kind == "datetime":
         series = [pd.Series(pd.to_datetime([None if v is None else 1_600_000_000 + v * 3600 for v in p], unit="s"))
                   for p in parts]
+    elif kind == "uint64":
+        series = [pd.Series([None if v is None else 2 ** 63 + v for v in p], dtype="UInt64") for p in parts]
     else:
         series = [pd.Series(p, dtype="Int64") for p in parts]
     owner = data.draw(st.lists(st.integers(0, workers - 1), min_size=len(parts), max_size=len(parts)))
     grouped = [[s for s, o in zip(series, owner) if o == w] for w in range(workers)]
     grouped = [g for g in grouped if g]
     values, freqs, nulls = _sharded_finalize(grouped, shards, freq_threshold, keep)
+    if kind == "uint64":   # the vocabulary holds the values' int64 bits (what the lookups compare)
+        values = np.array(values, dtype="int64").view("uint64").tolist()
     whole = pd.concat(series, ignore_index=True)
     ref_values, ref_freqs = _ref_vocab(whole, freq_threshold, keep)
     assert values == ref_values and freqs == ref_freqs
