@@ -110,6 +110,16 @@ def combo_keys(df: pd.DataFrame, cols: List[str]) -> List[Any]:
     return out
 
 
+def ref_combo_vocab(df: pd.DataFrame, cols: List[str]) -> Dict[Any, int]:
+    """combination key -> id: most frequent first, ties by the tuple of values with a null part first
+    (NVTabular sorts the group's columns, nulls first), not by the key string."""
+    rows = [r for r in zip(*[values(df[c]) for c in cols]) if not all(v is None for v in r)]
+    counts = Counter(rows)
+    order = sorted(counts, key=lambda r: (-counts[r], tuple((0, 0) if v is None else (1, v) for v in r)))
+    keys = dict(zip(rows, [k for k in combo_keys(df, cols) if k is not None]))
+    return {keys[r]: 3 + i for i, r in enumerate(order)}
+
+
 @pytest.mark.parametrize("cols", [["a", "b"], ["s", "a", "flag"]])
 def test_combo_matches_reference(cols):
     train, data = _frame(3), _frame(4, 150)
@@ -119,7 +129,7 @@ def test_combo_matches_reference(cols):
     out = to_pandas(wf.transform(make_dataset(data, nparts=2)))
     name = "_".join(cols)
     assert list(out.columns) == [name] == wf.output_columns
-    vocab = ref_vocab(combo_keys(train, cols))
+    vocab = ref_combo_vocab(train, cols)
     assert out[name].tolist() == encode(combo_keys(data, cols), vocab)
     col = wf.output_schema[name]
     assert col.cardinality == 3 + len(vocab) and col.dtype == "int64" and "categorical" in col.tags

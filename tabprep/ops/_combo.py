@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from .. import backend
+from ..stats.combo_order import NULL_PART  # noqa: F401 - the null part's marker, defined with its parser
 
-#: the combined-key format of column groups. 3 (current): every part is length-prefixed and a
+#: the combined-key format of column groups. 4 (current): as 3, with a float part's -0.0 written
+#: as 0.0 (the same value: NVTabular's group-by, and tabprep's single-column vocabularies, count
+#: them as one; format 3 made two combinations of them). 3: every part is length-prefixed and a
 #: null part has its own marker, so a row is null only when all its parts are null (NVTabular 23.08
 #: groups with ``dropna=False``: ``(NaN, "User_C")`` is a combination of its own); 2: injective but
 #: null when any part is null; 1, the format of workflows saved before 2, joined the parts with
 #: ``\x1f`` alone, so values containing that byte collided. Saved ops record the format they were
 #: fitted with and keep using it when loaded (same ids as before).
-COMBO_KEY_FORMAT = 3
+COMBO_KEY_FORMAT = 4
 
-#: a null part in format 3 (a present part starts with its length's digits)
-NULL_PART = "\x1e\x1f"
 
 
 def combo_key(parts: List[Optional[str]], key_format: int = COMBO_KEY_FORMAT) -> Optional[str]:
@@ -39,7 +40,9 @@ def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) 
 
     Injective: ``("x\x1fy", "z")`` and ``("x", "y\x1fz")`` get different keys. Lengths count
     characters on pandas and cuDF alike (``.str.len()``), as Python's ``len``."""
-    parts = [df[c].astype("str") for c in cols]
+    # (format 4: x + 0.0 is x, except that -0.0 becomes 0.0; NaN stays a null)
+    parts = [(df[c] + 0.0 if key_format >= 4 and backend.is_float_series(df[c]) else df[c]).astype("str")
+             for c in cols]
     part_nulls = [backend.isnull(df[c]) for c in cols]
     if key_format == 1:
         key = parts[0]
@@ -65,4 +68,15 @@ def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) 
         nulls = (nulls & m) if key_format >= 3 else (nulls | m)
     key = key.where(~backend.new_series(nulls, like=key).astype(bool))
     return key.rename("_".join(cols))
+
+
+def part_kind(series: Any) -> str:
+    """How a combined key's part of this column is ordered
+    (:func:`tabprep.stats.combo_order.combo_sort_key`): ``"int"``
+    (ints, bools), ``"float"``, or ``"str"`` (strings, and anything else, by its text)."""
+    if backend.is_int_like(series):
+        return "int"
+    if backend.is_float_series(series):
+        return "float"
+    return "str"
 

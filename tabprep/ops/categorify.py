@@ -17,7 +17,7 @@ from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_p
 from ..stats import vocab as V
 from ._categorify_notes import check_singled, note_null_list_rows
 from ._categorify_vocabs import _read_vocab_file
-from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key  # noqa: F401 (re-exported)
+from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 from ._lookups import build_once
@@ -277,8 +277,13 @@ class Categorify(StatOperator):
         return [df[c] for c in key_cols]
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, V.Counts]:
-        return {key: V.partial_counts(self._key_series(cols, df), on_host=self.on_host)
-                for key, cols in self._vocab_keys(columns).items()}
+        out = {}
+        for key, cols in self._vocab_keys(columns).items():
+            counts = out[key] = V.partial_counts(self._key_series(cols, df), on_host=self.on_host)
+            if self.encode_type == "combo" and len(cols) > 1 and self._combo_format >= 3:
+                # ties of combined keys follow the tuples of values (NVTabular's sort of the columns)
+                counts.combo = tuple(part_kind(df[c]) for c in cols)
+        return out
 
     def fit_partial_columns(self, columns: List[str], cols: Dict[str, Any]) -> Optional[Dict[str, V.Counts]]:
         """:meth:`fit_partial` on host columns: int and bool columns (one vocabulary each, or joint

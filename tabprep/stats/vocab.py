@@ -50,6 +50,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .. import backend
+from .combo_order import combo_order
 
 #: most rows of one parquet part of a saved vocabulary (Categorify.save_state)
 PART_ROWS = 1 << 22
@@ -61,16 +62,20 @@ class Counts:
     ``keys`` is None for the series layout (``counts`` is then a series indexed by value);
     otherwise ``keys`` (ascending distinct int64 values) and ``counts`` are flat arrays.
     ``unsigned``: the keys are uint64 values in their order-keeping int64 form (:func:`unsigned_keys`),
-    so that sorts, merges and ties follow the unsigned values.
+    so that sorts, merges and ties follow the unsigned values. ``combo``: for the combined keys of
+    a column group (strings, ``Categorify(encode_type="combo")``), how each part orders
+    (:func:`tabprep.ops._combo.part_kind`), so that ties follow the tuple of values; None otherwise.
     """
 
-    __slots__ = ("keys", "counts", "nulls", "unsigned")
+    __slots__ = ("keys", "counts", "nulls", "unsigned", "combo")
 
-    def __init__(self, counts: Any, nulls: int, keys: Any = None, unsigned: bool = False) -> None:
+    def __init__(self, counts: Any, nulls: int, keys: Any = None, unsigned: bool = False,
+                 combo: Optional[Tuple[str, ...]] = None) -> None:
         self.keys = keys
         self.counts = counts
         self.nulls = int(nulls)
         self.unsigned = bool(unsigned)
+        self.combo = combo
 
     @property
     def sorted_layout(self) -> bool:
@@ -83,7 +88,7 @@ class Counts:
         # pickled only to travel (dask.distributed moves a combined piece to its final task's
         # worker, or spills it): the sorted layout's int64 arrays go narrowed (issue #34)
         if self.keys is None:
-            return (Counts, (self.counts, self.nulls, self.keys))
+            return (Counts, (self.counts, self.nulls, self.keys, False, self.combo))
         return (_counts_from, (*narrow_ints(self.counts), self.nulls, *narrow_ints(self.keys), self.unsigned))
 
 
@@ -176,7 +181,8 @@ def to_host(c: Counts) -> Counts:
     """The same counts in host memory (numpy / pandas)."""
     if backend.is_cpu(c.counts):
         return c
-    return Counts(backend.to_host(c.counts), c.nulls, None if c.keys is None else backend.to_host(c.keys), c.unsigned)
+    return Counts(backend.to_host(c.counts), c.nulls, None if c.keys is None else backend.to_host(c.keys), c.unsigned,
+                  c.combo)
 
 
 # -- combine ------------------------------------------------------------------------------------
@@ -184,11 +190,12 @@ def combine_counts(partials: List[Counts]) -> Counts:
     """Merge several :class:`Counts` (associative, so it runs as a tree)."""
     nulls = sum(p.nulls for p in partials)
     nonempty = [p for p in partials if len(p)]
+    combo = next((p.combo for p in partials if p.combo is not None), None)
     if not nonempty:
-        return Counts(partials[0].counts, nulls, partials[0].keys, partials[0].unsigned)
+        return Counts(partials[0].counts, nulls, partials[0].keys, partials[0].unsigned, combo)
     if len(nonempty) == 1:
         p = nonempty[0]
-        return Counts(p.counts, nulls, p.keys, p.unsigned)
+        return Counts(p.counts, nulls, p.keys, p.unsigned, combo)
     if all(p.sorted_layout for p in nonempty):
         if len({p.unsigned for p in nonempty}) > 1:
             raise ValueError("a vocabulary's partitions hold uint64 values in some and signed integers in others "
@@ -197,7 +204,7 @@ def combine_counts(partials: List[Counts]) -> Counts:
             nonempty = [to_host(p) for p in nonempty]
         keys, counts = backend.merge_counts([p.keys for p in nonempty], [p.counts for p in nonempty])
         return Counts(counts, nulls, keys, nonempty[0].unsigned)
-    return Counts(_sum_series([_as_series(p) for p in nonempty]), nulls)
+    return Counts(_sum_series([_as_series(p) for p in nonempty]), nulls, combo=combo)
 
 
 def _as_series(c: Counts) -> Any:
@@ -229,9 +236,9 @@ def split_counts(counts: Counts, shards: int) -> List[Counts]:
         return [Counts(c, counts.nulls if j == 0 else 0, k, counts.unsigned) for j, (k, c) in enumerate(parts)]
     series = counts.counts
     if len(series) == 0:
-        return [Counts(series, counts.nulls if j == 0 else 0) for j in range(shards)]
+        return [Counts(series, counts.nulls if j == 0 else 0, combo=counts.combo) for j in range(shards)]
     ids = backend.bucket_ids(series.index.to_series(), shards, "int32")  # values have no null
-    return [Counts(series[(ids == j).values], counts.nulls if j == 0 else 0) for j in range(shards)]
+    return [Counts(series[(ids == j).values], counts.nulls if j == 0 else 0, combo=counts.combo) for j in range(shards)]
 
 
 def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[int] = None) -> Counts:
@@ -252,7 +259,7 @@ def reduce_counts(counts: Counts, freq_threshold: int = 0, max_size: Optional[in
     import pandas as pd
 
     index_dtype = backend.to_host(counts.counts[:0]).index.dtype
-    return Counts(pd.Series(freqs, index=pd.Index(values, dtype=index_dtype)), counts.nulls)
+    return Counts(pd.Series(freqs, index=pd.Index(values, dtype=index_dtype)), counts.nulls, combo=counts.combo)
 
 
 # -- finalize -----------------------------------------------------------------------------------
@@ -281,14 +288,23 @@ def finalize_vocab(counts: Counts, freq_threshold: int = 0, max_size: int = 0) -
     if freq_threshold and freq_threshold > 1:
         keep = freqs >= freq_threshold
         values, freqs = values[keep], freqs[keep]
-    # sort by value first, then a stable sort by -count: ties stay in ascending value order
-    order = np.argsort(values, kind="stable")
+    # sort by value first, then a stable sort by -count: ties stay in ascending value order (a
+    # column group's combined keys: the order of the tuples of values, not of the key strings)
+    order = _value_order(values, counts.combo)
     values, freqs = values[order], freqs[order]
     order = np.argsort(-freqs, kind="stable")
     values, freqs = values[order], freqs[order]
     if max_size and max_size > 0:
         values, freqs = values[:max_size], freqs[:max_size]
     return values, freqs
+
+
+def _value_order(values: np.ndarray, combo: Optional[Tuple[str, ...]]) -> np.ndarray:
+    """The stable ascending order of a vocabulary's distinct values: the values' own, or for the
+    combined keys of a column group the order of their tuples (:func:`~tabprep.stats.combo_order.combo_order`)."""
+    if combo is None:
+        return np.argsort(values, kind="stable")
+    return combo_order(values, combo)
 
 
 # -- lookup ---------------------------------------------------------------------------------------
