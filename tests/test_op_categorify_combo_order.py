@@ -188,3 +188,11 @@ def test_the_fast_order_reads_floats_and_ints_exactly():
         keys = _combo_series(df, [col, "s"]).to_numpy(dtype=object)
         kind = "float" if col == "f" else "int"
         assert arrow_order(keys, (kind, "str")).tolist() == [1, 0]
+
+
+def test_an_int_part_written_as_a_float_is_ordered_by_value():
+    """An int column read as floats in one partition ("5.0") falls back to Python's order, by value."""
+    from tabprep.stats.combo_order import combo_order
+
+    keys = np.array(["3:5.0\x1f1:x\x1f", "2:-7\x1f1:x\x1f", "4:True\x1f1:x\x1f", "1:3\x1f1:x\x1f"], dtype=object)
+    assert combo_order(keys, ("int", "str")).tolist() == [1, 2, 3, 0]

@@ -18,7 +18,6 @@ from ..stats.combo_order import NULL_PART  # noqa: F401 - the null part's marker
 COMBO_KEY_FORMAT = 4
 
 
-
 def combo_key(parts: List[Optional[str]], key_format: int = COMBO_KEY_FORMAT) -> Optional[str]:
     """The combined key of one row's parts (strings; None for a null part): the reference for
     :func:`_combo_series` and the serving kernels. Format 3:
@@ -79,4 +78,3 @@ def part_kind(series: Any) -> str:
     if backend.is_float_series(series):
         return "float"
     return "str"
-

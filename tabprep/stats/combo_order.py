@@ -2,19 +2,19 @@
 vocabulary are broken by the group's tuple of values, as NVTabular orders them (it sorts the unique
 combinations by the group's columns, nulls first), not by the key strings tabprep counts.
 
-The keys are :func:`tabprep.ops._combo.combo_key`'s format 3: ``"<len>:<part>\x1f"`` per present
+The keys are :func:`tabprep.ops._combo.combo_key`'s formats 3 and 4: ``"<len>:<part>\x1f"`` per present
 part, :data:`NULL_PART` per null part.
 """
 from __future__ import annotations
 
 from typing import Any, List, Optional
 
-#: a null part in format 3 (a present part starts with its length's digits)
+#: a null part in formats 3 and 4 (a present part starts with its length's digits)
 NULL_PART = "\x1e\x1f"
 
 
 def combo_parts(key: str) -> List[Optional[str]]:
-    """The parts (None for a null part) of a format-3 combined key (:func:`tabprep.ops._combo.combo_key`)."""
+    """The parts (None for a null part) of a combined key of format 3 or 4 (:func:`tabprep.ops._combo.combo_key`)."""
     parts: List[Optional[str]] = []
     i, n = 0, len(key)
     while i < n:
@@ -33,26 +33,35 @@ _BOOLS = {"True": 1, "False": 0, "true": 1, "false": 0}
 
 
 def combo_sort_key(key: str, kinds: Any) -> tuple:
-    """The sort key of a format-3 combined key that orders combinations as NVTabular does (it sorts
+    """The sort key of a combined key (format 3 or 4) that orders combinations as NVTabular does (it sorts
     the group's columns, nulls first): per part, a null first, then ints and floats by value,
     strings by code point (``kinds``: :func:`tabprep.ops._combo.part_kind` of each column)."""
     out = []
     for part, kind in zip(combo_parts(key), kinds):
         if part is None:
             out.append((0, 0))
-        elif kind == "int":
-            out.append((1, _BOOLS[part] if part in _BOOLS else int(part)))
-        elif kind == "float":
-            out.append((1, float(part)))
+        elif kind in ("int", "float"):
+            out.append((1, _number(part, kind)))
         else:
             out.append((1, part))
     return tuple(out)
 
 
+def _number(part: str, kind: str) -> Any:
+    """A number part's value: an int column's as an int (a bool's as 0 / 1), a float column's as a
+    float; an int column read as floats in some partition ("5.0") as a float."""
+    if kind == "int":
+        if part in _BOOLS:
+            return _BOOLS[part]
+        try:
+            return int(part)
+        except ValueError:
+            pass
+    return float(part)
 
 
 def combo_order(values: Any, kinds: Any) -> Any:
-    """The stable ascending order (int64 positions) of distinct format-3 combined keys by their
+    """The stable ascending order (int64 positions) of distinct combined keys (format 3 or 4) by their
     tuples of values: :func:`combo_sort_key`'s order. :func:`arrow_order` where Arrow can (0.7 s
     per million keys of two int parts, where a Python sort key per value took about 3.5 s on the
     2-core machine, 2026-11-29); otherwise (a part holding the separator) the Python sort key."""
