@@ -196,3 +196,15 @@ def test_an_int_part_written_as_a_float_is_ordered_by_value():
 
     keys = np.array(["3:5.0\x1f1:x\x1f", "2:-7\x1f1:x\x1f", "4:True\x1f1:x\x1f", "1:3\x1f1:x\x1f"], dtype=object)
     assert combo_order(keys, ("int", "str")).tolist() == [1, 2, 3, 0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "Float64"])
+def test_format_4_changes_only_minus_zero(dtype):
+    """The -0.0 rewrite keeps the column's dtype: every other float part is written with the same
+    digits as in format 3 (0.1 in float32 is not widened to float64's 0.10000000149011612)."""
+    from tabprep.ops._combo import _combo_series
+
+    df = pd.DataFrame({"f": pd.Series([0.1, -0.0, 1e20, np.nan, 2.5, 0.0], dtype=dtype), "s": list("abcdef")})
+    k3, k4 = _combo_series(df, ["f", "s"], 3).tolist(), _combo_series(df, ["f", "s"], 4).tolist()
+    assert [a == b for a, b in zip(k3, k4)] == [True, False, True, True, True, True]
+    assert k4[1] == "3:0.0\x1f1:b\x1f" and k3[1] == "4:-0.0\x1f1:b\x1f"

@@ -39,9 +39,10 @@ def _combo_series(df: Any, cols: List[str], key_format: int = COMBO_KEY_FORMAT) 
 
     Injective: ``("x\x1fy", "z")`` and ``("x", "y\x1fz")`` get different keys. Lengths count
     characters on pandas and cuDF alike (``.str.len()``), as Python's ``len``."""
-    # (format 4: x + 0.0 is x, except that -0.0 becomes 0.0; NaN stays a null)
-    parts = [(df[c] + 0.0 if key_format >= 4 and backend.is_float_series(df[c]) else df[c]).astype("str")
-             for c in cols]
+    # (format 4: x + 0 is x, except that -0.0 becomes 0.0; NaN stays a null. The zero is of the
+    # column's own dtype, so that no backend widens a float32 column, which would write other digits)
+    parts = [(df[c] + df[c].dtype.type(0) if key_format >= 4 and backend.is_float_series(df[c]) else df[c])
+             .astype("str") for c in cols]
     part_nulls = [backend.isnull(df[c]) for c in cols]
     if key_format == 1:
         key = parts[0]
