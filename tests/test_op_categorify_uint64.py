@@ -135,3 +135,34 @@ def test_drift_counts_no_oov_for_the_training_values_and_inspect_shows_them(tmp_
     top = max(counts, key=lambda v: (counts[v], -v))
     summary = summarize_stats(wf.stat_nodes[0].op)
     assert summary["u"]["top"][0]["value"] == top
+
+
+def test_given_vocabularies_of_uint64_values(backend, tmp_path):
+    """``vocabs=`` holding values from 2**63 on (Python ints: numpy makes them uint64): those values
+    were silently out of vocabulary on the CPU (a uint64 hash table searched with the column's int64
+    bits), and found on the GPU. Ids are the given order from 3 on, on both, saved and loaded."""
+    df = pd.DataFrame({"u": np.array([BIG + 5, 1, 2 ** 64 - 1, BIG + 5, 7], dtype="uint64")})
+    wf = tp.Workflow(["u"] >> ops.Categorify(vocabs={"u": [2 ** 64 - 1, BIG + 5, 1]}))
+    ds = make_dataset(df, backend, nparts=2)
+    wf.fit(ds)
+    assert to_pandas(wf.transform(ds))["u"].tolist() == [4, 5, 3, 4, 2]
+    if backend != "cpu":
+        return
+    wf.save(str(tmp_path / "wf"))
+    assert tp.Workflow.load(str(tmp_path / "wf")).transform(df)["u"].tolist() == [4, 5, 3, 4, 2]
+    unique = pd.read_parquet(wf.stat_nodes[0].op.categories["u"])
+    assert unique["u"].tolist() == [2 ** 64 - 1, BIG + 5, 1]
+
+
+def test_given_vocabularies_keep_every_digit_and_refuse_mixed_signs():
+    """numpy makes floats of Python ints that fit neither int64 nor uint64 alone ([1, 2**64 - 1]
+    became float64, 2**64 - 1 read back as 1.8446744073709552e19): the values are kept as uint64
+    here. Ints from below 0 and from 2**63 on fit no 64-bit column together: refused when the op
+    is built, naming the column."""
+    df = pd.DataFrame({"u": np.array([2 ** 64 - 1, 1, 2 ** 64 - 2], dtype="uint64")})
+    wf = tp.Workflow(["u"] >> ops.Categorify(vocabs={"u": [1, 2 ** 64 - 1]}))
+    wf.fit(tp.Dataset(df))
+    assert wf.transform(df)["u"].tolist() == [4, 3, 2]
+    assert pd.read_parquet(wf.stat_nodes[0].op.categories["u"])["u"].tolist() == [1, 2 ** 64 - 1]
+    with pytest.raises(ValueError, match=r"Categorify vocabs\['u'\] holds integers from -1 to 18446744073709551615"):
+        ops.Categorify(vocabs={"u": [-1, 2 ** 64 - 1]})

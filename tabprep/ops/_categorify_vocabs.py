@@ -1,9 +1,13 @@
-"""Categorify's given vocabulary files (NVTabular's ``vocabs={column: path}``), read when the op is built."""
+"""Categorify's given vocabularies (NVTabular's ``vocabs=``: values, a DataFrame, or files), read when the op is built."""
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional
 
 import pyarrow.parquet as pq
+
+#: Categorify's id of a null (``tabprep.ops.categorify.NULL_ID``, imported there from here)
+NULL_ID = 1
 
 
 def _read_vocab_file(name: str, path: str) -> list:
@@ -31,3 +35,48 @@ def _read_vocab_file(name: str, path: str) -> list:
         raise ValueError(f"Categorify vocabs[{name!r}]: {path!r} has no column {name!r} and more than one column "
                          f"({names}); name the values column {name!r} or keep one column")
     return [v for v in column.to_pylist() if v is not None and not (isinstance(v, float) and v != v)]
+
+
+def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
+    """``vocabs=`` as ``{name: [values]}`` (Python scalars, JSON-able); None when not given."""
+    if vocabs is None:
+        return None
+    if type(vocabs).__name__ == "DataFrame":
+        vocabs = {c: vocabs[c] for c in vocabs.columns}
+    if not isinstance(vocabs, dict):
+        raise TypeError(f"Categorify vocabs must be a dict {{column: values}} or a DataFrame, got "
+                        f"{type(vocabs).__name__}")
+    out: Dict[str, list] = {}
+    for name, values in vocabs.items():
+        if isinstance(values, (str, os.PathLike)):
+            values = _read_vocab_file(str(name), str(values))
+        vals = values.tolist() if hasattr(values, "tolist") else list(values)
+        vals = [v.item() if hasattr(v, "item") else v for v in vals]
+        if any(v is None or (isinstance(v, float) and v != v) for v in vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds a null; nulls always get id {NULL_ID}")
+        if len(set(vals)) != len(vals):
+            raise ValueError(f"Categorify vocabs[{name!r}] holds duplicate values; each value needs one id")
+        given_values(str(name), vals, None)   # ints no 64-bit column holds together: refused when the op is built
+        out[str(name)] = vals
+    return out
+
+
+def given_values(name: str, given: list, fitted: Any) -> Any:
+    """A given vocabulary's values (:func:`_given_vocabs`) as an array: objects where a value is a
+    string or the fitted values are objects; Python ints as int64, or as uint64 where they pass
+    2**63 - 1 (numpy would make floats of such a mix, losing digits: 2**64 - 1 became
+    1.8446744073709552e19); anything else as numpy reads it. ``ValueError`` for ints that no 64-bit
+    integer column holds together (below 0 and from 2**63 on)."""
+    import numpy as np
+
+    if getattr(fitted, "dtype", None) is not None and fitted.dtype.kind == "O" or any(isinstance(v, str) for v in given):
+        return np.asarray(given, dtype=object)
+    if given and all(isinstance(v, int) and not isinstance(v, bool) for v in given):
+        lo, hi = min(given), max(given)
+        if -(2 ** 63) <= lo and hi < 2 ** 63:
+            return np.asarray(given, dtype=np.int64)
+        if 0 <= lo and hi < 2 ** 64:
+            return np.asarray(given, dtype=np.uint64)
+        raise ValueError(f"Categorify vocabs[{name!r}] holds integers from {lo} to {hi}, which no 64-bit integer column "
+                         f"holds together; give the values of one int64 or uint64 column")
+    return np.asarray(given)

@@ -16,14 +16,14 @@ from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
 from ._categorify_notes import check_singled, note_null_list_rows
-from ._categorify_vocabs import _read_vocab_file
+from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 from ._lookups import build_once
 
 PAD_ID = 0
-NULL_ID = 1
+# NULL_ID = 1 (the null's id) comes from ._categorify_vocabs, which refuses nulls in given vocabularies
 OOV_START = 2
 
 
@@ -324,13 +324,15 @@ class Categorify(StatOperator):
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), entries or 0)
             if entries == 0:
                 values, freqs = values[:0], freqs[:0]
+            unsigned = counts.unsigned
             if self.vocabs and key in self.vocabs:
                 # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold
-                values = np.asarray(self.vocabs[key], dtype=object if values.dtype.kind == "O" or any(
-                    isinstance(v, str) for v in self.vocabs[key]) else None)
+                values = given_values(key, self.vocabs[key], values)
                 freqs = np.zeros(len(values), dtype="int64")
+                unsigned = values.dtype == np.uint64   # numpy's type of ints from 2**63 on
+                values = values.view(np.int64) if unsigned else values
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
-            if counts.unsigned and not (self.vocabs and key in self.vocabs):
+            if unsigned:
                 stats[key]["unsigned"] = True   # uint64 values, held as their int64 bits (see shown_values)
             # the largest id: the vocabulary's last value, after pad, null and the OOV ids (issue #30)
             reserved = OOV_START + self.oov_buckets(key)
@@ -575,26 +577,3 @@ def shown_values(st: Dict[str, Any]) -> Any:
     """A vocabulary's values as users see them (host): a uint64 vocabulary's int64 bits as uint64."""
     values = _host(st["values"])
     return values.view(np.uint64) if st.get("unsigned") else values
-
-
-def _given_vocabs(vocabs: Any) -> Optional[Dict[str, list]]:
-    """``vocabs=`` as ``{name: [values]}`` (Python scalars, JSON-able); None when not given."""
-    if vocabs is None:
-        return None
-    if type(vocabs).__name__ == "DataFrame":
-        vocabs = {c: vocabs[c] for c in vocabs.columns}
-    if not isinstance(vocabs, dict):
-        raise TypeError(f"Categorify vocabs must be a dict {{column: values}} or a DataFrame, got "
-                        f"{type(vocabs).__name__}")
-    out: Dict[str, list] = {}
-    for name, values in vocabs.items():
-        if isinstance(values, (str, os.PathLike)):
-            values = _read_vocab_file(str(name), str(values))
-        vals = values.tolist() if hasattr(values, "tolist") else list(values)
-        vals = [v.item() if hasattr(v, "item") else v for v in vals]
-        if any(v is None or (isinstance(v, float) and v != v) for v in vals):
-            raise ValueError(f"Categorify vocabs[{name!r}] holds a null; nulls always get id {NULL_ID}")
-        if len(set(vals)) != len(vals):
-            raise ValueError(f"Categorify vocabs[{name!r}] holds duplicate values; each value needs one id")
-        out[str(name)] = vals
-    return out
