@@ -138,9 +138,8 @@ def test_drift_counts_no_oov_for_the_training_values_and_inspect_shows_them(tmp_
 
 
 def test_given_vocabularies_of_uint64_values(backend, tmp_path):
-    """``vocabs=`` holding values from 2**63 on (Python ints: numpy makes them uint64): those values
-    were silently out of vocabulary on the CPU (a uint64 hash table searched with the column's int64
-    bits), and found on the GPU. Ids are the given order from 3 on, on both, saved and loaded."""
+    """``vocabs=`` holding values from 2**63 on (Python ints): those values were silently out of
+    vocabulary on the CPU. Ids are the given order from 3 on, on both backends, saved and loaded."""
     df = pd.DataFrame({"u": np.array([BIG + 5, 1, 2 ** 64 - 1, BIG + 5, 7], dtype="uint64")})
     wf = tp.Workflow(["u"] >> ops.Categorify(vocabs={"u": [2 ** 64 - 1, BIG + 5, 1]}))
     ds = make_dataset(df, backend, nparts=2)
