@@ -181,3 +181,46 @@ def test_file_and_memory_url_side_tables(tmp_path):
                       reference(data, side, "k", how, ["k", "idx"], ["qty", "flag"]))
     finally:
         mem.rm("/tabprep-join-test", recursive=True)
+
+
+@pytest.mark.parametrize("how", ["left", "inner"])
+def test_uint64_keys_against_signed_keys_match_exactly(backend, how):
+    """A uint64 key column joined with a signed int side key (or the other way round): pandas'
+    merge compares them as float64, so 2**53 + 1 matched the side's 2**53 (a silently wrong value),
+    and 2**53 and 2**53 + 1 both in the side table multiplied rows (a crash). Keys now match by
+    their integer values; side keys the data's type cannot hold (negative for uint64, 2**63 and up
+    for int64) match nothing. The reference is a dict lookup of Python ints."""
+    big = 2 ** 53
+    data_u = pd.DataFrame({"k": np.array([big + 1, 3, 2 ** 63 + 7, 5], dtype="uint64")})
+    side_i = pd.DataFrame({"k": np.array([big, 3, -1, big + 1], dtype="int64"), "v": [1.0, 3.0, -1.0, 2.0]})
+    data_i = pd.DataFrame({"k": np.array([big + 1, 3, -1, 5], dtype="int64")})
+    side_u = pd.DataFrame({"k": np.array([big, 3, 2 ** 63 + 7, big + 1], dtype="uint64"), "v": [1.0, 3.0, 9.0, 2.0]})
+    for data, side in ((data_u, side_i), (data_i, side_u)):
+        lookup = {int(k): v for k, v in zip(side["k"], side["v"]) if -(2 ** 63) <= int(k) < 2 ** 64}
+        keys = [int(k) for k in data["k"]]
+        wf = tp.Workflow(["k"] >> ops.JoinExternal(side, on="k", how=how, columns_ext=["k", "v"]))
+        ds = make_dataset(data, backend, nparts=2)
+        wf.fit(ds)
+        out = to_pandas(wf.transform(ds))
+        if how == "left":
+            want = [lookup.get(k) for k in keys]
+            assert [None if pd.isna(v) else v for v in out["v"]] == want
+            assert [int(k) for k in out["k"]] == keys
+        else:
+            want = [(k, lookup[k]) for k in keys if k in lookup]
+            assert [(int(k), v) for k, v in zip(out["k"], out["v"])] == want
+
+
+def test_a_join_that_would_multiply_rows_says_so(monkeypatch):
+    """Were keys compared inexactly again (here: the exact cast switched off), a row matching two
+    side rows raises naming the keys and dtypes, where pandas' length mismatch named nothing."""
+    from tabprep.ops import join_external
+
+    monkeypatch.setattr(join_external, "_exact_int_keys", lambda left, side, keys: side)
+    data = pd.DataFrame({"k": np.array([2 ** 53, 3], dtype="uint64")})
+    side = pd.DataFrame({"k": np.array([2 ** 53, 2 ** 53 + 1, 3], dtype="int64"), "v": [1.0, 2.0, 3.0]})
+    wf = tp.Workflow(["k"] >> ops.JoinExternal(side, on="k", columns_ext=["k", "v"]))
+    wf.fit(tp.Dataset(data))
+    with pytest.raises(RuntimeError, match=r"JoinExternal: joining on \['k'\] made 3 rows of 2: the key dtypes "
+                                           r"\['uint64'\] and \['int64'\] compared inexactly"):
+        wf.transform(data)

@@ -20,6 +20,27 @@ _ROW = "__tabprep_row__"
 _IN_SAVED_STATE = object()
 
 
+def _exact_int_keys(left: Any, side: Any, keys: List[str]) -> Any:
+    """``side`` with each key whose integer type differs from the data's in sign where one is uint64
+    (uint64 against int64, int32...) cast to the data's own kind, after dropping the side rows it
+    cannot hold (negative keys for uint64 data, keys from 2**63 on for signed data): they match
+    nothing. pandas' merge compares such keys as float64, where 2**53 + 1 equals 2**53 (a wrong
+    row joined, silently; or rows multiplied). Other keys as they are."""
+    for k in keys:
+        ld, sd = left[k].dtype, side[k].dtype
+        if getattr(ld, "kind", "") not in "iu" or getattr(sd, "kind", "") not in "iu" or ld.kind == sd.kind:
+            continue
+        if "uint64" not in (str(ld).lower(), str(sd).lower()):
+            continue   # (uint8/16/32 against a signed type: pandas widens both exactly)
+        if ld.kind == "u":
+            side = side[(side[k] >= 0).values]
+            side = side.assign(**{k: side[k].astype(ld)})
+        else:
+            side = side[(side[k] <= 2 ** 63 - 1).values]
+            side = side.assign(**{k: side[k].astype("int64")})
+    return side
+
+
 def _note_int_misses(merged: Any, side: Any, ext: List[str]) -> None:
     """Once per process and column: rows without a match get a null in an integer or bool side
     column, which keeps its dtype (pandas ``Int64``), where NVTabular 23.08 gives float64 NaN."""
@@ -227,12 +248,16 @@ class JoinExternal(Operator):
         left = df[keys].reset_index(drop=True)
         left[_ROW] = xp.arange(len(df), dtype="int64")
         try:
-            merged = left.merge(side, on=keys, how=self.how, sort=False)
+            merged = left.merge(_exact_int_keys(left, side, keys), on=keys, how=self.how, sort=False)
         except (ValueError, TypeError) as exc:
             raise TypeError(f"JoinExternal: cannot join on {keys}: the key dtypes of the data "
                             f"({[str(df[k].dtype) for k in keys]}) and of the side table "
                             f"({[str(side[k].dtype) for k in keys]}) do not match ({exc})") from exc
         merged = merged.sort_values(_ROW)
+        if len(merged) > len(left):   # (the side's keys are unique, checked: a row matches at most one)
+            raise RuntimeError(f"JoinExternal: joining on {keys} made {len(merged)} rows of {len(left)}: the key dtypes "
+                               f"{[str(df[k].dtype) for k in keys]} and {[str(side[k].dtype) for k in keys]} compared "
+                               f"inexactly; cast the side table's keys to the data's dtypes (and report this)")
         sel = df[list(columns)]
         if self.how == "inner":
             sel = sel.take(merged[_ROW].values)
