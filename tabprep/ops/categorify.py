@@ -18,9 +18,9 @@ from ..stats import vocab as V
 from ._categorify_notes import check_singled, note_null_list_rows
 from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
+from ._lookups import build_once
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
-from ._lookups import build_once
 
 PAD_ID = 0
 # NULL_ID = 1 (the null's id) comes from ._categorify_vocabs, which refuses nulls in given vocabularies
@@ -329,8 +329,7 @@ class Categorify(StatOperator):
                 # a given vocabulary (NVTabular's vocabs=): its order is the id order, no threshold
                 values = given_values(key, self.vocabs[key], values)
                 freqs = np.zeros(len(values), dtype="int64")
-                unsigned = values.dtype == np.uint64   # numpy's type of ints from 2**63 on
-                values = values.view(np.int64) if unsigned else values
+                values, unsigned = held_values(values)   # (numpy's type of ints from 2**63 on is uint64)
             stats[key] = {"values": values, "freqs": freqs, "nulls": counts.nulls}
             if unsigned:
                 stats[key]["unsigned"] = True   # uint64 values, held as their int64 bits (see shown_values)
@@ -544,9 +543,10 @@ class Categorify(StatOperator):
                 values = np.asarray(col.to_pylist(), dtype=object)
             else:
                 values = col.to_numpy()
+            values, unsigned = held_values(values)
             stats[key] = {"values": values, "freqs": table.column("count").to_numpy(), "nulls": m["nulls"]}
-            if values.dtype == np.uint64:   # held as the int64 bits the lookups compare
-                stats[key].update(values=values.view(np.int64), unsigned=True)
+            if unsigned:
+                stats[key]["unsigned"] = True
         self.stats_ = stats
         self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
         self._index_cache = {}
@@ -571,6 +571,13 @@ class Categorify(StatOperator):
 
 def _host(values: Any) -> Any:
     return backend.to_host(values)  # a numpy copy of a cupy array; host arrays as they are
+
+
+def held_values(values: Any) -> "tuple[Any, bool]":
+    """``(values as the vocabulary holds them, unsigned?)``: uint64 values as their int64 bits, which
+    the lookups compare with a column's (:func:`shown_values` is the inverse); others as they are."""
+    unsigned = getattr(values, "dtype", None) == np.uint64
+    return (values.view(np.int64) if unsigned else values), unsigned
 
 
 def shown_values(st: Dict[str, Any]) -> Any:

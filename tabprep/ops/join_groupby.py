@@ -13,9 +13,9 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
+from ._lookups import build_once
 from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
-from ._lookups import build_once
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 _ACC = ("n", "s", "m2", "lo", "hi")  # per continuous column: count, sum, M2, min, max

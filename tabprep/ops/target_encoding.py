@@ -15,10 +15,10 @@ from .._warn import warn_difference
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
+from ._lookups import build_once
 from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
                    state_file)
 from .categorify import COMBO_KEY_FORMAT, _combo_series
-from ._lookups import build_once
 
 
 class TargetEncoding(StatOperator):
