@@ -439,7 +439,7 @@ def _cast_time(series: Any, dtype: str, name: str):
                          f"to give the fitted kind")
     values = series.dt.tz_convert(tgt_tz) if tgt_tz is not None else series
     ints, mask = time_ints(values)
-    ok = np.ones(len(ints), dtype=bool) if mask is None else mask.copy()
+    ok = np.zeros(len(ints), dtype=bool) if mask is None else mask.copy()   # (True: null, nothing to hold)
     src_ns, tgt_ns = _PER_NS[time_unit(src)], _PER_NS[time_unit(target)]
     if tgt_ns > src_ns:  # coarser: only whole counts of the target unit
         ok |= (ints % (tgt_ns // src_ns)) == 0

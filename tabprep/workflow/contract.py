@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+import numpy as np
+
 from .. import backend
 from .._util import did_you_mean, refuse_duplicate_columns
+from .._warn import warn_once
 from ..ops.node import warn_shadowed
 from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, merge_column_schemas, nest_like,
                       normalize_dtype, unit_drift)
@@ -146,7 +149,7 @@ def _shown_dtype(col: Any) -> str:
 
 def check_declared_ints(label: str, out: Any, schema: Optional[Schema]) -> None:
     """A user's op whose transform returns fractional floats for a column its output schema
-    declares int: the workflow would cast them to that int (:func:`_conform`) and truncate them
+    declares int: the workflow would cast them to that int (:func:`conform_output`) and truncate them
     silently, where NVTabular keeps what the op returns. An error naming the op, column and fix."""
     if schema is None or not len(out):
         return
@@ -158,3 +161,59 @@ def check_declared_ints(label: str, out: Any, schema: Optional[Schema]) -> None:
                 f"{label} returns {dtype} values with fractions for column {name!r}, which its output schema "
                 f"declares {col.dtype}: tabprep would truncate them to {col.dtype} (NVTabular keeps what the op "
                 f"returns). Declare the output dtype in the op's column_schema (or compute_output_schema)")
+
+
+def check_narrowing(values: Any, name: str, have: str, want: str) -> None:
+    """Before an output column of numeric dtype ``have`` is cast to the output schema's ``want``:
+    data wider than the fitted input dtype, passed through (or renamed, or through a LambdaOp that
+    keeps its input's dtype). NVTabular passes it through as given; tabprep's output schema is fixed
+    at fit. Ints ``want`` cannot hold (``2**40`` into int32, negatives into uint) and finite floats
+    beyond float32's range raise ``ValueError`` naming the column, both dtypes, examples and the fix,
+    where the cast wrapped them (or made them inf) silently; a narrowing that keeps the values
+    (or rounds floats to float32) warns once per column and dtypes (:class:`NVTabularDifferenceWarning`).
+    Other casts (an empty partition's drift, int -> wider int) pass without a word."""
+    src, dst = np.dtype(have), np.dtype(want)
+    if src.kind in "iu" and dst.kind in "iu":
+        lo, hi = np.iinfo(dst).min, np.iinfo(dst).max
+        if np.iinfo(src).min >= lo and np.iinfo(src).max <= hi:
+            return   # wider: every value fits
+        bad = (values < lo) | (values > hi) if len(values) else None
+    elif src.kind == "f" and dst.kind == "f" and src.itemsize > dst.itemsize:
+        limit = float(np.finfo(dst).max)
+        bad = ((values > limit) | (values < -limit)) & (values.abs() != np.inf) if len(values) else None
+    else:
+        return
+    if bad is not None and bool(bad.any()):
+        examples = backend.to_numpy(values[bad].head(3)).tolist()
+        raise ValueError(f"output column {name!r} is {want} in the workflow's fitted output schema, but the data gives "
+                         f"{have} values {want} cannot hold, e.g. {examples} (NVTabular passes {have} through). Refit "
+                         f"the workflow on {have} data, or bring those values into the {want} range")
+    kept = "rounded to float32" if dst.kind == "f" else "unchanged"
+    warn_once(("narrowed", name, have, want),
+              f"output column {name!r} is {want} in the workflow's fitted output schema and the data gives {have}: "
+              f"the output keeps {want} (values {kept}), where NVTabular passes {have} through; refit the "
+              f"workflow on {have} data to keep {have} (docs/migration.md, 'Where the behaviour differs')", stacklevel=3)
+
+
+def conform_output(out: Any, schema: Schema) -> Any:
+    """Cast columns whose dtype drifted (e.g. on an empty partition, or data wider than the fitted
+    dtype passed through) back to the schema's dtype; a narrower dtype only where it holds the
+    values (:func:`~tabprep.workflow.contract.check_narrowing`)."""
+    casts = {}
+    # the frame's dtypes in one call: a column lookup per output column costs ~0.1 ms each on cuDF,
+    # once per chunk of an online loader
+    dtypes = dict(zip(out.columns, out.dtypes))
+    for col in schema:
+        if col.is_list or col.name not in dtypes:
+            continue
+        have = str(dtypes[col.name])
+        if normalize_dtype(have) != col.dtype and col.dtype != "str" and col.dtype in _NUMERIC:
+            if not col.dtype.startswith("float") and (out[col.name].isna().any() if len(out) else False):
+                continue   # (nulls have no int / bool value: the column keeps its nullable dtype)
+            check_narrowing(out[col.name], col.name, normalize_dtype(have), col.dtype)
+            casts[col.name] = col.dtype
+    return out.astype(casts) if casts else out
+
+
+
+_NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}

@@ -20,7 +20,7 @@ from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_m
                       unit_drift)
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
-from .contract import check_declared_ints
+from .contract import check_declared_ints, conform_output as _conform
 from .fusion import plan_chains, run_chain_node
 from .node import Node, as_node, iter_nodes, upstream_ids, warn_shadowed
 from .reduction import SPLIT_EVERY, adopt_fitted, fit_graph  # noqa: F401  (SPLIT_EVERY: kept importable here)
@@ -553,29 +553,6 @@ def _check_same_rows(parts: List[Any]) -> None:
     if len(lens) > 1:
         raise ValueError("branches merged with '+' have different row counts (a Filter inside one branch?); "
                          "apply Filter to the merged columns instead: (a + b) >> ops.Filter(...)")
-
-
-def _conform(out: Any, schema: Schema) -> Any:
-    """Cast columns whose dtype drifted (e.g. on an empty partition) back to the schema's dtype."""
-    from ..schema import normalize_dtype
-
-    casts = {}
-    # the frame's dtypes in one call: a column lookup per output column costs ~0.1 ms each on cuDF,
-    # once per chunk of an online loader
-    dtypes = dict(zip(out.columns, out.dtypes))
-    for col in schema:
-        if col.is_list or col.name not in dtypes:
-            continue
-        have = str(dtypes[col.name])
-        if normalize_dtype(have) != col.dtype and col.dtype != "str" and col.dtype in _NUMERIC:
-            if out[col.name].isna().any() if len(out) else False:
-                continue
-            casts[col.name] = col.dtype
-    return out.astype(casts) if casts else out
-
-
-
-_NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}
 
 
 class OpContext(Exception):
