@@ -170,7 +170,8 @@ def test_list_schema_and_embedding_sizes(parquet_path):
     single, multi = tp.get_embedding_sizes(wf, multihot=True)
     assert set(multi) == {"li", "ls", "li_h"} and single == {}
     assert multi["li"][0] == 3 + n_li and multi["li_h"][0] == 13
-    assert set(tp.get_embedding_sizes(wf)) == {"li", "ls", "li_h"}
+    assert tp.get_embedding_sizes(wf) == (single, multi)   # multi-hot outputs: NVTabular's pair by default
+    assert set(tp.get_embedding_sizes(wf, multihot=False)) == {"li", "ls", "li_h"}
 
 
 def test_parquet_output_keeps_lists(parquet_path, tmp_path):

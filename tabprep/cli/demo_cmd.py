@@ -69,7 +69,7 @@ def run_demo(rows: int, workdir: Optional[str], files: Optional[int], opts: Dict
             if not job.quiet:
                 from ..ops.embeddings import get_embedding_sizes
 
-                sizes = get_embedding_sizes(wf)
+                sizes = get_embedding_sizes(wf, multihot=False)
                 click.echo(f"embedding sizes (column: cardinality, dim) of {len(sizes)} categorical columns:")
                 items = [f"{k}: ({c:,}, {d})" for k, (c, d) in sizes.items()]
                 for i in range(0, len(items), 4):

@@ -1,7 +1,7 @@
 """Embedding sizes (cardinality, dimension) of a fitted workflow's categorical outputs."""
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..schema import Schema, Tags
 
@@ -51,18 +51,20 @@ def embedding_sizes_from_schema(schema: Schema) -> Dict[str, Tuple[int, int]]:
     return out
 
 
-def get_embedding_sizes(workflow: Any, multihot: bool = False) -> Any:
-    """``{column: (cardinality, dim)}`` for every categorical output column of a fitted workflow.
+def get_embedding_sizes(workflow: Any, multihot: Optional[bool] = None) -> Any:
+    """``{column: (cardinality, dim)}`` for every categorical output column of a fitted workflow,
+    as NVTabular 23.08's ``get_embedding_sizes``.
 
     Args:
         workflow: a fitted :class:`tabprep.Workflow` (or a :class:`Schema`).
-        multihot: when True, return two dicts ``(single_hot, multi_hot)`` split on list-ness,
-            as NVTabular does.
+        multihot: ``None`` (default, NVTabular's rule): one dict while no output is multi-hot, and
+            the pair ``(single_hot, multi_hot)`` as soon as one is (a list column that is ragged;
+            a fixed-length list counts as single-hot, as in NVTabular). ``True``: always the pair;
+            ``False``: always one dict of every column.
     """
     schema = workflow if isinstance(workflow, Schema) else workflow.output_schema
     sizes = embedding_sizes_from_schema(schema)
-    if not multihot:
+    multi = {k: v for k, v in sizes.items() if schema[k].is_list and schema[k].is_ragged}
+    if multihot is False or (multihot is None and not multi):
         return sizes
-    single = {k: v for k, v in sizes.items() if not schema[k].is_list}
-    multi = {k: v for k, v in sizes.items() if schema[k].is_list}
-    return single, multi
+    return {k: v for k, v in sizes.items() if k not in multi}, multi

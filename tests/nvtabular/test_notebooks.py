@@ -200,7 +200,8 @@ def test_02_advanced_workflow(tmp_path):
     assert "movieId" in schema.select_by_tag(Tags.ITEM_ID).column_names  # both branches' tags
     assert "movieId" in schema.select_by_tag(Tags.CATEGORICAL).column_names
     assert schema["movieId"].properties["domain"]["max"] == max(items_10.values())
-    assert tp.get_embedding_sizes(workflow)["movieId"][0] == 3 + len(items_10)
+    single, multi = tp.get_embedding_sizes(workflow)   # genres is multi-hot: NVTabular's pair
+    assert single["movieId"][0] == 3 + len(items_10) and set(multi) == {"genres"}
     # after save / load: the same ids (serving: tests/nvtabular/test_graph.py; no JoinExternal kernel)
     got_v = valid_transformed.compute()
     workflow.save(tmp_path / "wf")
