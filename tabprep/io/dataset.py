@@ -42,7 +42,7 @@ from .dataset_compat import DatasetCompat, Shuffle, prepare_output  # noqa: F401
 from .dataset_options import part_size_of_fraction, split_read_kwargs
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
-from .paths import _expand, expand_paths  # noqa: F401 - expand_paths is re-exported
+from .paths import _expand, expand_paths, infer_engine as _infer_engine  # noqa: F401 - expand_paths is re-exported
 from .writer import write_dataset
 # reading partitions lives in dataset_read.py; its names stay importable from here
 from .dataset_read import (  # noqa: F401
@@ -160,7 +160,7 @@ class Dataset(DatasetCompat):
             self.engine = "memory"
         else:
             self.cpu = backend.resolve_cpu(cpu)
-            self.files, self._expected_rows = _expand(src, self.storage_options)
+            self.files, self._expected_rows = _expand(src, self.storage_options, engine)
             self.engine = engine or _infer_engine(self.files)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
@@ -465,15 +465,6 @@ class Dataset(DatasetCompat):
 
 
 # -- helpers -------------------------------------------------------------------------
-def _infer_engine(files: List[str]) -> str:
-    exts = {os.path.splitext(f[:-3] if f.endswith(".gz") else f)[1].lower() for f in files}
-    if exts <= {".parquet", ".pq", ""}:
-        return "parquet"
-    if exts <= {".csv", ".txt", ".tsv"}:
-        return "csv"
-    raise ValueError(f"cannot tell the file format from extensions {sorted(exts)}; pass engine='parquet' or 'csv'")
-
-
 def default_gpu_part_size() -> int:
     """:data:`DEFAULT_PART_SIZE_GPU` or 1/16 of the current device's memory, the larger."""
     return backend.CudaDevice(0).default_part_size()

@@ -14,14 +14,48 @@ from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE,
 log = logging.getLogger("tabprep.io")
 
 
-def expand_paths(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> List[str]:
-    """Files of a path, glob, folder or list of them (sorted within each pattern); URLs of
-    remote file systems stay URLs (``storage_options``: their options).
+def expand_paths(src: Any, storage_options: Optional[Dict[str, Any]] = None, engine: Optional[str] = None) -> List[str]:
+    """Files of a path, glob, folder or list of them; URLs of remote file systems stay URLs
+    (``storage_options``: their options).
 
+    The order is merlin-core 23.08's (:func:`_ordered`): a list of paths sorted naturally
+    (``part_2`` before ``part_10``), a parquet folder / glob's files naturally, a csv folder /
+    glob's lexically. ``engine``: ``"parquet"`` / ``"csv"``, else told from the extensions.
     Folders tabprep wrote are checked for completeness (see the module docstring): an incomplete
     one raises ``ValueError`` naming it and what is missing.
     """
-    return _expand(src, storage_options)[0]
+    return _expand(src, storage_options, engine)[0]
+
+
+def infer_engine(files: List[str]) -> str:
+    """``"parquet"`` or ``"csv"`` from the files' extensions (``ValueError`` when they tell neither)."""
+    exts = {os.path.splitext(f[:-3] if f.endswith(".gz") else f)[1].lower() for f in files}
+    if exts <= {".parquet", ".pq", ""}:
+        return "parquet"
+    if exts <= {".csv", ".txt", ".tsv"}:
+        return "csv"
+    raise ValueError(f"cannot tell the file format from extensions {sorted(exts)}; pass engine='parquet' or 'csv'")
+
+
+def _ordered(items: List[Any], found: List[List[str]], engine: Optional[str]) -> List[str]:
+    """The files of ``items`` (``found``: each item's files, lexical within a folder or glob) in
+    merlin-core 23.08's order: ``merlin.io.Dataset`` sorts the paths it is given by dask's
+    ``natural_sort_key`` (done by the caller, on ``items``); its parquet engine lists a folder or
+    glob through dask / pyarrow, in natural order, while its CSV engine keeps ``fs.glob``'s
+    lexical order (checked side by side with nvtabular 23.8.0)."""
+    from dask.utils import natural_sort_key
+
+    flat = [f for files in found for f in files]
+    if not flat or (engine or _quiet_engine(flat)) != "parquet":
+        return flat
+    return [f for files in found for f in (sorted(files, key=natural_sort_key) if len(files) > 1 else files)]
+
+
+def _quiet_engine(files: List[str]) -> Optional[str]:
+    try:
+        return infer_engine(files)
+    except ValueError:   # (the Dataset names the problem)
+        return None
 
 
 _DATA_EXTS = (".parquet", ".csv", ".pq", ".csv.gz")
@@ -47,15 +81,21 @@ def _walk_data_files(fs: Any, folder: str) -> List[str]:
     return [f for _, f in sorted(keyed)]
 
 
-def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None) -> Tuple[List[str], Dict[str, int]]:
+def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
+            engine: Optional[str] = None) -> Tuple[List[str], Dict[str, int]]:
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
     (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
-    files: List[str] = []
+    if len(items) > 1:
+        from dask.utils import natural_sort_key
+
+        items = sorted(items, key=lambda p: natural_sort_key(os.fspath(p)))   # as merlin.io.Dataset
+    found: List[List[str]] = []
     for item in items:
         fs, item = fsmod.get_fs(os.fspath(item), storage_options)
         with fsmod.remote_errors(item, "read"):
-            files += _expand_item(fs, item)
+            found.append(_expand_item(fs, item))
+    files = _ordered(items, found, engine)
     expected: Dict[str, int] = {}
     folders = {}
     for f in files:
