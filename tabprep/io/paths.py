@@ -157,7 +157,7 @@ def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]
     def has(d: str, name: str) -> bool:
         return fs.exists(fs.join(d, name))
 
-    if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
+    if has(folder, INCOMPLETE_MARKER) or (has(folder, METADATA_FILE) and not _written_by_merlin(folder, fs)):
         return folder, ""
     parent = fs.dirname(fs.norm(folder))
     name = fs.basename(fs.norm(folder))
@@ -170,6 +170,19 @@ def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]
             return parent, name + "/"
         return folder, ""
     return None
+
+
+def _written_by_merlin(folder: str, fs: Any) -> bool:
+    """Whether ``folder``'s ``_metadata.json`` is merlin-core's (NVTabular's ``to_parquet``:
+    ``{"file_stats": [...], "cats", "conts", "labels"}``, no ``files`` listing): such a folder is
+    read as plain parquet, as merlin-core reads it. Anything else, unreadable files included,
+    counts as tabprep's, whose checks then name what is wrong."""
+    try:
+        with fs.open(fs.join(folder, METADATA_FILE), "r") as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "file_stats" in meta and "files" not in meta and "tabprep_version" not in meta
 
 
 def _verified_metadata(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str, Dict[str, Any]]]:
