@@ -1,6 +1,8 @@
 """HashedCross: one categorical id per combination of several columns' values, by hashing."""
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
@@ -8,7 +10,7 @@ import numpy as np
 from .. import backend
 from .._warn import first_time, warn_difference
 from ..schema import ColumnSchema, Schema, Tags, check_bucket_dtype
-from .base import Operator, bucket_counts, note_hash_ids
+from .base import Operator, _json_params, bucket_counts, note_hash_ids
 from .embeddings import embedding_sizes_property
 
 #: Boost's ``hash_combine`` constant (the golden ratio in 32 bits)
@@ -63,13 +65,19 @@ class HashedCross(Operator):
     Args:
         columns: the columns to cross: a list of names (one cross), a list of lists (several
             crosses), or None to cross the op's input columns, or each ``[["a", "b"]]`` group of
-            the selection, as NVTabular does. An int or dict here is ``num_buckets``
-            (NVTabular's ``HashedCross(num_buckets)``).
-        num_buckets: number of ids, an int for every cross or ``{output_name: int}``
-            (``{"a_X_b": 100}``; the name tabprep used before, ``"a_b"``, is still accepted, with
-            a warning).
+            the selection. An int or dict here is ``num_buckets`` (NVTabular's
+            ``HashedCross(num_buckets)``). Several groups in the selection
+            (``[["a", "b"], ["c", "d"]] >> HashedCross(10)``) give one cross each here, where
+            NVTabular 23.08 flattens the selection into ONE cross of all its columns
+            (``a_X_b_X_c_X_d``, an accident of its ``col_selector.names``): tabprep warns
+            (``NVTabularDifferenceWarning``) when such a graph is built, naming both outputs.
+        num_buckets: number of ids, an int for every cross or a dict keyed per cross by the
+            tuple of its columns (``{("a", "b"): 100}``, NVTabular's key) or by its output name
+            (``{"a_X_b": 100}``); the name tabprep used before, ``"a_b"``, is still accepted,
+            with a warning. A tuple and a name of one cross must give the same number.
         dtype: output integer dtype (default int32, NVTabular's ``HashedCross.output_dtype``).
-        embedding_dim: overrides the embedding-size heuristic (int or ``{output_name: int}``).
+        embedding_dim: overrides the embedding-size heuristic (int, or a dict keyed as
+            ``num_buckets``).
 
     Example:
         >>> cross = ["country", "device"] >> HashedCross(1000)          # country_X_device
@@ -88,6 +96,8 @@ class HashedCross(Operator):
         if num_buckets is None:
             raise TypeError("HashedCross needs num_buckets: HashedCross(10) or HashedCross(num_buckets={'a_X_b': 10})")
         bucket_counts("HashedCross", num_buckets)   # whole numbers >= 1
+        by_name(num_buckets, "num_buckets")           # tuple keys name columns; one number per cross
+        by_name(embedding_dim, "embedding_dim")
         if np.dtype(dtype).kind not in "iu":
             raise ValueError(f"HashedCross dtype must be an integer dtype, got {dtype!r}")
         note_hash_ids("HashedCross")
@@ -111,22 +121,47 @@ class HashedCross(Operator):
         if self.columns is not None:
             return _as_groups(self.columns)
         groups = [list(g) for g in self.input_groups if len(g) > 1 and all(c in columns for c in g)]
-        return groups or [list(columns)]
+        groups = groups or [list(columns)]
+        self._note_nvt_flattening(columns, groups)
+        return groups
+
+    def _note_nvt_flattening(self, columns: List[str], groups: List[List[str]]) -> None:
+        """NVTabular 23.08 crosses ``_nest_columns(col_selector.names)``, and merlin-core's
+        ``names`` flattens the selection's groups: ONE cross of all the input columns, whatever
+        the groups. An accident (its ``_nest_columns`` keeps a branch for groups, its older API
+        took a list of crosses, its feature-column converter keys ``num_buckets`` per cross and
+        then fails): tabprep crosses each group, loudly, once per op, when the graph is built."""
+        theirs = SEP.join(columns)
+        mine = [SEP.join(g) for g in groups]
+        if mine == [theirs] or not first_time(self._warned, ("nvt flattening", tuple(columns))):
+            return   # (consumed while Workflow.load rebuilds the graph too: a loaded op stays quiet)
+        alone = [c for c in columns if not any(c in g for g in groups)]
+        left = f"; column(s) {alone} of no group are not crossed" if alone else ""
+        keyed = (f" (with a num_buckets dict, NVTabular looks up the key {tuple(columns)!r} and raises KeyError "
+                 f"without it)") if isinstance(self.num_buckets, dict) else ""
+        warn_difference(f"HashedCross: the selection's column groups {groups} give one cross each here, {mine}{left}; "
+                        f"NVTabular 23.08 flattens the selection (col_selector.names) and outputs ONE column "
+                        f"{theirs!r}, the cross of all its columns{keyed}. tabprep keeps one cross per group (what "
+                        f"NVTabular's _nest_columns and its older API meant); for NVTabular's column select the "
+                        f"columns as one group: [{list(columns)}] >> HashedCross(...) (docs/migration.md)",
+                        stacklevel=_outside_tabprep(), at_build=True)
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         return [SEP.join(g) for g in self.groups(columns)]
 
     def buckets(self, name: str) -> int:
         if isinstance(self.num_buckets, dict):
-            if name in self.num_buckets:
-                return int(self.num_buckets[name])
+            named = by_name(self.num_buckets, "num_buckets")
+            if name in named:
+                return int(named[name])
             legacy = name.replace(SEP, "_")
-            if legacy in self.num_buckets:
+            if legacy in named:
                 warn_difference(f"HashedCross: num_buckets key {legacy!r} is the output name tabprep used before; the "
                                 f"cross is now named {name!r} (NVTabular's name): key num_buckets by {name!r}",
                                 stacklevel=3, at_build=True)
-                return int(self.num_buckets[legacy])
-            raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets}")
+                return int(named[legacy])
+            raise KeyError(f"HashedCross has no num_buckets for cross {name!r}; add it to {self.num_buckets} "
+                           f"(keyed by {tuple(name.split(SEP))!r}, as NVTabular, or by {name!r})")
         return int(self.num_buckets)
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
@@ -156,7 +191,8 @@ class HashedCross(Operator):
         for g in self.groups(columns):
             name = SEP.join(g)
             nb = self.buckets(name)
-            dim = self.embedding_dim.get(name) if isinstance(self.embedding_dim, dict) else self.embedding_dim
+            dim = by_name(self.embedding_dim, "embedding_dim").get(name) if isinstance(self.embedding_dim, dict) \
+                else self.embedding_dim
             # no "domain": NVTabular 23.08 writes none for a cross; the table's size is in
             # cardinality / embedding_sizes, what tabprep's embedding-size export reads
             props: Dict[str, Any] = {"cardinality": nb, "num_buckets": nb, "crossed_columns": list(g),
@@ -181,6 +217,50 @@ class HashedCross(Operator):
                         f"({mine['cardinality']}, {mine['dimension']}) here; NVTabular 23.08 copies its first column "
                         f"{first!r}'s properties onto it, so its get_embedding_sizes gives {first!r}'s {pair}, a table "
                         f"the cross's ids do not fit (see docs/migration.md)", stacklevel=3, at_build=True)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def to_config(self) -> Dict[str, Any]:
+        # a dict keyed by tuples of columns (NVTabular's key) is saved keyed by the crosses' names,
+        # which JSON holds and buckets() reads alike
+        params = self.get_params()
+        for p in ("num_buckets", "embedding_dim"):
+            if isinstance(params[p], dict):
+                params[p] = by_name(params[p], p)
+        return _json_params(params, self.label)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_tabprep() -> int:
+    """The ``stacklevel`` (of :func:`warn_difference` called by this function's caller) of the
+    first frame outside the tabprep package: the user's line that built the graph (a
+    ``Workflow(...)``, a ``node.output_columns``), however deep tabprep called the op from."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def by_name(mapping: Any, what: str) -> Any:
+    """A per-cross dict (``num_buckets``, ``embedding_dim``) keyed by output names: a tuple key
+    ``("a", "b")`` (NVTabular's form) becomes ``"a_X_b"``; other keys stay. A tuple of other than
+    column names is a ``TypeError``; a cross given two different numbers a ``ValueError``.
+    Anything but a dict is returned as it is."""
+    if not isinstance(mapping, dict):
+        return mapping
+    out: Dict[Any, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(key, tuple):
+            if len(key) < 2 or not all(isinstance(c, str) for c in key):
+                raise TypeError(f"HashedCross {what} key {key!r}: a tuple key names the crossed columns, "
+                                f"e.g. ('a', 'b'); or key by the cross's name 'a_X_b'")
+            key = SEP.join(key)
+        if key in out and out[key] != value:
+            raise ValueError(f"HashedCross {what} gives the cross {key!r} two values ({out[key]!r} and {value!r}), "
+                             f"keyed by its tuple of columns and by its name; give it once")
+        out[key] = value
+    return out
 
 
 def _as_groups(columns: Sequence[Any]) -> List[List[str]]:

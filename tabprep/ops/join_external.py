@@ -71,6 +71,10 @@ class JoinExternal(Operator):
             are read from the raw input (and not output).
         columns_ext: side-table columns to add (default: all its non-key columns). They
             must not clash with the selected column names.
+        on_ext: (NVTabular's) the side table's own key name(s), joined to ``on``. Listed in
+            ``columns_ext`` (NVTabular 23.08 requires that), a side key is also output under its
+            own name, as NVTabular's: the side table's key, null where a row has no match. Not
+            listed (or ``columns_ext=None``), it is not output, with a warning at build.
         how: ``"left"`` (default): every row is kept, rows without a match get nulls (integer
             and bool side columns become nullable on pandas); ``"inner"``: rows without a
             match (and rows with a null key) are dropped. An inner join changes the number of
@@ -122,11 +126,16 @@ class JoinExternal(Operator):
         ext_list = on_list if on_ext is None else ([on_ext] if isinstance(on_ext, str) else list(on_ext))
         if len(ext_list) != len(on_list):
             raise ValueError(f"JoinExternal: on_ext {on_ext!r} must name as many key columns as on {on!r}")
-        if ext_list != on_list:
-            warn_difference(f"JoinExternal(on_ext={on_ext!r}): the side table's key column(s) {ext_list} are joined "
-                            f"as {on_list} and not output; NVTabular 23.08 also outputs them under their own names "
-                            f"(equal to the key where a row matched). Add them back with LambdaOp if the model "
-                            f"reads them", stacklevel=2, at_build=True)
+        listed = _names(columns_ext)
+        hidden = [e for e, k in zip(ext_list, on_list) if e != k and e not in listed]
+        if hidden:  # side keys named in columns_ext are output, as NVTabular 23.08 outputs them
+            how_nvt = ("outputs them under their own names (equal to the key where a row matched)"
+                       if columns_ext is None else
+                       "raises KeyError unless columns_ext lists them, and then outputs them under their own names")
+            warn_difference(f"JoinExternal(on_ext={on_ext!r}): the side table's key column(s) {hidden} are joined "
+                            f"as {[k for e, k in zip(ext_list, on_list) if e in hidden]} and not output; NVTabular "
+                            f"23.08 {how_nvt}. List them in columns_ext to output them (as NVTabular does)",
+                            stacklevel=2, at_build=True)
         # NVTabular's: the side table's key names (honoured), full-row duplicates dropped before the
         # join (honoured), the table's format and cache (tabprep reads by type / suffix; no effect)
         self.on_ext, self.drop_duplicates_ext, self.kind_ext, self.cache = on_ext, drop_duplicates_ext, kind_ext, cache
@@ -179,7 +188,13 @@ class JoinExternal(Operator):
             if both:
                 raise ValueError(f"JoinExternal: the side table holds both the on_ext key(s) {list(renames)} and "
                                  f"column(s) {both} named like the data's keys; rename or drop one of them")
+            # a side key listed in columns_ext is also output under its own name (NVTabular 23.08's
+            # merge(left_on=on, right_on=on_ext) keeps it): a copy of it stays beside the join key
+            listed = _names(self.columns_ext)
+            kept = {e: frame[e] for e in renames if e in listed}
             frame = frame.rename(columns=renames)
+            if kept:
+                frame = frame.assign(**kept)
         missing = [k for k in keys if k not in frame.columns]
         if missing:
             raise KeyError(f"JoinExternal: key column(s) {missing} are not in the side table "
@@ -204,7 +219,7 @@ class JoinExternal(Operator):
 
     def ext_columns(self, frame: Any = None) -> List[str]:
         if self.columns_ext is not None:
-            ext = [self.columns_ext] if isinstance(self.columns_ext, str) else list(self.columns_ext)
+            ext = _names(self.columns_ext)
             if frame is not None:
                 missing = [c for c in ext if c not in frame.columns]
                 if missing:
@@ -320,6 +335,11 @@ class JoinExternal(Operator):
         state = dict(self.__dict__)
         state["_cache"] = {}  # device copies are rebuilt where the op runs
         return state
+
+
+def _names(columns: Union[None, str, Sequence[str]]) -> List[str]:
+    """``columns_ext`` as a list of names (None: none listed)."""
+    return [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
 
 
 _SIDE_FORMATS = {".parquet": "parquet", ".parq": "parquet", ".pq": "parquet", ".csv": "csv"}
