@@ -77,7 +77,9 @@ class WorkflowContract:
                                          "a Rename f / postfix that maps each column to its own name")  # issue #30
                 if nested:   # outputs of the nested inputs keep their nesting (and per-level counts)
                     schemas[id(n)] = nest_like(schemas[id(n)], inp, nested)
-        self.input_schema = input_schema
+        # NVTabular's input_schema: the columns the graph reads (selections, op dependencies), in
+        # first-use order, not every column of the data it was bound to
+        self.input_schema = input_schema.select([c for c in self.input_columns if c in input_schema])
         self._node_schemas = {self.node_id(n): schemas[id(n)] for n in self.nodes}
         self._output_schema = schemas[id(self.output_node)].select(self.output_columns)
         for n in self.nodes:   # NVTabular's node.input_schema / output_schema: this workflow's, the latest
