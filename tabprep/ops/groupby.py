@@ -154,7 +154,8 @@ class Groupby(Operator):
         out = [input_schema[k] for k in self._out_keys(columns)]
         for c, a in self._ordered_aggs(columns):
             src = input_schema[c]
-            is_int = np.dtype(_np_name(src.dtype)).kind in "iub"
+            kind = np.dtype(_np_name(src.dtype)).kind
+            is_int = kind in "iub"
             name = f"{c}{self.name_sep}{a}"
             if a == "list":
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
@@ -165,7 +166,7 @@ class Groupby(Operator):
                 out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
             elif a == "sum":
                 out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
-            elif a in ("min", "max") and is_int:  # NVTabular keeps the column's dtype
+            elif a in ("min", "max") and kind in "iubf":  # NVTabular keeps the column's dtype (float32 too)
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=(Tags.CONTINUOUS,)))
             else:
                 out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
@@ -219,8 +220,11 @@ class Groupby(Operator):
                     red = frame.groupby("g", sort=True)["x"].agg(a)
                     out[name] = red.reindex(range(ngroups)).reset_index(drop=True).rename(name)
                 else:
-                    out[name] = backend.new_series(self._reduce(s, valid, a, gid, gid_s, ngroups, lib, xp), like=like,
-                                                   name=name)
+                    red = backend.new_series(self._reduce(s, valid, a, gid, gid_s, ngroups, lib, xp), like=like,
+                                             name=name)
+                    # a float column's min / max come back in its dtype (NVTabular's): exact, as
+                    # they are among its values (float32, float16, nullable Float32 with <NA>)
+                    out[name] = red.astype(s.dtype) if a in ("min", "max") and backend.is_float_series(s) else red
         return lib.DataFrame({name: out[name] for name in self.output_column_names(columns)})
 
     @staticmethod
