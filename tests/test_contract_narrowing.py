@@ -18,6 +18,8 @@ import pytest
 import tabprep as tp
 from tabprep import _warn, ops
 
+from conftest import BACKENDS, frame_on, to_pandas
+
 
 @pytest.fixture(autouse=True)
 def _warnings_again():
@@ -39,6 +41,15 @@ def _graphs():
     }
 
 
+@pytest.mark.parametrize("backend", BACKENDS[1:])   # (the CPU: the test below, frames, datasets and files)
+@pytest.mark.parametrize("graph", sorted(_graphs()))
+def test_wider_ints_beyond_the_fitted_int_on_the_gpu_are_refused(graph, backend):
+    wf = tp.Workflow(_graphs()[graph]()).fit(tp.Dataset(frame_on(_fit_frame(), backend)))
+    given = pd.DataFrame({"a": pd.Series([2**40 + 1, 3, 4], dtype="int64"), "f": [0.5, 1.5, 2.5], "k": ["x", "y", "z"]})
+    with pytest.raises(ValueError, match=r"(?s)'a.*int32.*int64.*\[\d{10,}"):
+        wf.transform(frame_on(given, backend))
+
+
 @pytest.mark.parametrize("graph", sorted(_graphs()))
 def test_wider_ints_beyond_the_fitted_int_are_refused_not_wrapped(tmp_path, graph):
     wf = tp.Workflow(_graphs()[graph]()).fit(tp.Dataset(_fit_frame()))
@@ -53,23 +64,23 @@ def test_wider_ints_beyond_the_fitted_int_are_refused_not_wrapped(tmp_path, grap
 
 
 @pytest.mark.parametrize("graph", sorted(_graphs()))
-def test_wider_ints_the_fitted_int_holds_keep_their_values_with_a_warning(graph):
-    wf = tp.Workflow(_graphs()[graph]()).fit(tp.Dataset(_fit_frame()))
+def test_wider_ints_the_fitted_int_holds_keep_their_values_with_a_warning(graph, backend):
+    wf = tp.Workflow(_graphs()[graph]()).fit(tp.Dataset(frame_on(_fit_frame(), backend)))
     values = [2**31 - 2, -(2**31), 7]
     given = pd.DataFrame({"a": pd.Series(values, dtype="int64"), "f": [0.5, 1.5, 2.5], "k": ["x", "y", "z"]})
     with pytest.warns(tp.NVTabularDifferenceWarning, match=r"(?s)'a.*int64.*int32"):
-        out = wf.transform(given)
+        out = to_pandas(wf.transform(frame_on(given, backend)))
     col = out.columns[-1]
     # the lambda adds 1 to the int32 values: 2**31 - 2 + 1 still fits
     assert out[col].tolist() == ([v + 1 for v in values] if graph == "lambda" else values)
     assert str(out[col].dtype) == "int32"
 
 
-def test_float64_given_for_a_float32_fit_is_rounded_to_float32_with_a_warning():
-    wf = tp.Workflow((["k"] >> ops.Categorify()) + ["f"]).fit(tp.Dataset(_fit_frame()))
+def test_float64_given_for_a_float32_fit_is_rounded_to_float32_with_a_warning(backend):
+    wf = tp.Workflow((["k"] >> ops.Categorify()) + ["f"]).fit(tp.Dataset(frame_on(_fit_frame(), backend)))
     given = pd.DataFrame({"a": [1, 2, 3], "f": [0.1, 1e-10, np.nan], "k": ["x", "y", "z"]})
     with pytest.warns(tp.NVTabularDifferenceWarning, match=r"(?s)'f'.*float64.*float32"):
-        out = wf.transform(given)
+        out = to_pandas(wf.transform(frame_on(given, backend)))
     assert str(out["f"].dtype) == "float32"
     np.testing.assert_array_equal(out["f"].to_numpy(), np.array([0.1, 1e-10, np.nan], dtype=np.float32))
 

@@ -158,6 +158,10 @@ class Operator(metaclass=_OperatorType):
     #: True when the op may drop or reorder rows (Filter, Groupby, an inner JoinExternal): it must
     #: then see the whole merged frame, and loaders cannot plan exact batch counts ahead
     changes_rows: bool = False
+    #: True when NVTabular 23.08's op of the same name gives its result a fresh index
+    #: (``reset_index(drop=True)``: Filter, Dropna, JoinExternal): ``wf.transform(frame)`` then
+    #: returns a fresh ``RangeIndex``, as NVTabular's (:attr:`Workflow.resets_index`)
+    resets_index: bool = False
     #: True when the op treats ``[["a", "b"]]`` column groups of its selection as one unit (a shared
     #: vocabulary, a joint key, a cross); ``>>`` then hands it the groups in :attr:`input_groups`
     supports_groups: bool = False

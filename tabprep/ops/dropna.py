@@ -20,6 +20,7 @@ class Dropna(Operator):
 
     changes_rows = True
     supports_lists = True
+    resets_index = True   # (NVTabular's Dropna: reset_index(drop=True))
 
     def __init__(self) -> None:
         pass

@@ -24,6 +24,7 @@ class Filter(Operator):
     changes_rows = True
     supports_lists = True
     passes_opaque = True  # struct / decimal / binary columns flow through (issue #30)
+    resets_index = True   # (NVTabular's Filter: reset_index(drop=True))
 
     def __init__(self, f: Callable[[Any], Any]) -> None:
         if not callable(f):

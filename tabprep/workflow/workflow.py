@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 import dask
 
 from .. import backend
+from ..backend.frames import _is_default_index
 from .._util import did_you_mean, is_frame, refuse_duplicate_columns, switched_off
 from .._warn import new_job, reemit_from_cluster
 from ..io.dataset import Dataset
@@ -287,7 +288,25 @@ class Workflow(WorkflowContract, WorkflowCompat):
         finally:
             _OUT_OF_FOLD.reset(token)
         out = out[self.output_columns]
+        if self.resets_index and not _is_default_index(out.index, len(out)):
+            out = out.reset_index(drop=True)
         return _conform(out, self.output_schema)
+
+    @property
+    def resets_index(self) -> bool:
+        """Whether :meth:`transform` gives a frame a fresh ``RangeIndex``, as NVTabular 23.08 does:
+        merlin-core concatenates columns with ``reset_index(drop=True)`` wherever a node merges
+        several inputs (``+``, an op reading several parents or dependency columns), and NVTabular's
+        Filter, Dropna and JoinExternal reset it (``Operator.resets_index``); a graph with none of
+        these keeps the frame's index. (Inside the graph the index is kept: TargetEncoding's folds
+        read it.)"""
+        for n in self.nodes:
+            if n.kind == "concat" and len(n.parents) > 1:
+                return True
+            if n.kind == "op" and (len(n.parents) > 1 or n.raw_dependencies() or n.dependency_sources()
+                                   or getattr(n.op, "resets_index", False)):
+                return True
+        return False
 
     # -- fit --------------------------------------------------------------------------
     def _stat_levels(self) -> List[List[Node]]:
