@@ -24,20 +24,21 @@ def _exact_int_keys(left: Any, side: Any, keys: List[str]) -> Any:
     """``side`` with each key whose integer type differs from the data's in sign where one is uint64
     (uint64 against int64, int32...) cast to the data's own kind, after dropping the side rows it
     cannot hold (negative keys for uint64 data, keys from 2**63 on for signed data): they match
-    nothing. pandas' merge compares such keys as float64, where 2**53 + 1 equals 2**53 (a wrong
-    row joined, silently; or rows multiplied). Other keys as they are."""
+    nothing (a null key is kept where the data's dtype holds nulls). pandas' merge compares such
+    keys as float64, where 2**53 + 1 equals 2**53 (a wrong row joined, silently; or rows
+    multiplied). Other keys as they are."""
     for k in keys:
         ld, sd = left[k].dtype, side[k].dtype
         if getattr(ld, "kind", "") not in "iu" or getattr(sd, "kind", "") not in "iu" or ld.kind == sd.kind:
             continue
         if "uint64" not in (str(ld).lower(), str(sd).lower()):
             continue   # (uint8/16/32 against a signed type: pandas widens both exactly)
-        if ld.kind == "u":
-            side = side[(side[k] >= 0).values]
-            side = side.assign(**{k: side[k].astype(ld)})
-        else:
-            side = side[(side[k] <= 2 ** 63 - 1).values]
-            side = side.assign(**{k: side[k].astype("int64")})
+        fits = (side[k] >= 0) if ld.kind == "u" else (side[k] <= 2 ** 63 - 1)
+        # a null side key stays where the data's dtype can hold a null (it matches the data's null keys)
+        keep = fits.fillna(False) | (side[k].isna() & (backend.is_gpu(side) or hasattr(ld, "na_value")))
+        side = side[keep.values]
+        signed = "Int64" if hasattr(ld, "na_value") else "int64"  # (pandas' nullable Int64 holds the nulls)
+        side = side.assign(**{k: side[k].astype(ld if ld.kind == "u" else signed)})
     return side
 
 
@@ -77,15 +78,18 @@ class JoinExternal(Operator):
             listed (or ``columns_ext=None``), it is not output, with a warning at build.
         how: ``"left"`` (default): every row is kept, rows without a match get nulls (integer
             and bool side columns become nullable on pandas); ``"inner"``: rows without a
-            match (and rows with a null key) are dropped. An inner join changes the number of
+            match are dropped (see *Keys* for null keys). An inner join changes the number of
             rows, so, like :class:`Filter`, apply it last, to the merged columns
             (``(cats + conts) >> JoinExternal(..., how="inner")``), not inside one branch of ``+``.
         storage_options: options of the file system of a URL ``df_or_path`` (``key``/``secret``,
             ``endpoint_url``...), as in pandas and dask (default None: the environment's
             credentials); ignored for frames and local paths. Stored verbatim; never saved.
 
-    Keys: null keys never match; the side table must hold each key at most once (a duplicate
-    raises ``ValueError`` naming some of the duplicates), so a join never adds rows.
+    Keys: a null key (NaN, None, NA) matches the side table's null key, as NVTabular 23.08's
+    ``merge`` (pandas' and cuDF's merges compare nulls as equal): a left join gives the row that
+    side row's values, an inner join keeps it; with no null key in the side table, a null key
+    matches nothing. The side table must hold each key at most once, a null key included (a
+    duplicate raises ``ValueError`` naming some of the duplicates), so a join never adds rows.
 
     Saving: ``Workflow.save`` writes the side table (its key and ``columns_ext`` columns) as
     parquet next to the workflow, so a loaded workflow joins exactly the same data even if
@@ -98,6 +102,8 @@ class JoinExternal(Operator):
         >>> items = pd.DataFrame({"item_id": [1, 2], "price": [9.5, 3.0]})
         >>> joined = ["item_id", "user_id"] >> JoinExternal(items, on="item_id")
     """
+
+    resets_index = True   # (NVTabular's JoinExternal: reset_index(drop=True))
 
     def __init__(self, df_or_path: Any = None, on: Union[str, Sequence[str], None] = None,
                  columns_ext: Optional[Sequence[str]] = None, how: str = "left",
@@ -203,15 +209,15 @@ class JoinExternal(Operator):
         frame = frame[keys + ext]
         if self.drop_duplicates_ext:  # NVTabular's: repeated rows of the joined columns go before the join
             frame = frame.drop_duplicates(ignore_index=True)
-        nulls = frame[keys].isna().any(axis=1)
-        if nulls.any():  # a null key never matches
-            frame = frame[~nulls]
+        # a null key is kept: it matches the data's null key, as NVTabular 23.08's merge (pandas' and
+        # cuDF's merges compare nulls as equal); duplicated() counts two null keys as duplicates
         dup = frame.duplicated(subset=keys, keep=False)
         if dup.any():
             examples = frame.loc[dup, keys].drop_duplicates().head(5).to_dict("records")
             raise ValueError(f"JoinExternal: the side table holds {int(dup.sum())} rows with duplicate keys {keys}, "
                              f"e.g. {examples}; a join must not multiply rows: deduplicate it first "
-                             f"(e.g. side.drop_duplicates(subset={keys}))")
+                             f"(e.g. side.drop_duplicates(subset={keys}); a null key is a key too, it matches the "
+                             f"data's null keys: side.dropna(subset={keys}) drops them)")
         frame = frame.reset_index(drop=True)
         if self.how == "left":
             frame = backend.nullable_columns(frame, ext)

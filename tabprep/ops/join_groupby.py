@@ -19,6 +19,9 @@ from .categorify import COMBO_KEY_FORMAT, _combo_series
 
 STATS = ("count", "sum", "mean", "std", "var", "min", "max")
 _ACC = ("n", "s", "m2", "lo", "hi")  # per continuous column: count, sum, M2, min, max
+#: NVTabular 23.08's statistics of a null key's category (fitted with a count of 0), as the fit warns
+_NVT_NULL_KEY = {"count": "count is 0", "mean": "mean is inf (NaN where the sum is 0)",
+                 "std": "std is NaN", "var": "var is -inf or NaN"}
 
 
 class JoinGroupby(StatOperator):
@@ -45,7 +48,9 @@ class JoinGroupby(StatOperator):
 
     Differences from NVTabular 23.08, warned by ``Workflow.fit`` (``UserWarning``): nulls in a
     continuous column are left out of ``mean``/``std``/``var`` (NVTabular's mean counts null rows),
-    and a column group with a null part has its own statistics (NVTabular: count 0).
+    and a null category (a null key in a single column, or a column group with a null part) has its
+    own statistics (NVTabular: a count of 0, so its ``count``, ``mean``, ``std`` and ``var`` are 0,
+    inf, NaN, -inf; ``sum``, ``min``, ``max`` agree).
 
     Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
     seen at fit gets count 0 and null statistics. The continuous columns are read from the
@@ -194,8 +199,10 @@ class JoinGroupby(StatOperator):
             res = g.agg(self._aggs())
             res.index.name = None
             null_part = len(cols) > 1 and bool(G.null_columns(df, cols))
+            null_key = len(cols) == 1 and not bool(valid.all())  # NVTabular: the null category's count is 0
             out[key] = {"groups": res, "null": self._null_group(conts, ~valid, xp),
-                        "flags": {"null_conts": null_conts, "null_part": null_part, "inf_conts": inf_conts}}
+                        "flags": {"null_conts": null_conts, "null_part": null_part, "inf_conts": inf_conts,
+                                  "null_key": null_key}}
         return out
 
     def _aggs(self) -> Dict[str, str]:
@@ -225,6 +232,7 @@ class JoinGroupby(StatOperator):
                         "null": self._combine_null([p[key]["null"] for p in partials]),
                         "flags": {"null_conts": sorted({c for p in partials for c in p[key]["flags"]["null_conts"]}),
                                   "null_part": any(p[key]["flags"]["null_part"] for p in partials),
+                                  "null_key": any(p[key]["flags"].get("null_key") for p in partials),
                                   "inf_conts": sorted({c for p in partials for c in p[key]["flags"].get("inf_conts", [])})}}
         return out
 
@@ -300,6 +308,13 @@ class JoinGroupby(StatOperator):
                              f"tabprep gives each such combination its own statistics, where NVTabular 23.08 fits "
                              f"it with a count of 0 (an inf mean; docs/migration.md). Fill the nulls "
                              f"(FillMissing) first to make these categories explicit.")
+            differ = [_NVT_NULL_KEY[st] for st in self.stat_list if st in _NVT_NULL_KEY]
+            if entry["flags"].get("null_key") and differ:
+                notes.append(f"JoinGroupby: column {key!r} holds nulls in the fitted data; tabprep gives the null "
+                             f"category its own statistics (count = its rows), where NVTabular 23.08 fits it with a "
+                             f"count of 0: on null rows its {', '.join(differ)} (sum, min and max agree; "
+                             f"docs/migration.md). Fill the nulls (FillMissing) before the JoinGroupby to make null a "
+                             f"category of its own (then both give its statistics).")
         return notes
 
     def clear(self) -> None:

@@ -30,8 +30,10 @@ class TargetEncoding(StatOperator):
 
     A null or unseen category gets ``global_mean`` (the mean of all non-null targets). A column
     group with a null part (``[["a", "b"]]``, ``a`` null) is a combination with its own
-    statistics; NVTabular 23.08 fits it with a count of 0, so ``Workflow.fit`` warns
-    (``UserWarning`` naming the group).
+    statistics. NVTabular 23.08 fits a null category (single column or null part) with a count
+    of 0 (``inf`` with ``p_smooth=0``), and counts a row with a null target in its category's
+    count but not its sum (the target weighs as a 0); where the fitted data holds such nulls,
+    ``Workflow.fit`` warns (``NVTabularDifferenceWarning`` naming the column and the fix).
     ``[["a", "b"]] >> TargetEncoding("y")`` encodes the combination of ``a`` and ``b`` as one
     category (output ``TE_a_b_y``); ``target`` may be a list (one output per target).
 
@@ -223,13 +225,21 @@ class TargetEncoding(StatOperator):
             cols_per_target[t] = cols
         keyed = {}
         null_parts = []  # column groups with a null part (NVTabular 23.08 fits them with count 0: fit_warnings)
+        null_keys = []  # single columns holding a null (the same: NVTabular's null category has count 0)
+        null_targets = []  # (key, target): a null target in a row NVTabular counts (its key's first column set)
+        nan_ys = {t: xp.isnan(y) for t, y in ys.items()}
         for key, cols in self._keys(columns).items():
             keys, valid = G.key_column(self._key_series(df, cols))
             data = {n: a[valid] for c in cols_per_target.values() for n, a in c.items()}
             keyed[key] = G.group_agg(keys, data, {n: "sum" for n in data}, like=df)
             if len(cols) > 1 and G.null_columns(df, cols):
                 null_parts.append(key)
-        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets}
+            elif len(cols) == 1 and not bool(valid.all()):
+                null_keys.append(key)
+            counted = valid if len(cols) == 1 else ~xp.asarray(backend.isnull(df[cols[0]]))
+            null_targets += [(key, t) for t, nan in nan_ys.items() if backend.any_true(nan & counted)]
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets,
+                "null_keys": null_keys, "null_targets": null_targets}
 
     def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
         keyed = {}
@@ -240,7 +250,10 @@ class TargetEncoding(StatOperator):
                   for t in partials[0]["totals"]}
         null_parts = sorted({k for p in partials for k in p.get("null_parts", [])})
         inf_targets = sorted({t for p in partials for t in p.get("inf_targets", [])})
-        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets}
+        null_keys = sorted({k for p in partials for k in p.get("null_keys", [])})
+        null_targets = sorted({tuple(kt) for p in partials for kt in p.get("null_targets", [])})
+        return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets,
+                "null_keys": null_keys, "null_targets": null_targets}
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
         k = self.kfold
@@ -266,6 +279,7 @@ class TargetEncoding(StatOperator):
             f"encodes each such combination from its own rows, where NVTabular 23.08 fits it with a count of 0 "
             f"(the prior, or inf with p_smooth=0; docs/migration.md). Fill the nulls (FillMissing) first to make "
             f"these categories explicit." for key in combined.get("null_parts", [])]
+        self.fit_notes_ += _null_notes(groups, combined, self.p_smooth)
         if combined.get("inf_targets"):
             self.fit_notes_.append(infinite_note("TargetEncoding", combined["inf_targets"], "sums and means per category"))
 
@@ -403,6 +417,32 @@ class TargetEncoding(StatOperator):
         state = dict(self.__dict__)
         state["_cache"] = {}
         return state
+
+
+def _null_notes(groups: Dict[str, List[str]], combined: Dict[str, Any], p_smooth: float) -> List[str]:
+    """The fit's notes on nulls where NVTabular 23.08's numbers differ (docs/migration.md): a null key
+    in a single column (NVTabular fits the null category with a count of 0), a null target in rows of
+    a category (NVTabular counts the row, its sum skips the target: the target weighs as a 0)."""
+    notes = []
+    for key in combined.get("null_keys", []):
+        nvt = "inf, or the mean where their targets sum to 0" if not p_smooth else \
+            f"(their target sum + {p_smooth} * mean) / {p_smooth}"
+        notes.append(f"TargetEncoding: column {key!r} holds nulls in the fitted data; tabprep encodes the null "
+                     f"category with the global target mean, where NVTabular 23.08 fits it with a count of 0 "
+                     f"(its null rows get {nvt}; docs/migration.md). Fill the nulls (FillMissing) before the "
+                     f"TargetEncoding to make null a category of its own (then both give its smoothed mean).")
+    by_target: Dict[str, List[str]] = {}
+    for key, t in combined.get("null_targets", []):
+        by_target.setdefault(t, []).append(key)
+    for t, keys in sorted(by_target.items()):
+        cols = [k if len(groups.get(k, [k])) == 1 else groups[k] for k in keys]
+        notes.append(f"TargetEncoding: the target {t!r} holds nulls (NaN) in rows of the categories of {cols}; "
+                     f"tabprep leaves a row with a null (NaN) target out of its category's sum and count, where "
+                     f"NVTabular 23.08 counts the row but not its target (as if the target were 0, pulling the "
+                     f"encoding toward 0: "
+                     f"a category with targets [1, NaN] gets 0.5 with p_smooth=0, not 1.0; docs/migration.md). "
+                     f"Drop (or fill) the rows with a null target before fitting to get the same numbers from both.")
+    return notes
 
 
 def _smooth(s: np.ndarray, n: np.ndarray, p: float, gm: Any) -> np.ndarray:
