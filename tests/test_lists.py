@@ -51,9 +51,11 @@ def _present(v):
 
 
 def ref_categorify(train_rows, data_rows):
+    """Ids per element: vocabulary values from 3, unseen 2; a null element 2 too (NVTabular 23.08: its
+    vocabulary holds no null, so a null element is out of vocabulary); a null row stays null."""
     counts = Counter(v for r in train_rows if r for v in r if _present(v))
     vocab = {v: 3 + i for i, (v, _) in enumerate(sorted(counts.items(), key=lambda vc: (-vc[1], vc[0])))}
-    return [None if r is None else [1 if not _present(v) else vocab.get(v, 2) for v in r] for r in data_rows]
+    return [None if r is None else [2 if not _present(v) else vocab.get(v, 2) for v in r] for r in data_rows]
 
 
 def ref_hash(rows, nb):

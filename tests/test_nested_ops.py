@@ -63,8 +63,8 @@ def test_categorify_ids_consistent_with_flat_list_vocabulary(data, backend, tmp_
     flat_col = flat_wf.transform(tp.Dataset(flat_path))._to_ddf().compute()["x"]
     flat_ids = (flat_col.to_arrow() if hasattr(flat_col, "to_arrow") else flat_col.array._pa_array).to_pylist()[0]
     ids = dict(zip(leaves, flat_ids))
-    assert got == _map(INTS, lambda v: ids[v])   # null leaf -> 1 in both
-    assert ids[None] == 1 and len(set(ids.values())) == len(ids)
+    assert got == _map(INTS, lambda v: ids[v])   # null leaf -> 2 (out of vocabulary) in both
+    assert ids[None] == 2 and len(set(ids.values())) == len(ids)
     sch = wf.output_schema["x"]
     assert sch.depth == 2 and sch.leaf_dtype == "int64" and sch.cardinality == len(set(leaves) - {None}) + 3
 

@@ -15,7 +15,8 @@ from .._warn import warn_difference
 from ..hashing import murmur3_32
 from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_properties
 from ..stats import vocab as V
-from ._categorify_notes import check_singled, note_null_list_rows
+from ._categorify_notes import (NULL_ELEMENT_ID, check_singled, note_category_ties, note_null_list_rows,
+                                observed_counts)
 from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
 from ._lookups import build_once
@@ -33,7 +34,8 @@ class Categorify(StatOperator):
     Ids (compatible with NVTabular 23.08):
 
     * ``0``: padding (only ever produced for list columns, by ListSlice / loaders);
-    * ``1``: null (NaN in a float column is null; +-inf is an ordinary value with its own id);
+    * ``1``: null (NaN in a float column is null; +-inf is an ordinary value with its own id); a null
+      element inside a list row gets ``2``, the out-of-vocabulary id, as in NVTabular 23.08;
     * ``2 .. 1+B``: out-of-vocabulary, ``B = num_oov_buckets``. With ``B == 1`` every unseen
       (or rare, see ``freq_threshold``) value gets id 2; with ``B > 1`` it gets
       ``2 + murmur3(value) % B``;
@@ -181,7 +183,8 @@ class Categorify(StatOperator):
     def output_column_names(self, columns: List[str]) -> List[str]:
         if self.encode_type == "combo":
             return list(self._vocab_keys(columns))
-        return list(columns)
+        # NVTabular's ColumnSelector.names: the plain columns, then each group's (as the vocabularies)
+        return list(dict.fromkeys(c for cols in self._vocab_keys(columns).values() for c in cols))
 
     def oov_buckets(self, key: str) -> int:
         """The number of out-of-vocabulary ids of vocabulary ``key``: ``num_buckets[key]`` with a
@@ -314,14 +317,16 @@ class Categorify(StatOperator):
     def fit_reduce(self, combined: Dict[str, V.Counts]) -> Dict[str, V.Counts]:
         """One part, merged over the workers, with ``freq_threshold`` and ``max_size`` applied
         (``vocab.reduce_counts``): ``fit_finalize`` of the parts' merge is that of the whole counts."""
-        return {key: V.reduce_counts(counts, self._param(self.freq_threshold, key), self._entries(key))
-                for key, counts in combined.items()}
+        return {key: V.reduce_counts(observed_counts(self, key, counts), self._param(self.freq_threshold, key),
+                                     self._entries(key)) for key, counts in combined.items()}
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, V.Counts]) -> None:
         stats = {}
         for key, counts in combined.items():
             entries = self._entries(key)
+            counts = observed_counts(self, key, counts)   # a category column's unused levels: none here
             values, freqs = V.finalize_vocab(counts, self._param(self.freq_threshold, key), entries or 0)
+            note_category_ties(self, key, counts, values, freqs)
             if entries == 0:
                 values, freqs = values[:0], freqs[:0]
             unsigned = counts.unsigned
@@ -383,8 +388,8 @@ class Categorify(StatOperator):
         for key in self.stats_ or {}:
             self._index(key, like)
 
-    def _encode(self, s: Any, key: str) -> Any:
-        """int64 ids (numpy or cupy) of a scalar series."""
+    def _encode(self, s: Any, key: str, null_id: int = NULL_ID) -> Any:
+        """int64 ids (numpy or cupy) of a scalar series (its nulls: ``null_id``; list leaves: 2)."""
         if len(s) == 0:
             # e.g. a lazy transform's meta, computed in the client: no lookup structure is built
             # there for nothing (on a cluster the workers build their own)
@@ -405,7 +410,7 @@ class Categorify(StatOperator):
                 xp.copyto(ids, OOV_START + h, where=unseen)
             if nulls is not None:
                 # index_of gives -1 for nulls, so they are among the unseen
-                xp.copyto(ids, NULL_ID, where=nulls)
+                xp.copyto(ids, null_id, where=nulls)
         return ids
 
     def column_kernel(self, column: str) -> Any:
@@ -466,7 +471,7 @@ class Categorify(StatOperator):
                 if backend.is_list_series(s):
                     note_null_list_rows(self, c, s)
                     leaves, offsets = backend.list_leaves(s)
-                    ids = self._encode(leaves, key).astype(self.dtype)
+                    ids = self._encode(leaves, key, NULL_ELEMENT_ID).astype(self.dtype)  # as NVTabular
                     out[c] = backend.list_from_leaves(ids, offsets, like=s, name=c)
                 else:
                     out[c] = backend.new_series(self._encode(s, key), like=s, name=c, dtype=self.dtype)

@@ -4,7 +4,7 @@
 :class:`~tabprep.serving.ServingTransform`) into TensorFlow ops:
 
 * Categorify: exact ``tf.lookup.StaticHashTable`` s built from the saved vocabularies (int64 or
-  string keys); null -> 1, unseen -> 2 (or ``2 + murmur3 % B``);
+  string keys); null -> 1 (a null element of a list column -> 2), unseen -> 2 (or ``2 + murmur3 % B``);
 * HashBucket / HashedCross / OOV buckets: MurmurHash3_x86_32 written with uint32 tensor ops over
   exactly the bytes tabprep hashes (ints as int64 little-endian, floats as float64 with
   ``-0.0 -> 0.0``, strings as UTF-8; nulls -> 0), so ids equal tabprep's;
@@ -34,6 +34,7 @@ import numpy as np
 from .._frameworks import preload_triton
 from ..ops import (AddMetadata, AddProperties, AddTags, Bucketize, Categorify, Clip, DataStats, DropLowCardinality,
                    FillMissing, HashBucket, HashedCross, LogOp, Normalize, NormalizeMinMax, Rename, ValueCount)
+from ..ops._categorify_notes import NULL_ELEMENT_ID
 from .columns import kind_of
 from .kernels import ServingBuildError
 from .transform import ServingTransform
@@ -187,6 +188,10 @@ class _Builder:
         if t is NormalizeMinMax:
             op._require_fitted()
             mm = {c: (op.stats_[c]["min"], op.stats_[c]["max"]) for c in columns}
+            big = [c for c in columns if all(type(v) is int for v in mm[c]) and max(map(abs, mm[c])) > 2**53]
+            if big:  # the op subtracts the int min exactly; float64 tensors would round x and min first
+                raise _export_error(op, f"column(s) {big} hold ints beyond 2**53, which the op scales with exact "
+                                        f"integer arithmetic and a float64 tensor would round")
             dt = op.output_dtype
             return lambda cols: {c: cols[c].with_(_affine(cols[c], mm[c][0],
                                                           (mm[c][1] - mm[c][0]) if _ok(mm[c]) else 0.0,
@@ -229,8 +234,9 @@ class _Builder:
                 else:
                     oov = 2 + _mod(hash_tensor(t), B)
                 ids = tf.where(pos < 0, oov, ids)
-                if t.null is not None:
-                    ids = tf.where(t.null, tf.ones_like(ids), ids)
+                if t.null is not None:  # a null scalar -> 1; a null element of a list (nnzs) -> 2, as offline
+                    null_id = NULL_ELEMENT_ID if t.nnzs is not None else 1
+                    ids = tf.where(t.null, tf.fill(tf.shape(ids), tf.constant(null_id, ids.dtype)), ids)
                 out[c] = t.with_(ids, None, "i")
             return out
 

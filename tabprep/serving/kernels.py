@@ -23,6 +23,7 @@ import numpy as np
 from ..hashing import mod_uint32
 from ..ops import (AddMetadata, AddProperties, AddTags, Categorify, DataStats, DropLowCardinality, FillMedian,
                    FillMissing, HashBucket, HashedCross, Rename, ValueCount)
+from ..ops._categorify_notes import NULL_ELEMENT_ID
 from ..ops.categorify import combo_key
 from ..ops.hashed_cross import hash_combine
 from ..schema import Schema
@@ -183,7 +184,8 @@ class _Categorify(Kernel):
         self.row_jobs = [(name, src[0], self.getters[key], self.tables[key], self.kinds[src[0]])
                          for name, src, key, combo in self.jobs if not combo]
         self.combo_format = op._combo_format
-        self.encoders = {name: self._encoder(key, self.kinds[src[0]])
+        # a null element of a list column gets the OOV id 2, a null scalar 1 (a null list row stays null)
+        self.encoders = {name: self._encoder(key, self.kinds[src[0]], NULL_ELEMENT_ID if self.is_list[src[0]] else 1)
                          for name, src, key, combo in self.jobs if not combo}
         self.combo_jobs = [(name, src, self.tables[key]) for name, src, key, combo in self.jobs if combo]
         self.elementwise = not self.combo_jobs
@@ -195,12 +197,15 @@ class _Categorify(Kernel):
         done = {name for name, _, _ in self.hashed_jobs}
         self.other_jobs = [job for job in self.jobs if job[0] not in done]
 
-    def _encoder(self, key: str, kind: str) -> Callable[[Any], int]:
-        """One checked value (None: null) -> its id. With ``.direct = (dict, default)`` when that
-        is all it does: the flat row plan then probes the dict itself, with no call."""
+    def _encoder(self, key: str, kind: str, null_id: int = 1) -> Callable[[Any], int]:
+        """One checked value (None: null, id ``null_id``: 1 for a scalar, 2 for a list element) -> its
+        id. With ``.direct = (dict, default)`` when that is all it does: the flat row plan then probes
+        the dict itself, with no call."""
         table, base, one = self.tables[key], self.base_of[key], self._one
         ids = self.ids_by_value.get(key)
         if ids is not None:
+            if null_id != ids[None]:
+                ids = {**ids, None: null_id}
             get = ids.get
             if self.B == 1:  # unseen -> 2
                 def encode(x: Any) -> int:
@@ -220,14 +225,15 @@ class _Categorify(Kernel):
 
         def encode(x: Any) -> int:
             if x is None:
-                return 1
+                return null_id
             p = tget(x, -1)
-            return p + base if p >= 0 else one(x, table, kind, base)
+            return p + base if p >= 0 else one(x, table, kind, base, null_id)
 
         return encode
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
-        """One value of ``c`` -> its id (null -> 1): what :meth:`row` does per value, for the fused row plan."""
+        """One value of ``c`` -> its id (null -> 1; a null list element -> 2): what :meth:`row` does per
+        value, for the fused row plan."""
         return self.encoders[c]
 
     # batch
@@ -249,7 +255,9 @@ class _Categorify(Kernel):
                 h = hash_batch(v, col.mask, kind).astype(np.int64) % self.B
                 ids[unseen] = 2 + h[unseen]
         if nulls is not None:
-            ids[nulls] = 1  # null slots of an int column hold arbitrary values that may be in the vocabulary
+            # null slots of an int column hold arbitrary values that may be in the vocabulary; a null
+            # element of a list column gets the OOV id 2, a null scalar 1
+            ids[nulls] = NULL_ELEMENT_ID if col.is_list else 1
         return ids
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
@@ -273,8 +281,8 @@ class _Categorify(Kernel):
                     if u.any():
                         h = hash_batch(col.values, col.mask, self.kinds[c]).astype(np.int64) % self.B
                         seg[u] = 2 + h[u]
-                if col.mask is not None:
-                    seg[col.mask] = 1  # null slots hold arbitrary values that may be in the vocabulary
+                if col.mask is not None:  # null slots hold arbitrary values that may be in the vocabulary
+                    seg[col.mask] = NULL_ELEMENT_ID if col.is_list else 1
                 out[name] = col.with_values(seg)
                 start = end
         for name, src, key, combo in self.other_jobs:
@@ -309,9 +317,9 @@ class _Categorify(Kernel):
             out[name] = p + self.base_of[name] if p >= 0 else self._oov(k, "s")
         return {name: out[name] for name in self.outputs}
 
-    def _one(self, v: Any, table: Any, kind: str, base: int) -> int:
+    def _one(self, v: Any, table: Any, kind: str, base: int, null_id: int = 1) -> int:
         if v is None or (kind == "f" and v != v):
-            return 1
+            return null_id
         p = table.get(int(v) if kind == "b" else v)
         return p + base if p >= 0 else self._oov(v, kind)
 
