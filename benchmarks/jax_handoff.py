@@ -19,6 +19,8 @@ The difference between the first two is the cost of the per-column array objects
   26 + 13 + 1 columns, 2026-11-28): 576 us a batch with a call per block, 243 us with one call; a
   call costs about 100 us and each output array about 6 us, so 16 batches per call (640 outputs)
   gave 293 us a batch, no better.
+* ``one call, device starts``: the same call with each start given as a device scalar made once
+  (``jax.device_put``), where ``np.int32`` starts are copied to the device at every call.
 
 ``--stacked`` adds the layout of ``JaxLoader(stacked=True)`` (the first block as ``cats``, the second
 as ``conts``, the third as the label, transposed to ``(batch, columns)``):
@@ -93,7 +95,16 @@ def main() -> None:
             out = all_cols(tuple(blocks), tuple(np.int32(s) for _ in blocks))
         jax.block_until_ready(out)
 
+    held_starts = {s: jax.device_put(np.int32(s)) for s in starts}
+
+    def one_call_device_starts():   # the starts as device scalars made once, not a host scalar per call
+        out = None
+        for s in starts:
+            out = all_cols(tuple(blocks), tuple(held_starts[s] for _ in blocks))
+        jax.block_until_ready(out)
+
     variants = [("per column", lambda: run(per_col)), ("per column, one call", one_call),
+                ("one call, device starts", one_call_device_starts),
                 ("per block", lambda: run(per_block)), ("eager slice", lambda: eager(None))]
     if args.stacked:
         variants += stacked_variants(blocks, starts, bs, args.group)
@@ -101,7 +112,7 @@ def main() -> None:
         fn()   # compile
         best = min(_timed(fn) for _ in range(args.passes))
         n = len(starts)
-        print(f"  {label:20s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
+        print(f"  {label:24s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
               f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
 
 

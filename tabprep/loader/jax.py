@@ -112,13 +112,33 @@ class ChunkBlocks:
         block, all of one batch size), each block's list in order, from one jitted call."""
         held = [self._window(i, span) for i, span in spans]
         size = int(spans[0][1][2]) - int(spans[0][1][1])
-        flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(np.int32(at) for _, at in held))
+        flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(_start(w, at) for w, at in held))
         out, k = [], 0
         for _, span in spans:
             n = int(span[0].shape[0])
             out.append(list(flat[k:k + n]))
             k += n
         return out
+
+
+#: ``TABPREP_JAX_DEVICE_STARTS=0``: host scalars, as before (for the A/B of ``benchmarks/framework_loaders.py``)
+_DEVICE_STARTS = os.environ.get("TABPREP_JAX_DEVICE_STARTS", "1") != "0"
+
+
+@functools.lru_cache(maxsize=1024)
+def _device_start(at: int, device: Any) -> jax.Array:
+    return jax.device_put(np.int32(at), device)
+
+
+def _start(window: jax.Array, at: int) -> Any:
+    """The slice start ``at`` as an int32 scalar on ``window``'s device, made once per value and
+    device: a host scalar argument is copied to the device at every call (on one H200, 40 columns
+    in 3 blocks: 0.26 ms a batch against 0.39 ms, ``benchmarks/jax_handoff.py``). On the CPU as it is."""
+    devices = window.devices()
+    if len(devices) != 1 or not _DEVICE_STARTS:
+        return np.int32(at)
+    device = next(iter(devices))
+    return np.int32(at) if device.platform == "cpu" else _device_start(int(at), device)
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
