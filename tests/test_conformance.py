@@ -193,7 +193,9 @@ def ref_reduced_dtype(train: pd.Series) -> str:
     except TypeError:  # strings, lists
         kind = "O"
     x = _nonnull_f64(train) if kind in "iuf" else np.array([])
-    if kind not in "iuf" or x.size == 0:
+    if kind == "f" and x.size == 0:
+        return "float32"  # NVTabular 23.08 casts every float column to float_dtype, an all-null one too
+    if kind not in "if" or x.size == 0:  # unsigned ints kept: NVTabular 23.08 narrows signed ints only
         return str(dtype)
     if kind in "iu":
         present = [int(v) for v in py_values(train) if v is not None]

@@ -4,8 +4,11 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
+import numpy as np
+
 from .. import backend
 from .._util import is_number
+from ..schema import Schema
 from .base import Operator, map_elements
 
 
@@ -13,8 +16,9 @@ class Clip(Operator):
     """Clip values to ``[min_value, max_value]`` (either bound may be None). Nulls stay null. A NaN
     bound is no bound, as in pandas' ``clip`` (NVTabular's Clip on the CPU).
 
-    The column's dtype is kept (an int column clipped with float bounds stays int; bounds are
-    cast to the column's dtype). List columns are clipped element-wise.
+    The column's dtype is kept: on an int, uint or bool column a bound must be a whole number
+    (``-1.0`` is fine); a fractional one is a ``ValueError`` when the workflow is bound (cast the
+    column to float first). List columns are clipped element-wise.
 
     Example:
         >>> conts = ["I1", "I2"] >> Clip(min_value=0)
@@ -35,6 +39,24 @@ class Clip(Operator):
         """The bounds to clip with: a NaN bound is None (no bound), as pandas' clip takes it;
         numpy's clip with a NaN bound made every value NaN."""
         return tuple(None if _is_nan(b) else b for b in (self.min_value, self.max_value))
+
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        """A fractional bound on an int, uint or bool column (list leaves too) is refused: tabprep
+        keeps the column's dtype, so it could only truncate the bound (NVTabular 23.08's pandas clip
+        returns float64 data there, under an int schema)."""
+        super().check_input(input_schema, columns)
+        lower, upper = self.bounds()
+        for c in columns:
+            kind = _dtype_kind(input_schema[c].dtype) if c in input_schema else None
+            if kind not in ("i", "u", "b"):
+                continue
+            for name, b in (("min_value", lower), ("max_value", upper)):
+                if b is not None and is_number(b) and math.isfinite(b) and not float(b).is_integer():
+                    raise ValueError(
+                        f"Clip({name}={b}) on column {c!r}, which holds {input_schema[c].dtype} values: tabprep keeps "
+                        f"the column's dtype, so it cannot clip to a fractional bound (NVTabular 23.08 returns float64 "
+                        f"data there). Give a whole-number bound (e.g. {name}={math.floor(b) if name == 'min_value' else math.ceil(b)}"
+                        f"), or cast the column to float first: >> LambdaOp(lambda c: c.astype(\"float64\")) >> Clip(...)")
 
     def transform(self, columns: List[str], df: Any) -> Any:
         out = {}
@@ -59,3 +81,11 @@ class Clip(Operator):
 
 def _is_nan(bound: Any) -> bool:
     return is_number(bound) and math.isnan(bound)
+
+
+def _dtype_kind(dtype: Any) -> str:
+    """numpy kind of a schema dtype ("i", "u", "b", "f", ...; "O" when numpy does not know it)."""
+    try:
+        return np.dtype(getattr(dtype, "numpy_dtype", str(dtype).lower())).kind
+    except (TypeError, ValueError):
+        return "O"

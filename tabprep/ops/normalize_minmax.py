@@ -71,6 +71,11 @@ class NormalizeMinMax(FloatOutput, StatOperator):
         flat = [c for c, st in (self.stats_ or {}).items()
                 if st["min"] is None or st["max"] is None or st["min"] == st["max"]]
         notes = super().fit_warnings()   # fit_notes_: +-inf left out of the statistics
+        wide = [c for c, st in (self.stats_ or {}).items() if _ints(st["min"], st["max"]) and st["max"] - st["min"] > _I64_MAX]
+        if wide:
+            notes = notes + [f"NormalizeMinMax: column(s) {wide} span more than 2**63 - 1 (max - min): tabprep computes "
+                             f"x - min exactly, where NVTabular 23.08's int64 subtraction wraps around (different numbers; "
+                             f"docs/migration.md)."]
         if not flat:
             return notes
         return notes + [f"NormalizeMinMax: column(s) {flat} have a fitted max equal to their min (constant, or no value, in "
@@ -87,6 +92,8 @@ class NormalizeMinMax(FloatOutput, StatOperator):
 
             # computed in float64, rounded once to the output dtype (no copy when it is float64)
             def scale(s: Any, lo: Any = lo, hi: Any = hi) -> Any:
+                if _ints(lo, hi) and hi != lo and _int_kind(s):
+                    return _scale_ints(s, lo, hi).astype(dtype, copy=False)
                 x = backend.float_values(s)
                 xp = backend.array_module(x)
                 if lo is None or hi is None or hi == lo:
@@ -98,3 +105,55 @@ class NormalizeMinMax(FloatOutput, StatOperator):
 
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
         return col.with_(dtype=self.output_dtype, add_tags=self.output_tags)
+
+
+# -- integer columns: exact (x - min), as NVTabular 23.08's (int64 series - int) / int -------------------------
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _ints(*values: Any) -> bool:
+    """Whether the fitted statistics are exact ints (fitted on an int / datetime column by this
+    tabprep; a folder saved before holds floats, and keeps its float64 arithmetic)."""
+    return all(type(v) is int for v in values)
+
+
+def _int_kind(s: Any) -> bool:
+    """Int, uint, nullable-int and datetime / timedelta series (not bools, not strings)."""
+    return getattr(s.dtype, "kind", "O") in ("i", "u", "M", "m") and not backend.is_string_series(s)
+
+
+def _scale_ints(s: Any, lo: int, hi: int) -> Any:
+    """``float64(x - lo) / float64(hi - lo)`` with ``x - lo`` exact (integer arithmetic), NaN where
+    null: what pandas computes for NVTabular on an int64 column, also where ``x - lo`` leaves int64
+    (there NVTabular's subtraction wraps; here the difference is exact, then rounded once)."""
+    values, mask = backend.int_data(s)   # int64 (counts for times); null slots arbitrary
+    xp = backend.array_module(values)
+    unsigned = getattr(s.dtype, "kind", "") == "u" and getattr(s.dtype, "itemsize", 8) == 8
+    if unsigned:
+        values = values.view(np.uint64)  # int_data's int64 holds uint64's bits
+    d = _exact_diff(values, lo, xp, unsigned)
+    out = d / float(hi - lo)
+    if mask is not None:
+        xp.copyto(out, np.nan, where=mask)
+    return out
+
+
+def _exact_diff(v: Any, lo: int, xp: Any, unsigned: bool) -> Any:
+    """``float64(v - lo)``, the exact difference rounded once (|v - lo| < 2**64 for int64 / uint64 v
+    and a ``lo`` of the same dtype's range)."""
+    if not unsigned and _I64_MIN <= lo <= _I64_MAX:
+        d = v - np.int64(lo)   # wraps (silently) where the difference leaves int64
+        # wrapped iff the sign of d is not the one of v - lo: lo > 0 and v < lo with d >= 0 (or the reverse)
+        wrapped = (d < 0) != (v < np.int64(lo)) if lo else None
+        if wrapped is None or not bool(wrapped.any()):
+            return d.astype(np.float64)
+    elif unsigned and 0 <= lo <= 2 * _I64_MAX + 1:
+        pass
+    else:  # lo outside the column's dtype (fitted on another dtype): float64, as before
+        return v.astype(np.float64) - float(lo)
+    u = v if unsigned else v.view(np.uint64)
+    lo_u = np.uint64(lo % (1 << 64))
+    below = v < (np.uint64(lo) if unsigned else np.int64(lo))
+    mag = xp.where(below, lo_u - u, u - lo_u)  # |v - lo|, exact modulo 2**64 (below 2**64)
+    out = mag.astype(np.float64)
+    return xp.where(below, -out, out)   # (cupy's ufuncs take no where=)

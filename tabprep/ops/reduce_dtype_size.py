@@ -16,15 +16,19 @@ DEFAULT_FLOAT_DTYPES = ("float32", "float64")
 class ReduceDtypeSize(StatOperator):
     """Learn each numeric column's min and max, then cast it to the first dtype that holds them.
 
-    * integer columns: the first of ``int_dtypes`` (default int8, int16, int32,
+    * signed integer columns: the first of ``int_dtypes`` (default int8, int16, int32,
       int64: signed only, since frameworks may read uint8 indices as boolean masks) whose
       range contains ``[min, max]``;
+    * unsigned integer columns keep their dtype, as in NVTabular 23.08 (which narrows signed
+      ints only); with an ``int_dtypes`` that lists unsigned dtypes, the first unsigned one
+      whose range contains ``[min, max]``;
     * float columns: the first of ``float_dtypes`` (default float32, float64) whose finite
       range contains the finite ``[min, max]``. Like NVTabular this checks the range only:
       float32 keeps ~7 significant digits. Infinities are kept as infinities.
 
     Other columns (bools, strings, lists of strings) pass through unchanged; list columns of numbers
-    are reduced element-wise. A column with no non-null value keeps its dtype. Values outside
+    are reduced element-wise. An int column with no non-null value keeps its dtype; a float column
+    with none takes the first float dtype (NVTabular 23.08: float_dtype). Values outside
     the fitted range met at transform time wrap (ints) or overflow to inf (floats), as a numpy
     cast does: fit on data that covers the range.
 
@@ -71,7 +75,8 @@ class ReduceDtypeSize(StatOperator):
             if not parts:
                 out[c] = None
                 continue
-            kind = "f" if any(p[0] == "f" for p in parts) else "i"
+            kinds = {p[0] for p in parts}
+            kind = "f" if "f" in kinds else ("i" if "i" in kinds else "u")
             lows = [p[1] for p in parts if p[1] is not None]
             highs = [p[2] for p in parts if p[2] is not None]
             out[c] = [kind, min(lows) if lows else None, max(highs) if highs else None]
@@ -109,7 +114,10 @@ class ReduceDtypeSize(StatOperator):
                 if lo is None or (float(info.min) <= lo and hi <= float(info.max)):
                     return np.dtype(d).name
             return None
-        for d in self.int_dtypes or DEFAULT_INT_DTYPES:
+        candidates = self.int_dtypes or DEFAULT_INT_DTYPES
+        if kind == "u":  # unsigned columns stay unsigned (NVTabular 23.08 narrows signed ints only)
+            candidates = [d for d in self.int_dtypes or () if np.dtype(d).kind == "u"]
+        for d in candidates:
             info = np.iinfo(d)
             if info.min <= lo and hi <= info.max:
                 return np.dtype(d).name
@@ -146,7 +154,8 @@ class ReduceDtypeSize(StatOperator):
 
 
 def _min_max(s: Any) -> Optional[List[Any]]:
-    """``[kind, min, max]`` of the non-null values ("i": ints, exactly; "f": finite floats, None if none)."""
+    """``[kind, min, max]`` of the non-null values ("i": signed ints, "u": unsigned ints, exactly; "f":
+    finite floats, None if none)."""
     if backend.is_list_series(s):
         s, _ = backend.list_leaves(s)
     if backend.is_string_series(s):
@@ -155,24 +164,23 @@ def _min_max(s: Any) -> Optional[List[Any]]:
     if kind == "f":
         x = backend.float_values(s)
         xp = backend.array_module(x)
-        x = x[~xp.isnan(x)]
-        if x.size == 0:
-            return None  # no non-null value: no information (an all-null column keeps its dtype)
         x = x[xp.isfinite(x)]
         if x.size == 0:
-            return ["f", None, None]  # only infinities: the smallest float dtype holds them
+            # no finite value (all null, or infinities): the first float dtype holds them, as
+            # NVTabular 23.08 casts every float column to float_dtype (an all-null one too)
+            return ["f", None, None]
         return ["f", float(x.min()), float(x.max())]
     if kind == "u" and getattr(s.dtype, "itemsize", 8) == 8:
         # uint64 beyond int64: read through int64 2**64 - 1 would become -1 (issue #30); the
         # series' own min / max (both backends, nulls skipped) are exact
         if int(s.notna().sum()) == 0:
             return None
-        return ["i", int(s.min()), int(s.max())]
+        return ["u", int(s.min()), int(s.max())]
     if kind in "iu":
         mask = backend.isnull(s)
         x = backend.int_values(s, 0)
         x = x[~mask] if bool(mask.any()) else x
         if x.size == 0:
             return None
-        return ["i", int(x.min()), int(x.max())]
+        return [kind, int(x.min()), int(x.max())]
     return None

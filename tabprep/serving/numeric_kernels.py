@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ops import Bucketize, Clip, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize
 from ..ops.log_op import fast_log1p
+from ..ops.normalize_minmax import _exact_diff
 from ..schema import Schema
 from .columns import Col
 from .kernels import Kernel, ServingBuildError, register_kernel
@@ -239,19 +240,34 @@ class _NormalizeMinMax(Kernel):
         out = {}
         for c in self.columns:
             lo, span, ok = self.params[c]
-            x = _as_float64(cols[c])
-            y = ((x - lo) / span) if ok else np.where(np.isnan(x), np.nan, 0.0)
-            out[c] = cols[c].with_values(y.astype(self.dtype, copy=False))
+            col = cols[c]
+            if ok and type(lo) is int and type(span) is int and col.values.dtype.kind in "iu":
+                # int stats of an int column: the exact x - lo, rounded once, as the op's transform
+                v = col.values
+                unsigned = v.dtype == np.uint64
+                v = v if v.dtype in (np.int64, np.uint64) else v.astype(np.int64)
+                y = _exact_diff(v, lo, np, unsigned) / float(span)
+                if col.mask is not None:
+                    y[col.mask] = np.nan
+            else:
+                x = _as_float64(col)
+                y = ((x - lo) / span) if ok else np.where(np.isnan(x), np.nan, 0.0)
+            out[c] = col.with_values(y.astype(self.dtype, copy=False))
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
         lo, span, ok = self.params[c]
         rnd = _f32 if self.dtype == np.float32 else float  # a Python float is float64
+        exact = type(lo) is int and type(span) is int
 
         def scale(x: Any) -> Any:
             if x is None or x != x:
                 return math.nan
-            return rnd((float(x) - lo) / span) if ok else 0.0
+            if not ok:
+                return 0.0
+            if exact and isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+                return rnd(float(int(x) - lo) / float(span))  # the exact difference, rounded once
+            return rnd((float(x) - lo) / span)
 
         return scale
 

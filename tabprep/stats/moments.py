@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
+import pandas as pd
 
 from .. import backend
 
@@ -119,12 +120,30 @@ def _chan(parts: List[Moments]) -> Moments:
 
 @dataclass
 class MinMax:
-    min: Optional[float]
-    max: Optional[float]
+    """Extrema of the non-null finite values: floats, or Python ints for :func:`partial_minmax` of an
+    integer or datetime / timedelta column (exact beyond 2**53); None when there are none."""
+
+    min: Optional[Any]
+    max: Optional[Any]
 
 
 def partial_minmax(series: Any) -> MinMax:
-    return MinMax(*backend.finite_minmax(_leaves(series)))
+    """:class:`MinMax` of ``series`` (list leaves for list columns): exact Python ints for int, uint
+    (uint64 included) and nullable-int columns, and for datetimes / timedeltas (their int64 counts,
+    NaT null), as NVTabular 23.08's ``ddf.min()`` of an int column; floats otherwise (bools too)."""
+    s = _leaves(series)
+    kind = getattr(s.dtype, "kind", "O")
+    if kind in ("M", "m"):
+        values, mask = backend.int_data(s)  # int64 counts, NaT null
+        if mask is not None:
+            values = values[~mask]
+        return MinMax(int(values.min()), int(values.max())) if values.size else MinMax(None, None)
+    if kind in ("i", "u") and not backend.is_string_series(s):
+        lo, hi = s.min(), s.max()  # the frame library's own reductions (nulls skipped): exact ints
+        if lo is None or hi is None or bool(pd.isna(lo)) or bool(pd.isna(hi)):
+            return MinMax(None, None)   # no value (pandas: NaN / NA; cuDF: NA)
+        return MinMax(int(lo), int(hi))
+    return MinMax(*backend.finite_minmax(s))
 
 
 def combine_minmax(parts: List[MinMax]) -> MinMax:
