@@ -25,22 +25,11 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
-from conftest import py_values, ref_murmur3
+from test_op_hashed_cross import ref_cross   # (plain Python over mmh3 and Boost's hash_combine)
 
-M = 0xFFFFFFFF
 DIFF = tp.NVTabularDifferenceWarning
 
 
-def ref_cross(df, cols, nb):
-    """h = 0; h ^= k + 0x9E3779B9 + (h << 6) + (h >> 2) (mod 2**32) over each column's murmur3; % nb."""
-    out = []
-    for row in zip(*[py_values(df[c]) for c in cols]):
-        h = 0
-        for v in row:
-            k = 0 if v is None else ref_murmur3(v)
-            h = (h ^ ((k + 0x9E3779B9 + ((h << 6) & M) + (h >> 2)) & M)) & M
-        out.append(h % nb)
-    return out
 
 
 def _df():
