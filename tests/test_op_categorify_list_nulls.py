@@ -120,3 +120,16 @@ def test_rows_of_null_elements_only():
     wf.fit(tp.Dataset(df))
     new = pd.DataFrame({"ls": [[None, None], [None], ["a"]]})
     assert _as_lists(wf.transform(new), "ls") == [[2, 2], [2], [3]]
+
+
+@pytest.mark.parametrize("col", ["ls", "li", "lf"])
+def test_null_element_gets_the_oov_id_on_either_backend(backend, col):
+    """Frames of the backend (cuDF lists on the GPU: its leaves' null mask), strings, ints, floats."""
+    from conftest import frame_on, to_pandas
+
+    df = _frame()[[col]]
+    wf = tp.Workflow([col] >> ops.Categorify())
+    wf.fit(tp.Dataset(frame_on(df, backend)))
+    out = to_pandas(wf.transform(frame_on(df, backend)))
+    rows = _lists(df[col])
+    assert _as_lists(out, col) == _expect(rows, _vocab(rows))

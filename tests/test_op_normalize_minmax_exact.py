@@ -147,3 +147,21 @@ def test_folder_saved_with_float_stats_keeps_its_results(tmp_path):
     old = ((x - lo) / (hi - lo)).tolist()
     assert old[1] != 1 / 7
     assert _out(wf2, df)["x"].tolist() == old
+
+
+def test_int64_and_datetimes_beyond_2p53_on_either_backend(backend):
+    """The same exact values from frames of the backend (cuDF on the GPU: its own min / max and the
+    cupy integer difference), for an int64 column with a null and ns datetimes."""
+    from conftest import frame_on, to_pandas
+
+    vals = [BASE + d for d in OFFS] + [None]
+    df = pd.DataFrame({"x": pd.array(vals, dtype="Int64"),
+                       "t": pd.to_datetime([BASE + d for d in OFFS] + [None], unit="ns")})
+    wf = tp.Workflow(["x", "t"] >> ops.NormalizeMinMax())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wf.fit(tp.Dataset(frame_on(df, backend)))
+    out = to_pandas(wf.transform(frame_on(df, backend)))
+    ref = _ref(vals, BASE, BASE + 7000)
+    _assert_same(out["x"].tolist(), ref)
+    _assert_same(out["t"].tolist(), ref)
