@@ -44,11 +44,14 @@ def test_clip_one_sided():
 
 
 def test_clip_int_column_with_float_bounds_stays_int():
-    # docstring: "an int column clipped with float bounds stays int; bounds are cast to the column's dtype"
+    # whole-number float bounds keep the int column's dtype; a fractional one is refused (it could
+    # only be truncated, silently: NVTabular returns float64 data there; tests/test_op_clip_bounds.py)
     df = pd.DataFrame({"a": np.array([1, 2, 30, -5], dtype="int8")})
-    wf, out = run(["a"] >> ops.Clip(min_value=0.5, max_value=2.5), df, nparts=2)
+    wf, out = run(["a"] >> ops.Clip(min_value=0.0, max_value=2.0), df, nparts=2)
     assert str(out["a"].dtype) == "int8" == wf.output_schema["a"].dtype
     assert out["a"].tolist() == [1, 2, 2, 0]
+    with pytest.raises(ValueError, match=r"Clip\(min_value=0.5\) on column 'a'.*int8"):
+        run(["a"] >> ops.Clip(min_value=0.5, max_value=2.5), df, nparts=2)
 
 
 @pytest.mark.parametrize("lo,hi", [(np.nan, None), (np.nan, 3), (None, float("nan")), (1, np.nan),
