@@ -106,3 +106,28 @@ def test_side_key_left_out_of_columns_ext_still_warns():
     assert [m for m in said if "on_ext" in m and "columns_ext" in m]
     wf.fit(tp.Dataset(_df()))
     assert list(wf.transform(_df()).columns) == ["k", "v", "w"]
+
+
+@pytest.mark.parametrize("columns_ext", [None, ["kk", "w"]])
+def test_on_ext_survives_save_load_and_the_spec_round_trip(tmp_path, columns_ext):
+    """``on_ext`` and ``drop_duplicates_ext`` are part of the op's config: a spec written by
+    ``wf.to_spec()`` and read back joins a side-table path on its own key name, as a saved folder
+    does (the spec lost them and failed at fit, "key column(s) ['k'] are not in the side table")."""
+    side = pd.DataFrame({"kk": [1, 2, 3, 3], "w": [10, 20, 30, 30]})
+    side.to_parquet(tmp_path / "side.parquet", index=False)
+    df = pd.DataFrame({"k": [1, 2, 4, 3], "v": [0, 1, 2, 3]})
+    wf = tp.Workflow(["k", "v"] >> ops.JoinExternal(str(tmp_path / "side.parquet"), on="k", on_ext="kk",
+                                                   columns_ext=columns_ext, drop_duplicates_ext=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the build note when kk is not listed)
+        wf.fit(tp.Dataset(df))
+        ref = wf.transform(df)
+        wf.save(str(tmp_path / "wf"))
+        loaded = tp.Workflow.load(str(tmp_path / "wf"))
+        again = tp.Workflow.from_spec(wf.to_spec())
+        again.fit(tp.Dataset(df))
+    merged = df.merge(side.drop_duplicates(), left_on="k", right_on="kk", how="left")
+    assert ref["w"].tolist()[:2] == [10, 20] and pd.isna(ref["w"].tolist()[2]) and ref["w"].tolist()[3] == 30
+    assert [None if pd.isna(v) else int(v) for v in ref["w"]] == [None if pd.isna(v) else int(v) for v in merged["w"]]
+    pd.testing.assert_frame_equal(loaded.transform(df), ref)
+    pd.testing.assert_frame_equal(again.transform(df), ref)

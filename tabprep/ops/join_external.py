@@ -185,9 +185,11 @@ class JoinExternal(Operator):
             raise FileNotFoundError(f"JoinExternal: no parquet file at {src!r}")
         return pa.concat_tables(tables, promote_options="default")
 
-    def _validate(self, frame: Any) -> Any:
+    def _validate(self, frame: Any, saved: bool = False) -> Any:
+        """The side table checked and laid out for the join (keys, then ``columns_ext``). ``saved``:
+        a table :meth:`save_state` wrote, already laid out (its keys renamed from ``on_ext``)."""
         keys = self.keys
-        if self.on_ext is not None:  # the side table's own key names -> on's (a saved table has on's already)
+        if self.on_ext is not None and not saved:  # the side table's own key names -> on's
             ext_keys = [self.on_ext] if isinstance(self.on_ext, str) else list(self.on_ext)
             renames = {e: k for e, k in zip(ext_keys, keys) if e != k and e in frame.columns}
             both = [k for k in renames.values() if k in frame.columns]
@@ -296,7 +298,11 @@ class JoinExternal(Operator):
         return {"df_or_path": str(src) if isinstance(src, (str, Path)) else None, "on": self.on,
                 "columns_ext": None if self.columns_ext is None else
                 (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
-                "how": self.how}
+                "how": self.how,
+                # NVTabular's side-key names and dedup: a spec re-reads a side-table path with them
+                # (the saved state holds the table already joined on ``on``; see from_config)
+                "on_ext": self.on_ext if self.on_ext is None or isinstance(self.on_ext, str) else list(self.on_ext),
+                "drop_duplicates_ext": self.drop_duplicates_ext}
 
     @classmethod
     def _param_names(cls) -> List[str]:
@@ -334,7 +340,7 @@ class JoinExternal(Operator):
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         frame = backend.arrow_to_frame(pq.read_table(state_file(self, path, meta["file"])), cpu=True)
-        self._host = self._validate(frame)
+        self._host = self._validate(frame, saved=True)
         self._cache = {}
 
     def __getstate__(self):
