@@ -29,8 +29,7 @@ class Node(MerlinNodeAPI):
     """One vertex of a workflow graph.
 
     kinds:
-      * ``"select"``: picks raw input columns (``columns``; ``groups`` for
-        ``[["a", "b"]]``-style column groups that share one vocabulary);
+      * ``"select"``: raw input columns (``columns``; ``groups``: ``[["a", "b"]]`` column groups);
       * ``"op"``: applies ``op`` to the merged columns of ``parents``;
       * ``"concat"``: merges the columns of ``parents`` side by side;
       * ``"drop"``: the columns of its one parent less ``columns``.
@@ -109,13 +108,16 @@ class Node(MerlinNodeAPI):
 
     def __getitem__(self, columns: Any) -> "Node":
         """NVTabular's ``node["a"]`` / ``node[["a", "b"]]``: the node's output columns ``columns``
-        (in the node's order), a node of its own."""
-        wanted = [columns] if isinstance(columns, str) else _flatten_names(_as_names(columns))
+        in the order asked for (NVTabular's), a node of its own: a ``-`` of the others, or, for
+        another order, a merge of one-column ``-`` nodes in that order (``Workflow.picks_columns``)."""
+        wanted = list(dict.fromkeys([columns] if isinstance(columns, str) else _flatten_names(_as_names(columns))))
         have = self.output_columns
         missing = [c for c in wanted if c not in have]
         if missing:
             raise KeyError(f"{missing} not among this node's output columns {have}")
-        return Node("drop", parents=[self], columns=[c for c in have if c not in wanted])
+        if [c for c in have if c in wanted] == wanted:
+            return Node("drop", parents=[self], columns=[c for c in have if c not in wanted])
+        return Node("concat", parents=[Node("drop", parents=[self], columns=[c for c in have if c != w]) for w in wanted])
 
     def resolve_tags(self, schema: Schema) -> None:
         """Fix a tag selection's columns on ``schema`` (see :attr:`tags`)."""

@@ -301,7 +301,7 @@ class Workflow(WorkflowContract, WorkflowCompat):
         these keeps the frame's index. (Inside the graph the index is kept: TargetEncoding's folds
         read it.)"""
         for n in self.nodes:
-            if n.kind == "concat" and len(n.parents) > 1:
+            if n.kind == "concat" and len(n.parents) > 1 and not _picks_columns(n):
                 return True
             if n.kind == "op" and (len(n.parents) > 1 or n.raw_dependencies() or n.dependency_sources()
                                    or getattr(n.op, "resets_index", False)):
@@ -565,6 +565,12 @@ def _distributed_client() -> Any:
 
 #: the old name of :meth:`Schema.from_frame` (ops/join_external.py and loader/core.py still use it)
 schema_of_frame = Schema.from_frame
+
+
+def _picks_columns(n: Node) -> bool:
+    """A merge of one-column ``-`` nodes of one parent (``node[["b", "a"]]`` in an order other than
+    the node's): NVTabular's selection of columns, which keeps the index."""
+    return all(p.kind == "drop" and p.parents[0] is n.parents[0].parents[0] for p in n.parents)
 
 
 def _check_same_rows(parts: List[Any]) -> None:
