@@ -129,7 +129,15 @@ class LambdaOp(Operator):
                         stacklevel=3)
 
     def _map_list(self, s: Any, c: str) -> Any:
-        """``f`` applied element-wise to a list column (one value per element)."""
+        """``f`` applied element-wise to a list column (one value per element). NVTabular 23.08 passes
+        ``f`` the column of lists instead: said once per column (``NVTabularDifferenceWarning``)."""
+        if ("list", c) not in self._warned:
+            self._warned.add(("list", c))
+            warn_difference(f"{self.label} on list column {c!r}: a one-argument function is applied to the column's "
+                            f"elements here (one value each, e.g. c * 2 doubles every element), where NVTabular 23.08 "
+                            f"passes it the column of lists, one cell per row (c.apply(np.sum) gives row sums there, "
+                            f"the lists unchanged here). Write f(col, df) to get the whole lists in both "
+                            f"(docs/migration.md)", stacklevel=4)
         leaves, offsets = backend.list_leaves(s)
         res = self.f(leaves)
         if len(res) != len(leaves):
