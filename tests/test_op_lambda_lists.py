@@ -50,3 +50,16 @@ def test_scalar_columns_are_not_concerned():
         warnings.simplefilter("error")
         wf = tp.Workflow(["x"] >> ops.LambdaOp(_double)).fit(tp.Dataset(_frame()))
         assert wf.transform(_frame())["x"].tolist() == [2, 4, 6]
+
+
+def _lengths(c, df):
+    return c.apply(len)
+
+
+def test_a_number_per_row_from_a_list_column_comes_out_as_numpy_int64():
+    """``c.apply(len)`` of an Arrow-backed list column returns ``int64[pyarrow]`` on pandas; the
+    output is the schema's numpy int64, as NVTabular's (it was ``int64[pyarrow]``, silently)."""
+    wf = tp.Workflow(["l"] >> ops.LambdaOp(_lengths)).fit(tp.Dataset(_frame()))
+    out = wf.transform(_frame())
+    assert out["l"].tolist() == [3, 0, 2]
+    assert out["l"].dtype == np.dtype("int64") and wf.output_schema["l"].dtype == "int64"

@@ -106,6 +106,7 @@ class LambdaOp(Operator):
             if self.dtype is not None:
                 res = res.astype(self.dtype)
             else:
+                res = _numpy_numbers(res)
                 self._check_probe(c, res.dtype)
             out[c] = res
         return backend.make_frame(out, like=df)
@@ -297,3 +298,14 @@ def function_from_config(f: Any, where: str) -> Callable:
     if isinstance(f, dict) and "pickled" in f:
         raise ValueError(f"{where}: a pickled function is read only by Workflow.load(path, allow_pickle=True)")
     raise TypeError(f"{where}: f must be a function or {{import: 'module:qualname'}}, got {f!r}")
+
+
+def _numpy_numbers(res: Any) -> Any:
+    """An Arrow-backed number column without nulls (pandas' ``int64[pyarrow]``, what ``c.apply(len)``
+    of a list column gives) as its numpy dtype, as NVTabular's frame holds it; anything else as is."""
+    dtype = getattr(res, "dtype", None)
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
+    if (str(dtype).endswith("[pyarrow]") and numpy_dtype is not None and numpy_dtype.kind in "iufb"
+            and not bool(res.isna().any())):
+        return res.astype(numpy_dtype)
+    return res
