@@ -21,6 +21,7 @@ from .dtypes import (  # noqa: F401
     normalize_dtype, opaque_column_fix, plural, time_parts, unit_drift,
 )
 from .schema_merlin import TAG_COLLISIONS as _TAG_COLLISIONS
+from .schema_merlin import resolve_tags, tag_query
 from .schema_merlin import Dimension, Domain, MerlinColumnSchema, MerlinSchema, Shape  # noqa: F401
 
 
@@ -62,7 +63,9 @@ class ColumnSchema(MerlinColumnSchema):
     Attributes:
         name: column name.
         dtype: canonical dtype string of the values (for list columns, of the elements).
-        tags: sorted tuple of tags, e.g. ``("categorical",)``.
+        tags: sorted tuple of tags, e.g. ``("categorical",)``, kept as merlin-core's ``TagSet``:
+            compound tags split (``user_id`` -> ``id``, ``user``), and of colliding tags given
+            (``categorical`` / ``continuous`` / ``embedding`` / ``id``) the later one kept.
         properties: free-form JSON-able metadata; ops add e.g. ``cardinality``,
             ``embedding_dim``, ``num_buckets``, ``domain`` (``{"min": .., "max": ..}``).
         is_list: True for multi-hot (list) columns.
@@ -86,7 +89,7 @@ class ColumnSchema(MerlinColumnSchema):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype))
-        object.__setattr__(self, "tags", tuple(sorted(set(str(t) for t in self.tags))))
+        object.__setattr__(self, "tags", tuple(sorted(resolve_tags(self.tags))))
         # merlin-core keeps a list column's lengths in properties["value_count"], and NVTabular's
         # Categorify names its domain (properties["domain"]["name"]: the vocabulary); the fields
         # stay the truth and properties mirror them, so both spellings read the same
@@ -177,10 +180,15 @@ class ColumnSchema(MerlinColumnSchema):
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "ColumnSchema":
+        dtype = data.get("dtype", "float64")
+        tags = [str(t) for t in data.get("tags", ())]
+        if "categorical" in tags and "continuous" in tags:  # written before tags collided: the later op's
+            float_ = dtype_kind(dtype) == "f"   # by the dtype it left (Normalize: float)
+            tags = [t for t in tags if t != ("categorical" if float_ else "continuous")]
         return cls(
             name=data["name"],
-            dtype=data.get("dtype", "float64"),
-            tags=tuple(data.get("tags", ())),
+            dtype=dtype,
+            tags=tuple(tags),
             properties=dict(data.get("properties", {})),
             is_list=bool(data.get("is_list", False)),
             is_ragged=bool(data.get("is_ragged", False)),
@@ -254,12 +262,13 @@ class Schema(MerlinSchema):
     def select_by_tag(self, tags: Any, *more: str, pred_fn: Any = None) -> "Schema":
         """Columns by tag. merlin-core's call: ``select_by_tag(Tags.CATEGORICAL)`` or a list of tags,
         a column matching ANY of them (``pred_fn=all``: all of them). Several tags as separate
-        arguments (``select_by_tag("user", "id")``, tabprep's older call) match ALL of them."""
+        arguments (``select_by_tag("user", "id")``, tabprep's older call) match ALL of them. A
+        compound tag is its parts: ``select_by_tag(Tags.USER_ID)`` is the columns with ``user`` and
+        ``id`` (merlin-core's rule: one compound tag requires all its parts, whatever ``pred_fn``)."""
         if more:
-            wanted, pred = [tags, *more], pred_fn or all
+            wanted, pred = tag_query([tags, *more], pred_fn or all)
         else:
-            wanted, pred = (list(tags) if isinstance(tags, (list, tuple, set)) else [tags]), pred_fn or any
-        wanted = [str(t) for t in wanted]
+            wanted, pred = tag_query(list(tags) if isinstance(tags, (list, tuple, set)) else [tags], pred_fn)
         return Schema(c for c in self if pred(t in c.tags for t in wanted))
 
     def excluding_by_tag(self, tags: Any, pred_fn: Any = None) -> "Schema":
@@ -339,8 +348,13 @@ ALL_COLUMNS = "*"
 
 
 def selected_by_tags(col: ColumnSchema, tags: Iterable[str]) -> bool:
-    """True when ``col`` carries any of ``tags`` (``"*"``: every column)."""
-    return any(t == ALL_COLUMNS or t in col.tags for t in tags)
+    """True when ``col`` carries any of ``tags`` (``"*"``: every column), as merlin-core's
+    ``Schema.select_by_tag`` of a selector's tags (one compound tag: all of its parts)."""
+    tags = list(tags)
+    if ALL_COLUMNS in tags:
+        return True
+    wanted, pred = tag_query(tags)
+    return bool(wanted) and pred(t in col.tags for t in wanted)
 
 
 class ColumnSelector:

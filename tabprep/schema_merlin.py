@@ -30,10 +30,41 @@ class Domain(NamedTuple):
     name: Optional[str] = None
 
 
+#: merlin-core's ``Tags`` values: a tag given in another case (``"CATEGORICAL"``) is one of these
+MERLIN_TAGS = frozenset({
+    "categorical", "continuous", "list", "sequence", "text", "tokenized", "time", "embedding", "id", "user", "item",
+    "session", "context", "target", "regression", "classification", "binary", "multi_class", "user_id", "item_id",
+    "session_id", "text_tokenized", "binary_classification", "multi_class_classification"})
+
+
 def _tag_names(tags: Any) -> list:
+    """``tags`` (one tag or several; strings or enum members) as merlin-core's ``TagSet`` reads
+    them, in order: known tags lower-cased, compound tags split into their parts."""
     one = isinstance(tags, str) or not isinstance(tags, Iterable)
     names = [str(getattr(t, "value", t)) for t in ([tags] if one else tags)]
+    names = [t.lower() if t.lower() in MERLIN_TAGS else t for t in names]
     return [p for t in names for p in COMPOUND_TAGS.get(t, (t,))]
+
+
+def resolve_tags(tags: Any) -> tuple:
+    """A column's tags as merlin-core's ``TagSet`` keeps them: compound tags split, and each tag
+    drops the earlier ones it collides with (:data:`TAG_COLLISIONS`; the later tag wins, as
+    ``TagSet.override``), so ``existing + added`` gives the tags after adding ``added``."""
+    out: list = []
+    for tag in _tag_names(tags):
+        drop = TAG_COLLISIONS.get(tag, ())
+        out = [t for t in out if t not in drop and t != tag] + [tag]
+    return tuple(out)
+
+
+def tag_query(tags: Any, pred_fn: Any = None) -> Tuple[list, Any]:
+    """merlin-core's ``select_by_tag`` query: the tags' parts, and the predicate (``any`` unless
+    given; ``all`` for ONE compound tag, whose parts a column must all carry, whatever was given)."""
+    given = [tags] if isinstance(tags, str) or not isinstance(tags, Iterable) else list(tags)
+    names = list(dict.fromkeys(_tag_names(given)))
+    if len(given) == 1 and len(names) > 1:
+        return names, all
+    return names, pred_fn or any
 
 
 @dataclass(frozen=True)
@@ -204,10 +235,9 @@ class MerlinColumnSchema:
     def with_tags(self, tags: Any) -> Any:
         """A copy with ``tags`` (one tag or a list) added, as merlin-core's ``TagSet.override``: the
         existing tags they collide with (``categorical`` / ``continuous`` / ``embedding`` / ``id``)
-        are dropped, compound tags (``user_id``: ``user`` + ``id``) expanded."""
-        new = _tag_names(tags)
-        drop = {t for tag in new for t in TAG_COLLISIONS.get(tag, ())}
-        return replace(self, tags=tuple(t for t in self.tags if t not in drop) + tuple(new))  # type: ignore
+        are dropped, compound tags (``user_id``: ``user`` + ``id``) split (:func:`resolve_tags`, in
+        the constructor)."""
+        return replace(self, tags=tuple(self.tags) + tuple(_tag_names(tags)))  # type: ignore
 
     def with_properties(self, properties: Dict[str, Any]) -> Any:
         """A copy with ``properties`` merged over the existing ones (a list's ``value_count`` given
