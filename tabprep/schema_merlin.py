@@ -386,3 +386,40 @@ class MerlinSchema:
         if not rows:
             return pd.DataFrame()
         return pd.json_normalize(rows)
+
+
+#: what merlin-core's ``extraMetadata`` holds about the layout, which tabprep reads from the files
+_MERLIN_LAYOUT_KEYS = ("_dims", "is_list", "is_ragged", "dtype_item_size")
+
+
+def _whole(v: Any) -> Any:
+    """A JSON number merlin wrote (ints as floats or strings) as an int where it is whole."""
+    if isinstance(v, str):
+        v = float(v)
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def merlin_json_columns(data: Dict[str, Any]) -> Dict[str, Tuple[tuple, Dict[str, Any]]]:
+    """``{column: (tags, properties)}`` of merlin-core's ``.merlin/schema.json`` (TensorFlow
+    metadata's JSON, as NVTabular 23.08's ``to_parquet`` writes it): tags from ``annotation.tag``,
+    ``properties["domain"]`` from ``intDomain`` / ``floatDomain`` (``min`` 0 when not written, as
+    merlin reads it), the other properties from ``annotation.extraMetadata`` (numbers written as
+    floats made ints again). Names, dtypes and list layout come from the files themselves."""
+    out: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
+    for feature in data.get("feature", []):
+        ann = feature.get("annotation", {})
+        props: Dict[str, Any] = {}
+        for extra in ann.get("extraMetadata", []):
+            props.update({k: v for k, v in extra.items() if k not in _MERLIN_LAYOUT_KEYS})
+        if isinstance(props.get("embedding_sizes"), dict):
+            sizes = props["embedding_sizes"] = {k: _whole(v) for k, v in props["embedding_sizes"].items()}
+            # tabprep's spelling of the same pair (what get_embedding_sizes reads)
+            props.setdefault("cardinality", sizes.get("cardinality"))
+            props.setdefault("embedding_dim", sizes.get("dimension"))
+        for key in ("intDomain", "floatDomain"):
+            dom = feature.get(key)
+            if dom is not None:
+                props["domain"] = {"min": _whole(dom.get("min", 0)), "max": _whole(dom.get("max", 0)),
+                                   **({"name": dom["name"]} if "name" in dom else {})}
+        out[feature["name"]] = (tuple(ann.get("tag", ())), props)
+    return out

@@ -58,3 +58,45 @@ def test_a_tabprep_output_without_its_success_file_is_still_refused(tmp_path):
     (tmp_path / "out" / "_SUCCESS").unlink()
     with pytest.raises(ValueError, match="incomplete tabprep output"):
         tp.Dataset(str(tmp_path / "out"))
+
+
+_MERLIN_SCHEMA = {"feature": [
+    {"name": "c", "type": "INT", "intDomain": {"name": "c", "max": "9", "isCategorical": True},
+     "annotation": {"tag": ["user", "categorical", "id"],
+                    "extraMetadata": [{"num_buckets": None, "freq_threshold": 0.0, "max_size": 0.0,
+                                       "cat_path": ".//categories/unique.c.parquet",
+                                       "embedding_sizes": {"cardinality": 10.0, "dimension": 16.0},
+                                       "_dims": [[0.0, None]], "is_list": False, "is_ragged": False,
+                                       "dtype_item_size": 64.0}]}},
+    {"name": "x", "type": "FLOAT", "floatDomain": {"name": "x", "min": -1.5, "max": 2.5},
+     "annotation": {"tag": ["continuous"], "extraMetadata": [{"_dims": [[0.0, None]], "is_list": False,
+                                                              "is_ragged": False, "dtype_item_size": 64.0}]}},
+]}
+
+
+def test_the_tags_and_properties_of_nvtabulars_schema_file_are_read(tmp_path):
+    """merlin-core writes ``.merlin/schema.json`` (TensorFlow metadata's JSON, layout as nvtabular
+    23.8.0 writes it): tags from ``annotation.tag``, the domain from ``intDomain`` / ``floatDomain``,
+    the rest of the properties from ``annotation.extraMetadata``. NVTabular reading its own folder gets
+    them; tabprep read the files' names and dtypes only (no tags, no embedding sizes)."""
+    frames = [pd.DataFrame({"c": [1, 2], "x": [0.5, 1.5]}), pd.DataFrame({"c": [3], "x": [2.5]})]
+    out = _nvtabular_like_output(tmp_path / "nvt_out", frames)
+    (out / ".merlin" / "schema.json").write_text(json.dumps(_MERLIN_SCHEMA))
+    schema = tp.Dataset(str(out)).schema
+    assert set(schema["c"].tags) == {"user", "categorical", "id"} and schema["c"].dtype == "int64"
+    assert schema["c"].properties["domain"] == {"min": 0, "max": 9, "name": "c"}
+    assert schema["c"].properties["embedding_sizes"] == {"cardinality": 10, "dimension": 16}
+    assert schema["c"].properties["cat_path"] == ".//categories/unique.c.parquet"
+    assert schema.select_by_tag(tp.Tags.USER_ID).column_names == ["c"]
+    assert schema.select_by_tag(tp.Tags.CONTINUOUS).column_names == ["x"]
+    assert schema["x"].properties["domain"] == {"min": -1.5, "max": 2.5, "name": "x"}
+    wf = tp.Workflow(tp.ColumnSelector(tags=[tp.Tags.CATEGORICAL])).fit(tp.Dataset(str(out)))
+    assert wf.output_schema.column_names == ["c"]
+    assert tp.get_embedding_sizes(wf) == {"c": (10, 16)}
+
+
+def test_an_unreadable_nvtabular_schema_file_is_named(tmp_path):
+    out = _nvtabular_like_output(tmp_path / "nvt_out", [pd.DataFrame({"c": [1]})])
+    (out / ".merlin" / "schema.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"schema\.json"):
+        tp.Dataset(str(out)).schema

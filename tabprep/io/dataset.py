@@ -257,7 +257,7 @@ class Dataset(DatasetCompat):
                 if ".parquet" in first or ".pq" in first:
                     raise
                 raise ValueError(f"{exc} For csv files, pass engine='csv'.") from exc
-            stored = _stored_schema(self.files[0], self.storage_options)
+            stored = _stored_schema(self.files[0], self.storage_options, base)
             if stored is not None:
                 return Schema(stored[c.name] if c.name in stored else c for c in base)
             return base
@@ -477,18 +477,30 @@ def _from_frame(frame: Any, npartitions: int) -> Any:
 _lists_to_arrow = backend.lists_to_arrow
 
 
-def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = None) -> Optional[Schema]:
+def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = None, base: Any = None) -> Optional[Schema]:
     """The _schema.json tabprep writes next to its output files, if any: only the data's own folder
-    counts (a _schema.json further up describes other data)."""
+    counts (a _schema.json further up describes other data). Without one, the tags and properties of
+    the ``.merlin/schema.json`` NVTabular's ``to_parquet`` writes there, put on ``base`` (the
+    files' own names and dtypes)."""
     fs = fsmod.fs_of(first_file, storage_options)
-    p = fs.join(fs.dirname(fs.norm(first_file)), SCHEMA_FILE)
-    if not fs.exists(p):
+    folder = fs.dirname(fs.norm(first_file))
+    p = fs.join(folder, SCHEMA_FILE)
+    merlin = fs.join(fs.join(folder, ".merlin"), "schema.json")
+    found = p if fs.exists(p) else merlin if base is not None and fs.exists(merlin) else None
+    if found is None:
         return None
     try:
-        with fs.open(p, "r") as fh:
-            return Schema.from_dict(json.load(fh))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read {p}: {exc}. Run the write that produced {fs.dirname(p)!r} again, "
+        with fs.open(found, "r") as fh:
+            data = json.load(fh)
+        if found == p:
+            return Schema.from_dict(data)
+        from ..schema_merlin import merlin_json_columns
+
+        cols = merlin_json_columns(data)
+        return Schema(c.with_(add_tags=list(cols[c.name][0]), add_properties=cols[c.name][1]) if c.name in cols else c
+                      for c in base)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"cannot read {found}: {exc}. Run the write that produced {folder!r} again, "
                          f"or remove that file.") from exc
 
 
