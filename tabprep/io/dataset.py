@@ -36,6 +36,7 @@ from .. import backend
 from .._util import refuse_duplicate_columns, whole, whole_number
 from .._warn import reemit_from_cluster
 from ..schema import Schema
+from ..schema_merlin import merlin_json_columns
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
 from .dataset_compat import DatasetCompat, Shuffle, prepare_output  # noqa: F401 - Shuffle: tp.io.Shuffle
@@ -494,8 +495,6 @@ def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = 
             data = json.load(fh)
         if found == p:
             return Schema.from_dict(data)
-        from ..schema_merlin import merlin_json_columns
-
         cols = merlin_json_columns(data)
         return Schema(c.with_(add_tags=list(cols[c.name][0]), add_properties=cols[c.name][1]) if c.name in cols else c
                       for c in base)
