@@ -403,8 +403,9 @@ def merlin_json_columns(data: Dict[str, Any]) -> Dict[str, Tuple[tuple, Dict[str
     """``{column: (tags, properties)}`` of merlin-core's ``.merlin/schema.json`` (TensorFlow
     metadata's JSON, as NVTabular 23.08's ``to_parquet`` writes it): tags from ``annotation.tag``,
     ``properties["domain"]`` from ``intDomain`` / ``floatDomain`` (``min`` 0 when not written, as
-    merlin reads it), the other properties from ``annotation.extraMetadata`` (numbers written as
-    floats made ints again). Names, dtypes and list layout come from the files themselves."""
+    merlin reads it), a list's ``valueCount`` as ``value_count``, the other properties from
+    ``annotation.extraMetadata`` (numbers written as floats made ints again). Names, dtypes and
+    whether a column is a list come from the files themselves."""
     out: Dict[str, Tuple[tuple, Dict[str, Any]]] = {}
     for feature in data.get("feature", []):
         ann = feature.get("annotation", {})
@@ -416,6 +417,9 @@ def merlin_json_columns(data: Dict[str, Any]) -> Dict[str, Tuple[tuple, Dict[str
             # tabprep's spelling of the same pair (what get_embedding_sizes reads)
             props.setdefault("cardinality", sizes.get("cardinality"))
             props.setdefault("embedding_dim", sizes.get("dimension"))
+        counts = feature.get("valueCount")
+        if isinstance(counts, dict) and counts.get("max") is not None:   # a list's lengths, as merlin measured them
+            props["value_count"] = {"min": _whole(counts.get("min", 0)), "max": _whole(counts["max"])}
         for key in ("intDomain", "floatDomain"):
             dom = feature.get(key)
             if dom is not None:

@@ -68,6 +68,11 @@ _MERLIN_SCHEMA = {"feature": [
                                        "embedding_sizes": {"cardinality": 10.0, "dimension": 16.0},
                                        "_dims": [[0.0, None]], "is_list": False, "is_ragged": False,
                                        "dtype_item_size": 64.0}]}},
+    {"name": "g", "valueCount": {"min": "1", "max": "4"}, "type": "INT",
+     "intDomain": {"name": "g", "max": "7", "isCategorical": True},
+     "annotation": {"tag": ["item", "categorical"],
+                    "extraMetadata": [{"embedding_sizes": {"cardinality": 8.0, "dimension": 16.0},
+                                       "_dims": [[0.0, None], [1.0, 4.0]], "is_list": True, "is_ragged": True}]}},
     {"name": "x", "type": "FLOAT", "floatDomain": {"name": "x", "min": -1.5, "max": 2.5},
      "annotation": {"tag": ["continuous"], "extraMetadata": [{"_dims": [[0.0, None]], "is_list": False,
                                                               "is_ragged": False, "dtype_item_size": 64.0}]}},
@@ -79,7 +84,8 @@ def test_the_tags_and_properties_of_nvtabulars_schema_file_are_read(tmp_path):
     23.8.0 writes it): tags from ``annotation.tag``, the domain from ``intDomain`` / ``floatDomain``,
     the rest of the properties from ``annotation.extraMetadata``. NVTabular reading its own folder gets
     them; tabprep read the files' names and dtypes only (no tags, no embedding sizes)."""
-    frames = [pd.DataFrame({"c": [1, 2], "x": [0.5, 1.5]}), pd.DataFrame({"c": [3], "x": [2.5]})]
+    frames = [pd.DataFrame({"c": [1, 2], "x": [0.5, 1.5], "g": [[3, 4], [5, 6, 7, 3]]}),
+              pd.DataFrame({"c": [3], "x": [2.5], "g": [[4]]})]
     out = _nvtabular_like_output(tmp_path / "nvt_out", frames)
     (out / ".merlin" / "schema.json").write_text(json.dumps(_MERLIN_SCHEMA))
     schema = tp.Dataset(str(out)).schema
@@ -90,9 +96,11 @@ def test_the_tags_and_properties_of_nvtabulars_schema_file_are_read(tmp_path):
     assert schema.select_by_tag(tp.Tags.USER_ID).column_names == ["c"]
     assert schema.select_by_tag(tp.Tags.CONTINUOUS).column_names == ["x"]
     assert schema["x"].properties["domain"] == {"min": -1.5, "max": 2.5, "name": "x"}
+    assert schema["g"].is_list and schema["g"].value_count == {"min": 1, "max": 4}   # merlin's measured lengths
+    assert schema["g"].properties["value_count"] == {"min": 1, "max": 4}
     wf = tp.Workflow(tp.ColumnSelector(tags=[tp.Tags.CATEGORICAL])).fit(tp.Dataset(str(out)))
-    assert wf.output_schema.column_names == ["c"]
-    assert tp.get_embedding_sizes(wf) == {"c": (10, 16)}
+    assert wf.output_schema.column_names == ["c", "g"]
+    assert tp.get_embedding_sizes(wf) == ({"c": (10, 16)}, {"g": (8, 16)})   # g: multi-hot
 
 
 def test_an_unreadable_nvtabular_schema_file_is_named(tmp_path):
