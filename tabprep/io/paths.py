@@ -37,10 +37,10 @@ def infer_engine(files: List[str]) -> str:
     raise ValueError(f"cannot tell the file format from extensions {sorted(exts)}; pass engine='parquet' or 'csv'")
 
 
-def _ordered(items: List[Any], found: List[List[str]], engine: Optional[str]) -> List[str]:
-    """The files of ``items`` (``found``: each item's files, lexical within a folder or glob) in
+def _ordered(found: List[List[str]], engine: Optional[str]) -> List[str]:
+    """The files of the paths given (``found``: each path's files, lexical within a folder or glob) in
     merlin-core 23.08's order: ``merlin.io.Dataset`` sorts the paths it is given by dask's
-    ``natural_sort_key`` (done by the caller, on ``items``); its parquet engine lists a folder or
+    ``natural_sort_key`` (done by the caller); its parquet engine lists a folder or
     glob through dask / pyarrow, in natural order, while its CSV engine keeps ``fs.glob``'s
     lexical order (checked side by side with nvtabular 23.8.0)."""
     from dask.utils import natural_sort_key
@@ -95,7 +95,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
         fs, item = fsmod.get_fs(os.fspath(item), storage_options)
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
-    files = _ordered(items, found, engine)
+    files = _ordered(found, engine)
     expected: Dict[str, int] = {}
     folders = {}
     for f in files:
@@ -157,7 +157,7 @@ def _output_root(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str, str]
     def has(d: str, name: str) -> bool:
         return fs.exists(fs.join(d, name))
 
-    if has(folder, INCOMPLETE_MARKER) or (has(folder, METADATA_FILE) and not _written_by_merlin(folder, fs)):
+    if has(folder, METADATA_FILE) or has(folder, INCOMPLETE_MARKER):
         return folder, ""
     parent = fs.dirname(fs.norm(folder))
     name = fs.basename(fs.norm(folder))
@@ -198,6 +198,8 @@ def _verified_metadata(folder: str, fs: Any = fsmod.LOCAL) -> Optional[Tuple[str
         raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, a write was interrupted "
                          f"or is still running (it holds {INCOMPLETE_MARKER}). {redo}")
     if not fs.exists(fs.join(root, SUCCESS_FILE)):
+        if not prefix and _written_by_merlin(root, fs):
+            return None   # NVTabular's to_parquet folder: plain parquet (its _metadata.json read only here)
         raise ValueError(f"{root!r} is an incomplete tabprep output: it looks half-written, it has no {SUCCESS_FILE} "
                          f"file (the job that wrote it did not finish, or files were removed since). {redo}")
     try:
