@@ -129,7 +129,7 @@ class JoinExternal(Operator):
             raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame, a pyarrow Table, a dask "
                             f"DataFrame, a tabprep Dataset or a parquet / csv path, got {type(df_or_path).__name__}")
         on_list = [on] if isinstance(on, str) else list(on)
-        ext_list = on_list if on_ext is None else ([on_ext] if isinstance(on_ext, str) else list(on_ext))
+        ext_list = on_list if on_ext is None else _names(on_ext)
         if len(ext_list) != len(on_list):
             raise ValueError(f"JoinExternal: on_ext {on_ext!r} must name as many key columns as on {on!r}")
         listed = _names(columns_ext)
@@ -190,8 +190,7 @@ class JoinExternal(Operator):
         a table :meth:`save_state` wrote, already laid out (its keys renamed from ``on_ext``)."""
         keys = self.keys
         if self.on_ext is not None and not saved:  # the side table's own key names -> on's
-            ext_keys = [self.on_ext] if isinstance(self.on_ext, str) else list(self.on_ext)
-            renames = {e: k for e, k in zip(ext_keys, keys) if e != k and e in frame.columns}
+            renames = {e: k for e, k in zip(_names(self.on_ext), keys) if e != k and e in frame.columns}
             both = [k for k in renames.values() if k in frame.columns]
             if both:
                 raise ValueError(f"JoinExternal: the side table holds both the on_ext key(s) {list(renames)} and "
@@ -350,7 +349,7 @@ class JoinExternal(Operator):
 
 
 def _names(columns: Union[None, str, Sequence[str]]) -> List[str]:
-    """``columns_ext`` as a list of names (None: none listed)."""
+    """``columns_ext`` / ``on_ext`` as a list of names (None: none listed)."""
     return [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
 
 
