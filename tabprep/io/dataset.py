@@ -478,7 +478,7 @@ def _from_frame(frame: Any, npartitions: int) -> Any:
 _lists_to_arrow = backend.lists_to_arrow
 
 
-def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = None, base: Any = None) -> Optional[Schema]:
+def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]], base: Schema) -> Optional[Schema]:
     """The _schema.json tabprep writes next to its output files, if any: only the data's own folder
     counts (a _schema.json further up describes other data). Without one, the tags and properties of
     the ``.merlin/schema.json`` NVTabular's ``to_parquet`` writes there, put on ``base`` (the
@@ -487,7 +487,7 @@ def _stored_schema(first_file: str, storage_options: Optional[Dict[str, Any]] = 
     folder = fs.dirname(fs.norm(first_file))
     p = fs.join(folder, SCHEMA_FILE)
     merlin = fs.join(fs.join(folder, ".merlin"), "schema.json")
-    found = p if fs.exists(p) else merlin if base is not None and fs.exists(merlin) else None
+    found = p if fs.exists(p) else merlin if fs.exists(merlin) else None
     if found is None:
         return None
     try:
