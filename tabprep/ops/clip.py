@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
-import numpy as np
-
 from .. import backend
 from .._util import is_number
+from ..dtypes import dtype_kind
 from ..schema import Schema
 from .base import Operator, map_elements
 
@@ -47,8 +46,8 @@ class Clip(Operator):
         super().check_input(input_schema, columns)
         lower, upper = self.bounds()
         for c in columns:
-            kind = _dtype_kind(input_schema[c].dtype) if c in input_schema else None
-            if kind not in ("i", "u", "b"):
+            kind = dtype_kind(input_schema[c].dtype) if c in input_schema else None
+            if kind not in ("i", "b"):   # (ints of any signedness, nullable ones too; bools)
                 continue
             for name, b in (("min_value", lower), ("max_value", upper)):
                 if b is not None and is_number(b) and math.isfinite(b) and not float(b).is_integer():
@@ -81,11 +80,3 @@ class Clip(Operator):
 
 def _is_nan(bound: Any) -> bool:
     return is_number(bound) and math.isnan(bound)
-
-
-def _dtype_kind(dtype: Any) -> str:
-    """numpy kind of a schema dtype ("i", "u", "b", "f", ...; "O" when numpy does not know it)."""
-    try:
-        return np.dtype(getattr(dtype, "numpy_dtype", str(dtype).lower())).kind
-    except (TypeError, ValueError):
-        return "O"
