@@ -14,7 +14,12 @@ epoch when threads overlap) and their own CPU seconds (``time.thread_time``: wal
 above them are waits, for the GIL or the device); the process's CPU seconds. ``--log-compiles`` counts JAX's
 compilations per pass, ``--cprofile NAME`` profiles the consumer thread in the last pass of
 loader NAME. ``--jax-first`` imports JAX before any loader, as a JAX user's program does (the GPU
-loader then picks RMM's pool, not the async allocator).
+loader then picks RMM's pool, not the async allocator). ``--time-calls`` times some of the consumer's
+functions (:class:`CallTimes`: the joins across chunk boundaries, the JAX loaders' int32 checks,
+slices and windows; calls, wall and the consumer thread's CPU seconds, the longest call); ``--switch-interval S`` sets ``sys.setswitchinterval`` (the
+GIL's hand-over interval, 0.005 s by default), to see whether the consumer waits for the GIL behind
+the preparing threads. Each pass also prints the consumer thread's own CPU seconds (``thread CPU``):
+a consumer wall time well above it is time spent waiting (for the GIL, the device or a lock).
 """
 from __future__ import annotations
 
@@ -77,6 +82,51 @@ class Timings:
         self.chunks = 0
 
 
+class CallTimes:
+    """Calls, wall seconds, the calling thread's CPU seconds and the longest call of some of the
+    consumer's functions, for the life of the process (each wrapped where its caller looks it up):
+    the joins of a chunk's tail to the next chunk's head (``join``, as ``_iter_batches`` calls it),
+    and, once a JAX loader is imported, its int32 range checks (``check_int_ranges``), its batch
+    slicing (``blocks_columns``) and its chunk windows (``ChunkBlocks._window``)."""
+
+    def __init__(self, jax_too: bool) -> None:
+        from tabprep.loader import prefetch
+
+        self.stats: Dict[str, list] = {}
+        self._wrap(prefetch, "join", "join")
+        if jax_too:
+            from tabprep.loader import jax as jl
+
+            self._wrap(jl, "check_int_ranges", "int32 checks")
+            self._wrap(jl, "blocks_columns", "slices")
+            self._wrap(jl.ChunkBlocks, "_window", "windows")
+
+    def _wrap(self, owner: Any, attr: str, label: str) -> None:
+        fn = getattr(owner, attr)
+        row = self.stats[label] = [0, 0.0, 0.0, 0.0]
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            t, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                wall = time.perf_counter() - t
+                row[0] += 1
+                row[1] += wall
+                row[2] += time.thread_time() - cpu
+                row[3] = max(row[3], wall)
+
+        setattr(owner, attr, timed)
+
+    def reset(self) -> None:
+        for row in self.stats.values():
+            row[:] = [0, 0.0, 0.0, 0.0]
+
+    def __str__(self) -> str:
+        return "".join(f"\n    {label} {n}: {wall * 1e3:.1f} ms wall (thread CPU {cpu * 1e3:.1f} ms, longest "
+                       f"{longest * 1e3:.1f} ms)" for label, (n, wall, cpu, longest) in self.stats.items() if n)
+
+
 class Compiles(logging.Handler):
     """Counts JAX's ``Compiling ...`` log lines (``jax_log_compiles``)."""
 
@@ -104,7 +154,11 @@ def main() -> None:
     ap.add_argument("--jax-first", action="store_true", help="import JAX before any loader")
     ap.add_argument("--log-compiles", action="store_true", help="count JAX's compilations per pass")
     ap.add_argument("--cprofile", default=None, help="profile the consumer in the last pass of this loader")
+    ap.add_argument("--time-calls", action="store_true", help="time the consumer's joins, int32 checks, slices")
+    ap.add_argument("--switch-interval", type=float, default=None, help="sys.setswitchinterval (seconds)")
     args = ap.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.jax_first:
         import tabprep.loader.jax  # noqa: F401
 
@@ -115,6 +169,7 @@ def main() -> None:
     if wf is not None:
         wf.fit(tp.Dataset(files, cpu=not args.gpu))
     timings = Timings()
+    joins = CallTimes(any(n.startswith("jax") for n in args.loaders.split(","))) if args.time_calls else None
     common = dict(shuffle=True, buffer_size=2_000_000 if args.gpu else 250_000, parts_per_chunk=2,
                   device=0 if args.gpu else "cpu", threads=args.threads)
 
@@ -161,10 +216,12 @@ def main() -> None:
             it, rows_of = make(name, p)
             sync()
             timings.reset()
+            if joins is not None:
+                joins.reset()
             if compiles is not None:
                 compiles.count = 0
             prof = cProfile.Profile() if args.cprofile == name and p == args.passes - 1 else None
-            t, cpu, rows = time.perf_counter(), time.process_time(), 0
+            t, cpu, rows, mine = time.perf_counter(), time.process_time(), 0, time.thread_time()
             if prof is not None:
                 prof.enable()
             for batch in it:
@@ -173,9 +230,11 @@ def main() -> None:
             if prof is not None:
                 prof.disable()
             s = time.perf_counter() - t
+            mine = time.thread_time() - mine
             extra = "" if compiles is None else f"  compiles {compiles.count}"
+            extra += "" if joins is None else str(joins)
             print(f"{name:14s} pass {p}: {rows / s / 1e6:7.2f}M rows/s  epoch {s:.3f} s  wait {timings.wait:.3f} s  "
-                  f"consumer {s - timings.wait:.3f} s  produce {timings.produce:.3f} s (thread CPU {timings.produce_cpu:.3f} s) "
+                  f"consumer {s - timings.wait:.3f} s (thread CPU {mine:.3f} s)  produce {timings.produce:.3f} s (thread CPU {timings.produce_cpu:.3f} s) "
                   f"/ {timings.chunks} chunks  "
                   f"CPU {time.process_time() - cpu:.2f} s{extra}", flush=True)
             results[name] = {"seconds": s, "consumer": s - timings.wait, "rows": rows}
