@@ -37,10 +37,20 @@ batch on an H200 (3.3M rows, 26 + 13 + 1 columns): that variant (``TABPREP_JAX_S
 was removed.
 
     python benchmarks/jax_handoff.py --rows 3300000 --stacked
+
+``--busy-thread`` times each variant again while another thread runs pure Python (a counting loop,
+as the loader's preparing threads run the workflow's Python), with the GIL's hand-over interval at
+Python's default (5 ms) and at ``--switch-interval`` seconds, and prints the busy thread's pace
+against its pace alone. A call that releases the GIL (JAX's dispatch does) waits for it to come
+back; a thread that holds it in bytecode gives it up only when the interval ends.
+
+    python benchmarks/jax_handoff.py --rows 3300000 --busy-thread
 """
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
 import time
 
 import numpy as np
@@ -55,6 +65,9 @@ def main() -> None:
     ap.add_argument("--stacked", action="store_true", help="also the stacked layouts (per batch, per chunk)")
     ap.add_argument("--group", type=int, default=None,
                     help="with --stacked: batches per chunk call (default: the loader's, 16 on a GPU, 1 on the CPU)")
+    ap.add_argument("--busy-thread", action="store_true", help="also time each variant beside a pure-Python thread")
+    ap.add_argument("--switch-interval", type=float, default=0.0005,
+                    help="with --busy-thread: the GIL interval of the second busy run (seconds)")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -108,12 +121,59 @@ def main() -> None:
                 ("per block", lambda: run(per_block)), ("eager slice", lambda: eager(None))]
     if args.stacked:
         variants += stacked_variants(blocks, starts, bs, args.group)
+    alone = _busy_pace(None) if args.busy_thread else None
     for label, fn in variants:
         fn()   # compile
         best = min(_timed(fn) for _ in range(args.passes))
         n = len(starts)
         print(f"  {label:24s} {best:7.3f} s for {n} batches: {1e3 * best / n:6.3f} ms a batch "
               f"({sum(widths)} columns in {len(widths)} blocks)", flush=True)
+        if not args.busy_thread:
+            continue
+        default = sys.getswitchinterval()
+        for interval in (default, args.switch_interval):
+            sys.setswitchinterval(interval)
+            try:
+                seconds, pace = _beside_busy_thread(fn)
+            finally:
+                sys.setswitchinterval(default)
+            print(f"  {'':24s} beside a busy Python thread, GIL interval {interval * 1e3:.1f} ms: "
+                  f"{1e3 * seconds / n:6.3f} ms a batch; the busy thread at {pace / alone:.2f}x its pace alone",
+                  flush=True)
+
+
+def _busy_pace(run) -> float:
+    """Counts per second of a pure-Python counting thread while ``run()`` runs (None: 0.5 s alone)."""
+    stop = threading.Event()
+    count = [0]
+
+    def spin() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+        count[0] = n
+
+    thread = threading.Thread(target=spin, daemon=True)
+    t = time.perf_counter()
+    thread.start()
+    if run is None:
+        time.sleep(0.5)
+    else:
+        run()
+    stop.set()
+    thread.join()
+    return count[0] / (time.perf_counter() - t)
+
+
+def _beside_busy_thread(fn) -> "tuple[float, float]":
+    """(seconds of ``fn()`` while a pure-Python thread counts, that thread's counts per second)."""
+    took = [0.0]
+
+    def run() -> None:
+        took[0] = _timed(fn)
+
+    pace = _busy_pace(run)
+    return took[0], pace
 
 
 def stacked_variants(blocks, starts, bs, group=None):

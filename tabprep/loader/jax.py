@@ -86,7 +86,10 @@ class ChunkBlocks:
     Holds the current window of each block only."""
 
     def __init__(self) -> None:
-        self._held: Dict[int, Any] = {}   # block position -> (chunk block, window start, window rows, jax window)
+        # block position -> (chunk block, window start, window rows, jax window, the window's device
+        # or None on the CPU: resolved once per window, where ``Array.devices()`` per batch and block
+        # cost the consumer's thread a set each time)
+        self._held: Dict[int, Any] = {}
 
     @staticmethod
     def of(owner: Any) -> "ChunkBlocks":
@@ -96,23 +99,25 @@ class ChunkBlocks:
             held = owner._chunk_blocks = ChunkBlocks()
         return held
 
-    def _window(self, i: int, span: Any) -> "tuple[Any, int]":
-        """(the jax window of block ``i`` holding ``span``'s rows, the span's first row in it)."""
+    def _window(self, i: int, span: Any) -> "tuple[Any, Any]":
+        """(the jax window of block ``i`` holding ``span``'s rows, the span's first row in it as the
+        slice's start argument: :func:`_start`)."""
         base, a, b = span
         a, b = int(a), int(b)
         held = self._held.get(i)
         if held is None or held[0] is not base or not (held[1] <= a and b <= held[1] + held[2]):
             start, length = window_span(int(base.shape[1]), a, b - a)
             # (the chunk block is held for its identity: a new chunk is a new object)
-            held = self._held[i] = (base, start, length, window_of(base, start, length))
-        return held[3], a - held[1]
+            window = window_of(base, start, length)
+            held = self._held[i] = (base, start, length, window, _window_device(window))
+        return held[3], _start(held[4], a - held[1])
 
     def columns_many(self, spans: Sequence[Any], keep_dims: bool) -> List[List[jax.Array]]:
         """The ``jax.Array`` columns of one batch's blocks (``spans``: ``(position, span)``, one per
         block, all of one batch size), each block's list in order, from one jitted call."""
         held = [self._window(i, span) for i, span in spans]
         size = int(spans[0][1][2]) - int(spans[0][1][1])
-        flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(_start(w, at) for w, at in held))
+        flat = _slicer_many(keep_dims, size)(tuple(w for w, _ in held), tuple(at for _, at in held))
         out, k = [], 0
         for _, span in spans:
             n = int(span[0].shape[0])
@@ -130,15 +135,22 @@ def _device_start(at: int, device: Any) -> jax.Array:
     return jax.device_put(np.int32(at), device)
 
 
-def _start(window: jax.Array, at: int) -> Any:
-    """The slice start ``at`` as an int32 scalar on ``window``'s device, made once per value and
-    device: a host scalar argument is copied to the device at every call (on one H200, 40 columns
-    in 3 blocks: 0.26 ms a batch against 0.39 ms, ``benchmarks/jax_handoff.py``). On the CPU as it is."""
+def _window_device(window: jax.Array) -> Any:
+    """The accelerator ``window`` lies on, or None (on the CPU, across several devices, or with
+    device starts off): where :func:`_start` makes its scalars."""
     devices = window.devices()
     if len(devices) != 1 or not _DEVICE_STARTS:
-        return np.int32(at)
+        return None
     device = next(iter(devices))
-    return np.int32(at) if device.platform == "cpu" else _device_start(int(at), device)
+    return None if device.platform == "cpu" else device
+
+
+def _start(device: Any, at: int) -> Any:
+    """The slice start ``at`` as an int32 scalar on ``device`` (:func:`_window_device`), made once
+    per value and device: a host scalar argument is copied to the device at every call (on one H200,
+    40 columns in 3 blocks: 0.26 ms a batch against 0.39 ms, ``benchmarks/jax_handoff.py``). With
+    no device (the CPU) a host scalar."""
+    return np.int32(at) if device is None else _device_start(int(at), device)
 
 
 def block_columns(block: Any, keep_dims: bool = False, span: Any = None,
@@ -270,21 +282,26 @@ def _check_chunk(adapter: Any, batch: Any, names: List[str]) -> List[str]:
     if not spans or len(spans) != len(blocks) or getattr(batch, "joined", False):
         return names
     bases = tuple(span[0] for span in spans)
-    done = getattr(adapter, "_jax_checked_chunk", ())
-    if not (len(done) == len(bases) and all(x is y for x, y in zip(done, bases))):
-        wanted = set(names)
-        for (block_names, _), base in zip(blocks, bases):
-            rows = [j for j, n in enumerate(block_names) if n in wanted]
-            if not rows or not _narrowed(base) or not base.shape[1]:
-                continue
-            part = base if len(rows) == len(block_names) else base[rows]
-            xp = backend.array_module(part)
-            lo, hi = backend.to_numpy(xp.stack([part.min(axis=1), part.max(axis=1)]))   # one copy to the host
-            for j, a, b in zip(rows, lo, hi):
-                _refuse_beyond_int32(block_names[j], int(a), int(b))
-        adapter._jax_checked_chunk = bases   # the chunk's blocks, as StackedBatches holds them
+    done, left = getattr(adapter, "_jax_checked_chunk", ((), None))
+    if left is not None and len(done) == len(bases) and all(x is y for x, y in zip(done, bases)):
+        return left   # the chunk checked at its first batch: the names left, as then
+    wanted = set(names)
+    for (block_names, _), base in zip(blocks, bases):
+        rows = [j for j, n in enumerate(block_names) if n in wanted]
+        if not rows or not _narrowed(base) or not base.shape[1]:
+            continue
+        part = base if len(rows) == len(block_names) else base[rows]
+        xp = backend.array_module(part)
+        lo, hi = backend.to_numpy(xp.stack([part.min(axis=1), part.max(axis=1)]))   # one copy to the host
+        for j, a, b in zip(rows, lo, hi):
+            _refuse_beyond_int32(block_names[j], int(a), int(b))
     in_blocks = {n for block_names, _ in blocks for n in block_names}
-    return [n for n in names if n not in in_blocks]
+    left = [n for n in names if n not in in_blocks]
+    # the chunk's blocks (as StackedBatches holds them) and the names left to check batch by batch,
+    # the same for every batch of the chunk (the same blocks): kept, where the sets and lists made
+    # per batch cost the consumer's thread ~50 us a batch (benchmarks/loader_consumer.py --time-calls)
+    adapter._jax_checked_chunk = (bases, left)
+    return left
 
 
 class JaxLoader(FrameworkLoader):
