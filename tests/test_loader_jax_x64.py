@@ -58,14 +58,21 @@ def test_list_leaves_beyond_int32_are_refused():
 
 
 
-def test_list_column_checked_at_every_batch_of_a_chunk():
+_GPU = pytest.param(0, marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not tp.backend.has_cudf() or not any(dv.platform == "gpu" for dv in jax.devices()),
+    reason="needs cuDF and JAX on a GPU")])
+
+
+@pytest.mark.parametrize("device", ["cpu", _GPU])
+def test_list_column_checked_at_every_batch_of_a_chunk(device):
     # the scalar columns of a chunk are checked once, at its first batch; a list column is not in
     # the chunk's blocks and must still be checked batch by batch (the names left to check are kept
     # per chunk, not dropped after the first batch)
     tags = [[1], [2], [3], [4], [5], [6], [7, BIG]]
     df = pd.DataFrame({"tags": pd.Series(tags), "user": np.arange(7, dtype="int64"),
                        "y": np.zeros(7, dtype="float32")})
-    loader = JaxLoader(tp.Dataset(df), batch_size=2, cats=["tags", "user"], labels=["y"])
+    loader = JaxLoader(tp.Dataset(df, cpu=device == "cpu"), batch_size=2, cats=["tags", "user"], labels=["y"],
+                       device=device)
     it = iter(loader)
     seen = [np.asarray(next(it)[0]["user"]).tolist() for _ in range(3)]
     assert seen == [[0, 1], [2, 3], [4, 5]]
@@ -73,10 +80,11 @@ def test_list_column_checked_at_every_batch_of_a_chunk():
         next(it)
 
 
-def test_scalar_beyond_int32_late_in_a_chunk_is_refused_at_its_first_batch():
+@pytest.mark.parametrize("device", ["cpu", _GPU])
+def test_scalar_beyond_int32_late_in_a_chunk_is_refused_at_its_first_batch(device):
     user = np.arange(8, dtype="int64")
     user[7] = BIG
     df = pd.DataFrame({"user": user, "y": np.zeros(8, dtype="float32")})
-    loader = JaxLoader(tp.Dataset(df), batch_size=2, cats=["user"], labels=["y"])
+    loader = JaxLoader(tp.Dataset(df, cpu=device == "cpu"), batch_size=2, cats=["user"], labels=["y"], device=device)
     with pytest.raises(OverflowError, match=f"'user' holds {BIG}"):
         next(iter(loader))
