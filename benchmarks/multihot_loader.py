@@ -14,7 +14,11 @@ parquet files of ``--row-group`` rows. Each pipeline is one shuffled epoch of th
 * ``multi-hot, ragged``: plus ``genres`` as ``(values, lengths)``;
 * ``multi-hot, dense``: plus ``genres`` padded to ``(batch, max_len)`` (``sparse_as_dense``).
 
-Prints rows/s and each multi-hot pipeline's rate over the flat one's.
+Prints rows/s and each multi-hot pipeline's rate over the flat one's. ``--loader`` times a framework
+adapter instead of the core loader: ``keras`` (``KerasSequenceLoader`` on ``KERAS_BACKEND``), ``jax``
+(``JaxLoader``) or ``torch`` (``TorchAsyncItr``), per column.
+
+    KERAS_BACKEND=jax python benchmarks/multihot_loader.py --gpu --rows 20000000 --dir /dev/shm/mh --loader keras
 """
 from __future__ import annotations
 
@@ -67,6 +71,8 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--dir", default="/tmp/tabprep-multihot")
+    ap.add_argument("--loader", default="core", choices=["core", "keras", "jax", "torch"],
+                    help="the loader timed (a framework adapter: per-column batches)")
     args = ap.parse_args()
 
     from tabprep.loader import DataLoader
@@ -82,8 +88,25 @@ def main() -> None:
         cats = CATS + (["genres"] if multi else [])
         kw = {"sparse_names": ["genres"], "sparse_max": {"genres": args.max_len}, "sparse_as_dense": True} \
             if multi and dense else {}
-        ld = DataLoader(files, args.batch, cat_names=cats, cont_names=CONTS, label_names=["label"], shuffle=True,
-                        seed=seed, device=0 if args.gpu else "cpu", **kw)
+        device = 0 if args.gpu else "cpu"
+        if args.loader == "core":
+            ld = DataLoader(files, args.batch, cat_names=cats, cont_names=CONTS, label_names=["label"], shuffle=True,
+                            seed=seed, device=device, **kw)
+        elif args.loader == "keras":
+            from tabprep.loader.keras import KerasSequenceLoader
+
+            ld = iter(KerasSequenceLoader(files, args.batch, label_names=["label"], cat_names=cats, cont_names=CONTS,
+                                          shuffle=True, seed=seed, device=device, **kw))
+        elif args.loader == "jax":
+            from tabprep.loader.jax import JaxLoader
+
+            ld = JaxLoader(files, batch_size=args.batch, cats=cats, conts=CONTS, labels=["label"], shuffle=True,
+                           seed=seed, device=device, **kw)
+        else:
+            from tabprep.loader.torch import TorchAsyncItr
+
+            ld = TorchAsyncItr(files, batch_size=args.batch, cats=cats, conts=CONTS, labels=["label"], shuffle=True,
+                               seed=seed, device=device, **kw)
         for _ in ld:
             pass
 
@@ -98,7 +121,8 @@ def main() -> None:
         return min(out)
 
     epoch(99, True, False)   # warm-up
-    print(f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}, shuffled", flush=True)
+    print(f"{'GPU' if args.gpu else 'CPU'}, {args.rows:,} rows, batch {args.batch:,}, shuffled, {args.loader} loader",
+          flush=True)
     flat = best(False, False)
     print(f"  {'flat':22s} {flat:7.3f} s  {args.rows / flat / 1e6:8.2f} M rows/s", flush=True)
     for label, dense in (("multi-hot, ragged", False), ("multi-hot, dense", True)):
