@@ -127,12 +127,17 @@ def _scale_ints(s: Any, lo: int, hi: int) -> Any:
     null: what pandas computes for NVTabular on an int64 column, also where ``x - lo`` leaves int64
     (there NVTabular's subtraction wraps; here the difference is exact, then rounded once)."""
     values, mask = backend.int_data(s)   # int64 (counts for times); null slots arbitrary
-    xp = backend.array_module(values)
-    unsigned = getattr(s.dtype, "kind", "") == "u" and getattr(s.dtype, "itemsize", 8) == 8
-    if unsigned:
+    if getattr(s.dtype, "kind", "") == "u" and getattr(s.dtype, "itemsize", 8) == 8:
         values = values.view(np.uint64)  # int_data's int64 holds uint64's bits
-    d = _exact_diff(values, lo, xp, unsigned)
-    out = d / float(hi - lo)
+    return scale_int_values(values, mask, lo, hi - lo)
+
+
+def scale_int_values(values: Any, mask: Any, lo: int, span: int) -> Any:
+    """``float64(values - lo) / float64(span)`` of int64 or uint64 ``values`` (numpy or cupy), the
+    difference exact (:func:`_exact_diff`), NaN where ``mask`` (None: no nulls): the op's transform
+    and its serving kernel."""
+    xp = backend.array_module(values)
+    out = _exact_diff(values, lo, xp, values.dtype == np.uint64) / float(span)
     if mask is not None:
         xp.copyto(out, np.nan, where=mask)
     return out

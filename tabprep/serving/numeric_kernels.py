@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ops import Bucketize, Clip, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize
 from ..ops.log_op import fast_log1p
-from ..ops.normalize_minmax import _exact_diff
+from ..ops.normalize_minmax import scale_int_values
 from ..schema import Schema
 from .columns import Col
 from .kernels import Kernel, ServingBuildError, register_kernel
@@ -244,11 +244,7 @@ class _NormalizeMinMax(Kernel):
             if ok and type(lo) is int and type(span) is int and col.values.dtype.kind in "iu":
                 # int stats of an int column: the exact x - lo, rounded once, as the op's transform
                 v = col.values
-                unsigned = v.dtype == np.uint64
-                v = v if v.dtype in (np.int64, np.uint64) else v.astype(np.int64)
-                y = _exact_diff(v, lo, np, unsigned) / float(span)
-                if col.mask is not None:
-                    y[col.mask] = np.nan
+                y = scale_int_values(v if v.dtype in (np.int64, np.uint64) else v.astype(np.int64), col.mask, lo, span)
             else:
                 x = _as_float64(col)
                 y = ((x - lo) / span) if ok else np.where(np.isnan(x), np.nan, 0.0)
