@@ -15,6 +15,7 @@ import pytest
 
 import tabprep as tp
 from tabprep import ops
+from test_op_join_external import _values, check as _check   # (None for every missing value, column by column)
 
 DATA = pd.DataFrame({"k": [1.0, np.nan, 3.0, np.nan, 1.0, 5.0],
                      "s": ["x", None, "y", None, "x", "q"],
@@ -29,18 +30,6 @@ def _reference(data: pd.DataFrame, side: pd.DataFrame, on, how: str, cols) -> pd
     left = data[cols].reset_index(drop=True).assign(__row=np.arange(len(data)))
     m = left.merge(side, on=on, how=how).sort_values("__row")
     return m.drop(columns="__row").reset_index(drop=True)
-
-
-def _values(s: pd.Series):
-    return [None if (v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))) else v
-            for v in s.astype(object).tolist()]
-
-
-def _check(out: pd.DataFrame, ref: pd.DataFrame) -> None:
-    assert list(out.columns) == list(ref.columns)
-    assert len(out) == len(ref)
-    for c in ref.columns:
-        assert _values(out[c]) == _values(ref[c]), c
 
 
 def _run(node, data: pd.DataFrame) -> pd.DataFrame:

@@ -128,7 +128,7 @@ class JoinExternal(Operator):
         if df_or_path is not None and not (isinstance(df_or_path, (str, Path)) or is_frame(df_or_path)):
             raise TypeError(f"JoinExternal df_or_path must be a pandas/cuDF DataFrame, a pyarrow Table, a dask "
                             f"DataFrame, a tabprep Dataset or a parquet / csv path, got {type(df_or_path).__name__}")
-        on_list = [on] if isinstance(on, str) else list(on)
+        on_list = _names(on)
         ext_list = on_list if on_ext is None else _names(on_ext)
         if len(ext_list) != len(on_list):
             raise ValueError(f"JoinExternal: on_ext {on_ext!r} must name as many key columns as on {on!r}")
@@ -158,7 +158,7 @@ class JoinExternal(Operator):
     # -- the side table -----------------------------------------------------------------
     @property
     def keys(self) -> List[str]:
-        return [self.on] if isinstance(self.on, str) else list(self.on)
+        return _names(self.on)
 
     def _side_host(self) -> Any:
         if self._host is None:
@@ -295,12 +295,10 @@ class JoinExternal(Operator):
         # saved state embeds the side table, so a loaded op reads nothing remote)
         src = self.df_or_path
         return {"df_or_path": str(src) if isinstance(src, (str, Path)) else None, "on": self.on,
-                "columns_ext": None if self.columns_ext is None else
-                (self.columns_ext if isinstance(self.columns_ext, str) else list(self.columns_ext)),
-                "how": self.how,
+                "columns_ext": _as_given(self.columns_ext), "how": self.how,
                 # NVTabular's side-key names and dedup: a spec re-reads a side-table path with them
                 # (the saved state holds the table already joined on ``on``; see from_config)
-                "on_ext": self.on_ext if self.on_ext is None or isinstance(self.on_ext, str) else list(self.on_ext),
+                "on_ext": _as_given(self.on_ext),
                 "drop_duplicates_ext": self.drop_duplicates_ext}
 
     @classmethod
@@ -349,8 +347,13 @@ class JoinExternal(Operator):
 
 
 def _names(columns: Union[None, str, Sequence[str]]) -> List[str]:
-    """``columns_ext`` / ``on_ext`` as a list of names (None: none listed)."""
+    """``on`` / ``columns_ext`` / ``on_ext`` as a list of names (None: none listed)."""
     return [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
+
+
+def _as_given(columns: Union[None, str, Sequence[str]]) -> Union[None, str, List[str]]:
+    """``columns_ext`` / ``on_ext`` for the saved config: None or one name as given, else a list."""
+    return columns if columns is None or isinstance(columns, str) else list(columns)
 
 
 _SIDE_FORMATS = {".parquet": "parquet", ".parq": "parquet", ".pq": "parquet", ".csv": "csv"}
