@@ -73,9 +73,14 @@ def _category_index(counts: Any) -> Any:
     return index if index is not None and str(getattr(index, "dtype", "")) == "category" else None
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar as its Python value (shown as users wrote it); anything else as it is."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def _shown(values: List[Any]) -> str:
     more = f", ... ({len(values)} in all)" if len(values) > _SHOWN else ""
-    return ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values[:_SHOWN]) + more
+    return ", ".join(repr(_plain(v)) for v in values[:_SHOWN]) + more
 
 
 def observed_counts(op: Any, key: str, counts: Any) -> Any:
@@ -122,9 +127,7 @@ def note_category_ties(op: Any, key: str, counts: Any, values: Any, freqs: Any) 
     crossed = np.flatnonzero((freqs[1:] == freqs[:-1]) & (codes[1:] < codes[:-1]) & (codes[1:] >= 0))
     if not len(crossed) or not first_time(op.__dict__.setdefault("_warned_category_ties", set()), key):
         return
-    pairs = [(values[i], values[i + 1]) for i in crossed[:_SHOWN]]
-    shown = "; ".join(f"{a!r} before {b!r}" for a, b in ((x.item() if hasattr(x, "item") else x,
-                                                             y.item() if hasattr(y, "item") else y) for x, y in pairs))
+    shown = "; ".join(f"{_plain(values[i])!r} before {_plain(values[i + 1])!r}" for i in crossed[:_SHOWN])
     warn_difference(
         f"Categorify: column {key!r} is a pandas 'category' column whose values seen equally often get ids in "
         f"ascending value order here ({shown}), while NVTabular 23.08 on the CPU orders such a tie by the dtype's "
