@@ -136,7 +136,7 @@ def main() -> None:
         for interval in (default, args.switch_interval):
             sys.setswitchinterval(interval)
             try:
-                seconds, pace = _beside_busy_thread(fn)
+                seconds, pace = _beside_busy_thread(lambda: _timed(fn))
             finally:
                 sys.setswitchinterval(default)
             print(f"  {'':24s} beside a busy Python thread, GIL interval {interval * 1e3:.1f} ms: "
@@ -164,13 +164,12 @@ def _freeing(make, n: int, columns: int, interval: float) -> None:
     default = sys.getswitchinterval()
     for value in (default, interval):
         sys.setswitchinterval(value)
-        took = [0.0]
         try:
-            _busy_pace(lambda: took.__setitem__(0, free_once()))
+            seconds, _ = _beside_busy_thread(free_once)
         finally:
             sys.setswitchinterval(default)
         print(f"  {'':24s} beside a busy Python thread, GIL interval {value * 1e3:.1f} ms: "
-              f"{1e3 * took[0] / n:8.3f} ms a batch", flush=True)
+              f"{1e3 * seconds / n:8.3f} ms a batch", flush=True)
 
 
 def _busy_pace(run) -> float:
@@ -196,12 +195,12 @@ def _busy_pace(run) -> float:
     return count[0] / (time.perf_counter() - t)
 
 
-def _beside_busy_thread(fn) -> "tuple[float, float]":
-    """(seconds of ``fn()`` while a pure-Python thread counts, that thread's counts per second)."""
+def _beside_busy_thread(measure) -> "tuple[float, float]":
+    """(``measure()``'s seconds, taken while a pure-Python thread counts, that thread's counts per second)."""
     took = [0.0]
 
     def run() -> None:
-        took[0] = _timed(fn)
+        took[0] = measure()
 
     pace = _busy_pace(run)
     return took[0], pace

@@ -109,7 +109,7 @@ class Node(MerlinNodeAPI):
     def __getitem__(self, columns: Any) -> "Node":
         """NVTabular's ``node["a"]`` / ``node[["a", "b"]]``: the node's output columns ``columns``
         in the order asked for (NVTabular's), a node of its own: a ``-`` of the others, or, for
-        another order, a merge of one-column ``-`` nodes in that order (``Workflow.picks_columns``)."""
+        another order, a merge of one-column ``-`` nodes in that order (``workflow._picks_columns``)."""
         wanted = list(dict.fromkeys([columns] if isinstance(columns, str) else _flatten_names(_as_names(columns))))
         have = self.output_columns
         missing = [c for c in wanted if c not in have]

@@ -217,5 +217,4 @@ def conform_output(out: Any, schema: Schema) -> Any:
     return out.astype(casts) if casts else out
 
 
-
 _NUMERIC = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"}
