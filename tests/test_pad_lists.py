@@ -1,5 +1,5 @@
 """pad_lists: a ragged batch as a (rows, max_len) array, right-padded, longer rows cut to their
-first max_len values; against a plain-Python reference."""
+first max_len values; against a plain-Python reference, and on a GPU without a device wait."""
 from __future__ import annotations
 
 import numpy as np
@@ -44,3 +44,22 @@ def test_float_and_int32_values_keep_their_dtype(dtype):
     got = pad_lists(values, lengths, 3)
     np.testing.assert_array_equal(got, _reference(rows, 3, 0, dtype))
     assert got.dtype == np.dtype(dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tp.backend.has_cudf(), reason="needs cuDF and a CUDA device")
+def test_gpu_pads_the_same_without_waiting_for_the_device():
+    # a wait here (cupy's boolean mask indexing reads its count back) also waited for the loader's
+    # preparing threads' queued work on the default stream, at every batch
+    import cupy
+    import cupyx
+
+    rng = np.random.default_rng(0)
+    rows = [list(rng.integers(0, 100, rng.integers(0, 9))) for _ in range(5000)]
+    values, lengths = _ragged(rows, "int32")
+    dv, dl = cupy.asarray(values), cupy.asarray(lengths)
+    cupy.cuda.Device().synchronize()
+    with cupyx.allow_synchronize(False):
+        got = pad_lists(dv, dl, 4)
+    np.testing.assert_array_equal(cupy.asnumpy(got), _reference(rows, 4, 0, "int32"))
+    assert got.flags.c_contiguous
