@@ -4,6 +4,8 @@ name and what it takes, never truncated into another loader (``DataLoader(df, 2.
 2 rows; ``global_size=2.5`` gave each rank half the rows of a 2-rank job, silently)."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -126,3 +128,48 @@ def test_framework_loaders_take_batch_size_as_the_core_loader_does(frame, adapte
     for bad in (2.5, True, 0, "64"):
         with pytest.raises(ValueError, match=r"batch_size must be an int >= 1, got"):
             Loader(frame, batch_size=bad, **kw)
+
+
+
+def _scalar_and_list_frame() -> pd.DataFrame:
+    return pd.DataFrame({"tags": [[1, 2, 3], [4], [], [5, 6]], "a": [1, 2, 3, 4], "y": [0, 1, 0, 1]})
+
+
+def _adapter(kind: str, cats: Sequence[str] = ("tags", "a")) -> Any:
+    if kind == "torch":
+        pytest.importorskip("torch")
+        from tabprep.loader.torch import TorchAsyncItr as Loader
+    else:
+        pytest.importorskip("jax")
+        from tabprep.loader.jax import JaxLoader as Loader
+    return lambda df, **kw: Loader(df, batch_size=4, cats=list(cats), labels=["y"], device="cpu", shuffle=False, **kw)
+
+
+@pytest.mark.parametrize("kind", ["core", "torch", "jax"])
+def test_sparse_names_naming_a_scalar_column_says_so(kind):
+    # the core failed with "'numpy.ndarray' object has no attribute 'offsets'"; once the framework
+    # loaders left their padding to the core (one scatter per chunk, not per batch) they did too
+    df = _scalar_and_list_frame()
+    kw = dict(sparse_as_dense=True, sparse_names=["tags", "a"], sparse_max={"tags": 2, "a": 2})
+    if kind == "core":
+        make = lambda: DataLoader(df, 4, cat_names=["tags", "a"], label_names=["y"], device="cpu", **kw)  # noqa: E731
+    else:
+        make = lambda: _adapter(kind)(df, **kw)  # noqa: E731
+    with pytest.raises(ValueError, match=r"sparse_names lists 'a', which holds one value per row.*remove 'a' "
+                                         r"from sparse_names"):
+        next(iter(make()))
+
+
+@pytest.mark.parametrize("kind", ["torch", "jax"])
+def test_framework_loaders_pad_only_their_sparse_names(kind):
+    df = _scalar_and_list_frame()
+    df["more"] = [[7], [8, 9], [], [1, 2, 3, 4]]
+    make = _adapter(kind, ("tags", "a", "more"))
+    x, y = next(iter(make(df, sparse_as_dense=True, sparse_names=["tags"], sparse_max={"tags": 2})))
+    assert np.asarray(x["tags"]).tolist() == [[1, 2], [4, 0], [0, 0], [5, 6]]   # the 3rd value of row 0 cut
+    assert np.asarray(x["a"]).tolist() == [1, 2, 3, 4] and np.asarray(y).tolist() == [0, 1, 0, 1]
+    # a list column not named stays a list: (values, offsets), as without sparse_as_dense
+    values, offsets = x["more"]
+    assert np.asarray(values).tolist() == [7, 8, 9, 1, 2, 3, 4] and np.asarray(offsets).tolist() == [0, 1, 3, 3]
+    with pytest.raises(KeyError, match=r"sparse_names lists 'y', which is not among the emitted feature columns"):
+        next(iter(make(df, sparse_as_dense=True, sparse_names=["y"], sparse_max={"y": 2})))

@@ -89,7 +89,8 @@ def is_batch_fn(obj: Any) -> bool:
 
 def dense_columns(loader: DataLoader, names: Optional[Sequence[str]], sparse_max: Dict[str, int]) -> Dict[str, int]:
     """``{column: max_len}`` of the list columns ``names`` (``sparse_names`` with
-    ``sparse_as_dense``), which the adapter pads per batch; the others stay ragged."""
+    ``sparse_as_dense``), which the core pads per chunk; the others stay ragged. Refuses a name that
+    is not an emitted feature column (a label, or not loaded)."""
     from .nested import dense_size
 
     out: Dict[str, Any] = {}
@@ -113,26 +114,14 @@ def lengths_to_offsets(lengths: Any, xp: Any, with_end: bool = False) -> Any:
     return out if with_end else out[:-1]
 
 
-def pad_lists(values: Any, lengths: Any, max_len: int, pad: int = 0) -> Any:
-    """``(rows, max_len)`` array of a ragged batch, right-padded with ``pad``; longer rows are
-    truncated to their first ``max_len`` values (numpy or cupy, on the arrays' device)."""
-    xp = backend.array_module(values)
-    n = len(lengths)
-    nnz = len(values)
-    if nnz == 0 or max_len == 0 or n == 0:
-        return xp.full((n, max_len), pad, dtype=values.dtype)
-    offsets = lengths_to_offsets(lengths, xp, with_end=True)
-    if xp is np:   # each value's row: numpy's repeat is ~3x faster than a search (65,536 rows: 0.7 against 2.2 ms)
-        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    else:   # (cupy's repeat takes its counts from the host: a device wait)
-        rows = xp.searchsorted(offsets[1:], xp.arange(nnz, dtype=xp.int64), side="right")
-    pos = xp.arange(nnz, dtype=xp.int64) - offsets[rows]
-    # values past max_len all land in one spare column, dropped after: no boolean mask, whose
-    # selection cupy sizes by reading a count back from the device (a wait at every batch, which on
-    # the default stream also waited for the loader's queued chunk work)
-    out = xp.full((n, max_len + 1), pad, dtype=values.dtype)
-    out[rows, xp.minimum(pos, max_len)] = values
-    return xp.ascontiguousarray(out[:, :max_len])
+def core_padded_names(sparse_names: Optional[Sequence[str]], labels: Optional[Sequence[str]],
+                  sparse_as_dense: bool) -> Optional[List[str]]:
+    """The ``sparse_names`` a framework loader's core pads per chunk (with ``sparse_as_dense``): not
+    its labels, which the adapter refuses with its own message at the first batch
+    (:func:`dense_columns`)."""
+    if not sparse_as_dense or sparse_names is None:
+        return None
+    return [n for n in sparse_names if n not in set(labels or ())]
 
 
 class LoaderViews:
@@ -310,19 +299,19 @@ class FrameworkLoader(LoaderViews):
         self._sparse_max_arg = dict(sparse_max or {})
         self.storage_options = storage_options
         self._data, self._engine, self._schema = dataset, engine, schema
-        # with sparse_names, only those list columns are made dense (NVTabular's per-column rule):
-        # the core pads every list column, so it pads nothing here and the adapter pads per batch
-        core_dense = self.sparse_as_dense and sparse_names is None
+        # the core pads the dense list columns once per chunk: every list column, or with
+        # sparse_names only those (NVTabular's per-column rule; the core's sparse_names leave the
+        # others ragged). Padded per batch here, they cost a scatter per batch and column (Keras on
+        # JAX, one H200, multi-hot dense 0.39x of flat: docs/benchmarks.md, twenty-first session).
         self.loader = DataLoader(dataset, int(batch_size), label_names=labels, cat_names=cats, cont_names=conts,
                                  engine=engine, shuffle=shuffle, seed_fn=seed_fn, buffer_size=buffer_size,
                                  device=device, parts_per_chunk=parts_per_chunk, reader_kwargs=reader_kwargs,
                                  global_size=global_size, global_rank=global_rank, drop_last=drop_last,
-                                 sparse_max=sparse_max if core_dense else None, sparse_as_dense=core_dense,
-                                 schema=schema, seed=seed, prefetch=prefetch, threads=threads,
-                                 storage_options=storage_options)
+                                 sparse_names=core_padded_names(sparse_names, labels, self.sparse_as_dense),
+                                 sparse_max=sparse_max if self.sparse_as_dense else None,
+                                 sparse_as_dense=self.sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch,
+                                 threads=threads, storage_options=storage_options)
         self._dense_max: Optional[Dict[str, int]] = None
-        if self.sparse_as_dense and not core_dense:   # padded here per batch: the core keeps their longest row
-            self.loader.track_longest_rows(list(sparse_names or []))
         if workflow is not None:
             self.map(workflow)
 
@@ -395,12 +384,9 @@ class FrameworkLoader(LoaderViews):
         return [self._block_columns(block, span, i) for i, _, block, span in items]
 
     def _list_column(self, name: str, value: RaggedBatch) -> Any:
-        from .nested import NestedBatch, pad_batch
+        # (the sparse_names padded with sparse_as_dense come padded from the core: 2-D, not lists)
+        from .nested import NestedBatch
 
-        dense = self._dense_columns()
-        if name in dense:
-            self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once, as the core does
-            return self._array(pad_batch(value, dense[name], name))
         xp = backend.array_module(value.values)
         if self.sparse_format == "nnzs":   # nested too: leaves and leaves per row, as NVTabular
             return self._array(value.values), self._array(value.lengths.astype(xp.int32))
@@ -440,6 +426,8 @@ class FrameworkLoader(LoaderViews):
         return self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        if self._dense_max is None:   # sparse_names checked against the emitted features (the core pads them)
+            self._dense_columns()
         if self.stacked:
             return self._convert_stacked(batch)
         done: Dict[str, Any] = {}
@@ -456,4 +444,4 @@ class FrameworkLoader(LoaderViews):
         return repr(self.loader).replace("DataLoader(", f"{type(self).__name__}(", 1)
 
 
-__all__ = ["FrameworkLoader", "share_gpu_with_jax", "attach_workflow", "dense_columns", "raw_schema", "pad_lists", "lengths_to_offsets", "SPARSE_FORMATS"]
+__all__ = ["FrameworkLoader", "share_gpu_with_jax", "attach_workflow", "core_padded_names", "dense_columns", "raw_schema", "lengths_to_offsets", "SPARSE_FORMATS"]

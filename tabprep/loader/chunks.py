@@ -9,7 +9,6 @@ loader's resolved configuration (source, columns, transform, device); the row or
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -25,10 +24,6 @@ from .ragged import _Chunk, _RaggedColumn, _xp
 from .sources import _Piece
 
 log = logging.getLogger("tabprep.loader.core")
-
-
-#: guards the loader's running maximum row lengths, updated by several prefetch threads
-_LONGEST_LOCK = threading.Lock()
 
 
 def truncation_message(name: str, longest: int, size: int) -> str:
@@ -210,14 +205,11 @@ class _ChunkPreparation:
             return blocks.finish(order, self._label_names)
 
     def _finish_chunk(self, chunk: _Chunk) -> None:
-        """The host offsets of a prepared chunk's list columns, their longest rows noted."""
-        tracked = getattr(self, "_longest_rows", None)
-        for name, c in chunk.columns.items():
+        """The host offsets of a prepared chunk's list columns."""
+        for c in chunk.columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
-                if tracked is not None and name in tracked and getattr(c, "levels", None) is None:
-                    self._record_longest(name, c.host_offsets)
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
         return self._device.row_order(n, plan.chunk_seed(k)) if self.shuffle else None
@@ -267,25 +259,6 @@ class _ChunkPreparation:
         longest = _longest_row(backend.to_numpy(offsets))
         if longest > size and first_time(self._warned_truncation, name):
             warn_difference(truncation_message(name, longest, size), stacklevel=2)
-
-    def track_longest_rows(self, names: List[str]) -> None:
-        """Keep the longest row read so far of each list column in ``names`` (from the host
-        offsets every chunk has): a framework adapter that pads these columns per batch checks it
-        with :meth:`note_padding`, with no device work per batch."""
-        self._longest_rows: Dict[str, int] = {n: 0 for n in names}
-
-    def _record_longest(self, name: str, host_offsets: np.ndarray) -> None:
-        longest = _longest_row(host_offsets)
-        with _LONGEST_LOCK:   # prefetch threads prepare chunks side by side
-            if longest > self._longest_rows.get(name, 0):
-                self._longest_rows[name] = longest
-
-    def note_padding(self, name: str, size: Any) -> None:
-        """Once per loader and column: an adapter pads ``name`` to ``size`` values per row, and a
-        row read so far (see :meth:`track_longest_rows`) is longer; warned as the core's padding."""
-        longest = getattr(self, "_longest_rows", {}).get(name, 0)
-        if isinstance(size, (int, np.integer)) and longest > size and first_time(self._warned_truncation, name):
-            warn_difference(truncation_message(name, longest, int(size)), stacklevel=3)
 
     def _values(self, s: Any, name: str, cont: bool) -> Any:
         """Contiguous numpy / cupy values of a scalar series (float32 for continuous float columns).

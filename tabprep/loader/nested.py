@@ -223,18 +223,12 @@ def pad_nested(values: Any, nested_lengths: Sequence[Any], shape: Optional[Tuple
     return out
 
 
-def pad_batch(value: RaggedBatch, size: DenseSize, name: str = "") -> Any:
-    """Dense array of one batch's list column: ``(batch, max_len)`` for a flat list,
-    ``(batch, d1, ..., dk)`` for a nested one (see :func:`pad_nested`)."""
-    if isinstance(value, NestedBatch):
-        return pad_nested(value.values, value.nested_row_lengths, _as_shape(size, value.depth, name), name)
-    from ._adapter import pad_lists
-
-    return pad_lists(value.values, value.lengths, int(size))
-
-
 def pad_chunk_column(col: _RaggedColumn, size: DenseSize, name: str = "") -> Any:
-    """Dense array of a chunk's list column (flat or nested)."""
+    """Dense array of a chunk's list column (flat or nested); a scalar column is refused (it was
+    named in ``sparse_names``)."""
+    if not isinstance(col, _RaggedColumn):
+        raise ValueError(f"sparse_names lists {name!r}, which holds one value per row, not lists: sparse_as_dense "
+                         f"pads list columns only; remove {name!r} from sparse_names")
     if isinstance(col, _NestedColumn):
         lengths = [col.levels[0].lengths] + [lv.values for lv in col.levels]
         return pad_nested(col.values, lengths, _as_shape(size, len(col.levels) + 1, name), name)
@@ -309,4 +303,4 @@ def check_fixed(col: _NestedColumn, name: str, schema: Any, where: str) -> None:
                          f"that includes it so that the schema records a ragged column")
 
 
-__all__ = ["NestedBatch", "is_nested_series", "nested_column", "pad_nested", "pad_batch", "dense_size"]
+__all__ = ["NestedBatch", "is_nested_series", "nested_column", "pad_nested", "dense_size"]

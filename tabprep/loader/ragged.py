@@ -88,18 +88,17 @@ def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
     longer rows are truncated to their first ``max_len`` values."""
     xp = _xp(col.offsets)
     n = len(col.offsets) - 1
-    out = xp.full((n, max_len), pad, dtype=col.values.dtype)
     nnz = len(col.values)
     if nnz == 0 or max_len == 0:
-        return out
+        return xp.full((n, max_len), pad, dtype=col.values.dtype)
     rows = _row_ids(col.offsets, nnz, xp)
     pos = xp.arange(nnz, dtype=xp.int64) - col.offsets[rows]
-    keep = pos < max_len
-    if bool(keep.all()):
-        out[rows, pos] = col.values
-    else:
-        out[rows[keep], pos[keep]] = col.values[keep]
-    return out
+    # values past max_len all land in one spare column, dropped after: no boolean mask, whose
+    # selection cupy sizes by reading a count back from the device (a wait for the GPU on the
+    # preparing thread, which on the default stream also waited for the other thread's queued work)
+    out = xp.full((n, max_len + 1), pad, dtype=col.values.dtype)
+    out[rows, xp.minimum(pos, max_len)] = col.values
+    return xp.ascontiguousarray(out[:, :max_len])
 
 
 #: alignment of the batch arrays made on the CPU (see :func:`tabprep.backend.take_aligned`)

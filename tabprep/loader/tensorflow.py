@@ -128,8 +128,8 @@ else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
     tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
-from ._adapter import LoaderViews, attach_workflow, dense_columns, is_batch_fn, pad_lists, raw_schema  # noqa: E402,F401
-from .nested import NestedBatch, pad_batch  # noqa: E402
+from ._adapter import LoaderViews, attach_workflow, core_padded_names, dense_columns, is_batch_fn, raw_schema  # noqa: E402,F401
+from .nested import NestedBatch  # noqa: E402
 
 #: keyword arguments of keras.utils.PyDataset
 _PYDATASET_KWARGS = {"workers", "use_multiprocessing", "max_queue_size"}
@@ -304,8 +304,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self._dense_names = list(sparse_names) if sparse_as_dense and sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self._dense_max: Optional[Dict[str, int]] = None
-        core_dense = sparse_as_dense and sparse_names is None
-        self._all_dense = core_dense  # every list column padded: no __values / __nnzs entries
+        # every list column padded: no __values / __nnzs entries (with sparse_names, the others stay lists)
+        self._all_dense = sparse_as_dense and sparse_names is None
         if feature_columns is not None:
             fc_cats, fc_conts = names_from_feature_columns(feature_columns)
             cat_names = list(cat_names or []) + [c for c in fc_cats if c not in (cat_names or [])]
@@ -320,11 +320,12 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                                  cont_names=cont_names, engine=engine, shuffle=shuffle, seed_fn=seed_fn,
                                  buffer_size=buffer_size, device=device, parts_per_chunk=parts_per_chunk,
                                  reader_kwargs=reader_kwargs, global_size=global_size, global_rank=global_rank,
-                                 drop_last=drop_last, sparse_max=sparse_max if core_dense else None,
-                                 sparse_as_dense=core_dense, schema=schema, seed=seed, prefetch=prefetch,
+                                 drop_last=drop_last,
+                                 # padded by the core once per chunk (with sparse_names: only those), not per batch
+                                 sparse_names=core_padded_names(sparse_names, label_names, sparse_as_dense),
+                                 sparse_max=sparse_max if sparse_as_dense else None,
+                                 sparse_as_dense=bool(sparse_as_dense), schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads, storage_options=storage_options)
-        if self._dense_names is not None:   # padded here per batch: the core keeps their longest row
-            self.loader.track_longest_rows(self._dense_names)
         self._check_flat_names()
 
     # -- configuration ---------------------------------------------------------------------
@@ -425,10 +426,11 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         with self.loader._device.context():
             out = self._convert_on_device(batch)
             # TF's DLPack capsules carry no stream: wait where this thread queued device work (a
-            # batch joined from two chunks, list columns' counts and padding, stacked groups on
-            # TensorFlow) before TF reads it;
-            # slices of a chunk were complete when the chunk was handed over
-            if getattr(batch, "joined", True) or self.loader.sparse_names or (self.stacked and BACKEND == "tensorflow"):
+            # batch joined from two chunks, list columns' counts, stacked groups on TensorFlow)
+            # before TF reads it; slices of a chunk (padded list columns too: padded per chunk)
+            # were complete when the chunk was handed over
+            if getattr(batch, "joined", True) or (self.stacked and BACKEND == "tensorflow") \
+                    or any(isinstance(batch[n], RaggedBatch) for n in self.loader.sparse_names if n in batch):
                 self.loader._device.synchronize()
             return out
 
@@ -449,6 +451,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
+        if self._dense_max is None:   # sparse_names checked against the emitted features (the core pads them)
+            self._dense_columns()
         if self.stacked:
             from .stacked import list_names, split_groups
 
@@ -481,12 +485,8 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
 
     def _feature(self, name: str, value: Any, batch: Dict[str, Any], x: Dict[str, Any]) -> None:
         """Put feature column ``name`` (``value``) into ``x`` in the per-column layout."""
-        dense = self._dense_columns()
-        if isinstance(value, RaggedBatch):
-            if name in dense:
-                self.loader.note_padding(name, dense[name])   # rows cut to sparse_max: said once
-                x[name] = _to_backend(pad_batch(value, dense[name], name))
-            elif self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
+        if isinstance(value, RaggedBatch):   # (padded columns come from the core padded, per chunk)
+            if self.ragged and isinstance(value, NestedBatch):   # a RaggedTensor of the column's depth
                 x[name] = tf.RaggedTensor.from_nested_row_lengths(
                     _to_tensor(value.values), [_to_tensor(v) for v in value.nested_row_lengths], validate=False)
             elif self.ragged:
@@ -526,10 +526,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 depth = value.depth if isinstance(value, NestedBatch) else 1
                 if self.ragged:
                     inputs[name] = keras.Input(shape=(None,) * depth, dtype=dtype, name=name, ragged=True)
-                elif name in self._dense_columns():
-                    size = self._dense_columns()[name]
-                    shape = tuple(self._template_shape(name, value, size)) if depth > 1 else (size,)
-                    inputs[name] = keras.Input(shape=shape, dtype=dtype, name=name)
                 else:
                     values = keras.Input(shape=(1,), dtype=dtype, name=name + "__values")
                     nnzs = keras.Input(shape=(1,), dtype="int32", name=name + "__nnzs")
@@ -541,13 +537,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
                 shape = (1,) if value.ndim == 1 else tuple(value.shape[1:])
                 inputs[name] = keras.Input(shape=shape, dtype=str(value.dtype), name=name)
         return inputs
-
-    @staticmethod
-    def _template_shape(name: str, value: Any, size: Any) -> Any:
-        """Per-level dense shape of a nested column (from the first batch when the schema has none)."""
-        from .nested import pad_batch
-
-        return pad_batch(value, size, name).shape[1:]
 
     def __repr__(self) -> str:
         return repr(self.loader).replace("DataLoader(", "KerasSequenceLoader(", 1)

@@ -327,8 +327,8 @@ def _ragged_frame(tmp_path):
 
 @pytest.mark.torch
 def test_torch_adapter_padding_sparse_names_warns_where_it_cuts_rows(tmp_path, backend):
-    """An adapter pads only the ``sparse_names`` columns (per batch, as NVTabular's per-column
-    rule); rows longer than ``sparse_max`` are cut to their first values there too, with the core
+    """An adapter pads only the ``sparse_names`` columns (NVTabular's per-column rule; the core loader
+    pads them per chunk); rows longer than ``sparse_max`` are cut to their first values there too, with the core
     loader's warning (once per loader and column). merlin-dataloader 23.08 does not cut them (on the
     CPU it reshapes the values by the first row's length: a ValueError here, checked on 23.8.0)."""
     TorchAsyncItr = _torch()

@@ -1,5 +1,6 @@
-"""pad_lists: a ragged batch as a (rows, max_len) array, right-padded, longer rows cut to their
-first max_len values; against a plain-Python reference, and on a GPU without a device wait."""
+"""pad_ragged, the loader's padding of a chunk's list column (``sparse_as_dense``; the framework
+loaders' ``sparse_names`` too): a (rows, max_len) array, right-padded, longer rows cut to their first
+max_len values; against a plain-Python reference, and on a GPU without a device wait."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tabprep as tp
-from tabprep.loader._adapter import pad_lists
+from tabprep.loader.ragged import _RaggedColumn, pad_ragged
 
 
 def _reference(rows, max_len, pad, dtype):
@@ -19,18 +20,17 @@ def _reference(rows, max_len, pad, dtype):
     return out
 
 
-def _ragged(rows, dtype):
-    values = np.array([v for row in rows for v in row], dtype=dtype)
-    lengths = np.array([len(row) for row in rows], dtype=np.int32)
-    return values, lengths
+def _ragged(rows, dtype, xp=np):
+    values = xp.asarray(np.array([v for row in rows for v in row], dtype=dtype))
+    offsets = xp.asarray(np.cumsum([0] + [len(row) for row in rows]).astype(np.int64))
+    return _RaggedColumn(values, offsets)
 
 
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(st.lists(st.integers(-2**31, 2**31 - 1), max_size=7), max_size=12),
        max_len=st.integers(0, 5), pad=st.integers(-3, 3))
 def test_matches_a_plain_python_padding(rows, max_len, pad):
-    values, lengths = _ragged(rows, "int64")
-    got = pad_lists(values, lengths, max_len, pad)
+    got = pad_ragged(_ragged(rows, "int64"), max_len, pad)
     want = _reference(rows, max_len, pad, "int64")
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
@@ -40,8 +40,7 @@ def test_matches_a_plain_python_padding(rows, max_len, pad):
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 def test_float_and_int32_values_keep_their_dtype(dtype):
     rows = [[1, 2, 3, 4], [], [5], [6, 7]]
-    values, lengths = _ragged(rows, dtype)
-    got = pad_lists(values, lengths, 3)
+    got = pad_ragged(_ragged(rows, dtype), 3)
     np.testing.assert_array_equal(got, _reference(rows, 3, 0, dtype))
     assert got.dtype == np.dtype(dtype)
 
@@ -49,17 +48,16 @@ def test_float_and_int32_values_keep_their_dtype(dtype):
 @pytest.mark.gpu
 @pytest.mark.skipif(not tp.backend.has_cudf(), reason="needs cuDF and a CUDA device")
 def test_gpu_pads_the_same_without_waiting_for_the_device():
-    # a wait here (cupy's boolean mask indexing reads its count back) also waited for the loader's
-    # preparing threads' queued work on the default stream, at every batch
+    # a wait here (cupy's boolean mask indexing reads its count back) also waited for the other
+    # preparing thread's queued work on the default stream, at every chunk
     import cupy
     import cupyx
 
     rng = np.random.default_rng(0)
     rows = [list(rng.integers(0, 100, rng.integers(0, 9))) for _ in range(5000)]
-    values, lengths = _ragged(rows, "int32")
-    dv, dl = cupy.asarray(values), cupy.asarray(lengths)
+    col = _ragged(rows, "int32", cupy)
     cupy.cuda.Device().synchronize()
     with cupyx.allow_synchronize(False):
-        got = pad_lists(dv, dl, 4)
+        got = pad_ragged(col, 4)
     np.testing.assert_array_equal(cupy.asnumpy(got), _reference(rows, 4, 0, "int32"))
     assert got.flags.c_contiguous
