@@ -214,11 +214,9 @@ def test_list_first_last_of_nullable_ints_are_exact(tmp_path):
         _exact_cells(again[f"{c}_list"].tolist(), _list_reference(df, c), c, "after load")
 
 
-@pytest.mark.xfail(strict=True, reason="tabprep.backend.lists_to_numpy (to_ddf / compute) turns the exact "
-                   "list<int64> cells with a null element into float64 arrays (pyarrow's to_numpy); the Groupby "
-                   "data are exact (the frame and parquet checks above). Fix belongs in backend/frames.py")
 def test_list_of_nullable_ints_to_ddf_cells_are_exact(tmp_path):
-    """NVTabular 23.08 hands ``[9007199254740993, <NA>]`` (int64 elements) in ``to_ddf()``."""
+    """NVTabular 23.08 hands ``[9007199254740993, <NA>]`` (int64 elements) in ``to_ddf()``; pyarrow's
+    ``to_numpy`` made every cell of such a chunk float64 (tabprep.backend.list_cells)."""
     df = _nullable_frame()
     wf = _nullable_workflow()
     wf.fit(tp.Dataset(df, npartitions=2))

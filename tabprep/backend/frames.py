@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from .arrays import _numpy_kind_dtype, frame_lib
 from .dispatch import Dispatch, register_gpu_lazy
+from .list_cells import numpy_cells
 
 
 def _gpu():
@@ -304,7 +305,7 @@ def lists_to_numpy(frame: Any) -> Any:
     tabprep's own paths keep the Arrow columns (one buffer per column instead of an array per row)."""
     converted = {}
     for name in arrow_list_columns(frame):
-        cells = frame[name].array.__arrow_array__().to_numpy()  # pyarrow: one numpy array per row
+        cells = numpy_cells(frame[name].array.__arrow_array__())  # one numpy array per row, exact
         converted[name] = pd.Series(cells, index=frame.index, name=name, dtype=object)
     return _with_columns(frame, converted) if converted else frame
 
