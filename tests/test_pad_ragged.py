@@ -1,6 +1,7 @@
 """pad_ragged, the loader's padding of a chunk's list column (``sparse_as_dense``; the framework
 loaders' ``sparse_names`` too): a (rows, max_len) array, right-padded, longer rows cut to their first
-max_len values; against a plain-Python reference, and on a GPU without a device wait."""
+max_len values; against a plain-Python reference, and on a GPU without a device wait. Also
+take_ragged, the rows of a chunk's list column in the shuffled order."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tabprep as tp
-from tabprep.loader.ragged import _RaggedColumn, pad_ragged
+from tabprep.loader.ragged import _RaggedColumn, pad_ragged, take_ragged
 
 
 def _reference(rows, max_len, pad, dtype):
@@ -61,3 +62,14 @@ def test_gpu_pads_the_same_without_waiting_for_the_device():
         got = pad_ragged(col, 4)
     np.testing.assert_array_equal(cupy.asnumpy(got), _reference(rows, 4, 0, "int32"))
     assert got.flags.c_contiguous
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.lists(st.integers(-2**31, 2**31 - 1), max_size=7), max_size=12), data=st.data())
+def test_take_matches_the_rows_in_order(rows, data):
+    perm = data.draw(st.permutations(range(len(rows)))) if rows else []
+    perm = np.asarray(perm, dtype=data.draw(st.sampled_from(["int32", "int64"])))
+    got = take_ragged(_ragged(rows, "int64"), perm)
+    want = [rows[i] for i in perm]
+    assert np.asarray(got.offsets).tolist() == np.cumsum([0] + [len(r) for r in want]).tolist()
+    assert np.asarray(got.values).tolist() == [v for r in want for v in r]

@@ -78,6 +78,13 @@ def take_ragged(col: _RaggedColumn, perm: Any) -> _RaggedColumn:
     nnz = int(offsets[-1])
     if nnz == 0:
         return _RaggedColumn(col.values[:0], offsets)
+    if xp is np:
+        # each value's source is its place in its new row plus its row's shift, repeated per row:
+        # one repeat where row ids took a repeat and two gathers over the values (500k rows of ~1.8
+        # values: 12.8 against 16.6 ms on the 2-core CPU; cupy's repeat takes its counts from the host)
+        src = np.repeat(col.offsets[:-1][perm] - offsets[:-1], lengths)
+        src += np.arange(nnz, dtype=np.int64)
+        return _RaggedColumn(col.values[src], offsets)
     rows = _row_ids(offsets, nnz, xp)
     src = col.offsets[:-1][perm][rows] + (xp.arange(nnz, dtype=xp.int64) - offsets[rows])
     return _RaggedColumn(col.values[src], offsets)
@@ -91,6 +98,16 @@ def pad_ragged(col: _RaggedColumn, max_len: int, pad: int = PAD_ID) -> Any:
     nnz = len(col.values)
     if nnz == 0 or max_len == 0:
         return xp.full((n, max_len), pad, dtype=col.values.dtype)
+    if xp is np:
+        lengths = col.offsets[1:] - col.offsets[:-1]
+        if int(lengths.max()) <= max_len:
+            # no row to cut: each value's flat place in the output, one repeat of the rows' shifts
+            # (500k rows of ~1.8 values: 8.6 against 15 ms on the 2-core CPU)
+            out = np.full(n * max_len, pad, dtype=col.values.dtype)
+            at = np.repeat(np.arange(0, n * max_len, max_len, dtype=np.int64) - col.offsets[:-1], lengths)
+            at += np.arange(nnz, dtype=np.int64)
+            out[at] = col.values
+            return out.reshape(n, max_len)
     rows = _row_ids(col.offsets, nnz, xp)
     pos = xp.arange(nnz, dtype=xp.int64) - col.offsets[rows]
     # values past max_len all land in one spare column, dropped after: no boolean mask, whose
