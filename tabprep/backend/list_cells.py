@@ -29,7 +29,7 @@ def numpy_cells(col: Any) -> np.ndarray:
     out = np.empty(sum(len(p) for p in parts), dtype=object)
     at = 0
     for p in parts:   # (np.concatenate would stack equal-length cells into a 2-D array)
-        out[at:at + len(p)] = list(p)
+        out[at:at + len(p)] = p
         at += len(p)
     return out
 

@@ -115,7 +115,7 @@ def lengths_to_offsets(lengths: Any, xp: Any, with_end: bool = False) -> Any:
 
 
 def core_padded_names(sparse_names: Optional[Sequence[str]], labels: Optional[Sequence[str]],
-                  sparse_as_dense: bool) -> Optional[List[str]]:
+                      sparse_as_dense: bool) -> Optional[List[str]]:
     """The ``sparse_names`` a framework loader's core pads per chunk (with ``sparse_as_dense``): not
     its labels, which the adapter refuses with its own message at the first batch
     (:func:`dense_columns`)."""

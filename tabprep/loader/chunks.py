@@ -28,8 +28,8 @@ log = logging.getLogger("tabprep.loader.core")
 
 def truncation_message(name: str, longest: int, size: int) -> str:
     """The warning where rows of list column ``name`` (up to ``longest`` values) are cut to
-    ``sparse_max`` (``size``): the core loader's padding and an adapter's per-batch padding of its
-    ``sparse_names`` columns say the same."""
+    ``sparse_max`` (``size``), by the core loader's padding (the framework loaders' ``sparse_names``
+    columns too)."""
     return (f"loader: list column {name!r} has rows of up to {longest} values, more than its sparse_max ({size}); "
             f"tabprep keeps their first {size} values. NVTabular 23.08's loader does not cut them: on the CPU "
             f"merlin-dataloader reshapes the column's values by the first row's length (a ValueError, or rows "
