@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabprep.backend.frames import lists_to_numpy
+from tabprep.backend.list_cells import numpy_cells
 
 BIG = 2**53 + 1   # not a float64
 
@@ -87,3 +88,19 @@ def test_nested_lists_of_ints_with_a_null_leaf_stay_exact():
             assert [v if v is None else int(v) for v in inner.tolist()] == want
             assert all(v is None or isinstance(v, int) for v in inner.tolist())
     assert cells[2][0].dtype == np.int64   # no null in it: its integer dtype
+
+
+def test_a_null_row_over_hidden_null_values_stays_exact():
+    # pyarrow's to_numpy also goes float64 for nulls it keeps under a null row (a fixed-size list's
+    # null row has null slots; a list's null row may cover values), which flatten() does not show
+    fixed = pa.array([[BIG, 1], None, [3, 4]], pa.list_(pa.int64(), 2))
+    _check(list(numpy_cells(pa.chunked_array([fixed]))), [[BIG, 1], None, [3, 4]])
+    covered = pa.ListArray.from_arrays(pa.array([0, 2, 4], pa.int32()), pa.array([7, None, BIG, 2]),
+                                       mask=pa.array([True, False]))
+    _check(list(numpy_cells(covered)), [None, [BIG, 2]])
+    nested = numpy_cells(pa.array([[[BIG, 1], None]], pa.list_(pa.list_(pa.int64(), 2))))
+    assert nested[0][1] is None and nested[0][0].dtype == np.int64 and nested[0][0].tolist() == [BIG, 1]
+    frame = pd.DataFrame({"v": pd.Series([[BIG, 1], None, [3, 4]], dtype=pd.ArrowDtype(pa.list_(pa.int64(), 2)))})
+    import tabprep as tp
+
+    _check(list(tp.Dataset(frame, npartitions=1).compute()["v"]), [[BIG, 1], None, [3, 4]])

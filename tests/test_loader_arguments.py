@@ -158,6 +158,10 @@ def test_sparse_names_naming_a_scalar_column_says_so(kind):
     with pytest.raises(ValueError, match=r"sparse_names lists 'a', which holds one value per row.*remove 'a' "
                                          r"from sparse_names"):
         next(iter(make()))
+    # without a sparse_max for it: the same, not a request for the sparse_max of "list column 'a'"
+    kw["sparse_max"] = {"tags": 2}
+    with pytest.raises(ValueError, match=r"sparse_names lists 'a', which holds one value per row"):
+        next(iter(make()))
 
 
 @pytest.mark.parametrize("kind", ["torch", "jax"])

@@ -104,6 +104,14 @@ def test_sharding_needs_even_dense_batches(data):
         next(iter(_loader(d, wf, devices="local", drop_last=True)))
 
 
+def test_sharding_refuses_a_list_column_left_ragged_by_sparse_names(data):
+    # with sparse_names, the list columns not named stay ragged; their flat values were split across
+    # the devices (silently when their count was even) once the core did the padding (review, 2026-11-29)
+    d, wf, _ = data
+    with pytest.raises(ValueError, match="list column 'tags' is ragged and cannot be split across devices"):
+        next(iter(_loader(d, wf, devices="local", drop_last=True, sparse_as_dense=True, sparse_names=[])))
+
+
 def test_sharding_across_two_cpu_devices(data, tmp_path):
     d, wf, _ = data
     wf.save(str(tmp_path / "wf"))

@@ -46,9 +46,13 @@ def _leaf_type(type_: Any) -> Any:
 
 
 def _has_null_leaf(chunk: Any) -> bool:
+    """Whether the leaves backing ``chunk`` hold a null, as pyarrow's ``to_numpy`` sees them: also
+    under null rows (a fixed-size list's null row has null slots; a list's may cover values), which
+    ``flatten()`` leaves out. Leaves outside a sliced chunk count too (the exact path then runs for
+    nothing, with the same cells)."""
     leaves = chunk
     while _is_list(leaves.type):
-        leaves = leaves.flatten()
+        leaves = leaves.values
     return leaves.null_count > 0
 
 

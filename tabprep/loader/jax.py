@@ -374,9 +374,11 @@ class JaxLoader(FrameworkLoader):
         return out
 
     def _list_column(self, name: str, value: Any) -> Any:
-        if self.sharding is not None and name not in self._dense_columns() and not self.loader.sparse_as_dense:
+        # (a list column padded with sparse_as_dense comes from the core 2-D: one reaching here is ragged)
+        if self.sharding is not None:
             raise ValueError(f"list column {name!r} is ragged and cannot be split across devices: pass "
-                             f"sparse_as_dense=True (with sparse_names / sparse_max as needed)")
+                             f"sparse_as_dense=True, with {name!r} in sparse_names if you give sparse_names (and "
+                             f"sparse_max as needed)")
         return super()._list_column(name, value)
 
 

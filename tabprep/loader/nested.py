@@ -227,12 +227,16 @@ def pad_chunk_column(col: _RaggedColumn, size: DenseSize, name: str = "") -> Any
     """Dense array of a chunk's list column (flat or nested); a scalar column is refused (it was
     named in ``sparse_names``)."""
     if not isinstance(col, _RaggedColumn):
-        raise ValueError(f"sparse_names lists {name!r}, which holds one value per row, not lists: sparse_as_dense "
-                         f"pads list columns only; remove {name!r} from sparse_names")
+        raise _not_a_list(name)
     if isinstance(col, _NestedColumn):
         lengths = [col.levels[0].lengths] + [lv.values for lv in col.levels]
         return pad_nested(col.values, lengths, _as_shape(size, len(col.levels) + 1, name), name)
     return pad_ragged(col, int(size))
+
+
+def _not_a_list(name: str) -> ValueError:
+    return ValueError(f"sparse_names lists {name!r}, which holds one value per row, not lists: sparse_as_dense "
+                      f"pads list columns only; remove {name!r} from sparse_names")
 
 
 def _as_shape(size: DenseSize, depth: int, name: str) -> Optional[Tuple[int, ...]]:
@@ -264,6 +268,8 @@ def dense_size(name: str, given: Any, schema: Any) -> DenseSize:
     (its shape is taken from the data, which must then be fixed-shape); a flat one raises."""
     depth = schema_depth(schema, name)
     col = schema[name] if schema is not None and name in schema else None
+    if col is not None and not col.is_list:   # (before asking for a sparse_max it would not need)
+        raise _not_a_list(name)
     if given is not None:
         return _as_shape(given, depth, name) if depth > 1 else (_length(name, given) if np.isscalar(given) else given)
     if depth > 1:
