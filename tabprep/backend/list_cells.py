@@ -76,6 +76,9 @@ def _cells(chunk: Any) -> np.ndarray:
         nulls = values.is_null().to_numpy(zero_copy_only=False)
     row_null = chunk.is_null().to_numpy(zero_copy_only=False)
     offsets = _offsets(chunk)
+    if nulls is not None:   # which rows hold a null leaf, for all rows at once (per row: ~1 us a row)
+        seen = np.concatenate([[0], np.cumsum(nulls, dtype=np.int64)])
+        has_null = seen[offsets[1:]] > seen[offsets[:-1]]
     out = np.empty(len(chunk), dtype=object)
     for i in range(len(chunk)):
         if row_null[i]:
@@ -84,7 +87,7 @@ def _cells(chunk: Any) -> np.ndarray:
         cell = inner[a:b]
         if nulls is None:
             cell = cell.copy()   # an object array of the inner cells
-        elif nulls[a:b].any():
+        elif has_null[i]:
             cell = cell.astype(object)   # Python ints, exact
             cell[nulls[a:b]] = None
         out[i] = cell
