@@ -140,6 +140,26 @@ def test_shuffle_by_key_makes_groups_whole(tmp_path):
     assert sorted(back["item_count"].tolist()) == sorted(out["item_count"].tolist())
 
 
+def test_dataset_shuffle_by_keys_then_groupby_as_nvtabular(tmp_path):
+    """NVTabular's recipe: ``ds.shuffle_by_keys(keys)`` before a Groupby (which groups each partition
+    on its own). tabprep raised NotImplementedError saying Groupby shuffled by itself, so a script
+    that dropped the call got one session split over several rows."""
+    df = _events(3, 200)
+    df["ts"] = np.random.default_rng(5).permutation(len(df)).astype("float64")
+    wf = tp.Workflow(["sess", "item"] >> ops.Groupby("sess", sort_cols="ts", aggs={"item": ["list", "count"]}))
+    ds = make_dataset(df, nparts=4)
+    shuffled = ds.shuffle_by_keys("sess")
+    assert shuffled.npartitions == ds.npartitions
+    assert ds.shuffle_by_keys(["sess"], npartitions=2).npartitions == 2
+    out = to_pandas(wf.transform(shuffled))
+    keys = [_py(v) for v in out["sess"].astype(object)]
+    assert len(keys) == len(set(keys)) == df["sess"].nunique(dropna=False)
+    out = out.sort_values("sess", na_position="last").reset_index(drop=True)
+    check(out, reference(df, {"item": ["list", "count"]}))
+    # hive_data (merlin-core: the keys are in the folder layout) is taken; the rows are shuffled anyway
+    assert len(to_pandas(wf.transform(ds.shuffle_by_keys("sess", hive_data=True)))) == len(keys)
+
+
 def test_empty_input_and_save_load(tmp_path):
     df = _events(4)
     wf = tp.Workflow(["sess", "item", "price"] >> ops.Groupby("sess", sort_cols="ts",

@@ -9,6 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from .. import backend
+from .._util import whole
 from .._warn import warn_once
 from ..schema import Schema
 
@@ -150,11 +151,21 @@ class DatasetCompat:
         return self.to_ddf().persist()  # type: ignore[attr-defined]
 
     def shuffle_by_keys(self, keys: Any, hive_data: Any = None, npartitions: Optional[int] = None) -> Any:
-        """Not provided: raises ``NotImplementedError`` saying what to use instead."""
-        raise NotImplementedError(
-            f"Dataset.shuffle_by_keys({keys!r}) is not provided by tabprep (docs/migration.md, Dataset): "
-            "no tabprep op needs rows of one key in one partition beforehand (ops.Groupby shuffles by its "
-            "keys itself), so drop the call; to write files grouped by key, sort or group in a workflow")
+        """A dataset whose partitions each hold all the rows of their keys (merlin-core's
+        ``shuffle_by_keys``; NVTabular's recipe before ``ops.Groupby``, which groups each partition on
+        its own): a dask shuffle on ``keys`` (a name or a list) into ``npartitions`` partitions
+        (default: as many as now; some may be empty). Rows of a key keep no order: give Groupby
+        ``sort_cols``. ``hive_data`` (merlin-core: the keys are in the folder layout, so it skips the
+        shuffle) is accepted; tabprep shuffles either way, with the same groups."""
+        on = [keys] if isinstance(keys, str) else list(keys)
+        names = self.schema.column_names  # type: ignore[attr-defined]
+        missing = [k for k in on if k not in names]
+        if not on or missing:
+            raise KeyError(f"shuffle_by_keys: keys {missing or on} are not columns of {self.describe()}; "  # type: ignore
+                           f"columns are {names}")
+        ddf = self._to_ddf()  # type: ignore[attr-defined]
+        n = ddf.npartitions if npartitions is None else whole("shuffle_by_keys(npartitions=...)", npartitions, 1)
+        return type(self)(ddf.shuffle(on=on, npartitions=n), cpu=self.cpu)  # type: ignore[attr-defined,call-arg]
 
     @property
     def file_partition_map(self) -> Dict[str, List[int]]:

@@ -65,9 +65,10 @@ class Groupby(Operator):
     **Partitions.** Each partition is grouped on its own, so a group split over several
     partitions gives several rows. Either make sure the data is partitioned by the key (e.g.
     one file per day of sessions that never cross files), or repartition it first with
-    :func:`shuffle_by_key` (a dask shuffle on the key)::
+    ``Dataset.shuffle_by_keys`` (a dask shuffle on the key, as NVTabular's recipe; or
+    :func:`shuffle_by_key`)::
 
-        ds = shuffle_by_key(tp.Dataset("events/*.parquet"), "session_id")
+        ds = tp.Dataset("events/*.parquet").shuffle_by_keys("session_id")
         sessions = wf.transform(ds)
 
     Like :class:`Filter`, Groupby changes the rows, so apply it last, to the merged columns
@@ -282,10 +283,7 @@ def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Opti
     from ..io.dataset import Dataset
 
     ds = data if isinstance(data, Dataset) else Dataset(data)
-    ddf = ds._to_ddf()
-    on = [keys] if isinstance(keys, str) else list(keys)
-    shuffled = ddf.shuffle(on=on, npartitions=npartitions or ddf.npartitions)
-    return Dataset(shuffled, cpu=ds.cpu)
+    return ds.shuffle_by_keys(keys, npartitions=npartitions)
 
 
 def _announce_null_keys(work: Any, keys: List[str]) -> None:

@@ -175,9 +175,12 @@ def test_02_advanced_workflow(tmp_path):
     train_ds = tp.Dataset(train, npartitions=2)
     valid_ds = tp.Dataset(valid)
     assert train_ds.npartitions == 2
-    # train_ds.shuffle_by_keys('userId'): not provided (docs/migration.md); refused by name.
-    with pytest.raises(NotImplementedError, match="shuffle_by_keys.*Groupby"):
-        train_ds.shuffle_by_keys("userId")
+    # train_ds.shuffle_by_keys('userId'), as the notebook: every user's rows in one partition
+    shuffled = train_ds.shuffle_by_keys("userId")
+    assert shuffled.npartitions == 2 and len(shuffled.compute()) == len(train)
+    parts = [shuffled.to_ddf().get_partition(i).compute() for i in range(shuffled.npartitions)]
+    owners = [set(p["userId"]) for p in parts]
+    assert not owners[0] & owners[1]
 
     # The notebook's graph as written: the join outputs `movieId` (its key, in columns_ext) as well
     # as `genres`, so `movieId` comes from two branches of the `+`. NVTabular 23.08 (merlin-core's
