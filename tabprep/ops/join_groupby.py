@@ -155,12 +155,21 @@ class JoinGroupby(StatOperator):
             vals = np.asarray(table[name], dtype="float64")
             vals = vals[np.isfinite(vals)]
             info = np.iinfo(want)
-            if vals.size and (vals.min() < info.min or vals.max() > info.max):
+            # (the first value past the top: float(info.max) of a 64-bit type rounds up to it, and
+            # uint64's 2**64 - 1, rounded to 2**64 in float64, was cast back to uint64 as 0)
+            top = 2.0 ** (info.bits - (1 if info.kind == "i" else 0))
+            if vals.size and (vals.min() < info.min or vals.max() >= top):
+                out = "int64" if vals.min() >= -2.0 ** 63 and vals.max() < 2.0 ** 63 else "float64"
                 if warn:
                     warn_difference(f"JoinGroupby: {name!r} holds values outside {want} (NVTabular 23.08's dtype "
-                                    f"for it, which would wrap them around); tabprep outputs it as int64",
+                                    f"for it, which would wrap them around); tabprep outputs it as {out}",
                                     stacklevel=3, at_build=True)
-                return "int64"
+                return out
+            if warn and info.bits == 64 and vals.size and np.abs(vals).max() >= 2.0 ** 53:
+                warn_difference(f"JoinGroupby: {name!r} holds integers beyond 2**53; tabprep computes the statistics "
+                                f"in float64, so they are rounded to its precision (min of [2**60 + 1] gives 2**60), "
+                                f"where NVTabular 23.08's pandas / cuDF groupby gives them exactly (docs/migration.md)",
+                                stacklevel=3, at_build=True)
         return want
 
     def _key_series(self, df: Any, cols: List[str]) -> Any:
