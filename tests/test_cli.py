@@ -402,3 +402,42 @@ def test_unknown_compression_names_the_codecs(tmp_path):
     pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "in.parquet")
     r = run("convert", tmp_path / "in.parquet", "--out", tmp_path / "pq", "--compression", "snapy", ok=False)
     assert r.exit_code != 0 and "snapy" in r.output and "auto" in r.output and not (tmp_path / "pq").exists()
+
+
+def test_overwrite_never_deletes_an_input_or_a_file_tabprep_did_not_write(data, spec, tmp_path):
+    """--overwrite replaced the whole output folder: with WF_DIR or SPEC kept inside it (the command's
+    own input), or a file of the user's there, they were deleted, exit 0 (adversarial review,
+    2026-11-29). guarantees.md: no command writes to a path that is, holds or lies inside one of its
+    inputs, and nothing tabprep did not write is replaced or deleted."""
+    wf = tmp_path / "wf"
+    run("fit", spec, data, "--out", wf)
+    out = tmp_path / "X"
+    run("transform", wf, data, "--out", out)
+    moved = out / "mywf"
+    wf.rename(moved)                                   # the workflow kept next to its output
+    r = run("transform", moved, data, "--out", out, "--overwrite", ok=False)
+    assert_failed(r, 2, "holds the input", "WF_DIR")
+    assert (moved / "workflow.json").is_file()
+    r = run("transform", moved, data, "--out", moved / "stats" / "o", ok=False)
+    assert_failed(r, 2, "inside the input", "WF_DIR")
+
+    wf2 = tmp_path / "wf2"
+    run("fit", spec, data, "--out", wf2)
+    kept = wf2 / "spec.yaml"
+    kept.write_text(spec.read_text())                  # the spec kept with its workflow
+    r = run("fit", kept, data, "--out", wf2, "--overwrite", ok=False)
+    assert_failed(r, 2, "holds the input", "SPEC")
+    assert kept.is_file()
+
+    out2 = tmp_path / "Y"
+    run("transform", moved, data, "--out", out2)
+    (out2 / "NOTES.md").write_text("mine")             # a file tabprep did not write
+    r = run("transform", moved, data, "--out", out2, "--overwrite", ok=False)
+    assert_failed(r, 2, "NOTES.md", "tabprep did not write")
+    assert (out2 / "NOTES.md").read_text() == "mine"
+    (out2 / "NOTES.md").unlink()
+    run("transform", moved, data, "--out", out2, "--overwrite")   # its own files only: replaced
+    (wf2 / "spec.yaml").unlink()
+    (wf2 / "README.txt").write_text("mine")
+    r = run("fit", spec, data, "--out", wf2, "--overwrite", ok=False)
+    assert_failed(r, 2, "README.txt", "tabprep did not write")

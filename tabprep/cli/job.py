@@ -228,40 +228,45 @@ def _inside(child: str, parent: str, sep: str) -> bool:
 
 
 def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str,
-                          storage_options: Optional[Dict[str, Any]] = None) -> None:
+                          storage_options: Optional[Dict[str, Any]] = None,
+                          inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """Refuse an output path that is an input, lies inside an input folder or holds an input file.
 
     ``data`` are the DATA arguments (their folders are inputs as a whole: an output inside one
-    would be read back as data next time), ``files`` the input files they resolved to. Writing
-    over an input would delete the data being read. Usage error (exit code 2) naming both paths.
+    would be read back as data next time), ``files`` the input files they resolved to, ``inputs``
+    the command's other inputs as ``(argument, path)`` (``WF_DIR``, ``SPEC``). Writing over an
+    input would delete what is being read. Usage error (exit code 2) naming both paths.
     """
     from ..io.fs import fs_of, protocol_of
 
     o, sep = _where(out, storage_options)
-    inputs = [d for d in data if fs_of(d, storage_options).isdir(_where(d, storage_options)[0])] + list(files)
-    for inp in inputs:
+    named = [("DATA", d) for d in data if fs_of(d, storage_options).isdir(_where(d, storage_options)[0])]
+    named += [("DATA", f) for f in files] + [(arg, p) for arg, p in inputs if p is not None]
+    for arg, inp in named:
         i = _where(inp, storage_options)[0]
         if protocol_of(i) != protocol_of(o):
             continue  # another file system
         if o == i:
-            why = f"is the input {inp!r}: it holds the input data, which writing there would delete"
+            why = f"is the input {inp!r} ({arg}): it holds the input, which writing there would delete"
         elif _inside(o, i, sep):
-            why = (f"is inside the input folder {inp!r}: it would be read back as input data, and replacing it "
+            why = (f"is inside the input folder {inp!r} ({arg}): it would be read back as input, and replacing it "
                    f"could delete input files")
         elif _inside(i, o, sep):
-            why = f"holds the input {inp!r}, which writing there would delete"
+            why = f"holds the input {inp!r} ({arg}), which writing there would delete"
         else:
             continue
-        raise UsageProblem(f"{option} {out!r} {why}. Write to a folder outside the input data (DATA)")
+        raise UsageProblem(f"{option} {out!r} {why}. Write to a folder outside the inputs ({arg})")
 
 
 def prepare_outputs(data: Sequence[str], files: Sequence[str], outputs: Sequence[Tuple[str, str, Any]],
-                    overwrite: bool, storage_options: Optional[Dict[str, Any]] = None) -> None:
+                    overwrite: bool, storage_options: Optional[Dict[str, Any]] = None,
+                    inputs: Sequence[Tuple[str, str]] = ()) -> None:
     """Every check on the folders a command writes, before any work: no overlap with the inputs
-    or with each other (``outputs``: ``(option, path, FolderKind)``), then what a crashed run left
-    at each path recovered and the path checked (:func:`~.runtime.check_output`)."""
+    (DATA and ``inputs``: ``(argument, path)`` such as ``("WF_DIR", wf_dir)``) or with each other
+    (``outputs``: ``(option, path, FolderKind)``), then what a crashed run left at each path
+    recovered and the path checked (:func:`~.runtime.check_output`)."""
     for k, (opt, path, _) in enumerate(outputs):
-        check_not_overlapping(data, files, path, opt, storage_options)
+        check_not_overlapping(data, files, path, opt, storage_options, inputs)
         p, sep = _where(path, storage_options)
         for opt2, path2, _ in outputs[:k]:
             q = _where(path2, storage_options)[0]

@@ -205,7 +205,7 @@ def fit(spec: str, data: Tuple[str, ...], out: str, overwrite: bool, **opts: Any
         so = job.storage_options
         wf = load_spec(spec)
         files = resolve_inputs(data, so)
-        prepare_outputs(data, files, [("--out", out, commit.WORKFLOW)], overwrite, so)
+        prepare_outputs(data, files, [("--out", out, commit.WORKFLOW)], overwrite, so, [("SPEC", spec)])
         ds = job.dataset(files)
         job.fit(wf, ds)
         wf.save(out, storage_options=so)
@@ -251,7 +251,7 @@ def transform(wf_dir: str, data: Tuple[str, ...], out: str, to: str, output_file
         so = job.storage_options
         wf = load_workflow(wf_dir, allow_pickle, trusted, so)
         files = resolve_inputs(data, so)
-        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite, so)
+        prepare_outputs(data, files, [("--out", out, commit.OUTPUT)], overwrite, so, [("WF_DIR", wf_dir)])
         ds = job.dataset(files)
         check_columns(wf, ds)
         job.write(ds, out, to, wf=wf, rows=input_rows(ds), cast=cast, **wopts)
@@ -297,7 +297,7 @@ def fit_transform(spec: str, data: Tuple[str, ...], out: str, workflow_out: Opti
         outputs = [("--out", out, commit.OUTPUT)]
         if workflow_out is not None:
             outputs.append(("--workflow-out", workflow_out, commit.WORKFLOW))
-        prepare_outputs(data, files, outputs, overwrite, so)
+        prepare_outputs(data, files, outputs, overwrite, so, [("SPEC", spec)])
         ds = job.dataset(files)
         # Workflow.fit_transform(ds) is fit(ds) then transform(ds, out_of_fold=True); the two
         # halves run as steps here so that the fit has its own progress bar and summary

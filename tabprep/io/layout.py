@@ -41,7 +41,7 @@ WORKFLOW = FolderKind("workflow folder", (WORKFLOW_FILE,))
 GENERATED = FolderKind("generated data folder", (SUCCESS_FILE, METADATA_FILE))
 
 __all__ = ["SCHEMA_FILE", "SUCCESS_FILE", "METADATA_FILE", "TFRECORD_SPEC_FILE", "WORKFLOW_FILE", "INCOMPLETE_MARKER",
-           "JOURNAL_FILE", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED", "check_target"]
+           "JOURNAL_FILE", "FolderKind", "OUTPUT", "WORKFLOW", "GENERATED", "check_target", "foreign_files"]
 
 
 def check_target(path: Any, kind: FolderKind, overwrite: bool) -> None:
@@ -66,3 +66,34 @@ def check_target(path: Any, kind: FolderKind, overwrite: bool) -> None:
             f"refusing to replace {str(p)!r}: tabprep did not write it (a tabprep {kind.what} holds "
             f"{' and '.join(kind.markers)}), and replacing it would delete its files. Choose another path, "
             f"or move that folder away yourself")
+    foreign = foreign_files(p)
+    if foreign:
+        more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise FileExistsError(
+            f"refusing to replace {str(p)!r}: it holds {foreign[0]!r}{more}, which tabprep did not write, and "
+            f"replacing the folder would delete it. Move it out of the folder, or choose another path")
+
+
+#: names of the files tabprep writes in an output folder besides the data files its
+#: ``_metadata.json`` lists (dask's ``_metadata`` / ``_common_metadata`` summaries included)
+_OUTPUT_NAMES = {SUCCESS_FILE, METADATA_FILE, SCHEMA_FILE, TFRECORD_SPEC_FILE, "_metadata", "_common_metadata",
+                 INCOMPLETE_MARKER, JOURNAL_FILE}
+
+
+def foreign_files(folder: Any) -> list:
+    """The files under a folder tabprep wrote (an output, generated data or a workflow) that it
+    did not write, as paths relative to it, sorted: in a workflow folder anything but
+    ``workflow.json`` and ``stats/`` (whose files its checksums list); in an output folder
+    anything but tabprep's own names and the files its ``_metadata.json`` lists."""
+    import json
+
+    p = Path(folder)
+    rel = sorted(f.relative_to(p).as_posix() for f in p.rglob("*") if f.is_file() or f.is_symlink())
+    if (p / WORKFLOW_FILE).exists():
+        return [r for r in rel if r not in (WORKFLOW_FILE, JOURNAL_FILE, INCOMPLETE_MARKER) and not r.startswith("stats/")]
+    try:
+        with open(p / METADATA_FILE) as fh:
+            listed = {str(e.get("file", "")) for e in json.load(fh).get("files", []) if isinstance(e, dict)}
+    except (OSError, ValueError, AttributeError):
+        listed = set()
+    return [r for r in rel if r.rsplit("/", 1)[-1] not in _OUTPUT_NAMES and r not in listed]
