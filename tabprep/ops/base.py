@@ -16,6 +16,7 @@ import contextvars
 import inspect
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -68,6 +69,13 @@ def state_file(op: "Operator", folder: Path, name: Any) -> Path:
     resolved = folder.joinpath(*parts) if not bad else None
     if not bad and loading is not None and loading[1] is not None and resolved not in loading[1]:
         bad = True
+    if not bad and loading is not None:
+        # (format 1 folders have no checksums: a link inside stats/ is refused here too)
+        stats_real = os.path.realpath(Path(loading[0]).parent / "stats")
+        if resolved.is_symlink() or os.path.commonpath([stats_real, os.path.realpath(resolved)]) != stats_real:
+            raise ValueError(f"{where}: the saved state of op {op.label} names {name!r}, which is a symbolic link or "
+                             f"lies under one: a saved workflow's statistics are plain files under stats/; restore "
+                             f"the folder or save the workflow again")
     if bad:
         raise ValueError(f"{where}: the saved state of op {op.label} names the file {name!r}, which is not a file of "
                          f"its own folder under stats/ covered by the recorded checksums (an absolute path, '..', or "
@@ -311,6 +319,14 @@ class Operator(metaclass=_OperatorType):
     @classmethod
     def from_config(cls, config: Dict[str, Any], allow_pickle: bool = False) -> "Operator":
         return cls(**config)
+
+    @classmethod
+    def files_named(cls, config: Dict[str, Any], has_state: bool) -> List[tuple]:
+        """``(parameter, path)`` of the files an op built from ``config`` (a saved workflow's
+        parameters; ``has_state``: its saved state is there) would read outside the saved folder:
+        ``Workflow.load`` refuses them unless ``trusted=True``. A saved op holds what it read in its
+        parameters or its state, so only an edited ``workflow.json`` names one. Default: none."""
+        return []
 
     def state_for_workers(self, state: Dict[str, Any]) -> Dict[str, Any]:
         """The attribute dict (``state``, as pickled) of the copy of this op that dask.distributed

@@ -514,6 +514,12 @@ class Categorify(StatOperator):
         return Schema(out)
 
     # -- persistence -------------------------------------------------------------------
+    @classmethod
+    def files_named(cls, config: Dict[str, Any], has_state: bool) -> List[tuple]:
+        # a saved Categorify holds its given vocabularies' values; a path there is an edited file
+        vocabs = config.get("vocabs")
+        return [(f"vocabs[{k!r}]", v) for k, v in vocabs.items() if isinstance(v, str)] if isinstance(vocabs, dict) else []
+
     def to_config(self) -> Dict[str, Any]:
         cfg = dict(self.get_params())
         return cfg

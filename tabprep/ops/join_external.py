@@ -324,6 +324,12 @@ class JoinExternal(Operator):
             params["storage_options"] = "{" + ", ".join(f"{k!r}: ..." for k in sorted(self.storage_options)) + "}"
         return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in params.items())})"
 
+    @classmethod
+    def files_named(cls, config: Dict[str, Any], has_state: bool) -> List[tuple]:
+        # the saved side table is read from the state; without it, the path (or URL) would be
+        src = config.get("df_or_path", config.get("df_ext"))
+        return [] if has_state or not isinstance(src, str) else [("df_or_path", src)]
+
     def to_spec_config(self) -> Dict[str, Any]:
         if not isinstance(self.df_or_path, (str, Path)):
             raise ValueError("its side table is an in-memory frame, which a spec cannot hold: write it to parquet "

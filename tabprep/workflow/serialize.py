@@ -212,7 +212,7 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
         built: Dict[str, Node] = {}
         for entry in spec["nodes"]:
             try:
-                nid, node = _build_node(entry, built, root, allow_pickle)
+                nid, node = _build_node(entry, built, root, allow_pickle, bool(trusted or allow_pickle))
             except (KeyError, TypeError, AttributeError, IndexError) as exc:
                 nid = entry.get("id") if isinstance(entry, dict) else None
                 raise ValueError(f"{spec_path}: node {nid!r} cannot be rebuilt ({type(exc).__name__}: {exc}); "
@@ -273,7 +273,8 @@ def _loading_state(spec_path: Path, verified: Optional[Set[Path]]) -> Iterator[N
         _LOADING.reset(token)
 
 
-def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow_pickle: bool) -> tuple:
+def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow_pickle: bool,
+                trusted: bool = False) -> tuple:
     spec_path = root / SPEC_FILE
     parents = [built[p] for p in entry["parents"]]
     deps = entry.get("deps") or []
@@ -313,6 +314,12 @@ def _build_node(entry: Dict[str, Any], built: Dict[str, Node], root: Path, allow
         raise ValueError(f"{spec_path}: the parameters of {name} must be a mapping, got {params!r}")
     # a parameter the folder lacks was added since it was saved: it keeps what it was fitted with
     params = {**cls.saved_defaults, **params}
+    named = cls.files_named(params, "state" in entry)
+    if named and not trusted:   # a saved workflow reads no file outside its folder (guarantees.md)
+        param, where = named[0]
+        raise ValueError(f"{spec_path}: op {name}'s {param} names {where!r}, a file outside the saved folder, which "
+                         f"a saved workflow never needs (it holds what its ops read); workflow.json was edited. "
+                         f"Pass trusted=True (CLI: --trusted) only if you trust {root} and that file")
     f = params.get("f")
     if isinstance(f, dict) and "pickled" in f:
         if not allow_pickle:
@@ -417,6 +424,9 @@ def verify_stats(root: Path, spec: Dict[str, Any]) -> Optional[Set[Path]]:
                          f"was edited or damaged. Restore the folder or save the workflow again")
     verified: Set[Path] = set()
     stats_real = os.path.realpath(root / STATS_DIR)
+    if (root / STATS_DIR).is_symlink() or stats_real != os.path.join(os.path.realpath(root), STATS_DIR):
+        raise ValueError(f"{root / STATS_DIR} is a symbolic link: a saved workflow's statistics are plain files "
+                         f"under {STATS_DIR}/ (recorded in {spec_path}); restore the folder or save the workflow again")
     for rel, rec in recorded.items():
         f = _inside(root, rel, "a statistics file")
         if os.path.commonpath([stats_real, os.path.realpath(f)]) != stats_real or f.is_symlink():
