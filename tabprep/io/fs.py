@@ -149,8 +149,7 @@ class RemoteFS:
         return self.fs.unstrip_protocol(stripped.rstrip("/"))
 
     def norm(self, path: Any) -> str:
-        stripped = self.strip(path)
-        return self.url(posixpath.normpath(stripped) if stripped else stripped)
+        return self.url(_normpath(self.strip(path)))
 
     def join(self, base: Any, *names: str) -> str:
         return "/".join([str(base).rstrip("/")] + [str(n).strip("/") for n in names])
@@ -293,6 +292,16 @@ def _relative_key(key: str, root: str, url: str) -> str:
 
 
 FS = Any  # LocalFS | RemoteFS
+
+
+def _normpath(stripped: str) -> str:
+    """``posixpath.normpath`` of a file system's own path, keeping the ``scheme://host`` that some
+    keep in it (http / https): normpath made ``http://h/x`` ``http:/h/x``, a host named "http"."""
+    if "://" not in stripped:
+        return posixpath.normpath(stripped) if stripped else stripped
+    scheme, rest = stripped.split("://", 1)
+    host, _, tail = rest.partition("/")
+    return f"{scheme}://{host}" + ("/" + posixpath.normpath(tail).lstrip("/") if tail else "")
 
 
 def get_fs(path: Any, storage_options: StorageOptions = None) -> Tuple[FS, Any]:
