@@ -441,3 +441,14 @@ def test_overwrite_never_deletes_an_input_or_a_file_tabprep_did_not_write(data, 
     (wf2 / "README.txt").write_text("mine")
     r = run("fit", spec, data, "--out", wf2, "--overwrite", ok=False)
     assert_failed(r, 2, "README.txt", "tabprep did not write")
+
+
+def test_data_naming_a_file_twice_is_refused(data, spec, tmp_path):
+    """A folder and a glob inside it (or the same file twice) read every file twice, silently: twice
+    the rows written, twice the counts in the fit (adversarial review, 2026-11-29)."""
+    first = sorted(data.glob("*.parquet"))[0]
+    r = run("fit", spec, data, str(data / "*.parquet"), "--out", tmp_path / "wf", ok=False)
+    assert_failed(r, 2, "DATA names", first.name, "twice")
+    r = run("convert", first, first, "--out", tmp_path / "o", ok=False)
+    assert_failed(r, 2, "twice")
+    assert not (tmp_path / "wf").exists() and not (tmp_path / "o").exists()

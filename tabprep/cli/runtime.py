@@ -346,11 +346,19 @@ def resolve_inputs(paths: Sequence[str], storage_options: Optional[Dict[str, Any
     if not paths:
         raise UsageProblem("no DATA given: pass parquet/csv files, folders or globs")
     try:
-        return expand_paths(list(paths), storage_options)
+        files = expand_paths(list(paths), storage_options)
     except FileNotFoundError as exc:
         raise UsageProblem(str(exc)) from None
     except ValueError as exc:  # an incomplete tabprep output
         raise UsageProblem(str(exc)) from None
+    seen: Dict[str, str] = {}
+    for f in files:   # a folder and a glob inside it read every file twice: twice the rows and counts
+        key = os.path.realpath(f) if "://" not in f else f
+        if key in seen:
+            raise UsageProblem(f"DATA names {f!r} twice (through {', '.join(repr(p) for p in paths)}): each mention "
+                               f"is read, so its rows would count twice; name each file once")
+        seen[key] = f
+    return files
 
 
 def check_output(path: str, overwrite: bool, kind: Any = None, storage_options: Optional[Dict[str, Any]] = None) -> None:
