@@ -452,3 +452,16 @@ def test_data_naming_a_file_twice_is_refused(data, spec, tmp_path):
     r = run("convert", first, first, "--out", tmp_path / "o", ok=False)
     assert_failed(r, 2, "twice")
     assert not (tmp_path / "wf").exists() and not (tmp_path / "o").exists()
+
+
+def test_names_must_match_the_fields_of_a_line(tmp_path):
+    """--names with fewer names than a line's fields: pandas took the leading fields as an index,
+    dropped, so the named columns got the last fields' values, exit 0 (adversarial review)."""
+    f = tmp_path / "a.tsv"
+    f.write_text("1\t10\t100\n2\t20\t200\n")
+    r = run("convert", f, "--engine", "csv", "--sep", "\\t", "--names", "user,clicks", "--out", tmp_path / "o",
+            ok=False)
+    assert_failed(r, 2, "--names gives 2 names", "3 fields")
+    run("convert", f, "--engine", "csv", "--sep", "\\t", "--names", "user,clicks,views", "--out", tmp_path / "p")
+    got = pd.read_parquet(tmp_path / "p")
+    assert got["user"].tolist() == [1, 2] and got["views"].tolist() == [100, 200]

@@ -422,6 +422,8 @@ def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], na
         kwargs["header"] = None
     if kwargs and (engine or "") != "csv" and not all(f.endswith((".csv", ".tsv", ".txt", ".csv.gz")) for f in files):
         raise UsageProblem("--sep/--names apply to csv DATA; add --engine csv if the files are csv")
+    if names and files:
+        _check_names(files[0], kwargs["names"], kwargs.get("sep", ","), storage_options)
     if part_size is not None:
         from ..io.dataset import parse_size
 
@@ -430,6 +432,21 @@ def make_dataset(files: List[str], engine: Optional[str], sep: Optional[str], na
         except ValueError:
             raise UsageProblem(f"--part-size {part_size!r} is not a size like 256MB") from None
     return Dataset(files, engine=engine, part_size=part_size, cpu=cpu, storage_options=storage_options, **kwargs)
+
+
+def _check_names(first: str, names: List[str], sep: str, storage_options: Optional[Dict[str, Any]]) -> None:
+    """--names must give one name per field of a line (pandas takes extra leading fields as an
+    index and drops them, so the names would land on the last fields); read from the first line."""
+    import pandas as pd
+
+    try:
+        fields = pd.read_csv(first, sep=sep, header=None, nrows=1, index_col=False,
+                             storage_options=storage_options if "://" in first else None).shape[1]
+    except Exception:  # noqa: BLE001 - an unreadable file fails with its own error when read
+        return
+    if fields != len(names):
+        raise UsageProblem(f"--names gives {len(names)} names ({','.join(names)}) but the lines of {first!r} have "
+                           f"{fields} fields (--sep {sep!r}): give one name per field")
 
 
 def input_rows(ds: Any) -> Optional[int]:
