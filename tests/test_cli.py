@@ -465,3 +465,24 @@ def test_names_must_match_the_fields_of_a_line(tmp_path):
     run("convert", f, "--engine", "csv", "--sep", "\\t", "--names", "user,clicks,views", "--out", tmp_path / "p")
     got = pd.read_parquet(tmp_path / "p")
     assert got["user"].tolist() == [1, 2] and got["views"].tolist() == [100, 200]
+
+
+def test_overwrite_replaces_every_layout_tabprep_writes(tmp_path):
+    """The foreign-file check of --overwrite knows every file tabprep writes in its folders: HugeCTR's
+    _file_list.txt, split_per_worker's worker_K/ summaries, TFRecord's spec."""
+    from tabprep.io.layout import foreign_files
+
+    ds = tp.Dataset(pd.DataFrame({"a": [1, 2, 3, 4], "b": [0.5, 1.5, 2.5, 3.5], "y": [0, 1, 0, 1]}))
+    outs = {"hugectr": dict(cats=["a"], conts=["b"], labels=["y"]), "workers": dict(split_per_worker=2)}
+    for name, kw in outs.items():
+        ds.to_parquet(str(tmp_path / name), **kw)
+        ds.to_parquet(str(tmp_path / name), overwrite=True, **kw)
+        assert foreign_files(tmp_path / name) == [], name
+    for name, kw in {"tfr": {}, "tfr_workers": dict(split_per_worker=2)}.items():
+        ds.to_tfrecord(str(tmp_path / name), **kw)
+        ds.to_tfrecord(str(tmp_path / name), overwrite=True, **kw)
+        assert foreign_files(tmp_path / name) == [], name
+    (tmp_path / "hugectr" / "mine.txt").write_text("x")
+    assert foreign_files(tmp_path / "hugectr") == ["mine.txt"]
+    with pytest.raises(FileExistsError, match="mine.txt"):
+        ds.to_parquet(str(tmp_path / "hugectr"), overwrite=True)

@@ -75,9 +75,10 @@ def check_target(path: Any, kind: FolderKind, overwrite: bool) -> None:
 
 
 #: names of the files tabprep writes in an output folder besides the data files its
-#: ``_metadata.json`` lists (dask's ``_metadata`` / ``_common_metadata`` summaries included)
+#: ``_metadata.json`` lists (dask's ``_metadata`` / ``_common_metadata`` summaries included;
+#: ``_file_list.txt``: HugeCTR's list of the files, with ``to_parquet(cats=, conts=, labels=)``)
 _OUTPUT_NAMES = {SUCCESS_FILE, METADATA_FILE, SCHEMA_FILE, TFRECORD_SPEC_FILE, "_metadata", "_common_metadata",
-                 INCOMPLETE_MARKER, JOURNAL_FILE}
+                 "_file_list.txt", INCOMPLETE_MARKER, JOURNAL_FILE}
 
 
 def foreign_files(folder: Any) -> list:
