@@ -258,3 +258,20 @@ def test_combo_keys_injective_on_each_backend(backend):
     ids = to_pandas(wf.transform(frame_on(COLLIDING, backend)))["a_b"].tolist()
     cpu = tp.Workflow([["a", "b"]] >> ops.Categorify(encode_type="combo")).fit(COLLIDING).transform(COLLIDING)
     assert ids == cpu["a_b"].tolist() and len(set(ids)) == 3
+
+
+def test_cast_to_64_bit_ints_never_rounds_through_float64():
+    """cast=True took float64 ids beyond 2**53 (a csv int column with a null is read as float64:
+    2**53 + 1 arrives as 2**53) and strings with a null went through float64 too: either way the row
+    got another category's id, silently (adversarial review, 2026-11-29)."""
+    big = 2**53 + 1
+    fit = pd.DataFrame({"id": np.array([2**53, big, big, 5], dtype="int64")})
+    wf = tp.Workflow(["id"] >> ops.Categorify()).fit(fit)
+    want = wf.transform(pd.DataFrame({"id": pd.array([big, None, 5], dtype="Int64")}))["id"].tolist()
+    strings = pd.Series([str(big), None, "5"], dtype=object)
+    assert wf.transform(pd.DataFrame({"id": strings}), cast=True)["id"].tolist() == want
+    floats = pd.Series([float(big), np.nan, 5.0])
+    with pytest.raises(ValueError, match=r"'id'.*2\*\*53.*float64"):
+        wf.transform(pd.DataFrame({"id": floats}), cast=True)
+    small = pd.Series([3.0, np.nan, 5.0])   # below 2**53 floats are exact: cast as before
+    assert wf.transform(pd.DataFrame({"id": small}), cast=True)["id"].tolist()[1] == 1

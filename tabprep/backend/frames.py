@@ -457,6 +457,33 @@ def _cast_time(series: Any, dtype: str, name: str):
     return values.astype(target)
 
 
+def _strings_to_ints(stripped: Any, nulls: Any, target: np.dtype, name: str, series: Any) -> Any:
+    """Strings (``stripped``, None at nulls) as the int ``target``, through Python ints: exact at
+    any size ("12", "12.0" and "1e3" are whole numbers; "2.5", "abc" and ones out of range are lossy)."""
+    def whole(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                return _BAD
+            return int(f) if f == f and f not in (float("inf"), float("-inf")) and f == int(f) else _BAD
+    # a list, not Series.map: pandas would infer float64 for ints and None, rounding them again
+    ints = [None if null else whole(v) for v, null in zip(stripped.tolist(), np.asarray(nulls, dtype=bool).tolist())]
+    info = np.iinfo(target)
+    bad = np.array([v is _BAD or (v is not None and not info.min <= v <= info.max) for v in ints], dtype=bool)
+    if bad.any():
+        raise _lossy(name, str(target), series[bad].tolist())
+    return pd.Series(pd.array(ints, dtype=_nullable_name(target)) if bool(nulls.any()) else np.array(ints, dtype=target),
+                     index=series.index, name=series.name)
+
+
+_BAD = object()
+
+
 @cast_safely.register(object)
 def _cast_safely_pandas(series: Any, dtype: str, name: str):
     if str(dtype).startswith(("datetime64", "timedelta64")):
@@ -470,6 +497,8 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
     values = series
     if series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
         stripped = series.astype(object).where(~nulls, None).map(lambda v: v.strip() if isinstance(v, str) else v)
+        if target.kind in "iu":   # Python ints: exact (with a null, to_numeric went through float64)
+            return _strings_to_ints(stripped, nulls, target, name, series)
         values = pd.to_numeric(stripped, errors="coerce")
         bad = values.isna() & ~nulls
         if bool(bad.any()):
@@ -478,6 +507,12 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
         values = series.astype("float64")
     if target.kind in "iu":
         f = values.astype("float64")
+        if series.dtype.kind == "f" and target.itemsize == 8 and bool((f.abs() >= 2.0 ** 53).any()):
+            raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 for a {dtype} column, "
+                             f"e.g. {series[f.abs() >= 2.0 ** 53].tolist()[:3]!r}; float64 holds only some integers "
+                             f"there, so they may have lost digits before the cast (a csv reader reads an int column "
+                             f"with a null as float64). Read the column as integers (parquet, or pandas "
+                             f"dtype={{{name!r}: 'Int64'}})")
         ok = f.isna() | ((np.floor(f) == f) & (f.abs() < 2.0 ** 63))
         if not bool(ok.all()):
             raise _lossy(name, dtype, series[~ok].tolist())
