@@ -152,7 +152,19 @@ def dtypes_compatible(fitted: str, given: str) -> bool:
     if f == g:
         return True
     kf, kg = dtype_kind(f), dtype_kind(g)
+    if kf == kg == "i" and _uint64_against_signed(f, g):
+        # integer lookups compare int64 bits: uint64 2**64 - 5 would find int64 -5's id
+        return False
     return kf != "?" and kf == kg
+
+
+def _uint64_against_signed(a: str, b: str) -> bool:
+    """One of two int dtypes is uint64 and the other signed (their values share int64 bits)."""
+    try:
+        ka, kb = np.dtype(a.lower()), np.dtype(b.lower())
+    except TypeError:
+        return False
+    return (ka == np.uint64 and kb.kind == "i") or (kb == np.uint64 and ka.kind == "i")
 
 
 def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = False, fix: str = CAST_HINT) -> str:

@@ -275,3 +275,19 @@ def test_cast_to_64_bit_ints_never_rounds_through_float64():
         wf.transform(pd.DataFrame({"id": floats}), cast=True)
     small = pd.Series([3.0, np.nan, 5.0])   # below 2**53 floats are exact: cast as before
     assert wf.transform(pd.DataFrame({"id": small}), cast=True)["id"].tolist()[1] == 1
+
+
+@pytest.mark.parametrize("fit_dtype,given_dtype", [("int64", "uint64"), ("uint64", "int64"), ("int32", "uint64")])
+def test_uint64_against_signed_ints_is_refused_unless_cast(fit_dtype, given_dtype):
+    """Integer vocabularies are looked up by int64 bits: uint64 2**64 - 5 found int64 -5's id (and the
+    other way round), silently; TargetEncoding and JoinGroupby likewise (adversarial review). The
+    contract now refuses the pair; cast=True converts exactly and refuses what does not fit."""
+    fit_values = [-5, -5, 3, 3, 3] if fit_dtype != "uint64" else [2**64 - 5, 2**64 - 5, 3, 3, 3]
+    wf = tp.Workflow(["c"] >> ops.Categorify()).fit(pd.DataFrame({"c": np.array(fit_values, dtype=fit_dtype)}))
+    given = np.array([2**64 - 5, 3] if given_dtype == "uint64" else [-5, 3], dtype=given_dtype)
+    with pytest.raises(TypeError, match=rf"c \({fit_dtype} -> {given_dtype}\)"):
+        wf.transform(pd.DataFrame({"c": given}))
+    with pytest.raises(ValueError, match="'c'"):   # the value the fitted dtype cannot hold: refused
+        wf.transform(pd.DataFrame({"c": given}), cast=True)
+    ok = np.array([3, 3], dtype=given_dtype)
+    assert wf.transform(pd.DataFrame({"c": ok}), cast=True)["c"].tolist() == [3, 3]   # 3 is the most frequent: id 3
