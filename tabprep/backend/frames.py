@@ -508,7 +508,7 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
     if target.kind in "iu":
         f = values.astype("float64")
         if series.dtype.kind == "f" and target.itemsize == 8 and bool((f.abs() >= 2.0 ** 53).any()):
-            raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 for a {dtype} column, "
+            raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 where the fitted dtype is {dtype}, "
                              f"e.g. {series[f.abs() >= 2.0 ** 53].tolist()[:3]!r}; float64 holds only some integers "
                              f"there, so they may have lost digits before the cast (a csv reader reads an int column "
                              f"with a null as float64). Read the column as integers (parquet, or pandas "
