@@ -477,8 +477,8 @@ def _strings_to_ints(stripped: Any, nulls: Any, target: np.dtype, name: str, ser
     bad = np.array([v is _BAD or (v is not None and not info.min <= v <= info.max) for v in ints], dtype=bool)
     if bad.any():
         raise _lossy(name, str(target), series[bad].tolist())
-    return pd.Series(pd.array(ints, dtype=_nullable_name(target)) if bool(nulls.any()) else np.array(ints, dtype=target),
-                     index=series.index, name=series.name)
+    data = pd.array(ints, dtype=_nullable_name(target)) if bool(nulls.any()) else np.array(ints, dtype=target)
+    return pd.Series(data, index=series.index, name=series.name)
 
 
 _BAD = object()
@@ -508,7 +508,8 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
     if target.kind in "iu":
         f = values.astype("float64")
         if series.dtype.kind == "f" and target.itemsize == 8 and bool((f.abs() >= 2.0 ** 53).any()):
-            raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 where the fitted dtype is {dtype}, "
+            raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 where the fitted "
+                             f"dtype is {dtype}, "
                              f"e.g. {series[f.abs() >= 2.0 ** 53].tolist()[:3]!r}; float64 holds only some integers "
                              f"there, so they may have lost digits before the cast (a csv reader reads an int column "
                              f"with a null as float64). Read the column as integers (parquet, or pandas "

@@ -91,7 +91,8 @@ def foreign_files(folder: Any) -> list:
     p = Path(folder)
     rel = sorted(f.relative_to(p).as_posix() for f in p.rglob("*") if f.is_file() or f.is_symlink())
     if (p / WORKFLOW_FILE).exists():
-        return [r for r in rel if r not in (WORKFLOW_FILE, JOURNAL_FILE, INCOMPLETE_MARKER) and not r.startswith("stats/")]
+        own = (WORKFLOW_FILE, JOURNAL_FILE, INCOMPLETE_MARKER)
+        return [r for r in rel if r not in own and not r.startswith("stats/")]
     try:
         with open(p / METADATA_FILE) as fh:
             listed = {str(e.get("file", "")) for e in json.load(fh).get("files", []) if isinstance(e, dict)}
