@@ -291,3 +291,12 @@ def test_uint64_against_signed_ints_is_refused_unless_cast(fit_dtype, given_dtyp
         wf.transform(pd.DataFrame({"c": given}), cast=True)
     ok = np.array([3, 3], dtype=given_dtype)
     assert wf.transform(pd.DataFrame({"c": ok}), cast=True)["c"].tolist() == [3, 3]   # 3 is the most frequent: id 3
+
+
+def test_a_joint_vocabulary_over_uint64_and_signed_ints_is_refused():
+    """[["a" (int64), "b" (uint64)]] >> Categorify() counted -5 and 2**64 - 5 as one value (one id,
+    frequency 2): a joint vocabulary compares int64 bits (adversarial review)."""
+    df = pd.DataFrame({"a": pd.Series([-5, 1, 1], dtype="int64"),
+                       "b": pd.Series(np.array([2**64 - 5, 7, 7], dtype="uint64"))})
+    with pytest.raises(TypeError, match=r"\['a', 'b'\].*uint64.*int64"):
+        tp.Workflow([["a", "b"]] >> ops.Categorify()).fit(df)

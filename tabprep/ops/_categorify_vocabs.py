@@ -80,3 +80,22 @@ def given_values(name: str, given: list, fitted: Any) -> Any:
         raise ValueError(f"Categorify vocabs[{name!r}] holds integers from {lo} to {hi}, which no 64-bit integer column "
                          f"holds together; give the values of one int64 or uint64 column")
     return np.asarray(given)
+
+
+def refuse_mixed_signedness(cols: list, dtypes: Dict[str, str]) -> None:
+    """A joint vocabulary (one for several columns) over uint64 and signed int columns is refused:
+    integer values are compared by their int64 bits, so 2**64 - 5 and -5 would be one category."""
+    import numpy as np
+
+    kinds = {}
+    for c, d in dtypes.items():
+        try:
+            kinds[c] = np.dtype(str(d).lower())
+        except TypeError:
+            continue
+    unsigned = [c for c, k in kinds.items() if k == np.uint64]
+    signed = [c for c, k in kinds.items() if k.kind == "i"]
+    if unsigned and signed:
+        raise TypeError(f"Categorify: the columns of the group {list(cols)} share one vocabulary, but {unsigned} are "
+                        f"uint64 and {signed} signed ({kinds[signed[0]]}): their values would be compared by their "
+                        f"64 bits (2**64 - 5 as -5); cast them to one integer type first")

@@ -17,7 +17,7 @@ from ..schema import ColumnSchema, Schema, Tags, check_id_dtype, without_table_p
 from ..stats import vocab as V
 from ._categorify_notes import (NULL_ELEMENT_ID, check_singled, note_category_ties, note_null_list_rows,
                                 observed_counts)
-from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values
+from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values, refuse_mixed_signedness
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
 from ._lookups import build_once
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
@@ -219,6 +219,7 @@ class Categorify(StatOperator):
                     raise TypeError(f"Categorify(encode_type='combo') cannot combine list columns {lists} "
                                     f"(group {cols}); combine scalar columns only")
             else:
+                refuse_mixed_signedness(cols, {c: input_schema[c].dtype for c in known})
                 kinds = {c: "string" if input_schema[c].dtype == "str" else "numeric" for c in known}
                 if len(set(kinds.values())) > 1:
                     raise TypeError(f"Categorify: the columns of the group {cols} share one vocabulary, so they must "
