@@ -158,6 +158,10 @@ def test_dataset_shuffle_by_keys_then_groupby_as_nvtabular(tmp_path):
     check(out, reference(df, {"item": ["list", "count"]}))
     # hive_data (merlin-core: the keys are in the folder layout) is taken; the rows are shuffled anyway
     assert len(to_pandas(wf.transform(ds.shuffle_by_keys("sess", hive_data=True)))) == len(keys)
+    with pytest.raises(KeyError, match=r"shuffle_by_keys: keys \['sesion'\] are not columns"):
+        ds.shuffle_by_keys(["sess", "sesion"])
+    with pytest.raises(ValueError, match=r"npartitions=...\) must be an int >= 1"):
+        ds.shuffle_by_keys("sess", npartitions=0)
 
 
 def test_empty_input_and_save_load(tmp_path):
