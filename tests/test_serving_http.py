@@ -159,6 +159,23 @@ def test_bad_requests_get_4xx_naming_the_column(served):
         assert client.get("/health").status_code == 200  # still serving
 
 
+def test_a_bad_cast_flag_and_ints_beyond_int64_are_said_so(served):
+    """?cast=maybe served as cast off (200); an integer beyond int64 (parsed as a float) was called a
+    'non-integral float' with cast=True as the fix (adversarial review, 2026-11-29)."""
+    _, url, _ = served
+    row = {c: _py(v) for c, v in train_frame(1, seed=12).iloc[0].items() if c != "label"}
+    with httpx.Client(base_url=url) as client:
+        r = client.post("/transform?cast=maybe", content=json.dumps(row))
+        assert r.status_code == 400 and "cast" in r.json()["error"] and "maybe" in r.json()["error"]
+        for flag in ("true", "false", "1", "0"):
+            assert client.post(f"/transform?cast={flag}", content=json.dumps(row)).status_code == 200
+        for big in ("99999999999999999999999", "-9223372036854775809"):
+            body = json.dumps(dict(row, cat_i=0)).replace('"cat_i": 0', f'"cat_i": {big}')
+            r = client.post("/transform", content=body)
+            assert r.status_code == 422 and r.json()["column"] == "cat_i", r.text
+            assert "does not fit in int64" in r.json()["error"] and "non-integral" not in r.json()["error"]
+
+
 def test_unservable_workflow_fails_before_binding(tmp_path):
     import pandas as pd
 

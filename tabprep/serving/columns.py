@@ -101,6 +101,8 @@ def scalar(col: ColumnSchema, v: Any, cast: bool, kind: str) -> Any:
                 return None
             if v.is_integer() and abs(v) < 2.0 ** 63:
                 return int(v)  # a JSON number that happens to be written 3.0
+            if v.is_integer():   # an integer literal past int64, which the JSON parser made a float
+                raise ServingInputError(f"column {col.name!r}: {v!r} does not fit in int64", col.name)
             if cast:
                 raise ServingInputError(f"column {col.name!r} (int): {v!r} is not an integer; cast=True refuses "
                                         f"lossy conversions", col.name)

@@ -238,7 +238,9 @@ def make_app(st: ServingTransform, max_body: int = MAX_BODY, name: str = "workfl
                 return Response(_error(f"request body is over the limit of {max_body} bytes "
                                        f"(tabprep serve --max-body-size)"), 413, media_type=json_type)
             chunks.append(chunk)
-        cast = request.query_params.get("cast", "false").lower() in ("1", "true", "yes")
+        cast = _cast_flag(request.query_params.get("cast", "false"))
+        if cast is None:
+            return Response(_bad_cast(request.query_params.get("cast")), 400, media_type=json_type)
         status, body = handler.handle(b"".join(chunks), cast=cast)
         return Response(body, status, media_type=json_type)
 
@@ -304,7 +306,10 @@ class _FastTransform:
                 more = message.get("more_body", False)
             if status == 200:
                 qs = scope.get("query_string", b"")
-                cast = b"cast=" in qs and _query_flag(qs)
+                cast = _query_flag(qs) if b"cast=" in qs else False
+                if cast is None:
+                    status, body = 400, _bad_cast(_query_value(qs))
+            if status == 200:
                 try:
                     status, body = self.handler.handle(chunks[0] if len(chunks) == 1 else b"".join(chunks), cast=cast)
                 except Exception:  # noqa: BLE001 - a bug must not kill the connection: 500, logged
@@ -315,10 +320,25 @@ class _FastTransform:
         await send({"type": "http.response.body", "body": body})
 
 
-def _query_flag(qs: bytes) -> bool:
+def _query_value(qs: bytes) -> str:
     from urllib.parse import parse_qs
 
-    return parse_qs(qs.decode()).get("cast", ["false"])[-1].lower() in ("1", "true", "yes")
+    return parse_qs(qs.decode(errors="replace"), keep_blank_values=True).get("cast", ["false"])[-1]
+
+
+def _query_flag(qs: bytes) -> Optional[bool]:
+    return _cast_flag(_query_value(qs))
+
+
+def _cast_flag(value: Optional[str]) -> Optional[bool]:
+    """``?cast=``'s value as a bool; None for anything but true/false/1/0/yes/no (any case): a
+    misspelt flag served as cast off before, silently."""
+    v = (value or "").strip().lower()
+    return True if v in ("1", "true", "yes") else False if v in ("0", "false", "no") else None
+
+
+def _bad_cast(value: Optional[str]) -> bytes:
+    return _error(f"?cast={value!r} is not a flag: give cast=true or cast=false")
 
 
 # -- the server process ---------------------------------------------------------------------------------
