@@ -461,8 +461,6 @@ def _strings_to_ints(stripped: Any, nulls: Any, target: np.dtype, name: str, ser
     """Strings (``stripped``, None at nulls) as the int ``target``, through Python ints: exact at
     any size ("12", "12.0" and "1e3" are whole numbers; "2.5", "abc" and ones out of range are lossy)."""
     def whole(v: Any) -> Any:
-        if v is None:
-            return None
         try:
             return int(v)
         except (TypeError, ValueError):
@@ -507,10 +505,11 @@ def _cast_safely_pandas(series: Any, dtype: str, name: str):
         values = series.astype("float64")
     if target.kind in "iu":
         f = values.astype("float64")
-        if series.dtype.kind == "f" and target.itemsize == 8 and bool((f.abs() >= 2.0 ** 53).any()):
+        big = f.abs() >= 2.0 ** 53
+        if series.dtype.kind == "f" and target.itemsize == 8 and bool(big.any()):
             raise ValueError(f"column {name!r}: cast=True got float64 values at or beyond 2**53 where the fitted "
                              f"dtype is {dtype}, "
-                             f"e.g. {series[f.abs() >= 2.0 ** 53].tolist()[:3]!r}; float64 holds only some integers "
+                             f"e.g. {series[big].tolist()[:3]!r}; float64 holds only some integers "
                              f"there, so they may have lost digits before the cast (a csv reader reads an int column "
                              f"with a null as float64). Read the column as integers (parquet, or pandas "
                              f"dtype={{{name!r}: 'Int64'}})")

@@ -351,9 +351,11 @@ def resolve_inputs(paths: Sequence[str], storage_options: Optional[Dict[str, Any
         raise UsageProblem(str(exc)) from None
     except ValueError as exc:  # an incomplete tabprep output
         raise UsageProblem(str(exc)) from None
+    from ..io.fs import is_remote
+
     seen: Dict[str, str] = {}
     for f in files:   # a folder and a glob inside it read every file twice: twice the rows and counts
-        key = os.path.realpath(f) if "://" not in f else f
+        key = f if is_remote(f) else os.path.realpath(f)
         if key in seen:
             raise UsageProblem(f"DATA names {f!r} twice (through {', '.join(repr(p) for p in paths)}): each mention "
                                f"is read, so its rows would count twice; name each file once")

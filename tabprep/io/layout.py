@@ -5,6 +5,7 @@ the one of remote file systems (:mod:`tabprep.io.objectstore`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,8 +87,6 @@ def foreign_files(folder: Any) -> list:
     did not write, as paths relative to it, sorted: in a workflow folder anything but
     ``workflow.json`` and ``stats/`` (whose files its checksums list); in an output folder
     anything but tabprep's own names and the files its ``_metadata.json`` lists."""
-    import json
-
     p = Path(folder)
     rel = sorted(f.relative_to(p).as_posix() for f in p.rglob("*") if f.is_file() or f.is_symlink())
     if (p / WORKFLOW_FILE).exists():

@@ -31,8 +31,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
-
 from .. import backend
 from .core import DataLoader, RaggedBatch
 from .arguments import whole_rows
@@ -121,7 +119,8 @@ def core_padded_names(sparse_names: Optional[Sequence[str]], labels: Optional[Se
     (:func:`dense_columns`)."""
     if not sparse_as_dense or sparse_names is None:
         return None
-    return [n for n in sparse_names if n not in set(labels or ())]
+    label_set = set(labels or ())
+    return [n for n in sparse_names if n not in label_set]
 
 
 class LoaderViews:

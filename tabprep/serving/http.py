@@ -238,9 +238,10 @@ def make_app(st: ServingTransform, max_body: int = MAX_BODY, name: str = "workfl
                 return Response(_error(f"request body is over the limit of {max_body} bytes "
                                        f"(tabprep serve --max-body-size)"), 413, media_type=json_type)
             chunks.append(chunk)
-        cast = _cast_flag(request.query_params.get("cast", "false"))
+        value = request.query_params.get("cast", "false")
+        cast = _cast_flag(value)
         if cast is None:
-            return Response(_bad_cast(request.query_params.get("cast")), 400, media_type=json_type)
+            return Response(_bad_cast(value), 400, media_type=json_type)
         status, body = handler.handle(b"".join(chunks), cast=cast)
         return Response(body, status, media_type=json_type)
 
@@ -306,9 +307,10 @@ class _FastTransform:
                 more = message.get("more_body", False)
             if status == 200:
                 qs = scope.get("query_string", b"")
-                cast = _query_flag(qs) if b"cast=" in qs else False
+                value = _query_value(qs) if b"cast=" in qs else "false"
+                cast = _cast_flag(value)
                 if cast is None:
-                    status, body = 400, _bad_cast(_query_value(qs))
+                    status, body = 400, _bad_cast(value)
             if status == 200:
                 try:
                     status, body = self.handler.handle(chunks[0] if len(chunks) == 1 else b"".join(chunks), cast=cast)
@@ -324,10 +326,6 @@ def _query_value(qs: bytes) -> str:
     from urllib.parse import parse_qs
 
     return parse_qs(qs.decode(errors="replace"), keep_blank_values=True).get("cast", ["false"])[-1]
-
-
-def _query_flag(qs: bytes) -> Optional[bool]:
-    return _cast_flag(_query_value(qs))
 
 
 def _cast_flag(value: Optional[str]) -> Optional[bool]:
