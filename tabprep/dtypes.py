@@ -8,7 +8,7 @@ id-width checks. It imports no other tabprep module, so the schema classes build
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -152,19 +152,26 @@ def dtypes_compatible(fitted: str, given: str) -> bool:
     if f == g:
         return True
     kf, kg = dtype_kind(f), dtype_kind(g)
-    if kf == kg == "i" and _uint64_against_signed(f, g):
+    if kf == kg == "i" and uint64_and_signed([f, g])[0]:
         # integer lookups compare int64 bits: uint64 2**64 - 5 would find int64 -5's id
         return False
     return kf != "?" and kf == kg
 
 
-def _uint64_against_signed(a: str, b: str) -> bool:
-    """One of two int dtypes is uint64 and the other signed (their values share int64 bits)."""
-    try:
-        ka, kb = np.dtype(a.lower()), np.dtype(b.lower())
-    except TypeError:
-        return False
-    return (ka == np.uint64 and kb.kind == "i") or (kb == np.uint64 and ka.kind == "i")
+def uint64_and_signed(dtypes: Iterable[Any]) -> Tuple[List[int], List[int]]:
+    """The positions of the uint64 and of the signed int dtypes among ``dtypes``, when both kinds
+    are there (their values share int64 bits: 2**64 - 5 is -5's); else two empty lists."""
+    unsigned, signed = [], []
+    for k, d in enumerate(dtypes):
+        try:
+            t = np.dtype(str(d).lower())
+        except TypeError:
+            continue
+        if t == np.uint64:
+            unsigned.append(k)
+        elif t.kind == "i":
+            signed.append(k)
+    return (unsigned, signed) if unsigned and signed else ([], [])
 
 
 def kind_mismatch_message(column: str, fitted: str, given: str, is_list: bool = False, fix: str = CAST_HINT) -> str:

@@ -6,6 +6,8 @@ from typing import Any, Dict, Optional
 
 import pyarrow.parquet as pq
 
+from ..dtypes import uint64_and_signed
+
 #: Categorify's id of a null (``tabprep.ops.categorify.NULL_ID``, imported there from here)
 NULL_ID = 1
 
@@ -85,17 +87,10 @@ def given_values(name: str, given: list, fitted: Any) -> Any:
 def refuse_mixed_signedness(cols: list, dtypes: Dict[str, str]) -> None:
     """A joint vocabulary (one for several columns) over uint64 and signed int columns is refused:
     integer values are compared by their int64 bits, so 2**64 - 5 and -5 would be one category."""
-    import numpy as np
-
-    kinds = {}
-    for c, d in dtypes.items():
-        try:
-            kinds[c] = np.dtype(str(d).lower())
-        except TypeError:
-            continue
-    unsigned = [c for c, k in kinds.items() if k == np.uint64]
-    signed = [c for c, k in kinds.items() if k.kind == "i"]
-    if unsigned and signed:
-        raise TypeError(f"Categorify: the columns of the group {list(cols)} share one vocabulary, but {unsigned} are "
-                        f"uint64 and {signed} signed ({kinds[signed[0]]}): their values would be compared by their "
-                        f"64 bits (2**64 - 5 as -5); cast them to one integer type first")
+    names, kinds = list(dtypes), list(dtypes.values())
+    unsigned, signed = uint64_and_signed(kinds)
+    if unsigned:
+        raise TypeError(f"Categorify: the columns of the group {list(cols)} share one vocabulary, but "
+                        f"{[names[k] for k in unsigned]} are uint64 and {[names[k] for k in signed]} signed "
+                        f"({kinds[signed[0]]}): their values would be compared by their 64 bits (2**64 - 5 as -5); "
+                        f"cast them to one integer type first")
