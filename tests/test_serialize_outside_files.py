@@ -112,3 +112,19 @@ def test_a_stats_folder_that_is_a_link_is_refused(tmp_path):
     os.symlink(moved, os.path.join(wf_dir, "stats"))
     with pytest.raises(ValueError, match="symbolic link"):
         tp.Workflow.load(wf_dir)
+
+
+def test_a_stats_folder_that_is_a_link_is_refused_in_a_format_1_folder_too(tmp_path):
+    # format 1 has no checksums: the check at each file an op reads must see the link above it
+    wf_dir = _categorify_folder(tmp_path)
+
+    def version_1(spec):
+        spec["format_version"] = 1
+        del spec["stats_files"]
+
+    _edit(wf_dir, version_1)
+    moved = str(tmp_path / "elsewhere")
+    shutil.move(os.path.join(wf_dir, "stats"), moved)
+    os.symlink(moved, os.path.join(wf_dir, "stats"))
+    with pytest.raises(ValueError, match="symbolic link"):
+        tp.Workflow.load(wf_dir)

@@ -53,6 +53,14 @@ def out_of_fold_mode() -> bool:
 _LOADING: "contextvars.ContextVar[Optional[tuple]]" = contextvars.ContextVar("tabprep_loading_state", default=None)
 
 
+def linked_stats_path(root: Path, path: Path) -> bool:
+    """Whether ``path`` (a saved workflow's ``stats/`` folder or a file under it; the workflow in
+    ``root``) is a symbolic link or lies under one, ``stats/`` itself included: its real path is not
+    under ``root``'s real ``stats/``, where the save wrote plain files."""
+    stats = os.path.join(os.path.realpath(root), "stats")
+    return path.is_symlink() or os.path.commonpath([stats, os.path.realpath(path)]) != stats
+
+
 def state_file(op: "Operator", folder: Path, name: Any) -> Path:
     """The file ``name`` of ``op``'s saved state in ``folder`` (its folder under ``stats/``).
 
@@ -69,13 +77,11 @@ def state_file(op: "Operator", folder: Path, name: Any) -> Path:
     resolved = folder.joinpath(*parts) if not bad else None
     if not bad and loading is not None and loading[1] is not None and resolved not in loading[1]:
         bad = True
-    if not bad and loading is not None:
-        # (format 1 folders have no checksums: a link inside stats/ is refused here too)
-        stats_real = os.path.realpath(Path(loading[0]).parent / "stats")
-        if resolved.is_symlink() or os.path.commonpath([stats_real, os.path.realpath(resolved)]) != stats_real:
-            raise ValueError(f"{where}: the saved state of op {op.label} names {name!r}, which is a symbolic link or "
-                             f"lies under one: a saved workflow's statistics are plain files under stats/; restore "
-                             f"the folder or save the workflow again")
+    # (format 1 folders have no checksums: a link is refused here too, for every file an op reads)
+    if not bad and loading is not None and linked_stats_path(Path(loading[0]).parent, resolved):
+        raise ValueError(f"{where}: the saved state of op {op.label} names {name!r}, which is a symbolic link or "
+                         f"lies under one: a saved workflow's statistics are plain files under stats/; restore "
+                         f"the folder or save the workflow again")
     if bad:
         raise ValueError(f"{where}: the saved state of op {op.label} names the file {name!r}, which is not a file of "
                          f"its own folder under stats/ covered by the recorded checksums (an absolute path, '..', or "

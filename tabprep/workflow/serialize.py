@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterator, List, Optional, Set
 
@@ -43,7 +42,7 @@ from .._warn import rebuilding
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
 from ..io.fs import get_fs, is_remote, local_path
-from ..ops.base import _LOADING, Operator, StatOperator, registered_ops
+from ..ops.base import _LOADING, Operator, StatOperator, linked_stats_path, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..registry import load_policy, resolve_function
 from ..schema import Schema
@@ -423,13 +422,12 @@ def verify_stats(root: Path, spec: Dict[str, Any]) -> Optional[Set[Path]]:
         raise ValueError(f"{spec_path}: the checksums of the statistics files ('stats_files') are missing; the file "
                          f"was edited or damaged. Restore the folder or save the workflow again")
     verified: Set[Path] = set()
-    stats_real = os.path.realpath(root / STATS_DIR)
-    if (root / STATS_DIR).is_symlink() or stats_real != os.path.join(os.path.realpath(root), STATS_DIR):
+    if linked_stats_path(root, root / STATS_DIR):
         raise ValueError(f"{root / STATS_DIR} is a symbolic link: a saved workflow's statistics are plain files "
                          f"under {STATS_DIR}/ (recorded in {spec_path}); restore the folder or save the workflow again")
     for rel, rec in recorded.items():
         f = _inside(root, rel, "a statistics file")
-        if os.path.commonpath([stats_real, os.path.realpath(f)]) != stats_real or f.is_symlink():
+        if linked_stats_path(root, f):
             raise ValueError(f"statistics file {f} (recorded in {spec_path}) is a symbolic link or lies under one: "
                              f"a saved workflow's statistics are plain files under {STATS_DIR}/; restore the folder "
                              f"or save the workflow again")
