@@ -171,7 +171,21 @@ class LoaderViews:
             batch = fn(*batch) if isinstance(batch, tuple) else fn(batch)
         return batch
 
+    #: the ``sparse_names`` padded with ``sparse_as_dense`` (None: none named), and their padded
+    #: sizes once checked against the emitted features (:meth:`_dense_columns`; reset by a new schema)
+    _dense_names: Optional[List[str]] = None
+    _dense_max: Optional[Dict[str, Any]] = None
+
+    def _dense_columns(self) -> Dict[str, Any]:
+        """``{list column: max_len}`` of the ``sparse_names`` padded with ``sparse_as_dense`` (by the
+        core, per chunk), checked once against the emitted features (:func:`dense_columns`: a label
+        or a column not loaded is refused)."""
+        if self._dense_max is None:
+            self._dense_max = dense_columns(self.loader, self._dense_names, self._sparse_max_arg)
+        return self._dense_max
+
     def _convert(self, batch: Dict[str, Any]) -> Any:
+        self._dense_columns()   # sparse_names checked at the first batch (the core pads them)
         return self._mapped(self._convert_batch(batch))
 
     def _convert_batch(self, batch: Dict[str, Any]) -> Any:
@@ -294,7 +308,7 @@ class FrameworkLoader(LoaderViews):
         self.sparse_as_dense = bool(sparse_as_dense)
         #: batches as a few 2-D arrays ({"cats", "conts"}, labels; :mod:`tabprep.loader.stacked`)
         self.stacked = bool(stacked)
-        self._dense_names_arg = list(sparse_names) if sparse_names is not None else None
+        self._dense_names = list(sparse_names) if self.sparse_as_dense and sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
         self.storage_options = storage_options
         self._data, self._engine, self._schema = dataset, engine, schema
@@ -310,7 +324,6 @@ class FrameworkLoader(LoaderViews):
                                  sparse_max=sparse_max if self.sparse_as_dense else None,
                                  sparse_as_dense=self.sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads, storage_options=storage_options)
-        self._dense_max: Optional[Dict[str, int]] = None
         if workflow is not None:
             self.map(workflow)
 
@@ -328,13 +341,6 @@ class FrameworkLoader(LoaderViews):
         self._dense_max = None
         return self
 
-
-    def _dense_columns(self) -> Dict[str, int]:
-        """``{list column: max_len}`` padded by the adapter (per-column ``sparse_as_dense``)."""
-        if self._dense_max is None:
-            names = self._dense_names_arg if self.sparse_as_dense else None
-            self._dense_max = dense_columns(self.loader, names, self._sparse_max_arg)
-        return self._dense_max
 
     # -- batches ---------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -425,8 +431,6 @@ class FrameworkLoader(LoaderViews):
         return self._list_column(name, value) if isinstance(value, RaggedBatch) else self._array(value)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
-        if self._dense_max is None:   # sparse_names checked against the emitted features (the core pads them)
-            self._dense_columns()
         if self.stacked:
             return self._convert_stacked(batch)
         done: Dict[str, Any] = {}

@@ -128,7 +128,7 @@ else:  # Keras on JAX or PyTorch: TensorFlow is neither needed nor imported
     tf = None
 
 from . import layers  # noqa: E402  (tabprep.loader.tensorflow.layers)
-from ._adapter import LoaderViews, attach_workflow, core_padded_names, dense_columns, is_batch_fn, raw_schema  # noqa: E402,F401
+from ._adapter import LoaderViews, attach_workflow, core_padded_names, is_batch_fn, raw_schema  # noqa: E402,F401
 from .nested import NestedBatch  # noqa: E402
 
 #: keyword arguments of keras.utils.PyDataset
@@ -303,7 +303,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self._data, self._engine, self._schema = paths_or_dataset, engine, schema
         self._dense_names = list(sparse_names) if sparse_as_dense and sparse_names is not None else None
         self._sparse_max_arg = dict(sparse_max or {})
-        self._dense_max: Optional[Dict[str, int]] = None
         # every list column padded: no __values / __nnzs entries (with sparse_names, the others stay lists)
         self._all_dense = sparse_as_dense and sparse_names is None
         if feature_columns is not None:
@@ -417,11 +416,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         self.loader.close()
 
     # -- conversion --------------------------------------------------------------------------
-    def _dense_columns(self) -> Dict[str, int]:
-        if self._dense_max is None:
-            self._dense_max = dense_columns(self.loader, self._dense_names, self._sparse_max_arg)
-        return self._dense_max
-
     def _convert_batch(self, batch: Dict[str, Any]) -> Any:
         with self.loader._device.context():
             out = self._convert_on_device(batch)
@@ -451,8 +445,6 @@ class KerasSequenceLoader(LoaderViews, keras.utils.PyDataset):
         return self._stacked.convert(batch, cats, conts, labels, loader.batch_size)
 
     def _convert_on_device(self, batch: Dict[str, Any]) -> Any:
-        if self._dense_max is None:   # sparse_names checked against the emitted features (the core pads them)
-            self._dense_columns()
         if self.stacked:
             from .stacked import list_names, split_groups
 
