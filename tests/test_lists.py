@@ -274,3 +274,28 @@ def test_nested_list_columns_are_refused_by_ops_without_nested_support_naming_th
     import json
     saved = {c["name"]: c for c in json.loads((tmp_path / "out" / "_schema.json").read_text())["columns"]}
     assert saved["x"]["dtype"] == "list<int64>" and saved["x"]["is_list"]
+
+
+@pytest.mark.parametrize("rows", [ROWS_I, [[1, 2], [3], [], [4, None, 6], [7]], [[], []], [[5, 6, 7]]])
+@pytest.mark.parametrize("window", [(0, None), (1, 4), (2, None), (3, 3), (0, 1)])
+def test_list_leaves_of_a_row_window(rows, window, backend):
+    # the loader's chunks are row windows of a read frame: leaves and offsets of the window only
+    from tabprep.backend import list_leaves, to_numpy
+
+    s = list_series(rows, pa.int64())
+    if not is_cpu(backend):
+        import cudf
+
+        s = cudf.from_pandas(s)
+    lo, hi = window
+    part = s.iloc[lo:hi]
+    want_rows = [r or [] for r in rows[lo:hi]]   # a null row reads as an empty list
+    leaves, offsets = list_leaves(part)
+    got_offsets = to_numpy(offsets)
+    assert got_offsets.dtype == np.int64
+    assert got_offsets.tolist() == [0] + np.cumsum([len(r) for r in want_rows]).tolist()
+    got = to_pandas(leaves).tolist()
+    want = [v for r in want_rows for v in r]
+    assert [None if pd.isna(v) else int(v) for v in got] == want
+    index = leaves.index.to_pandas() if hasattr(leaves.index, "to_pandas") else leaves.index
+    assert list(index) == list(range(len(want)))   # leaves numbered from 0, whatever the window

@@ -211,3 +211,30 @@ def test_a_process_that_imported_jax_gets_a_pool_not_the_async_allocator(monkeyp
     monkeypatch.setenv("TABPREP_RMM_ASYNC", "0")                # or keeps RMM's default
     assert core.use_pooled_allocator(0) is False
     assert type(fake.resources[0]) is fake.CudaMemoryResource
+
+
+@pytest.mark.parametrize("longest", [3, 4, 7])
+def test_the_truncation_note_names_the_longest_row_of_the_chunk_that_cuts(tmp_path, backend, longest):
+    # sparse_max=4: a row of 7 values is cut (the note names 7, found in the second chunk, after
+    # a chunk of null and empty rows); rows of 3 or 4 values are not cut and give no note
+    import warnings
+
+    from conftest import is_cpu
+
+    rows = [[1], None, [], [2, 3]] * 50 + [[5] * longest] + [[1, 2]] * 99
+    table = pa.table({"lst": pa.array(rows, pa.list_(pa.int64())), "y": pa.array(np.arange(len(rows)) % 2)})
+    pq.write_table(table, str(tmp_path / "a.parquet"), row_group_size=200)
+    loader = DataLoader(str(tmp_path), 50, label_names=["y"], cat_names=["lst"], sparse_as_dense=True,
+                        sparse_max={"lst": 4}, buffer_size=200, parts_per_chunk=1, shuffle=False,
+                        device="cpu" if is_cpu(backend) else 0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        batches = list(loader)
+    notes = [str(w.message) for w in seen if "more than its sparse_max" in str(w.message)]
+    if longest > 4:
+        assert len(notes) == 1 and f"rows of up to {longest} values" in notes[0], notes
+    else:
+        assert notes == []
+    got = np.concatenate([to_numpy(b[0]["lst"] if isinstance(b, tuple) else b["lst"]) for b in batches])
+    want = np.array([(r or [])[:4] + [0] * (4 - len((r or [])[:4])) for r in rows])
+    np.testing.assert_array_equal(got, want)

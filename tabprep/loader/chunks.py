@@ -38,11 +38,6 @@ def truncation_message(name: str, longest: int, size: int) -> str:
             f"keep every value")
 
 
-def _longest_row(host_offsets: np.ndarray) -> int:
-    """The most values in one row of a list column, from its offsets on the host (0 without rows)."""
-    return int((host_offsets[1:] - host_offsets[:-1]).max()) if len(host_offsets) > 1 else 0
-
-
 def _is_float64(s: Any) -> bool:
     """True for a float64 column: a pandas / cuDF series or an Arrow column (the CPU's no-workflow path)."""
     dtype = getattr(s, "dtype", None)
@@ -242,7 +237,7 @@ class _ChunkPreparation:
             xp = _xp(values)
             col = _RaggedColumn(values, xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64)))
             if self.sparse_as_dense and isinstance(self._sparse_max.get(name), int):
-                self._note_truncation(name, col.offsets, self._sparse_max[name])
+                self._note_truncation(name, col, self._sparse_max[name])
             if name not in self._sparse_names:
                 self._sparse_names.append(name)
                 if self.sparse_as_dense and self._sparse_names_arg is None and name not in self._sparse_max:
@@ -250,13 +245,17 @@ class _ChunkPreparation:
             return col
         return self._values(s, name, cont)
 
-    def _note_truncation(self, name: str, offsets: Any, size: int) -> None:
+    def _note_truncation(self, name: str, col: _RaggedColumn, size: int) -> None:
         """Once per loader and column: rows longer than ``sparse_max`` are cut to their first
-        ``size`` values, where NVTabular 23.08's loader does not cut them (one reduction per chunk)."""
+        ``size`` values, where NVTabular 23.08's loader does not cut them (one reduction per chunk
+        of the ragged column ``col``, until a row is cut)."""
         if name in self._warned_truncation:
             return
-        # on the host: no CuPy reduction kernel to compile on a fresh GPU process
-        longest = _longest_row(backend.to_numpy(offsets))
+        # on the chunk's own device: the offsets copied to the host and differenced there took ~6 ms
+        # a 2.5M-row chunk on an H200, libcudf's .list.len().max() 4.7 ms; a CuPy difference and
+        # max is one reduction and one scalar to the host (docs/benchmarks.md, twenty-second session)
+        lengths = col.row_lengths = col.lengths   # kept: the shuffle's take_ragged reads them too
+        longest = int(lengths.max()) if len(lengths) else 0
         if longest > size and first_time(self._warned_truncation, name):
             warn_difference(truncation_message(name, longest, size), stacklevel=2)
 
