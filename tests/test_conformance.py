@@ -107,8 +107,10 @@ def _float_schema(dtype: str) -> Callable[[Any, pd.DataFrame], None]:
 
 
 def ref_log(data: pd.Series) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.log1p(_f64_with_nan(data)).astype("float32")
+    """NVTabular's log(float32(x) + 1): the float32 sum, its log in float64 rounded to float32."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x32 = _f64_with_nan(data).astype("float32")
+        return np.log((x32 + np.float32(1)).astype("float64")).astype("float32")
 
 
 def ref_fill(data: pd.Series, value: Any) -> List[Any]:

@@ -49,6 +49,12 @@ def criteo_ops(df: pd.DataFrame, cols=COLS, fill=FILL) -> list:
     return [n.op for n in wf.nodes if n.kind == "op"]
 
 
+def nvt_log(x: np.ndarray) -> np.ndarray:
+    """LogOp's formula: ``float32(log(float64(float32(x) + float32(1))))`` (NVTabular's float32 sum)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log((np.asarray(x).astype(np.float32) + np.float32(1)).astype(np.float64)).astype(np.float32)
+
+
 def pandas_reference(s: pd.Series, upto: int, mean: float, std: float, out_dtype: str, fill=FILL) -> pd.Series:
     """The chain's first ``upto`` ops in plain pandas / numpy (not tabprep's code)."""
     if upto >= 1:
@@ -58,7 +64,7 @@ def pandas_reference(s: pd.Series, upto: int, mean: float, std: float, out_dtype
     if upto >= 2 and s.dtype != bool:
         s = s.clip(LO, HI)
     if upto >= 3:
-        s = pd.Series(np.log1p(s.to_numpy(dtype="float64", na_value=np.nan)).astype("float32"))
+        s = pd.Series(nvt_log(s.to_numpy(dtype="float32", na_value=np.nan)))
     if upto >= 4:
         x = s.to_numpy("float64")
         # tabprep's documented rule: a std of 0 maps every value to 0 (docs/migration.md); NaN stays NaN
@@ -177,11 +183,11 @@ XP = FakeXP()
 @pytest.fixture
 def fake_device():
     """Registers the fake namespace in the dispatchers the kernels use (array_module and the
-    two log1p dispatchers, which compute as the GPU's: log1p in float64, rounded to float32)."""
+    two log1p dispatchers, which compute as the GPU's kernel: the float32 sum, its log in float64)."""
     regs = {
         backend.array_module: lambda a: XP,
-        backend.log1p_int: lambda v: wrap(np.log1p(host(v), dtype=np.float64).astype(np.float32)),
-        backend.log1p_float: lambda x, overwrite=False: wrap(np.log1p(host(x)).astype(np.float32)),
+        backend.log1p_int: lambda v: wrap(nvt_log(host(v))),
+        backend.log1p_float: lambda x, overwrite=False: wrap(nvt_log(host(x))),
     }
     for d, fn in regs.items():
         d.register(FakeDeviceArray, fn)

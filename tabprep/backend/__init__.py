@@ -33,10 +33,10 @@ registered on ``object`` (or the exact type), add the dispatcher to that module'
 ``register_gpu_lazy(...)`` call, and the cuDF/cupy implementation in ``gpu.py`` with
 ``@_register(dispatcher)``; re-export it here.
 """
-from .arrays import (ALIGN, LOG_SMALL, BlockGather, _numpy_kind_dtype, array_clip_bounds, array_module, block_dtype, bucket_ids, clip_series,
-                     column_array, fast_log1p, fill_nulls, float_values, frame_lib, int_data, int_log1p32,
+from .arrays import (ALIGN, BlockGather, _numpy_kind_dtype, array_clip_bounds, array_module, block_dtype, bucket_ids, clip_series,
+                     column_array, fill_nulls, float_values, frame_lib, int_data, int_log1p32,
                      int_values, is_float_series, is_int_like, is_list_series, is_string_series, isnull,
-                     log1p_float, log1p_int, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
+                     log1p_float, log1p_int, log_plus_one32, mod_buckets, murmur3, quiet, take_aligned, take_block, take_rows,
                      to_host, to_numpy, value_counts)
 from .columns import (ArrayColumn, DeviceColumn, HostColumn, clip_host, fill_host, host_column, host_column_from_arrow, host_column_to_arrow,
                       host_columns_supported, host_series, host_series_many, log1p_host, normalize_host)
@@ -61,7 +61,7 @@ from .reductions import (any_true, count_order, finite_minmax, finite_moments, f
                          infinite_count, int_counts, merge_counts, profile_exact, shard_counts, top_counts)
 
 __all__ = [
-    "ALIGN", "LOG_SMALL", "fast_log1p", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "shard_counts", "top_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
+    "ALIGN", "log_plus_one32", "log1p_float", "COMPRESSIONS", "INT_ENCODINGS", "any_true", "count_order", "merge_counts", "shard_counts", "top_counts", "CudaDevice", "parquet_encodings", "Dispatch", "GPU_THREADS", "ArrayColumn", "DeviceColumn", "HostColumn", "HostDevice", "PART_SIZE_CPU", "PART_SIZE_GPU",
     "clip_host", "fill_host", "host_column", "host_column_from_arrow", "host_column_to_arrow",
     "host_columns_supported", "host_series", "host_series_many", "index_of_values", "log1p_host", "normalize_host",
     "ParquetReader", "SortedVocab", "array_clip_bounds", "array_module", "arrow_to_frame", "cast_keep_nulls", "cast_safely",

@@ -376,73 +376,69 @@ def quiet():
     return np.errstate(invalid="ignore", divide="ignore")
 
 
-log1p_int = Dispatch("log1p_int", """``float32(log1p(values))`` of an int64 array (numpy or cupy), exactly
-as computing it in float64 (LogOp).""")
+# LogOp is NVTabular's ``np.log(col.astype(np.float32) + 1)``: the value made float32, 1 added in
+# float32, and the logarithm of that sum. tabprep takes the logarithm in float64 and rounds it once
+# to float32 (the correctly rounded float32 logarithm), where NVTabular takes numpy's or CUDA's
+# float32 logarithm, which misses it on some values: CUDA's logf by one unit in the last place on
+# 3.8% of integer counts and 6-8% of floats (H200), numpy 2.4's AVX-512 log by up to three units on
+# 3.7% and 24-31%; the two disagree with each other on 0.8% and 23-29% (devrun/logop_nvt.py,
+# docs/migration.md). That keeps the CPU and the GPU bit for bit equal, and within the error of
+# NVTabular's float32 logarithm on either. Before 2026-11-29 tabprep computed ``float32(log1p(float64(x)))``: a float
+# input was not rounded to float32 before the sum, so 60% of float64 values in [0, 1) differed
+# from NVTabular's by a unit, and values below ~6e-8 gave x where NVTabular gives 0.
+log1p_int = Dispatch("log1p_int", """LogOp of an int64 array (numpy or cupy): ``float32(log(float64(
+float32(x) + float32(1))))`` (NVTabular's ``log(float32(x) + 1)``, the logarithm correctly rounded);
+-1 gives -inf, smaller values NaN.""")
 
-#: integers below this are looked up in a table of log1p values (256 KiB of float32: stays in cache)
+#: integers below this are looked up in a table (256 KiB of float32: stays in cache)
 _TABLE_SIZE = 1 << 16
 
 
 @lru_cache(maxsize=1)
 def _log1p_table() -> np.ndarray:
-    table = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
+    # below 2**24 float32(i) + 1 is exact: the table holds log(i + 1), computed in float64
+    table = np.log(np.arange(1, _TABLE_SIZE + 1, dtype=np.float64)).astype(np.float32)
     table.flags.writeable = False
     return table
 
 
+def log_plus_one32(x: Any) -> Any:
+    """``float32(log(float64(float32(x) + float32(1))))`` of a numeric array (numpy or cupy; ints,
+    floats, uint64): LogOp's formula in array operations (a new float32 array). NaN stays NaN, +inf
+    +inf, -1 gives -inf and values below -1 NaN; floats beyond float32's range are +-inf first."""
+    xp = array_module(x)
+    with quiet(), np.errstate(over="ignore"):
+        s = x.astype(np.float32)                 # a copy, also of a float32 input
+        xp.add(s, np.float32(1), out=s)          # the float32 sum, as NVTabular
+        return xp.log(s.astype(np.float64)).astype(np.float32)
+
+
 @log1p_int.register(object)
 def int_log1p32(values: np.ndarray) -> np.ndarray:
-    """``float32(log1p(values))`` of an int64 numpy array, exactly as computing it in float64.
+    """LogOp of an int64 numpy array (see :data:`log1p_int`).
 
     Counts (the Criteo ``I`` columns, clicks, views) are mostly small non-negative integers:
     a gather from a table of correctly rounded values is ~6x faster than evaluating the
-    logarithm (no SIMD float64 log on most CPUs). Values outside ``[0, 65536)`` are computed;
-    -1 gives -inf and smaller values NaN, like ``log1p``.
+    logarithm (no SIMD float64 log on most CPUs). Values outside ``[0, 65536)`` are computed.
     """
     out = _log1p_table().take(values, mode="clip")  # out-of-table slots are fixed below
     # negative values wrap to huge unsigned ones: one comparison finds both ends
     big = values.view(np.uint64) >= _TABLE_SIZE
     if big.any():
-        with quiet():
-            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
+        out[big] = log_plus_one32(values[big])
     return out
 
 
-#: below this |x|, :func:`fast_log1p` recomputes log(1 + x) with log1p
-LOG_SMALL = 1e-4
-
-
-def fast_log1p(x: Any, out: Any = None) -> Any:
-    """``log1p`` of a float64 array (numpy or cupy), about 2x faster than ``log1p`` itself on the CPU.
-
-    ``log(1 + x)`` is vectorized (SIMD) where ``log1p`` is not; the rounding of ``1 + x`` costs
-    at most ~1e-12 relative error for ``|x| >= 1e-4``, far below float32 precision, and the few
-    smaller values are recomputed with ``log1p``. The float32 results equal ``log1p``'s.
-    ``out``: a float64 array of ``x``'s shape to write into (``x`` itself computes in place).
-    """
-    xp = array_module(x)
-    with quiet():
-        small = xp.abs(x) < LOG_SMALL
-        tiny = x[small] if bool(small.any()) else None  # read before an in-place add overwrites x
-        if out is None:
-            out = x + 1.0
-        else:
-            xp.add(x, 1.0, out=out)
-        xp.log(out, out=out)
-        if tiny is not None:
-            out[small] = xp.log1p(tiny)
-    return out
-
-
-log1p_float = Dispatch("log1p_float", """``float32(log1p(x))`` of a float64 array (numpy or cupy), as
-computing ``log1p`` in float64 then rounding (LogOp on float columns). NaN stays NaN, -1 gives -inf,
-values below -1 give NaN, +inf stays +inf. ``overwrite=True``: ``x`` is the caller's own and may be
-used as scratch (the CPU computes in place; the result is the same either way).""")
+log1p_float = Dispatch("log1p_float", """LogOp of a float array (numpy or cupy, float64 or float32):
+``float32(log(float64(float32(x) + float32(1))))`` as :data:`log1p_int`. NaN stays NaN, -1 gives
+-inf, values below -1 NaN, +inf stays +inf, values below about 6e-8 in magnitude give 0 (their
+float32 sum with 1 is 1), as NVTabular's. ``overwrite=True``: ``x`` is the caller's own and may be
+used as scratch (the result is the same either way).""")
 
 
 @log1p_float.register(object)
 def _log1p_float(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    return fast_log1p(x, out=x if overwrite else None).astype(np.float32)
+    return log_plus_one32(x)
 
 
 mod_buckets = Dispatch("mod_buckets", """``hashes % num_buckets`` of a uint32 hash array (numpy or cupy)

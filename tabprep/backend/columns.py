@@ -22,7 +22,7 @@ for any array namespace ``xp`` (:func:`~tabprep.backend.arrays.array_module` of 
 numpy, or CuPy on the GPU), and build their output with ``col.like(...)``, so the same code runs
 on a :class:`HostColumn` and on a :class:`DeviceColumn` (CuPy values + mask, made from a cuDF
 column by the GPU backend's :func:`host_column`). Where the backends compute a function
-differently (``log1p``: a table and ``log(1 + x)`` on the CPU, the device's ``log1p`` on the GPU)
+differently (LogOp: a table on the CPU, one kernel on the GPU)
 the kernels call the same dispatchers as the ops' ``transform``, so each backend's fused result
 equals its own unfused one.
 """
@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrays import (LOG_SMALL, _fits, array_clip_bounds, array_module, float_values, int_data, log1p_float,
-                     log1p_int)
+from .arrays import (_fits, array_clip_bounds, array_module, float_values, int_data, log1p_float,
+                     log1p_int, log_plus_one32)
 from .dispatch import Dispatch, register_gpu_lazy
 
 
@@ -265,13 +265,13 @@ def clip_host(col: ArrayColumn, lower: Any, upper: Any) -> Optional[ArrayColumn]
 
 
 def log1p_host(col: ArrayColumn) -> Optional[ArrayColumn]:
-    """LogOp: ``float32(log1p(x))``; ints by ``log1p_int`` (a table on the CPU), nulls become NaN;
-    floats by ``log1p_float`` (on the CPU ``log(x + 1)`` in float64 with ``log1p`` for
-    ``|x| < 1e-4``, in place in one float64 array) -- the dispatchers LogOp's ``transform`` calls."""
+    """LogOp: ``float32(log(float64(float32(x) + 1)))`` (:data:`~tabprep.backend.arrays.log1p_int`);
+    ints by ``log1p_int`` (a table on the CPU), nulls become NaN; floats by ``log1p_float`` --
+    the dispatchers LogOp's ``transform`` calls."""
     v = col.values
     kind = v.dtype.kind
-    if v.dtype == np.uint64:   # beyond int64 the int64 view is negative: float64 then log1p, as log1p_int computes
-        out = array_module(v).log1p(v.astype(np.float64)).astype(np.float32)
+    if v.dtype == np.uint64:   # beyond int64 the int64 view is negative: the formula on the values
+        out = log_plus_one32(v)
         if col.mask is not None:
             array_module(out).copyto(out, np.nan, where=col.mask)
         return col.like(out, None, True)
@@ -282,8 +282,7 @@ def log1p_host(col: ArrayColumn) -> Optional[ArrayColumn]:
         return col.like(out, None, True)
     if kind != "f":
         return None
-    x = v if (v.dtype == np.float64 and col.owned) else v.astype(np.float64)
-    return col.like(log1p_float(x, overwrite=True), None, True)
+    return col.like(log1p_float(v, overwrite=col.owned), None, True)
 
 
 def normalize_host(col: ArrayColumn, mean: float, std: float, dtype: str = "float32") -> Optional[ArrayColumn]:
@@ -318,5 +317,5 @@ def normalize_host(col: ArrayColumn, mean: float, std: float, dtype: str = "floa
 
 register_gpu_lazy(host_column, host_columns_supported)
 
-__all__ = ["ArrayColumn", "DeviceColumn", "HostColumn", "LOG_SMALL", "clip_host", "fill_host", "host_column", "host_column_from_arrow",
+__all__ = ["ArrayColumn", "DeviceColumn", "HostColumn", "clip_host", "fill_host", "host_column", "host_column_from_arrow",
            "host_column_to_arrow", "host_columns_supported", "host_series", "host_series_many", "log1p_host", "normalize_host"]

@@ -13,7 +13,7 @@ Two measures, both in ``tabprep.backend``:
   merge and their vocabulary order (pylibcudf sorts and group-bys), Clip (libcudf's clamp),
   Categorify's unseen check (:func:`tabprep.backend.any_true`);
 * the rest keeps its faster CuPy kernels (Categorify's sorted lookup, LogOp's fused float64
-  log1p, Normalize), and this module compiles them on tiny arrays in a pool of threads started
+  log, Normalize), and this module compiles them on tiny arrays in a pool of threads started
   when the GPU backend is first loaded, while the first partitions are being read (NVRTC runs
   outside the GIL). :data:`READY` is set when it is done.
 
@@ -134,12 +134,9 @@ def _k_astype(src: Any, dst: Any) -> None:
 
 
 def _log1p(dtype: str) -> None:
-    import cupy
+    from . import arrays as A
 
-    x = _a([0, 1, 2], dtype)
-    out = cupy.empty(len(x), dtype=np.float32)
-    with np.errstate(all="ignore"):
-        cupy.log1p(x, out=out, dtype=np.float64)
+    A.log1p_float(_a([0, 1, 2], dtype))   # LogOp's one kernel for this input dtype (backend/gpu.py)
 
 
 def _normalize() -> None:

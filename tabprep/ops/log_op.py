@@ -11,7 +11,11 @@ from .base import Operator, map_elements
 
 
 class LogOp(Operator):
-    """``log1p(x)`` as float32. Nulls stay null; x < -1 gives NaN (clip at 0 first: ``Clip(min_value=0)``).
+    """``log(float32(x) + 1)`` as float32: NVTabular's formula (the value made float32, 1 added in
+    float32), with the logarithm correctly rounded (taken in float64, rounded once), so the CPU and
+    the GPU give the same bits, within one unit in the last place of NVTabular's float32 logarithm.
+    Nulls stay null; -1 gives -inf and x < -1 NaN (clip at 0 first: ``Clip(min_value=0)``); values
+    below about 6e-8 in magnitude give 0, and floats beyond float32's range +-inf, as NVTabular's.
 
     Example:
         >>> conts = ["I1"] >> FillMissing() >> Clip(min_value=0) >> LogOp()
@@ -30,17 +34,16 @@ class LogOp(Operator):
         def log1p(s: Any) -> Any:
             dtype = backend._numpy_kind_dtype(s.dtype)
             if dtype == np.uint64:
-                # beyond int64: the int path's int64 view made 2**63.. negative (NaN, -inf); float64
-                # then log1p is what the int path computes below 2**63 (see log1p_int)
-                values = backend.float_values(s)   # NaN where null
-                return backend.array_module(values).log1p(values).astype(np.float32)
+                # beyond int64: the int path's int64 view made 2**63.. negative (NaN, -inf); the
+                # formula on the values as floats (float64 is rounded to float32 first, as an int is)
+                return backend.log_plus_one32(backend.float_values(s))   # NaN where null
             if dtype.kind in "iub":
                 values, mask = backend.int_data(s)
-                out = backend.log1p_int(values)  # CPU: a table of log1p values; GPU: the device's log1p
+                out = backend.log1p_int(values)  # CPU: a table; GPU: one kernel
                 if mask is not None:
                     backend.array_module(out).copyto(out, np.nan, where=mask)  # element-wise on cupy too
                 return out
-            return backend.log1p_float(backend.float_values(s))  # GPU: one fused kernel
+            return backend.log1p_float(backend.float_values(s))  # GPU: one kernel
 
         return backend.make_frame({c: map_elements(df[c], log1p, dtype="float32") for c in columns}, like=df)
 
@@ -52,9 +55,9 @@ class LogOp(Operator):
         return col.with_(dtype="float32", add_tags=self.output_tags)
 
 
-#: ``log1p`` of a float64 array, via ``log(1 + x)`` where that is exact to float32 (also used by serving)
-fast_log1p = backend.fast_log1p
+#: LogOp's formula on a numeric array (numpy or cupy; also used by serving)
+log_plus_one32 = backend.log_plus_one32
 
-#: ``float32(log1p(values))`` of an int64 numpy array by table lookup (see :mod:`tabprep.backend.arrays`)
+#: LogOp of an int64 numpy array by table lookup (see :mod:`tabprep.backend.arrays`)
 int_log1p32 = backend.int_log1p32
 

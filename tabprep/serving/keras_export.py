@@ -352,13 +352,14 @@ def _float64(t: _T) -> Any:
 
 
 def _log1p(t: _T) -> Any:
+    # LogOp's formula (tabprep.backend.arrays.log1p_int): the value made float32 (ints directly, not
+    # through float64), 1 added in float32, the logarithm in float64 rounded once to float32
     tf = _tf()
-    x = _float64(t)
-    if t.kind in "ib":
-        return tf.cast(tf.math.log1p(x), tf.float32)  # tabprep's table holds float32(log1p(x))
-    # as tabprep.ops.log_op.fast_log1p: log(1 + x), log1p where |x| < 1e-4
-    small = tf.abs(x) < 1e-4
-    return tf.cast(tf.where(small, tf.math.log1p(x), tf.math.log(x + 1.0)), tf.float32)
+    x = tf.cast(t.values, tf.float32)
+    if t.null is not None:
+        x = tf.where(t.null, tf.constant(np.nan, tf.float32), x)
+    s = x + tf.constant(1.0, tf.float32)
+    return tf.cast(tf.math.log(tf.cast(s, tf.float64)), tf.float32)
 
 
 def _affine(t: _T, shift: Any, scale: Any, ok: bool, dtype: str = "float32") -> Any:

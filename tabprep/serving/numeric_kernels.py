@@ -15,7 +15,8 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from ..ops import Bucketize, Clip, LogOp, Normalize, NormalizeMinMax, ReduceDtypeSize
-from ..ops.log_op import fast_log1p
+from ..ops.log_op import int_log1p32, log_plus_one32
+from ..backend.arrays import _TABLE_SIZE, _log1p_table
 from ..ops.normalize_minmax import scale_int_values
 from ..schema import Schema
 from .columns import Col
@@ -104,22 +105,16 @@ class _Clip(Kernel):
         return clip
 
 
-#: float32(log1p(i)) for the small ints that counts mostly are: tabprep's LogOp of an int column is
-#: float32(log1p(float64(x))), and a gather beats evaluating the logarithm
-_TABLE_SIZE = 1 << 16
-_LOG1P_TABLE = np.log1p(np.arange(_TABLE_SIZE, dtype=np.float64)).astype(np.float32)
-_LOG1P_TABLE.flags.writeable = False
-_LOG1P_ITEM = _LOG1P_TABLE.item
+def _log32(values: np.ndarray) -> np.ndarray:
+    """LogOp of a numeric numpy array: ints through :func:`int_log1p32`'s table (the offline CPU's own
+    function), floats by :func:`log_plus_one32` (``float32(log(float64(float32(x) + 1)))``)."""
+    if values.dtype.kind in "iub":
+        return int_log1p32(values.astype(np.int64, copy=False))
+    return log_plus_one32(values)
 
 
-def int_log1p32(values: np.ndarray) -> np.ndarray:
-    """``float32(log1p(float64(values)))`` of an int64 array (-1 -> -inf, below -> NaN)."""
-    out = _LOG1P_TABLE.take(values, mode="clip")
-    big = values.view(np.uint64) >= _TABLE_SIZE  # negatives wrap to huge unsigned values
-    if big.any():
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[big] = np.log1p(values[big].astype(np.float64)).astype(np.float32)
-    return out
+#: LogOp of the small ints counts mostly are (the offline CPU's table), one value at a time
+_LOG1P_ITEM = _log1p_table().item
 
 
 def _log1p_int(v: Any) -> Optional[float]:
@@ -127,14 +122,13 @@ def _log1p_int(v: Any) -> Optional[float]:
         return None
     if 0 <= v < _TABLE_SIZE:
         return _LOG1P_ITEM(v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
+    return float(log_plus_one32(np.array([v], dtype=np.uint64 if v > 0 else np.int64))[0])
 
 
 def _log1p_float(v: Any) -> Optional[float]:
     if v is None:
         return None
-    return float(fast_log1p(np.array([v], dtype=np.float64)).astype(np.float32)[0])
+    return float(log_plus_one32(np.array([v], dtype=np.float64))[0])
 
 
 @register_kernel(LogOp)
@@ -142,10 +136,7 @@ class _LogOp(Kernel):
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
         for names, x in _blocks(cols, self.columns):
-            if self.kinds[names[0]] in "ib":
-                y = int_log1p32(x.astype(np.int64, copy=False))
-            else:
-                y = fast_log1p(x.astype(np.float64)).astype(np.float32)
+            y = _log32(x) if self.kinds[names[0]] in "ib" else log_plus_one32(x)
             for c, v in zip(names, y):
                 col = cols[c]
                 if col.mask is not None:
