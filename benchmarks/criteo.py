@@ -17,7 +17,7 @@ fit, transform, write parquet. Jobs (``--jobs``):
 * ``floor``: pyarrow ``read_table`` + ``write_table`` of each file in turn, no ops (the least any
   job that reads and writes the data once must spend);
 * ``pandas``: idiomatic pandas, file by file (issue 12): ``read_parquet``; ``value_counts`` per
-  column combined over files; ``Index.get_indexer``; ``fillna``/``clip``/``np.log1p``/normalize;
+  column combined over files; ``Index.get_indexer``; ``fillna``/``clip``/``np.log``/normalize;
   ``to_parquet``. The ratio ``tabprep vs idiomatic pandas`` is against this one;
 * ``polars``: Polars by hand (lazy ``scan_parquet``, streaming ``collect_all`` for the fit,
   the same steps as expressions, ``sink_parquet``); needs the ``bench`` extra;
@@ -192,8 +192,8 @@ def job_pandas(data: str, out: str) -> dict:
     fit: per file ``read_parquet``; ``value_counts`` of each categorical column, combined over
     files (``concat`` + ``groupby(level=0).sum()``), sorted by count (ties: ascending value) into
     an ``Index``; per continuous column the count, sum and sum of squares of
-    ``float32(log1p(clip(fillna(x, 0), 0)))``. transform: per file ``read_parquet`` again;
-    ``Index.get_indexer`` + 3 (null 1, unseen 2); ``fillna``/``clip``/``np.log1p``/normalize;
+    ``log(float32(clip(fillna(x, 0), 0)) + 1)`` (LogOp's). transform: per file ``read_parquet`` again;
+    ``Index.get_indexer`` + 3 (null 1, unseen 2); ``fillna``/``clip``/``np.log``/normalize;
     ``to_parquet``. Ids and floats are tabprep's (checked by ``--check``).
     """
     import numpy as np
@@ -203,8 +203,9 @@ def job_pandas(data: str, out: str) -> dict:
     files = _input_files(data)
     t0 = time.perf_counter()
 
-    def logs(s):  # FillMissing(0) >> Clip(0) >> LogOp: float32 like LogOp's output
-        return np.log1p(s.fillna(0).clip(lower=0)).astype("float32")
+    def logs(s):  # FillMissing(0) >> Clip(0) >> LogOp: log(float32(x) + 1), the sum in float32 (NVTabular's)
+        x32 = s.fillna(0).clip(lower=0).astype("float32")
+        return np.log((x32 + np.float32(1)).astype("float64")).astype("float32")
 
     counts = {c: [] for c in CATS}
     n = {c: 0 for c in CONTS}
@@ -226,7 +227,9 @@ def job_pandas(data: str, out: str) -> dict:
         vocab[c] = vc.sort_index().sort_values(ascending=False, kind="stable").index
     del counts
     mean = {c: s1[c] / n[c] for c in CONTS}
-    std = {c: float(np.sqrt(max(s2[c] / n[c] - mean[c] ** 2, 0.0))) for c in CONTS}
+    # the sample std (ddof=1), as Normalize (NVTabular's); this baseline used ddof=0, 42 float32 ulps
+    # from tabprep at 200k rows, so --check failed (found 2026-11-29)
+    std = {c: float(np.sqrt(max((s2[c] - n[c] * mean[c] ** 2) / (n[c] - 1), 0.0))) for c in CONTS}
 
     os.makedirs(out, exist_ok=True)
     rows = 0
@@ -262,7 +265,7 @@ def job_pandas_concat(data: str, out: str) -> dict:
         mapping = pd.Series(np.arange(3, 3 + len(vc)), index=vc.index)
         df[c] = df[c].map(mapping).fillna(1).astype("int64")
     for c in CONTS:
-        x = np.log1p(df[c].fillna(0).clip(lower=0).astype("float64"))
+        x = np.log((df[c].fillna(0).clip(lower=0).astype("float32") + np.float32(1)).astype("float64"))
         df[c] = ((x - x.mean()) / x.std(ddof=1)).astype("float32")
     os.makedirs(out, exist_ok=True)
     df.to_parquet(os.path.join(out, "part.parquet"), index=False)
@@ -272,7 +275,7 @@ def job_pandas_concat(data: str, out: str) -> dict:
 def job_polars(data: str, out: str) -> dict:
     """The job in Polars (lazy, streaming engine): fit = one ``collect_all`` of a ``group_by().len()``
     per categorical column and the mean/std (ddof=1, as NVTabular and tabprep) of each continuous column's
-    ``float32(log1p(clip(fill_null(x, 0), 0)))``; vocabularies sorted by count (ties: ascending
+    ``log(float32(clip(fill_null(x, 0), 0)) + 1)`` (LogOp's); vocabularies sorted by count (ties: ascending
     value); transform = ``replace_strict`` to ids from 3 (unseen 2, null 1) and the normalize
     expressions, ``sink_parquet`` to one file."""
     import polars as pl
@@ -282,7 +285,8 @@ def job_polars(data: str, out: str) -> dict:
     lf = pl.scan_parquet(files)
 
     def logs(c):
-        return pl.col(c).fill_null(0).clip(lower_bound=0).log1p().cast(pl.Float32).cast(pl.Float64)
+        x32 = pl.col(c).fill_null(0).clip(lower_bound=0).cast(pl.Float32) + pl.lit(1.0, dtype=pl.Float32)
+        return x32.cast(pl.Float64).log().cast(pl.Float32).cast(pl.Float64)
 
     plans = [lf.select(pl.col(c)).drop_nulls().group_by(c).len() for c in CATS]
     plans.append(lf.select([logs(c).mean().alias(f"{c}_mean") for c in CONTS]
