@@ -321,11 +321,19 @@ class _Builder:
     def _bucketize(self, op: Bucketize, columns: List[str]) -> Any:
         tf = _tf()
         bounds = {c: tf.constant(op.boundaries_for(c)[None, :], tf.float64) for c in columns}
+        # a list of ints: int columns compare with it as ints (the offline op's rule, NVTabular's)
+        int_bounds = {c: tf.constant(b[None, :], tf.int64) for c in columns
+                      if (b := op.int_boundaries_for(c)) is not None}
 
         def run(cols: Dict[str, _T]) -> Dict[str, _T]:
             out = {}
             for c in columns:
                 t = cols[c]
+                if c in int_bounds and t.kind in "ib":
+                    v = tf.cast(t.values, tf.int64)
+                    ids = tf.searchsorted(int_bounds[c], v[None, :], side="right", out_type=tf.int64)[0]
+                    out[c] = t.with_(ids, t.null, "i")
+                    continue
                 x = _float64(t)
                 ids = tf.searchsorted(bounds[c], x[None, :], side="right", out_type=tf.int64)[0]
                 out[c] = t.with_(ids, tf.math.is_nan(x), "i")

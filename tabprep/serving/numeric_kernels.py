@@ -265,17 +265,27 @@ class _Bucketize(Kernel):
         super().__init__(op, columns, in_schema, out_schema)
         self.bounds = {c: op.boundaries_for(c) for c in columns}
         self.bound_lists = {c: b.tolist() for c, b in self.bounds.items()}
+        # ints against a list of ints compare as ints (the offline op's rule, NVTabular's np.digitize)
+        self.int_bounds = {c: (op.int_boundaries_for(c) if self.kinds[c] in "ib" else None) for c in columns}
 
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
         for c in self.columns:
-            x = _as_float64(cols[c])
+            col = cols[c]
+            if self.int_bounds[c] is not None:
+                ids = np.searchsorted(self.int_bounds[c], col.values.astype(np.int64, copy=False), side="right")
+                out[c] = col.with_values(ids.astype(np.int64), col.mask)
+                continue
+            x = _as_float64(col)
             nan = np.isnan(x)
             ids = np.searchsorted(self.bounds[c], x, side="right").astype(np.int64)
-            out[c] = cols[c].with_values(ids, nan if nan.any() else None)
+            out[c] = col.with_values(ids, nan if nan.any() else None)
         return out
 
     def scalar_fn(self, c: str) -> Callable[[Any], Any]:
+        if self.int_bounds[c] is not None:
+            ib = self.int_bounds[c].tolist()
+            return lambda x: None if x is None else bisect.bisect_right(ib, int(x))
         b = self.bound_lists[c]
         return lambda x: None if x is None or x != x else bisect.bisect_right(b, float(x))
 
