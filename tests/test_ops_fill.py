@@ -95,3 +95,18 @@ def test_property_fill_missing_ints(vals, fill):
     _, out = run(ops.FillMissing(fill_val=fill, add_binary_cols=True), df, nparts=2)
     assert out["x"].tolist() == [fill if v is None else v for v in vals]
     assert out["x_filled"].tolist() == [v is None for v in vals]
+
+
+def test_fill_median_says_nvtabulars_median_is_approximate_over_partitions():
+    # NVTabular 23.08's FillMedian fits dask's quantile(method="dask"): exact on one partition,
+    # merged per-partition percentiles on several ([1, 2] and [3, 4] give 2.0 there). tabprep's
+    # median is exact (2.5, pandas' median): a different number on the same data, so building the
+    # op says so, once per process (not when a saved workflow is loaded)
+    from tabprep import _warn
+
+    _warn._ONCE.discard("FillMedian approximate")
+    with pytest.warns(tp.NVTabularDifferenceWarning, match=r"FillMedian.*exact median.*method='dask'"):
+        node = ["x"] >> ops.FillMedian()
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, np.nan]})
+    wf = tp.Workflow(node).fit(make_dataset(df, "cpu", nparts=2, empties=False))
+    assert wf.ops[0].medians == {"x": pd.Series([1.0, 2.0, 3.0, 4.0]).median()} == {"x": 2.5}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
+from .._warn import warn_once
 from ..stats.moments import Sketch, combine_sketches, infinite_count, partial_sketch, sketch_quantile
 from .base import StatOperator, infinite_note
 from .fill_missing import FillMissing
@@ -25,6 +26,14 @@ class FillMedian(FillMissing, StatOperator):
     """
 
     def __init__(self, add_binary_cols: bool = False) -> None:
+        # NVTabular fits dask's quantile(method="dask"): over several partitions it merges per-partition
+        # percentiles ([1, 2] and [3, 4] give 2.0 there, 2.5 here), so its fill value depends on the
+        # partitioning. Once per process, when a graph is built (the fit cannot tell: it regroups partitions)
+        warn_once("FillMedian approximate", "FillMedian: tabprep fills with the exact median (pandas' median, up to "
+                  "65,536 distinct values per column), where NVTabular 23.08 fits dask's quantile(method='dask'), "
+                  "which over several partitions merges per-partition percentiles: on data of more than one "
+                  "partition its fill value can differ and depends on the partitioning (docs/migration.md, "
+                  "FillMedian). On one partition both are the exact median.", at_build=True)
         self.add_binary_cols = add_binary_cols
         self.fill_val = None
         self.stats_ = None

@@ -105,3 +105,14 @@ def test_kfold_one_builds_quietly():
     with warnings.catch_warnings():
         warnings.simplefilter("error", tp.NVTabularDifferenceWarning)
         ops.TargetEncoding("t", kfold=1)
+
+
+def test_outputs_are_continuous_not_the_targets_tags():
+    # NVTabular 23.08 copies the target's tags to TE_* outputs (its column mapping lists the target
+    # first): a target tagged `target` gives TE outputs tagged `target`. tabprep does not (documented)
+    df = pd.DataFrame({"a": ["x", "y", "x", "y"], "click": [1, 0, 1, 1]})
+    target = ["click"] >> ops.AddMetadata(tags=[tp.Tags.TARGET])
+    wf = tp.Workflow(["a"] >> ops.TargetEncoding(target, kfold=1)).fit(df)
+    tags = {str(t) for t in wf.output_schema["TE_a_click"].tags}
+    assert "continuous" in tags and "target" not in tags
+    assert "TE_a_click" not in wf.output_schema.select_by_tag(tp.Tags.TARGET).column_names
