@@ -99,6 +99,17 @@ def warn_difference(message: str, stacklevel: int = 2, at_build: bool = False) -
     warnings.warn(message, NVTabularDifferenceWarning, stacklevel=stacklevel + 1)
 
 
+def warn_user(message: str, stacklevel: int = 2) -> None:
+    """``warnings.warn(message, UserWarning)`` at the caller's ``stacklevel``; in a task on a
+    distributed worker sent to the client as :func:`warn_difference` sends its warnings
+    (:func:`task_warnings`), and given there as a ``UserWarning``."""
+    sink = _SINK.get()
+    if sink is not None:
+        sink.append((UserWarning.__name__, message))
+        return
+    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
 #: the scheduler event topic of warnings raised in tasks on dask.distributed workers
 TOPIC = "tabprep-warnings"
 #: while a task runs on a distributed worker: where warn_difference puts its warnings

@@ -16,9 +16,11 @@ from tabprep.ops.base import Operator, StatOperator
 
 TESTS = Path(__file__).parent
 #: ops/ modules that hold helpers, not ops
-NOT_OPS = {"_categorify_notes", "_categorify_vocabs", "_combo", "_lookups", "base", "embeddings", "node", "node_merlin"}
-# Categorify's NVTabular notes and its vocabulary-file reader, combined keys, the lookups built once and
-# ahead (tests/test_lookups_ahead.py), the contract, embedding sizes, the column graph that `>>` builds,
+NOT_OPS = {"_categorify_notes", "_categorify_vocabs", "_combo", "_fold_partitions", "_lookups", "base", "embeddings",
+           "node", "node_merlin"}
+# Categorify's NVTabular notes and its vocabulary-file reader, combined keys, TargetEncoding's fitted
+# partitions (tests/test_op_target_encoding_partitions.py), the lookups built once and ahead
+# (tests/test_lookups_ahead.py), the contract, embedding sizes, the column graph that `>>` builds,
 # merlin's Node API on it
 #: ops tested in a file shared with other ops rather than tests/test_op_<module>.py.
 #: Each entry is debt: give the op its own test file and remove it here.

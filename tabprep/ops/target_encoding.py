@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._util import is_number, whole, whole_number
-from .._warn import warn_difference
+from .._warn import first_time, warn_difference, warn_user
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from ..stats import vocab as V
+from . import _fold_partitions as FP
 from ._lookups import build_once
 from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
                    state_file)
@@ -44,7 +45,11 @@ class TargetEncoding(StatOperator):
     null/unseen categories):
 
     * ``wf.fit_transform(train)``, or ``wf.transform(train, out_of_fold=True)`` on the same
-      dataset (same files, same partitioning) after ``wf.fit(train)``: out-of-fold values;
+      dataset (same files, same partitioning) after ``wf.fit(train)``: out-of-fold values. A
+      partition of an out-of-fold transform that is not one of the fitted partitions (its row
+      count, first and last row id, and a digest of the target by row id: see
+      :mod:`tabprep.ops._fold_partitions`) raises ``ValueError``: partitioned otherwise, its rows
+      would get other folds than at fit and be encoded with their own target;
     * ``wf.transform(valid)`` (the default, ``out_of_fold=False``), ``transform_frame`` and
       loaders: statistics of all the fitted data.
 
@@ -138,7 +143,12 @@ class TargetEncoding(StatOperator):
         self._seed = int(fold_seed) if fold_seed is not None else int(np.random.default_rng().integers(0, 2 ** 62))
         self.input_groups: List[List[str]] = []
         self.stats_: Optional[Dict[str, Any]] = None
+        #: the fingerprints of the fitted partitions (:mod:`._fold_partitions`; kfold > 1), by column
+        #: ("rows", "first_row", "last_row", "digest"); None before fit, or loaded from a folder saved
+        #: without them (an out-of-fold transform then warns once that it cannot check them)
+        self.partitions_: Optional[Dict[str, np.ndarray]] = None
         self._cache: Dict[Any, Any] = {}
+        self._warned: set = set()
 
     # -- columns ------------------------------------------------------------------------------
     @property
@@ -183,13 +193,35 @@ class TargetEncoding(StatOperator):
     # -- folds ----------------------------------------------------------------------------------
     def folds(self, df: Any) -> Any:
         """Fold (0..kfold-1, int64 numpy/cupy array) of each row of ``df``."""
+        return self._row_hash(df)[1] % np.uint64(self.kfold)
+
+    def _row_hash(self, df: Any) -> Any:
+        """(row ids, their splitmix64 hash with the seed): the folds are ``hash % kfold``."""
         xp = backend.array_module(df)
         idx = df.index
         if backend._numpy_kind_dtype(idx.dtype).kind in "iu" and len(idx):
             row = backend.int_values(backend.frame_lib(df).Series(idx), 0)
         else:
             row = xp.arange(len(df), dtype="int64")
-        return _splitmix64(row, self._seed, xp) % np.uint64(self.kfold)
+        return row, _splitmix64(row, self._seed, xp)
+
+    def _what(self, columns: List[str]) -> str:
+        """The op as its messages name it."""
+        t = self.targets[0] if len(self.targets) == 1 else self.targets
+        return f"TargetEncoding(target {t!r}, kfold={self.kfold}) of columns {list(self._keys(columns))}"
+
+    def _check_partition(self, columns: List[str], df: Any, row: Any, hashed: Any, xp: Any) -> None:
+        """An out-of-fold transform's partition ``df`` must be one of the fitted partitions
+        (:mod:`._fold_partitions`): ``ValueError`` otherwise. A fitted op without their fingerprints
+        (saved before them) warns once that it cannot check."""
+        table = getattr(self, "partitions_", None)   # (an op pickled before the attribute existed: None)
+        if table is None:
+            if first_time(self.__dict__.setdefault("_warned", set()), "partitions"):
+                warn_user(FP.unchecked_message(self._what(columns)), stacklevel=4)
+            return
+        found = FP.fingerprint(row, hashed, backend.float_values(df[self.targets[0]]), xp)
+        fitted = build_once(self._cache, ("partitions",), lambda: FP.lookup(table))
+        FP.check_partition(found, fitted, len(table["rows"]), self._what(columns))
 
     # -- fit ----------------------------------------------------------------------------------------
     def _target_arrays(self, df: Any, xp: Any) -> Dict[str, Any]:
@@ -204,8 +236,11 @@ class TargetEncoding(StatOperator):
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Any]:
         xp = backend.array_module(df)
         k = self.kfold
-        fold = self.folds(df).astype("int64")
+        row, hashed = self._row_hash(df)
+        fold = (hashed % np.uint64(k)).astype("int64")
         ys = self._target_arrays(df, xp)
+        # the partition's fingerprint, to check out-of-fold transforms against (_fold_partitions)
+        found = FP.fingerprint(row, hashed, ys[self.targets[0]], xp) if k > 1 else None
         totals = {}
         cols_per_target = {}
         inf_targets = [t for t, y in ys.items() if backend.any_true(xp.isinf(y))]  # fit_notes_ (NVTabular counts them)
@@ -239,7 +274,7 @@ class TargetEncoding(StatOperator):
             counted = valid if len(cols) == 1 else ~xp.asarray(backend.isnull(df[cols[0]]))
             null_targets += [(key, t) for t, nan in nan_ys.items() if backend.any_true(nan & counted)]
         return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets,
-                "null_keys": null_keys, "null_targets": null_targets}
+                "null_keys": null_keys, "null_targets": null_targets, "partitions": [found] if found else []}
 
     def fit_combine(self, partials: List[Dict[str, Any]]) -> Dict[str, Any]:
         keyed = {}
@@ -253,7 +288,8 @@ class TargetEncoding(StatOperator):
         null_keys = sorted({k for p in partials for k in p.get("null_keys", [])})
         null_targets = sorted({tuple(kt) for p in partials for kt in p.get("null_targets", [])})
         return {"keys": keyed, "totals": totals, "null_parts": null_parts, "inf_targets": inf_targets,
-                "null_keys": null_keys, "null_targets": null_targets}
+                "null_keys": null_keys, "null_targets": null_targets,
+                "partitions": [fp for p in partials for fp in p.get("partitions", [])]}
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, Any]) -> None:
         k = self.kfold
@@ -272,6 +308,7 @@ class TargetEncoding(StatOperator):
                             .reshape(len(values), k).round().astype("int64")}
             keys[key] = entry
         self.stats_ = {"keys": keys, "totals": totals}
+        self.partitions_ = FP.as_table(combined.get("partitions", [])) if k > 1 else None
         self._cache = {}
         groups = self._keys(columns)
         self.fit_notes_ = [
@@ -285,6 +322,7 @@ class TargetEncoding(StatOperator):
 
     def clear(self) -> None:
         self.stats_ = None
+        self.partitions_ = None
         self.fit_notes_ = []
         self._cache = {}
         self._combo_format = COMBO_KEY_FORMAT
@@ -349,7 +387,11 @@ class TargetEncoding(StatOperator):
         lib = backend.frame_lib(df)
         xp = backend.array_module(df)
         oof = out_of_fold_mode() and self.kfold > 1
-        fold = self.folds(df).astype("int64") if oof else None
+        fold = None
+        if oof:
+            row, hashed = self._row_hash(df)
+            self._check_partition(columns, df, row, hashed, xp)
+            fold = (hashed % np.uint64(self.kfold)).astype("int64")
         out = {}
         names = self._names(columns)
         for key, cols in self._keys(columns).items():
@@ -387,8 +429,12 @@ class TargetEncoding(StatOperator):
             fname = f"te_{i:03d}.parquet"
             pq.write_table(pa.table(cols), path / fname)
             files[key] = fname
-        return {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups,
+        meta = {"files": files, "totals": self.stats_["totals"], "input_groups": self.input_groups,
                 "combo_key_format": self._combo_format, "fold_seed_used": self._seed}
+        if self.partitions_ is not None:  # (kfold > 1) the fitted partitions, to check out-of-fold transforms
+            FP.save(self.partitions_, path)
+            meta["partitions"] = {"file": FP.FILE, "target": self.targets[0], "count": len(self.partitions_["rows"])}
+        return meta
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
@@ -411,6 +457,9 @@ class TargetEncoding(StatOperator):
                             .reshape(len(values), k)}
             keys[key] = entry
         self.stats_ = {"keys": keys, "totals": meta["totals"]}
+        # saved before 2026-11-29: no fingerprints (out-of-fold transforms warn once that they are unchecked)
+        parts = meta.get("partitions")
+        self.partitions_ = FP.load(state_file(self, path, parts["file"])) if parts else None
         self._cache = {}
 
     def __getstate__(self):
