@@ -52,10 +52,14 @@ class Groupby(Operator):
     for NVTabular's dtypes.
 
     Order within a group: by ``sort_cols`` (``ascending``; nulls last), then by the input row
-    order. ``list`` follows that order; ``first`` / ``last`` are the first / last row in
-    ascending order whatever ``ascending`` says (NVTabular 23.08: ``ascending=False`` sorts the
-    lists, ``first`` is still the earliest row). Groups come out in ascending key order (a null
-    key forms the last group). A key column is output only when it is selected (NVTabular).
+    order. ``ascending`` is a bool for every sort column, or a list of one per sort column, as
+    pandas' ``sort_values`` takes it (another length is a ``ValueError``). ``list`` follows that
+    order. ``first`` / ``last`` follow NVTabular 23.08's ``_first_or_last``, which reads
+    ``ascending`` as a truth value: with ``ascending=False`` the lists run backwards and ``first``
+    is still the earliest row (the list's last element); with a non-empty list (``[False]``,
+    ``[True, False]``) ``first`` / ``last`` are the list's first / last elements, whatever
+    directions it holds. Groups come out in ascending key order (a null key forms the last group).
+    A key column is output only when it is selected (NVTabular).
 
     Output columns in NVTabular's order: the selected keys, then the ``list`` / ``first`` /
     ``last`` outputs of every aggregated column, then its other aggregations (columns in the
@@ -81,14 +85,14 @@ class Groupby(Operator):
         aggs: an aggregation name or list of names applied to every selected non-key column,
             or a dict ``{column: name or [names]}``.
         name_sep: separator of output names.
-        ascending: sort direction of ``sort_cols``.
+        ascending: sort direction of ``sort_cols``: a bool, or a list of one bool per sort column.
     """
 
     changes_rows = True
 
     def __init__(self, groupby_cols: Union[str, Sequence[str]], sort_cols: Union[None, str, Sequence[str]] = None,
                  aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
-                 ascending: bool = True) -> None:
+                 ascending: Union[bool, Sequence[bool]] = True) -> None:
         # NVTabular also takes nodes / ColumnSelectors of raw columns for these
         groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)", self)
         sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)", self)
@@ -104,6 +108,7 @@ class Groupby(Operator):
         self.aggs = aggs
         self.name_sep = name_sep
         self.ascending = ascending
+        _check_ascending(ascending, self.sorts)
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
         recast = any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names)
@@ -190,8 +195,7 @@ class Groupby(Operator):
             gid = xp.zeros(0, dtype="int64")
         order_frame = lib.DataFrame({_GID: gid, **{s: work[s] for s in sorts}, _POS: xp.arange(n, dtype="int64")})
         order_frame = order_frame.sort_values([_GID] + sorts + [_POS],
-                                              ascending=[True] + [bool(self.ascending)] * len(sorts) + [True],
-                                              na_position="last")
+                                              ascending=[True] + self._directions() + [True], na_position="last")
         order = backend.int_values(order_frame[_POS], 0)
         gid = gid[order]
         ngroups = int(gid[-1]) + 1 if n else 0
@@ -211,8 +215,9 @@ class Groupby(Operator):
                 if a == "list":
                     out[name] = backend.list_from_leaves(s, offsets, like=like, name=name)
                 elif a in ("first", "last"):
-                    # first/last in ascending order: with ascending=False the group's rows run
-                    # backwards, so its first row is the latest (NVTabular's _first_or_last)
+                    # NVTabular's _first_or_last reads ``ascending`` as a truth value: False runs
+                    # the rows backwards and "first" takes the list's last row (the earliest); a
+                    # non-empty list is true whatever it holds, so "first" is the list's first row
                     take = first if (a == "first") == bool(self.ascending) else last
                     out[name] = s.take(take).reset_index(drop=True).rename(name)
                 elif a in ("min", "max") and not backend.is_float_series(s) and not backend.is_string_series(s):
@@ -227,6 +232,12 @@ class Groupby(Operator):
                     # they are among its values (float32, float16, nullable Float32 with <NA>)
                     out[name] = red.astype(s.dtype) if a in ("min", "max") and backend.is_float_series(s) else red
         return lib.DataFrame({name: out[name] for name in self.output_column_names(columns)})
+
+    def _directions(self) -> List[bool]:
+        """One sort direction per sort column (checked by :func:`_check_ascending`)."""
+        if isinstance(self.ascending, (list, tuple)):
+            return [bool(d) for d in self.ascending]
+        return [bool(self.ascending)] * len(self.sorts)
 
     @staticmethod
     def _reduce(s: Any, valid: Any, agg: str, gid: Any, gid_s: Any, ngroups: int, lib: Any, xp: Any) -> Any:
@@ -264,6 +275,24 @@ class Groupby(Operator):
 
 def _np_name(dtype: str) -> str:
     return dtype if dtype not in ("str", "list") else "object"
+
+
+def _check_ascending(ascending: Any, sorts: List[str]) -> None:
+    """Refuse, when the op is built, what pandas' ``sort_values(sort_cols, ascending=...)`` refuses
+    when NVTabular 23.08's transform calls it: a list of another length than ``sort_cols``
+    ("Length of ascending (2) != length of by (1)"), or a direction that is no bool (or int).
+    Without sort columns NVTabular sorts nothing and only reads its truth value (first / last)."""
+    if not sorts:
+        return
+    listed = isinstance(ascending, (list, tuple))
+    bad = [d for d in (ascending if listed else [ascending]) if not isinstance(d, (bool, int, np.bool_, np.integer))]
+    if bad:
+        raise ValueError(f"Groupby(ascending={ascending!r}): a sort direction must be a bool (as pandas' sort_values "
+                         f"takes it), got {bad!r}")
+    if listed and len(ascending) != len(sorts):
+        raise ValueError(f"Groupby(ascending={ascending!r}) gives {len(ascending)} direction(s) for the {len(sorts)} "
+                         f"sort_cols {sorts!r}: give one bool per sort column, or one bool for all (pandas' "
+                         f"sort_values, which NVTabular 23.08 calls, refuses it too)")
 
 
 def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Optional[int] = None) -> Any:
