@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import backend
 from .._warn import warn_once, warned_once
+from ..dtypes import dtype_kind, time_parts
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -19,6 +20,9 @@ _LIST_AGGS = ("list", "first", "last")
 #: the keys of Groupby's once-per-process warnings (tabprep._warn.warn_once)
 _DTYPES_NOTE = ("Groupby", "dtypes")
 _NULL_KEYS_NOTE = ("Groupby", "null keys")
+#: aggregations of numbers only: NVTabular 23.08 raises on strings / datetimes / timedeltas
+#: (pandas refuses them, or its float32 cast of the result does)
+_NUMERIC_AGGS = ("sum", "mean", "median", "std", "var")
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -39,11 +43,12 @@ class Groupby(Operator):
     * ``first`` / ``last``: value of the first / last row of the group (null if that value
       is null), in the column's dtype;
     * ``min`` / ``max`` over the non-null values, in the column's dtype as NVTabular's (an
-      int64 id stays exact; null when all null);
+      int64 id stays exact; strings, datetimes and timedeltas too; null when all null);
     * ``sum`` (int64 for int/bool columns, else float64; 0 when all null), ``mean``,
       ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
       NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
-      non-null values;
+      non-null values; of a string, datetime or timedelta column they are a ``TypeError``
+      naming the column (NVTabular 23.08 raises too);
     * ``nunique``: number of distinct non-null values (int64).
 
     Output dtypes differ from NVTabular 23.08 on purpose (it casts count/nunique to int32 and
@@ -149,6 +154,16 @@ class Groupby(Operator):
             extra += list(self.aggs)
         return list(dict.fromkeys(extra))
 
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        super().check_input(input_schema, columns)
+        for c, a in self._ordered_aggs(columns):
+            kind = _kind(input_schema[c].dtype) if c in input_schema else "?"
+            if a in _NUMERIC_AGGS and kind in "sMm":
+                what = {"s": "strings", "M": "datetimes", "m": "timedeltas"}[kind]
+                raise TypeError(f"Groupby: column {c!r} holds {what} ({input_schema[c].dtype}), which have no {a!r} "
+                                f"(NVTabular 23.08 raises too); aggregate it with min, max, first, last, list, count "
+                                f"or nunique, or convert it to numbers first")
+
     def _out_keys(self, columns: List[str]) -> List[str]:
         """Key columns output: those selected (NVTabular's Groupby.column_mapping)."""
         return [k for k in self.keys if k in columns]
@@ -160,19 +175,20 @@ class Groupby(Operator):
         out = [input_schema[k] for k in self._out_keys(columns)]
         for c, a in self._ordered_aggs(columns):
             src = input_schema[c]
-            kind = np.dtype(_np_name(src.dtype)).kind
-            is_int = kind in "iub"
+            kind = _kind(src.dtype)
+            is_int = kind in "ib"
             name = f"{c}{self.name_sep}{a}"
             if a == "list":
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
                                         properties=dict(src.properties), is_list=True, is_ragged=True))
-            elif a in ("first", "last"):
+            elif a in ("first", "last") or (a in ("min", "max") and kind in "sMm"):
+                # one of the column's values, as it is (a string is no continuous feature)
                 out.append(src.with_(name=name))
             elif a in _COUNTS:
                 out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
             elif a == "sum":
                 out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
-            elif a in ("min", "max") and kind in "iubf":  # NVTabular keeps the column's dtype (float32 too)
+            elif a in ("min", "max") and kind in "ibf":  # NVTabular keeps the column's dtype (float32 too)
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=(Tags.CONTINUOUS,)))
             else:
                 out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
@@ -220,8 +236,9 @@ class Groupby(Operator):
                     # non-empty list is true whatever it holds, so "first" is the list's first row
                     take = first if (a == "first") == bool(self.ascending) else last
                     out[name] = s.take(take).reset_index(drop=True).rename(name)
-                elif a in ("min", "max") and not backend.is_float_series(s) and not backend.is_string_series(s):
-                    # in the column's own dtype (NVTabular's): no float64 detour, int64 ids stay exact
+                elif a in ("min", "max") and not backend.is_float_series(s):
+                    # in the column's own dtype (NVTabular's): no float64 detour, int64 ids stay
+                    # exact; strings, datetimes and timedeltas are compared as themselves
                     frame = lib.DataFrame({"g": gid_s, "x": s.reset_index(drop=True)})
                     red = frame.groupby("g", sort=True)["x"].agg(a)
                     out[name] = red.reindex(range(ngroups)).reset_index(drop=True).rename(name)
@@ -273,8 +290,11 @@ class Groupby(Operator):
         return xp.where(count > 0, backend.float_values(red), np.nan)
 
 
-def _np_name(dtype: str) -> str:
-    return dtype if dtype not in ("str", "list") else "object"
+def _kind(dtype: str) -> str:
+    """The input contract's kind of a schema dtype ("i", "b", "f", "s", "M", "m" or "?"), a
+    time-zone-aware datetime's "M" too (dtype_kind leaves those "?", as numpy knows no tz)."""
+    parts = time_parts(dtype)
+    return parts[0] if parts else dtype_kind(dtype)
 
 
 def _check_ascending(ascending: Any, sorts: List[str]) -> None:

@@ -2,7 +2,9 @@
 
 * ``ascending`` given as a list: pandas' ``sort_values(sort_cols, ascending=[...])``, one direction
   per sort column; ``first`` / ``last`` then take the ends of the sorted lists (``_first_or_last``
-  reads a non-empty list as true), unlike ``ascending=False``.
+  reads a non-empty list as true), unlike ``ascending=False``;
+* ``min`` / ``max`` of string, datetime and timedelta columns: the values, in the column's dtype
+  (pandas' ``groupby.agg``); ``sum`` / ``mean`` / ``median`` / ``std`` / ``var`` of them raise.
 
 The reference, :func:`nvt_groupby`, follows NVTabular's ``Groupby.__init__`` / ``transform`` /
 ``_apply_aggs`` / ``_get_agg_dicts`` / ``_first_or_last`` with plain pandas (its int32 / float32
@@ -139,3 +141,44 @@ def test_ascending_list_of_another_length_is_refused(ascending):
         df.sort_values(["t"], ascending=ascending)
     with pytest.raises(ValueError, match=r"ascending.*sort_cols.*\['t'\]"):
         ops.Groupby("u", sort_cols=["t"], ascending=ascending, aggs="list")
+
+
+# -- 2. min / max of strings, datetimes, timedeltas ---------------------------------------------
+def _times_frame():
+    return pd.DataFrame({
+        "u": [1, 1, 1, 2, 2, 3],
+        "s": pd.Series(["b", None, "a", "zz", "c", None], dtype="str"),
+        "d": pd.to_datetime(["2021-03-01", "2020-01-02", None, "1999-12-31", "2000-01-01", None]),
+        "dz": pd.to_datetime(["2021-03-01 10:00", None, "2021-03-01 09:00", "2001-01-01 00:00", "2000-01-01 00:00", None],
+                             utc=True),
+        "td": pd.to_timedelta(["1h", "2h", None, "3s", "-1s", None]),
+    })
+
+
+@pytest.mark.parametrize("col", ["s", "d", "dz", "td"])
+def test_min_max_of_strings_and_times_are_values_in_the_columns_dtype(backend, col):
+    df = _times_frame()
+    aggs = {col: ["min", "max"]}
+    wf, out = _run(["u", col], ops.Groupby("u", aggs=aggs), df, backend)
+    ref = nvt_groupby(df, ["u", col], ["u"], aggs=aggs)
+    _assert_as_reference(out, ref)
+    ds = tp.Dataset(df)   # the column as tabprep reads it (strings: pandas' "string" dtype)
+    for name in (f"{col}_min", f"{col}_max"):
+        assert wf.output_schema[name].dtype == ds.schema[col].dtype, name
+        assert out[name].dtype == to_pandas(ds)[col].dtype, name
+        assert "continuous" not in wf.output_schema[name].tags   # not a number
+
+
+@pytest.mark.parametrize("agg", ["sum", "mean", "median", "std", "var"])
+@pytest.mark.parametrize("col", ["s", "d", "td"])
+def test_numeric_aggs_of_strings_and_times_raise_naming_column_and_agg(col, agg):
+    """NVTabular 23.08 raises here (pandas refuses, or its float32 cast of the result does)."""
+    df = _times_frame()
+    with pytest.raises((TypeError, ValueError)):
+        nvt_reference = nvt_groupby(df, ["u", col], ["u"], aggs={col: [agg]})
+        nvt_reference[f"{col}_{agg}"].astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # Groupby's dtype note
+        op = ops.Groupby("u", aggs={col: [agg]})
+    with pytest.raises(TypeError, match=rf"Groupby.*'{col}'.*{agg}"):
+        _run(["u", col], op, df)
