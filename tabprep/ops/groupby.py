@@ -20,6 +20,7 @@ _LIST_AGGS = ("list", "first", "last")
 #: the keys of Groupby's once-per-process warnings (tabprep._warn.warn_once)
 _DTYPES_NOTE = ("Groupby", "dtypes")
 _NULL_KEYS_NOTE = ("Groupby", "null keys")
+_IGNORED_AGGS_NOTE = ("Groupby", "ignored aggs")
 #: aggregations of numbers only: NVTabular 23.08 raises on strings / datetimes / timedeltas
 #: (pandas refuses them, or its float32 cast of the result does)
 _NUMERIC_AGGS = ("sum", "mean", "median", "std", "var")
@@ -88,7 +89,8 @@ class Groupby(Operator):
         sort_cols: column name(s) ordering the rows within a group (read from the raw input
             when not selected; not output unless aggregated).
         aggs: an aggregation name or list of names applied to every selected non-key column,
-            or a dict ``{column: name or [names]}``.
+            or a dict ``{column: name or [names]}``. As NVTabular's, a dict aggregates only the
+            selected columns that are not keys: its other keys are ignored (warned once, naming them).
         name_sep: separator of output names.
         ascending: sort direction of ``sort_cols``: a bool, or a list of one bool per sort column.
     """
@@ -136,7 +138,9 @@ class Groupby(Operator):
 
     def _agg_map(self, columns: List[str]) -> Dict[str, List[str]]:
         if isinstance(self.aggs, dict):
-            return {c: list(dict.fromkeys([a] if isinstance(a, str) else a)) for c, a in self.aggs.items()}
+            # NVTabular's _get_agg_dicts: only the selected columns that are not keys
+            return {c: list(dict.fromkeys([a] if isinstance(a, str) else a)) for c, a in self.aggs.items()
+                    if c in columns and c not in self.keys}
         names = list(dict.fromkeys([self.aggs] if isinstance(self.aggs, str) else self.aggs))
         return {c: names for c in columns if c not in self.keys}
 
@@ -149,10 +153,14 @@ class Groupby(Operator):
         return listy + [(c, a) for c, names in agg_map.items() for a in names if a not in _LIST_AGGS]
 
     def dependencies(self) -> List[str]:
-        extra = self.keys + self.sorts
-        if isinstance(self.aggs, dict):
-            extra += list(self.aggs)
-        return list(dict.fromkeys(extra))
+        # not the ``aggs`` dict's keys: only selected columns are aggregated (NVTabular reads no others)
+        return list(dict.fromkeys(self.keys + self.sorts))
+
+    def _ignored_aggs(self, columns: List[str]) -> List[str]:
+        """The ``aggs`` dict's keys NVTabular's ``_get_agg_dicts`` drops: not selected, or a key."""
+        if not isinstance(self.aggs, dict):
+            return []
+        return [c for c in self.aggs if c not in columns or c in self.keys]
 
     def check_input(self, input_schema: Schema, columns: List[str]) -> None:
         super().check_input(input_schema, columns)
@@ -163,6 +171,13 @@ class Groupby(Operator):
                 raise TypeError(f"Groupby: column {c!r} holds {what} ({input_schema[c].dtype}), which have no {a!r} "
                                 f"(NVTabular 23.08 raises too); aggregate it with min, max, first, last, list, count "
                                 f"or nunique, or convert it to numbers first")
+        ignored = self._ignored_aggs(columns)
+        if ignored:
+            # NVTabular drops them without a word; a dropped request deserves one (once per keys)
+            warn_once((_IGNORED_AGGS_NOTE, tuple(ignored)),
+                      f"Groupby: aggs keys {ignored} are ignored, as in NVTabular 23.08: only selected columns that "
+                      f"are not groupby_cols are aggregated (selected: {list(columns)}, groupby_cols: {self.keys}). "
+                      f"Select a column to aggregate it; a key column is output as it is", stacklevel=2, at_build=True)
 
     def _out_keys(self, columns: List[str]) -> List[str]:
         """Key columns output: those selected (NVTabular's Groupby.column_mapping)."""

@@ -4,7 +4,9 @@
   per sort column; ``first`` / ``last`` then take the ends of the sorted lists (``_first_or_last``
   reads a non-empty list as true), unlike ``ascending=False``;
 * ``min`` / ``max`` of string, datetime and timedelta columns: the values, in the column's dtype
-  (pandas' ``groupby.agg``); ``sum`` / ``mean`` / ``median`` / ``std`` / ``var`` of them raise.
+  (pandas' ``groupby.agg``); ``sum`` / ``mean`` / ``median`` / ``std`` / ``var`` of them raise;
+* a dict ``aggs`` aggregates only the selected non-key columns (``_get_agg_dicts``): other keys
+  are ignored, with a warning naming them.
 
 The reference, :func:`nvt_groupby`, follows NVTabular's ``Groupby.__init__`` / ``transform`` /
 ``_apply_aggs`` / ``_get_agg_dicts`` / ``_first_or_last`` with plain pandas (its int32 / float32
@@ -182,3 +184,28 @@ def test_numeric_aggs_of_strings_and_times_raise_naming_column_and_agg(col, agg)
         op = ops.Groupby("u", aggs={col: [agg]})
     with pytest.raises(TypeError, match=rf"Groupby.*'{col}'.*{agg}"):
         _run(["u", col], op, df)
+
+
+# -- 3. dict aggs: only selected non-key columns ------------------------------------------------
+def test_dict_aggs_of_unselected_columns_and_keys_are_ignored_and_warned(backend):
+    from tabprep import _warn
+    import tabprep.ops.groupby as G
+
+    df = pd.DataFrame({"u": [1, 1, 2], "v": [1.5, 2.0, 4.0], "w": [1, 2, 3]})
+    aggs = {"v": "sum", "w": "sum", "u": "count"}
+    ref = nvt_groupby(df, ["u", "v"], ["u"], aggs=aggs)
+    assert list(ref.columns) == ["u", "v_sum"]
+    _warn._ONCE.discard((G._IGNORED_AGGS_NOTE, ("w", "u")))
+    with pytest.warns(tp.NVTabularDifferenceWarning, match=r"aggs.*\['w', 'u'\].*ignored"):
+        wf = tp.Workflow(["u", "v"] >> ops.Groupby("u", aggs=aggs))
+        out = to_pandas(wf.fit_transform(make_dataset(df, backend, nparts=1)))
+    assert list(out.columns) == wf.output_schema.column_names == ["u", "v_sum"]
+    _assert_as_reference(out, ref)
+    # said once; a column the data lacks is not read (NVTabular never reads it)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tp.NVTabularDifferenceWarning)
+        _, again = _run(["u", "v"], ops.Groupby("u", aggs=aggs), df.drop(columns=["w"]), backend)
+    _assert_as_reference(again, ref)
+    # the key aggregated through a list of aggs is left out too (NVTabular's "__all__")
+    _, listed = _run(["u", "v"], ops.Groupby("u", aggs=["sum"]), df, backend)
+    _assert_as_reference(listed, nvt_groupby(df, ["u", "v"], ["u"], aggs=["sum"]))
