@@ -152,7 +152,7 @@ def test_exclude_label_and_saved_workflow(wf, tmp_path):
 
 
 @pytest.mark.parametrize("graph,match", [
-    (lambda: ["a"] >> ops.Groupby(groupby_cols=["a"], aggs={"b": ["sum"]}), "Groupby.*whole dataset"),
+    (lambda: ["a", "b"] >> ops.Groupby(groupby_cols=["a"], aggs={"b": ["sum"]}), "Groupby.*whole dataset"),
     (lambda: ["b"] >> ops.DifferenceLag(partition_cols=["a"]), "DifferenceLag.*previous rows"),
     (lambda: (["a", "b"] >> ops.Filter(f=lambda df: df["a"] > 0)), "Filter.*drops rows"),
 ])

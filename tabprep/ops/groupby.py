@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import backend
 from .._warn import warn_once, warned_once
+from ..dtypes import dtype_kind, time_parts
 from ..schema import ColumnSchema, Schema, Tags
 from ..stats import grouped as G
 from .base import Operator, column_names_arg
@@ -19,6 +20,10 @@ _LIST_AGGS = ("list", "first", "last")
 #: the keys of Groupby's once-per-process warnings (tabprep._warn.warn_once)
 _DTYPES_NOTE = ("Groupby", "dtypes")
 _NULL_KEYS_NOTE = ("Groupby", "null keys")
+_IGNORED_AGGS_NOTE = ("Groupby", "ignored aggs")
+#: aggregations of numbers only: NVTabular 23.08 raises on strings / datetimes / timedeltas
+#: (pandas refuses them, or its float32 cast of the result does)
+_NUMERIC_AGGS = ("sum", "mean", "median", "std", "var")
 _POS = "__tabprep_pos__"
 _GID = "__tabprep_gid__"
 
@@ -39,11 +44,12 @@ class Groupby(Operator):
     * ``first`` / ``last``: value of the first / last row of the group (null if that value
       is null), in the column's dtype;
     * ``min`` / ``max`` over the non-null values, in the column's dtype as NVTabular's (an
-      int64 id stays exact; null when all null);
+      int64 id stays exact; strings, datetimes and timedeltas too; null when all null);
     * ``sum`` (int64 for int/bool columns, else float64; 0 when all null), ``mean``,
       ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
       NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
-      non-null values;
+      non-null values; of a string, datetime or timedelta column they are a ``TypeError``
+      naming the column (NVTabular 23.08 raises too);
     * ``nunique``: number of distinct non-null values (int64).
 
     Output dtypes differ from NVTabular 23.08 on purpose (it casts count/nunique to int32 and
@@ -52,10 +58,14 @@ class Groupby(Operator):
     for NVTabular's dtypes.
 
     Order within a group: by ``sort_cols`` (``ascending``; nulls last), then by the input row
-    order. ``list`` follows that order; ``first`` / ``last`` are the first / last row in
-    ascending order whatever ``ascending`` says (NVTabular 23.08: ``ascending=False`` sorts the
-    lists, ``first`` is still the earliest row). Groups come out in ascending key order (a null
-    key forms the last group). A key column is output only when it is selected (NVTabular).
+    order. ``ascending`` is a bool for every sort column, or a list of one per sort column, as
+    pandas' ``sort_values`` takes it (another length is a ``ValueError``). ``list`` follows that
+    order. ``first`` / ``last`` follow NVTabular 23.08's ``_first_or_last``, which reads
+    ``ascending`` as a truth value: with ``ascending=False`` the lists run backwards and ``first``
+    is still the earliest row (the list's last element); with a non-empty list (``[False]``,
+    ``[True, False]``) ``first`` / ``last`` are the list's first / last elements, whatever
+    directions it holds. Groups come out in ascending key order (a null key forms the last group).
+    A key column is output only when it is selected (NVTabular).
 
     Output columns in NVTabular's order: the selected keys, then the ``list`` / ``first`` /
     ``last`` outputs of every aggregated column, then its other aggregations (columns in the
@@ -79,16 +89,17 @@ class Groupby(Operator):
         sort_cols: column name(s) ordering the rows within a group (read from the raw input
             when not selected; not output unless aggregated).
         aggs: an aggregation name or list of names applied to every selected non-key column,
-            or a dict ``{column: name or [names]}``.
+            or a dict ``{column: name or [names]}``. As NVTabular's, a dict aggregates only the
+            selected columns that are not keys: its other keys are ignored (warned once, naming them).
         name_sep: separator of output names.
-        ascending: sort direction of ``sort_cols``.
+        ascending: sort direction of ``sort_cols``: a bool, or a list of one bool per sort column.
     """
 
     changes_rows = True
 
     def __init__(self, groupby_cols: Union[str, Sequence[str]], sort_cols: Union[None, str, Sequence[str]] = None,
                  aggs: Union[str, Sequence[str], Dict[str, Any]] = "list", name_sep: str = "_",
-                 ascending: bool = True) -> None:
+                 ascending: Union[bool, Sequence[bool]] = True) -> None:
         # NVTabular also takes nodes / ColumnSelectors of raw columns for these
         groupby_cols = column_names_arg(groupby_cols, "Groupby(groupby_cols=...)", self)
         sort_cols = column_names_arg(sort_cols, "Groupby(sort_cols=...)", self)
@@ -104,6 +115,7 @@ class Groupby(Operator):
         self.aggs = aggs
         self.name_sep = name_sep
         self.ascending = ascending
+        _check_ascending(ascending, self.sorts)
         names = [a for v in (aggs.values() if isinstance(aggs, dict) else [aggs])
                  for a in ([v] if isinstance(v, str) else list(v))]
         recast = any(a in ("count", "nunique", "sum", "mean", "median", "std", "var") for a in names)
@@ -126,7 +138,9 @@ class Groupby(Operator):
 
     def _agg_map(self, columns: List[str]) -> Dict[str, List[str]]:
         if isinstance(self.aggs, dict):
-            return {c: list(dict.fromkeys([a] if isinstance(a, str) else a)) for c, a in self.aggs.items()}
+            # NVTabular's _get_agg_dicts: only the selected columns that are not keys
+            return {c: list(dict.fromkeys([a] if isinstance(a, str) else a)) for c, a in self.aggs.items()
+                    if c in columns and c not in self.keys}
         names = list(dict.fromkeys([self.aggs] if isinstance(self.aggs, str) else self.aggs))
         return {c: names for c in columns if c not in self.keys}
 
@@ -139,10 +153,31 @@ class Groupby(Operator):
         return listy + [(c, a) for c, names in agg_map.items() for a in names if a not in _LIST_AGGS]
 
     def dependencies(self) -> List[str]:
-        extra = self.keys + self.sorts
-        if isinstance(self.aggs, dict):
-            extra += list(self.aggs)
-        return list(dict.fromkeys(extra))
+        # not the ``aggs`` dict's keys: only selected columns are aggregated (NVTabular reads no others)
+        return list(dict.fromkeys(self.keys + self.sorts))
+
+    def _ignored_aggs(self, columns: List[str]) -> List[str]:
+        """The ``aggs`` dict's keys NVTabular's ``_get_agg_dicts`` drops: not selected, or a key."""
+        if not isinstance(self.aggs, dict):
+            return []
+        return [c for c in self.aggs if c not in columns or c in self.keys]
+
+    def check_input(self, input_schema: Schema, columns: List[str]) -> None:
+        super().check_input(input_schema, columns)
+        for c, a in self._ordered_aggs(columns):
+            kind = _kind(input_schema[c].dtype) if c in input_schema else "?"
+            if a in _NUMERIC_AGGS and kind in "sMm":
+                what = {"s": "strings", "M": "datetimes", "m": "timedeltas"}[kind]
+                raise TypeError(f"Groupby: column {c!r} holds {what} ({input_schema[c].dtype}), which have no {a!r} "
+                                f"(NVTabular 23.08 raises too); aggregate it with min, max, first, last, list, count "
+                                f"or nunique, or convert it to numbers first")
+        ignored = self._ignored_aggs(columns)
+        if ignored:
+            # NVTabular drops them without a word; a dropped request deserves one (once per keys)
+            warn_once((_IGNORED_AGGS_NOTE, tuple(ignored)),
+                      f"Groupby: aggs keys {ignored} are ignored, as in NVTabular 23.08: only selected columns that "
+                      f"are not groupby_cols are aggregated (selected: {list(columns)}, groupby_cols: {self.keys}). "
+                      f"Select a column to aggregate it; a key column is output as it is", stacklevel=2, at_build=True)
 
     def _out_keys(self, columns: List[str]) -> List[str]:
         """Key columns output: those selected (NVTabular's Groupby.column_mapping)."""
@@ -155,19 +190,20 @@ class Groupby(Operator):
         out = [input_schema[k] for k in self._out_keys(columns)]
         for c, a in self._ordered_aggs(columns):
             src = input_schema[c]
-            kind = np.dtype(_np_name(src.dtype)).kind
-            is_int = kind in "iub"
+            kind = _kind(src.dtype)
+            is_int = kind in "ib"
             name = f"{c}{self.name_sep}{a}"
             if a == "list":
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=tuple(src.tags) + (Tags.LIST,),
                                         properties=dict(src.properties), is_list=True, is_ragged=True))
-            elif a in ("first", "last"):
+            elif a in ("first", "last") or (a in ("min", "max") and kind in "sMm"):
+                # one of the column's values, as it is (a string is no continuous feature)
                 out.append(src.with_(name=name))
             elif a in _COUNTS:
                 out.append(ColumnSchema(name, dtype="int64", tags=(Tags.CONTINUOUS,)))
             elif a == "sum":
                 out.append(ColumnSchema(name, dtype="int64" if is_int else "float64", tags=(Tags.CONTINUOUS,)))
-            elif a in ("min", "max") and kind in "iubf":  # NVTabular keeps the column's dtype (float32 too)
+            elif a in ("min", "max") and kind in "ibf":  # NVTabular keeps the column's dtype (float32 too)
                 out.append(ColumnSchema(name, dtype=src.dtype, tags=(Tags.CONTINUOUS,)))
             else:
                 out.append(ColumnSchema(name, dtype="float64", tags=(Tags.CONTINUOUS,)))
@@ -190,8 +226,7 @@ class Groupby(Operator):
             gid = xp.zeros(0, dtype="int64")
         order_frame = lib.DataFrame({_GID: gid, **{s: work[s] for s in sorts}, _POS: xp.arange(n, dtype="int64")})
         order_frame = order_frame.sort_values([_GID] + sorts + [_POS],
-                                              ascending=[True] + [bool(self.ascending)] * len(sorts) + [True],
-                                              na_position="last")
+                                              ascending=[True] + self._directions() + [True], na_position="last")
         order = backend.int_values(order_frame[_POS], 0)
         gid = gid[order]
         ngroups = int(gid[-1]) + 1 if n else 0
@@ -211,12 +246,14 @@ class Groupby(Operator):
                 if a == "list":
                     out[name] = backend.list_from_leaves(s, offsets, like=like, name=name)
                 elif a in ("first", "last"):
-                    # first/last in ascending order: with ascending=False the group's rows run
-                    # backwards, so its first row is the latest (NVTabular's _first_or_last)
+                    # NVTabular's _first_or_last reads ``ascending`` as a truth value: False runs
+                    # the rows backwards and "first" takes the list's last row (the earliest); a
+                    # non-empty list is true whatever it holds, so "first" is the list's first row
                     take = first if (a == "first") == bool(self.ascending) else last
                     out[name] = s.take(take).reset_index(drop=True).rename(name)
-                elif a in ("min", "max") and not backend.is_float_series(s) and not backend.is_string_series(s):
-                    # in the column's own dtype (NVTabular's): no float64 detour, int64 ids stay exact
+                elif a in ("min", "max") and not backend.is_float_series(s):
+                    # in the column's own dtype (NVTabular's): no float64 detour, int64 ids stay
+                    # exact; strings, datetimes and timedeltas are compared as themselves
                     frame = lib.DataFrame({"g": gid_s, "x": s.reset_index(drop=True)})
                     red = frame.groupby("g", sort=True)["x"].agg(a)
                     out[name] = red.reindex(range(ngroups)).reset_index(drop=True).rename(name)
@@ -227,6 +264,12 @@ class Groupby(Operator):
                     # they are among its values (float32, float16, nullable Float32 with <NA>)
                     out[name] = red.astype(s.dtype) if a in ("min", "max") and backend.is_float_series(s) else red
         return lib.DataFrame({name: out[name] for name in self.output_column_names(columns)})
+
+    def _directions(self) -> List[bool]:
+        """One sort direction per sort column (checked by :func:`_check_ascending`)."""
+        if isinstance(self.ascending, (list, tuple)):
+            return [bool(d) for d in self.ascending]
+        return [bool(self.ascending)] * len(self.sorts)
 
     @staticmethod
     def _reduce(s: Any, valid: Any, agg: str, gid: Any, gid_s: Any, ngroups: int, lib: Any, xp: Any) -> Any:
@@ -262,8 +305,29 @@ class Groupby(Operator):
         return xp.where(count > 0, backend.float_values(red), np.nan)
 
 
-def _np_name(dtype: str) -> str:
-    return dtype if dtype not in ("str", "list") else "object"
+def _kind(dtype: str) -> str:
+    """The input contract's kind of a schema dtype ("i", "b", "f", "s", "M", "m" or "?"), a
+    time-zone-aware datetime's "M" too (dtype_kind leaves those "?", as numpy knows no tz)."""
+    parts = time_parts(dtype)
+    return parts[0] if parts else dtype_kind(dtype)
+
+
+def _check_ascending(ascending: Any, sorts: List[str]) -> None:
+    """Refuse, when the op is built, what pandas' ``sort_values(sort_cols, ascending=...)`` refuses
+    when NVTabular 23.08's transform calls it: a list of another length than ``sort_cols``
+    ("Length of ascending (2) != length of by (1)"), or a direction that is no bool (or int).
+    Without sort columns NVTabular sorts nothing and only reads its truth value (first / last)."""
+    if not sorts:
+        return
+    listed = isinstance(ascending, (list, tuple))
+    bad = [d for d in (ascending if listed else [ascending]) if not isinstance(d, (bool, int, np.bool_, np.integer))]
+    if bad:
+        raise ValueError(f"Groupby(ascending={ascending!r}): a sort direction must be a bool (as pandas' sort_values "
+                         f"takes it), got {bad!r}")
+    if listed and len(ascending) != len(sorts):
+        raise ValueError(f"Groupby(ascending={ascending!r}) gives {len(ascending)} direction(s) for the {len(sorts)} "
+                         f"sort_cols {sorts!r}: give one bool per sort column, or one bool for all (pandas' "
+                         f"sort_values, which NVTabular 23.08 calls, refuses it too)")
 
 
 def shuffle_by_key(data: Any, keys: Union[str, Sequence[str]], npartitions: Optional[int] = None) -> Any:
