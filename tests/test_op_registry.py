@@ -16,7 +16,7 @@ from tabprep.ops.base import Operator, StatOperator
 
 TESTS = Path(__file__).parent
 #: ops/ modules that hold helpers, not ops
-NOT_OPS = {"_categorify_notes", "_categorify_vocabs", "_combo", "_fold_partitions", "_lookups", "base", "embeddings",
+NOT_OPS = {"_categorify_notes", "_categorify_vocabs", "_combo", "_fold_partitions", "_lookups", "_saved_state", "base", "embeddings",
            "node", "node_merlin"}
 # Categorify's NVTabular notes and its vocabulary-file reader, combined keys, TargetEncoding's fitted
 # partitions (tests/test_op_target_encoding_partitions.py), the lookups built once and ahead

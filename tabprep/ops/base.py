@@ -18,7 +18,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -412,8 +412,16 @@ class StatOperator(Operator):
     def save_state(self, path: Path) -> Dict[str, Any]:
         return {"stats": _json_params(self.stats_, self.label)}
 
+    #: the fields of each column's entry in a JSON ``stats_`` ({column: {field: number}}) that a
+    #: loaded workflow must hold (:mod:`._saved_state`); empty: not checked
+    state_fields: Tuple[str, ...] = ()
+
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         self.stats_ = meta.get("stats")
+        if self.state_fields:
+            from ._saved_state import check_state_fields
+
+            check_state_fields(self.label, self.stats_, self.state_fields)
 
 
 def _json_params(params: Any, label: str) -> Any:

@@ -25,6 +25,9 @@ class FillMedian(FillMissing, StatOperator):
         >>> conts = ["I1"] >> FillMedian(add_binary_cols=True)
     """
 
+    #: checked when a saved workflow is loaded (ops/_saved_state.py)
+    state_fields = ("median",)
+
     def __init__(self, add_binary_cols: bool = False) -> None:
         # NVTabular fits dask's quantile(method="dask"): over several partitions it merges per-partition
         # percentiles ([1, 2] and [3, 4] give 2.0 there, 2.5 here), so its fill value depends on the

@@ -36,6 +36,9 @@ class Normalize(FloatOutput, StatOperator):
         >>> conts = ["I1", "I2"] >> FillMissing() >> LogOp() >> Normalize()
     """
 
+    #: checked when a saved workflow is loaded (ops/_saved_state.py)
+    state_fields = ("mean", "std")
+
     keyed_statistics = True  # moments per column: merged and finalized in parallel per column
 
     output_tags = (Tags.CONTINUOUS,)

@@ -33,6 +33,9 @@ class NormalizeMinMax(FloatOutput, StatOperator):
         >>> scaled = ["price"] >> NormalizeMinMax()
     """
 
+    #: checked when a saved workflow is loaded (ops/_saved_state.py)
+    state_fields = ("min", "max")
+
     output_tags = (Tags.CONTINUOUS,)
     supports_lists = True
     numeric_input = True

@@ -42,6 +42,7 @@ from .._warn import rebuilding
 from ..io import commit
 from ..io.commit import WORKFLOW_FILE
 from ..io.fs import get_fs, is_remote, local_path
+from ..ops._saved_state import missing_columns
 from ..ops.base import _LOADING, Operator, StatOperator, linked_stats_path, registered_ops
 from ..ops.embeddings import embedding_sizes_from_schema
 from ..registry import load_policy, resolve_function
@@ -235,7 +236,21 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
         raise ValueError(f"{spec_path}: 'input_schema' is missing or damaged ({type(exc).__name__}: {exc}); "
                          f"the file was edited or damaged") from None
     wf._bind(schema, f"the saved input schema of {display or root}")
+    _check_state_columns(wf, spec_path)
     return wf
+
+
+def _check_state_columns(wf: Workflow, spec_path: Path) -> None:
+    """Every column a fitted op with checked statistics (``state_fields``) transforms has its entry
+    in them: a column deleted from ``workflow.json`` was a bare ``KeyError`` at transform."""
+    for n in wf.nodes:
+        op = getattr(n, "op", None)
+        if not getattr(op, "state_fields", None) or getattr(op, "stats_", None) is None:
+            continue
+        missing = missing_columns(op.stats_, n.input_columns)
+        if missing:
+            raise ValueError(f"{spec_path}: {op.label} has no saved statistics for column(s) {missing} it transforms; "
+                             f"the file was edited or damaged: fit the workflow and save it again")
 
 
 def _read_spec(spec_path: Path) -> Any:
