@@ -31,7 +31,10 @@ class JoinGroupby(StatOperator):
     ``user_id_count`` (rows of that user in the fitted data) and ``user_id_price_mean``.
     A column group ``[["a", "b"]]`` is one category made of both columns (``a_b_count``, ...).
 
-    Outputs, per category column ``<cat>`` (in this order):
+    Outputs, per category column ``<cat>``, in NVTabular 23.08's order (its ``column_mapping``:
+    for each continuous column, each stat in the order given, ``<cat>_count`` where ``"count"``
+    first comes up: ``stats=["sum", "count"]`` on ``v``, ``f`` gives ``a_v_sum``, ``a_count``,
+    ``a_f_sum``):
 
     * ``<cat>_count`` (int32): number of fitted rows in the category, if ``"count"`` is asked;
     * ``<cat>_<cont>_<stat>`` for each continuous column and each other stat, over its finite
@@ -114,15 +117,17 @@ class JoinGroupby(StatOperator):
         return group_keys(columns, self.input_groups)
 
     def _outputs(self, key: str) -> List[tuple]:
-        """(output name, cont or None, stat) of one category."""
-        out = []
-        if "count" in self.stat_list:
-            out.append((f"{key}_count", None, "count"))
+        """(output name, cont or None, stat) of one category, in NVTabular 23.08's order
+        (``JoinGroupby.column_mapping``, which its executor selects the outputs by): for each
+        continuous column, each stat as listed, ``<key>_count`` where "count" first comes up."""
+        out: Dict[str, tuple] = {}
+        if not self.conts and "count" in self.stat_list:
+            out[f"{key}_count"] = (f"{key}_count", None, "count")
         for c in self.conts:
             for st in self.stat_list:
-                if st != "count":
-                    out.append((f"{key}_{c}_{st}", c, st))
-        return out
+                name = f"{key}_count" if st == "count" else f"{key}_{c}_{st}"
+                out.setdefault(name, (name, None, "count") if st == "count" else (name, c, st))
+        return list(out.values())
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         return [name for key in self._keys(columns) for name, _, _ in self._outputs(key)]

@@ -57,6 +57,31 @@ def test_join_groupby_unseen_category_int_stats_are_null():
     assert out["u_i_max"][0] == 2**40 and pd.isna(out["u_i_max"][1])
 
 
+def nvt_order(keys, conts, stats):
+    """``JoinGroupby.column_mapping``'s keys in order: for each key, each cont, each stat, with
+    ``<key>_count`` where "count" first comes up."""
+    names = {}
+    for k in keys:
+        for c in conts:
+            for st in stats:
+                names[f"{k}_count" if st == "count" else f"{k}_{c}_{st}"] = None
+    return list(names)
+
+
+@pytest.mark.parametrize("stats", [["sum", "count"], ["mean", "count", "max"], ["count", "sum"], ["max", "min"],
+                                   ["min", "count"]])
+def test_join_groupby_output_order_is_nvtabulars_column_mapping(stats, backend):
+    """Output columns (frame and schema) in NVTabular's column_mapping order, which the executor
+    selects: stats=["sum", "count"] on conts [v, f] gives a_v_sum, a_count, a_f_sum."""
+    df = pd.DataFrame({"a": [1, 1, 2], "b": ["p", "q", "q"], "v": [1.0, 2.0, 3.0], "f": [0.5, 0.25, 1.0]})
+    wf = tp.Workflow(["a", "b"] >> ops.JoinGroupby(cont_cols=["v", "f"], stats=stats))
+    wf.fit(make_dataset(df, backend, nparts=2, empties=False))
+    want = nvt_order(["a", "b"], ["v", "f"], stats)
+    assert wf.output_schema.column_names == want
+    assert list(to_pandas(wf.transform(make_dataset(df, backend, nparts=2, empties=False))).columns) == want
+    assert list(wf.output_node.column_mapping) == want
+
+
 def test_join_groupby_int32_sum_past_its_range_is_int64_with_a_warning():
     """NVTabular keeps an int32 column's sum int32 (it wraps around past 2**31 - 1): tabprep
     outputs that sum as int64, data and schema, and warns naming the output column."""
