@@ -59,8 +59,10 @@ def join_groupby(cols: List[str], conts: List[str], stats: List[str]):
             keys = data[c].astype(object).map(_py)
             if "count" in stats:
                 cnt = table["count"]
-                out[f"{c}_count"] = ([int(cnt.get(k, 0)) if k is not None else int(cnt[cnt.index.isna()].sum())
-                                      for k in keys], "exact")
+                null_cnt = cnt[cnt.index.isna()]
+                # a category not fitted (a null key where none was): null, the left merge's
+                out[f"{c}_count"] = ([(int(cnt[k]) if k in cnt.index else None) if k is not None else
+                                      (int(null_cnt.iloc[0]) if len(null_cnt) else None) for k in keys], "exact")
             for x in conts:
                 for st in stats:
                     if st == "count":

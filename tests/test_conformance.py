@@ -422,7 +422,7 @@ def ref_join_groupby(train: pd.DataFrame, data: pd.DataFrame, cat: str, conts: L
     out: Dict[str, Any] = {}
     data_keys = py_values(data[cat])
     if "count" in stats:
-        out[f"{cat}_count"] = ([counts.get(k, 0) for k in data_keys], "exact")
+        out[f"{cat}_count"] = ([counts.get(k) for k in data_keys], "exact")  # unseen: null (the left merge's)
     for c in conts:
         for st in stats:
             if st == "count":

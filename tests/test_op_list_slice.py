@@ -87,14 +87,20 @@ def test_after_categorify_pads_with_padding_id(backend):
 
 
 @pytest.mark.parametrize("start,end", WINDOWS)
-def test_value_count_bounds_follow_the_input(start, end):
-    wf = tp.Workflow(["l"] >> ops.ValueCount() >> ops.ListSlice(start, end))
-    wf.fit(tp.Dataset(frame(), npartitions=2))
-    lengths = [len(r) for r in ROWS if r is not None]
-    lo, hi = min(lengths), max(lengths)
-    s0, e0 = nvt_window(start, end)
-    window = [len(list(range(n))[s0:e0]) for n in range(lo, hi + 1)]
-    assert wf.output_schema["l"].value_count == {"min": min(window), "max": max(window)}
+def test_value_count_ignores_the_input_bounds_and_holds_the_data(start, end):
+    """NVTabular's value_count (tests/nvtabular/test_ops_list_slice.py) does not read the input's
+    lengths: the same after ValueCount as without; and it bounds the lengths the slice gives."""
+    with_vc = tp.Workflow(["l"] >> ops.ValueCount() >> ops.ListSlice(start, end))
+    with_vc.fit(tp.Dataset(frame(), npartitions=2))
+    plain = tp.Workflow(["l"] >> ops.ListSlice(start, end))
+    plain.fit(tp.Dataset(frame(), npartitions=2))
+    col = with_vc.output_schema["l"]
+    assert col == plain.output_schema["l"].with_(properties=col.properties)
+    assert col.properties["value_count"] == plain.output_schema["l"].properties["value_count"]
+    lengths = [len(r) for r in ref_slice(ROWS, start, end) if r is not None]
+    vc = col.properties["value_count"]
+    assert vc["min"] <= min(lengths) and (vc["max"] is None or max(lengths) <= vc["max"])
+    assert col.is_ragged is (vc["max"] is None or vc["min"] != vc["max"])
 
 
 def test_value_count_without_input_bounds():

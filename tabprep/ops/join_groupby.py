@@ -31,7 +31,10 @@ class JoinGroupby(StatOperator):
     ``user_id_count`` (rows of that user in the fitted data) and ``user_id_price_mean``.
     A column group ``[["a", "b"]]`` is one category made of both columns (``a_b_count``, ...).
 
-    Outputs, per category column ``<cat>`` (in this order):
+    Outputs, per category column ``<cat>``, in NVTabular 23.08's order (its ``column_mapping``:
+    for each continuous column, each stat in the order given, ``<cat>_count`` where ``"count"``
+    first comes up: ``stats=["sum", "count"]`` on ``v``, ``f`` gives ``a_v_sum``, ``a_count``,
+    ``a_f_sum``):
 
     * ``<cat>_count`` (int32): number of fitted rows in the category, if ``"count"`` is asked;
     * ``<cat>_<cont>_<stat>`` for each continuous column and each other stat, over its finite
@@ -53,7 +56,10 @@ class JoinGroupby(StatOperator):
     inf, NaN, -inf; ``sum``, ``min``, ``max`` agree).
 
     Null categories form a group of their own (as ``groupby(dropna=False)``). A category not
-    seen at fit gets count 0 and null statistics. The continuous columns are read from the
+    seen at fit (a null key too, where the fitted data had none) gets a null count and null
+    statistics, as NVTabular 23.08 on the GPU (its left merge finds no row; its CPU then raises
+    casting the null count to int32); the count stays int32 with nulls (pandas ``Int32`` in a
+    partition that holds one). The continuous columns are read from the
     raw input (they are dependencies, not outputs). Statistics are a mergeable reduction
     (counts, sums, M2 merged with Chan's formula, min, max), computed in one pass.
 
@@ -114,15 +120,17 @@ class JoinGroupby(StatOperator):
         return group_keys(columns, self.input_groups)
 
     def _outputs(self, key: str) -> List[tuple]:
-        """(output name, cont or None, stat) of one category."""
-        out = []
-        if "count" in self.stat_list:
-            out.append((f"{key}_count", None, "count"))
+        """(output name, cont or None, stat) of one category, in NVTabular 23.08's order
+        (``JoinGroupby.column_mapping``, which its executor selects the outputs by): for each
+        continuous column, each stat as listed, ``<key>_count`` where "count" first comes up."""
+        out: Dict[str, tuple] = {}
+        if not self.conts and "count" in self.stat_list:
+            out[f"{key}_count"] = (f"{key}_count", None, "count")
         for c in self.conts:
             for st in self.stat_list:
-                if st != "count":
-                    out.append((f"{key}_{c}_{st}", c, st))
-        return out
+                name = f"{key}_count" if st == "count" else f"{key}_{c}_{st}"
+                out.setdefault(name, (name, None, "count") if st == "count" else (name, c, st))
+        return list(out.values())
 
     def output_column_names(self, columns: List[str]) -> List[str]:
         return [name for key in self._keys(columns) for name, _, _ in self._outputs(key)]
@@ -285,13 +293,10 @@ class JoinGroupby(StatOperator):
             acc = {name: np.concatenate([arrays[name].astype("float64"), [null[name], 0.0]]) for name in self._aggs()}
             for c in self.conts:
                 acc[f"{c}\x1flo"][-1], acc[f"{c}\x1fhi"][-1] = np.inf, -np.inf
-            empty = acc["rows"] == 0  # the unseen row, and the null group when no key was null
-            table = {}
-            for name, cont, st in self._outputs(key):
-                col = _stat(acc, cont, st)
-                if st != "count":
-                    col = np.where(empty, np.nan, col)
-                table[name] = col
+            # the unseen row, and the null group when no key was null: every statistic null, the
+            # count too (NVTabular's left merge finds no row there: null on its GPU)
+            empty = acc["rows"] == 0
+            table = {name: np.where(empty, np.nan, _stat(acc, cont, st)) for name, cont, st in self._outputs(key)}
             stats[key] = {"values": values, "table": table}
         self.stats_ = stats
         self._cache = {}
@@ -403,8 +408,13 @@ class JoinGroupby(StatOperator):
                 values = np.asarray(col.to_pylist(), dtype=object)
             else:
                 values = col.to_numpy()
-            stats[key] = {"values": values,
-                          "table": {name: table.column(name).to_numpy() for name in table.column_names if name != "value"}}
+            cols = {name: table.column(name).to_numpy() for name in table.column_names if name != "value"}
+            count = cols.get(f"{key}_count")
+            if count is not None and count.dtype.kind in "iu":
+                # saved before 2026-11-29: the unseen row (and an unfitted null group) held count 0,
+                # a fitted category never does; now null, as the other statistics
+                cols[f"{key}_count"] = np.where(count == 0, np.nan, count.astype("float64"))
+            stats[key] = {"values": values, "table": cols}
         self.stats_ = stats
         self._cache = {}
 

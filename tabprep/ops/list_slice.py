@@ -1,7 +1,7 @@
 """ListSlice: truncate (and optionally pad) list (multi-hot) columns to a window of each row."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -27,9 +27,16 @@ class ListSlice(Operator):
     ``start`` with ``end`` None or positive, and ``end - start`` for negative ``start`` and ``end``.
     A window with no such length (``ListSlice(0, pad=True)``: NVTabular would pad every row to
     2**63 elements; ``ListSlice(1, -1, pad=True)``: a negative ``L``, which NVTabular silently
-    leaves unpadded) is refused with an error. The output schema then says ``is_ragged=False`` and
-    ``value_count = {"min": L, "max": L}``; without padding it records the bounds of the window
-    lengths (from the input's ``value_count`` when known).
+    leaves unpadded) is refused with an error.
+
+    Output schema, NVTabular 23.08's whatever the input's lengths: with ``pad=True``
+    ``value_count = {"min": L, "max": L}``, ``is_ragged=False``; without, ``{"min": 0, "max": L}``,
+    ragged (so a fixed-length input, e.g. after :class:`ValueCount`, stays multi-hot for
+    ``get_embedding_sizes``; ``L`` may exceed the longest row, e.g. ``ListSlice(-4, 2)`` says 4),
+    and where the window has no length (``ListSlice(0)``, the whole row) merlin's open
+    ``{"min": 0, "max": None}``, ragged. A window whose ``L`` is negative
+    (``ListSlice(1, -1)``) makes NVTabular 23.08 raise computing the schema (merlin-core refuses
+    a negative max); tabprep slices it and records the open ``value_count``.
 
     Nulls: a null row stays null without padding; with ``pad=True`` it is read as an empty
     list and so becomes ``L`` pad values (padded output has no null row). Pad with 0, the
@@ -155,36 +162,17 @@ class ListSlice(Operator):
 
     # -- schema ------------------------------------------------------------------------------
     def column_schema(self, col: ColumnSchema) -> ColumnSchema:
+        """NVTabular 23.08's output schema (list_slice.py ``_compute_properties`` and
+        ``_compute_shape``): ``value_count`` ``{"min": 0, "max": L}`` (``{"min": L, "max": L}`` with
+        ``pad=True``) where the window has a length ``L``, merlin's open ``{"min": 0, "max": None}``
+        where it has none; ragged unless min == max. The input's lengths play no part (a
+        fixed-length input stays multi-hot after an unpadded slice, as in NVTabular)."""
         col = col.with_(add_tags=self.output_tags)
-        if not col.is_list:  # a scalar is a list of 0 (null) or 1 element
-            col = col.with_(is_list=True, is_ragged=True, value_count={"min": 0, "max": 1})
-        if self.pad:
-            width = self.fixed_length
-            return col.with_(is_list=True, is_ragged=False, value_count={"min": width, "max": width})
-        return col.with_(is_list=True, value_count=self._window_bounds(col.value_count))
-
-    def _window_bounds(self, value_count: Optional[Dict[str, int]]) -> Optional[Dict[str, int]]:
-        """Bounds of the window lengths for input lengths within ``value_count``."""
-        lo = hi = None
-        if value_count is not None and value_count.get("min") is not None:
-            lo = int(value_count["min"])
-        if value_count is not None and value_count.get("max") is not None:
-            hi = int(value_count["max"])
-        if hi is None:
-            width = self.fixed_length
-            if width is None:
-                return None
-            return {"min": 0 if lo is None else min(self.window_length(lo), width), "max": width}
-        lo = 0 if lo is None else lo
-        # the window length is piecewise linear in the row length with breakpoints at the
-        # bounds themselves: its extremes over [lo, hi] are at these candidates
-        cand = {lo, hi}
-        for b in (self.start, -self.start, self.end, -(self.end or 0), (self.end or 0) - self.start,
-                  self.start - (self.end or 0)):
-            if b is not None and lo <= b <= hi:
-                cand.add(int(b))
-        lengths = [self.window_length(c) for c in cand]
-        return {"min": min(lengths), "max": max(lengths)}
+        width = self.fixed_length  # None: unbounded, or negative (merlin-core refuses it: see the class doc)
+        if width is None:
+            return col.with_(is_list=True, is_ragged=True, value_count=None)
+        low = width if self.pad else 0
+        return col.with_(is_list=True, is_ragged=low != width, value_count={"min": low, "max": width})
 
 
 def _scalar_leaves(s: Any):
