@@ -13,6 +13,8 @@ Metrics (each compared with its threshold; a column drifts when any metric excee
   workflow's Categorify) or the reference's complete value list, minus the share a fresh sample
   of the reference distribution is expected to show (Good-Turing: values seen once / values).
 * ``null_rate``: the absolute change of the null share.
+* ``inf_rate``: the absolute change of the share of +-inf among the rows (numeric columns; the
+  bins above see finite values only, so values that became +-inf are caught here).
 * ``list_length_psi``: PSI of the list lengths (list columns).
 * schema: a column missing from the current data or with another type is a drift; a new column
   is reported (status ``new``) but is not one.
@@ -35,7 +37,7 @@ DRIFT_VERSION = 1
 BINS = 20
 #: default thresholds (a metric above its threshold is a drift); documented in docs/guide/data-quality.md
 DEFAULT_THRESHOLDS: Dict[str, float] = {"js": 0.05, "psi": 0.2, "linf": 0.1, "oov_rate": 0.05, "null_rate": 0.05,
-                                        "list_length_psi": 0.2}
+                                        "inf_rate": 0.05, "list_length_psi": 0.2}
 #: what an empty bin counts as in PSI (log of zero otherwise)
 PSI_EPS = 1e-4
 
@@ -195,6 +197,9 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     out: Dict[str, Any] = {"status": "ok", "reference": _brief(ref), "current": _brief(cur)}
     if cur.get("count", 0) and ref.get("count", 0):
         metrics["null_rate"] = abs(cur["null_rate"] - ref["null_rate"])
+        if ref.get("kind") in ("int", "float") or cur.get("kind") in ("int", "float"):
+            # +-inf stay out of the KLL sketches (finite values only): their share is its own metric
+            metrics["inf_rate"] = abs(cur.get("inf", 0) / cur["count"] - ref.get("inf", 0) / ref["count"])
     edges = reference_edges(ref) if cur.get("kll") else None
     if edges is not None:
         p, q = bin_masses(ref, edges), bin_masses(cur, edges)
