@@ -16,6 +16,8 @@ Metrics (each compared with its threshold; a column drifts when any metric excee
 * ``inf_rate``: the absolute change of the share of +-inf among the rows (numeric columns; the
   bins above see finite values only, so values that became +-inf are caught here).
 * ``list_length_psi``: PSI of the list lengths (list columns).
+* empty: a side with no rows (``empty`` in drift.json names it) gives every column the status
+  ``empty``, a drift: nothing compared is never reported as "no drift".
 * schema: a column missing from the current data or with another type is a drift; a new column
   is reported (status ``new``) but is not one.
 """
@@ -193,13 +195,17 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     if cur is None:
         return {"status": "missing", "drift": True, "metrics": {}, "thresholds": th, "exceeded": ["schema"],
                 "score": math.inf, "reference": _brief(ref)}
+    empty = [side for side, col in (("reference", ref), ("current", cur)) if not col.get("count", 0)]
+    if empty:  # nothing to compare is not "no drift": its own status, counted as a drift
+        return {"status": "empty", "drift": True, "metrics": {}, "thresholds": th, "exceeded": ["empty"],
+                "score": math.inf, "reason": f"no data: the {' and the '.join(empty)} has 0 rows",
+                "reference": _brief(ref), "current": _brief(cur)}
     metrics: Dict[str, Any] = {}
     out: Dict[str, Any] = {"status": "ok", "reference": _brief(ref), "current": _brief(cur)}
-    if cur.get("count", 0) and ref.get("count", 0):
-        metrics["null_rate"] = abs(cur["null_rate"] - ref["null_rate"])
-        if ref.get("kind") in ("int", "float") or cur.get("kind") in ("int", "float"):
-            # +-inf stay out of the KLL sketches (finite values only): their share is its own metric
-            metrics["inf_rate"] = abs(cur.get("inf", 0) / cur["count"] - ref.get("inf", 0) / ref["count"])
+    metrics["null_rate"] = abs(cur["null_rate"] - ref["null_rate"])
+    if ref.get("kind") in ("int", "float") or cur.get("kind") in ("int", "float"):
+        # +-inf stay out of the KLL sketches (finite values only): their share is its own metric
+        metrics["inf_rate"] = abs(cur.get("inf", 0) / cur["count"] - ref.get("inf", 0) / ref["count"])
     edges = reference_edges(ref) if cur.get("kll") else None
     if edges is not None:
         p, q = bin_masses(ref, edges), bin_masses(cur, edges)
@@ -289,7 +295,9 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     doc = {"format": "tabprep-drift", "version": DRIFT_VERSION, "reference": ref.source, "current": cur.source,
            "rows": {"reference": ref.rows, "current": cur.rows},
            "thresholds": {k: v for k, v in {**DEFAULT_THRESHOLDS, **(thresholds or {})}.items() if k != "columns"},
-           "drift": any(e["drift"] for e in entries.values()), "drifted": [c for c in order if entries[c]["drift"]],
+           # a side with no rows: every column's status is "empty", a drift (never "no drift")
+           "empty": [side for side, p in (("reference", ref), ("current", cur)) if not p.rows],
+           "drift": any(e["drift"] for e in entries.values()) or not ref.rows or not cur.rows, "drifted": [c for c in order if entries[c]["drift"]],
            "columns": {c: _json_safe(entries[c]) for c in order}}
     return DriftReport(doc, ref, cur)
 
