@@ -52,3 +52,55 @@ def test_an_empty_side_is_its_own_status_and_counts_as_drift(tmp_path):
                           "--out", str(tmp_path / "d"), "--fail-on-drift", "--cpu"], capture_output=True, text=True)
     assert run.returncode == 1, run.stderr
     assert "no data" in run.stderr and "no drift" not in run.stderr
+
+
+def _documented_bins(ref, cur):
+    """The documented bins, from the exact data: edges the reference's quantiles 0, 0.05, ..., 1
+    (its min and max outermost; equal edges merged); bins: below the min, [e0, e1], (e1, e2], ...,
+    (e19, e20], above the max: 22 bins. Masses: the share of each side's values in each bin."""
+    edges = np.unique(np.quantile(ref, np.linspace(0, 1, 21)))
+    def masses(v):
+        v = np.sort(v)
+        below = np.searchsorted(v, edges[0], "left")
+        upto = np.searchsorted(v, edges[1:] if edges.size > 1 else edges, "right")
+        return np.diff(np.concatenate([[0], [below], upto, [v.size]])) / v.size
+    return edges, masses(ref), masses(cur)
+
+
+def _scipy_js(p, q):
+    from scipy.spatial.distance import jensenshannon
+    return jensenshannon(p, q, base=2) ** 2
+
+
+def _psi(p, q):
+    p, q = np.maximum(p, 1e-4), np.maximum(q, 1e-4)
+    return float(np.sum((q - p) * np.log(q / p)))
+
+
+def test_js_psi_bins_are_the_documented_22_bins_and_catch_tails():
+    r = np.random.default_rng(3)
+    ref = r.normal(size=100000)
+    tail = r.normal(size=100000)
+    tail[tail > np.quantile(tail, 0.96)] *= 1e4   # the top 4% multiplied by 1e4
+    disjoint = r.normal(loc=100, size=100000)
+    pr = tp.profile(pd.DataFrame({"y": ref}), sample_every=None)
+    for cur, want in [(tail, "tail"), (disjoint, "disjoint"), (r.normal(size=100000), "same")]:
+        e = tp.drift(pr, tp.profile(pd.DataFrame({"y": cur}), sample_every=None)).columns["y"]
+        edges, p, q = _documented_bins(ref, cur)
+        assert len(e["bins"]["reference"]) == len(p) == 22
+        assert e["bins"]["edges"][0] == ref.min() and e["bins"]["edges"][-1] == ref.max()
+        # the KLL sketches' rank error (~1.3%) on each bin's mass
+        assert np.abs(np.array(e["bins"]["reference"]) - p).max() < 0.015
+        assert np.abs(np.array(e["bins"]["current"]) - q).max() < 0.015
+        assert e["metrics"]["js"] == pytest.approx(_scipy_js(p, q), abs=0.01)
+        assert e["metrics"]["psi"] == pytest.approx(_psi(p, q), rel=0.1, abs=0.01)
+        if want == "tail":
+            assert _psi(p, q) > 0.2 and e["metrics"]["psi"] > 0.2 and "psi" in e["exceeded"]
+        if want == "disjoint":
+            assert e["metrics"]["js"] == pytest.approx(1.0) == pytest.approx(_scipy_js(p, q))
+        if want == "same":
+            assert not e["drift"]
+    # a constant reference: three bins (below, the value, above)
+    pc = tp.profile(pd.DataFrame({"y": np.full(100, 2.0)}))
+    e = tp.drift(pc, tp.profile(pd.DataFrame({"y": np.r_[np.full(50, 2.0), np.full(50, 3.0)]}))).columns["y"]
+    assert e["bins"]["reference"] == [0.0, 1.0, 0.0] and e["bins"]["current"] == pytest.approx([0.0, 0.5, 0.5])

@@ -4,8 +4,9 @@ profiles, with thresholds and a verdict per column (``drift.json`` + ``index.htm
 Metrics (each compared with its threshold; a column drifts when any metric exceeds it):
 
 * ``js``: Jensen-Shannon divergence (base 2, in [0, 1]) of a numeric column's mass on the
-  reference's bins: ``BINS`` quantile bins of the reference (its KLL sketch) plus the two
-  outer bins below / above them; both sides' masses come from their KLL sketches' CDFs.
+  reference's bins: ``BINS`` quantile bins of the reference (edges its quantiles 0, 1/BINS, ...,
+  1 from its KLL sketch, the exact min and max outermost; equal edges merged) plus the two outer
+  bins below its min and above its max (22 bins); both sides' masses from their KLL sketches' CDFs.
 * ``psi``: population stability index on the same bins (empty bins count as 1e-4).
 * ``linf``: L-infinity distance of the value frequencies (TFDV's drift metric): the largest
   ``|p_ref(v) - p_cur(v)|`` over the values of both sides' frequent-value lists (non-null values).
@@ -76,7 +77,8 @@ def linf_distance(ref: Dict[Any, float], cur: Dict[Any, float]) -> float:
 
 
 def reference_edges(col: Dict[str, Any], bins: int = BINS) -> Optional[List[float]]:
-    """The inner bin edges of a numeric column: its reference quantiles ``i / bins`` (distinct)."""
+    """The bin edges of a numeric column: its reference quantiles ``0, 1 / bins, ..., 1`` (the
+    exact min and max outermost; equal edges merged)."""
     from ..stats.sketches import kll_load
 
     if not col.get("kll"):
@@ -84,12 +86,17 @@ def reference_edges(col: Dict[str, Any], bins: int = BINS) -> Optional[List[floa
     sk = kll_load(_b64(col["kll"]))
     if sk.is_empty():
         return None
-    qs = sorted({float(v) for v in sk.get_quantiles([i / bins for i in range(1, bins)])})
-    return qs
+    qs = [float(v) for v in sk.get_quantiles([i / bins for i in range(bins + 1)])]
+    # the profile's min / max saw every row (the sketch may have seen a sample)
+    lo = col.get("min") if is_number(col.get("min")) else qs[0]
+    hi = col.get("max") if is_number(col.get("max")) else qs[-1]
+    return sorted({float(lo), float(hi)} | {q for q in qs[1:-1] if lo < q < hi})
 
 
 def bin_masses(col: Dict[str, Any], edges: List[float]) -> Optional[np.ndarray]:
-    """The mass of a numeric column in the bins ``(-inf, e0], (e0, e1], ..., (ek, inf)``."""
+    """The mass of a numeric column in the bins ``(-inf, e0)`` (below the reference's min),
+    ``[e0, e1], (e1, e2], ..., (e(k-1), ek]`` and ``(ek, inf)`` (above its max): ``len(edges) + 1``
+    bins (3 for a single edge)."""
     from ..stats.sketches import kll_load
 
     if not col.get("kll"):
@@ -97,8 +104,9 @@ def bin_masses(col: Dict[str, Any], edges: List[float]) -> Optional[np.ndarray]:
     sk = kll_load(_b64(col["kll"]))
     if sk.is_empty():
         return None
-    cdf = np.asarray(sk.get_cdf(list(edges), True), dtype=np.float64)  # P(X <= e) ..., then 1
-    return np.diff(np.concatenate([[0.0], cdf]))
+    below = float(sk.get_cdf([edges[0]], False)[0])  # P(X < e0)
+    upto = np.asarray(sk.get_cdf(list(edges[1:] if len(edges) > 1 else edges), True), dtype=np.float64)  # P(X <= e) ..., 1
+    return np.maximum(np.diff(np.concatenate([[0.0, below], upto])), 0.0)
 
 
 def _b64(s: str) -> bytes:
