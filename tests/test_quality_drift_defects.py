@@ -104,3 +104,24 @@ def test_js_psi_bins_are_the_documented_22_bins_and_catch_tails():
     pc = tp.profile(pd.DataFrame({"y": np.full(100, 2.0)}))
     e = tp.drift(pc, tp.profile(pd.DataFrame({"y": np.r_[np.full(50, 2.0), np.full(50, 3.0)]}))).columns["y"]
     assert e["bins"]["reference"] == [0.0, 1.0, 0.0] and e["bins"]["current"] == pytest.approx([0.0, 0.5, 0.5])
+
+
+def test_a_replaced_vocabulary_is_flagged_or_reported_unchecked():
+    a = pd.DataFrame({"s": [f"a{i}" for i in range(5000)]})
+    b = pd.DataFrame({"s": [f"b{i}" for i in range(5000)]})
+    rep = tp.drift(tp.profile(a), tp.profile(b))
+    e = rep.columns["s"]
+    # two profiles of 5,000 distinct values each keep 256 frequent values: values new in the current
+    # cannot be told from them, and the report says so rather than "ok"
+    assert e["status"] == "unchecked" and "new values" in e["reason"] and rep.doc["unchecked"] == ["s"]
+    # a small vocabulary (the reference's list complete): new values are measured, documented as
+    # the share of the current's values outside the reference's complete list (oov_rate)
+    small_ref = pd.DataFrame({"s": np.array(["a", "b", "c"])[np.arange(3000) % 3]})
+    small_cur = pd.DataFrame({"s": np.array(["a", "x", "y"])[np.arange(3000) % 3]})
+    e = tp.drift(tp.profile(small_ref), tp.profile(small_cur)).columns["s"]
+    assert e["drift"] and e["metrics"]["oov_rate"] == pytest.approx(2 / 3)
+    # list columns' elements likewise
+    la = pd.DataFrame({"l": [[f"a{i}", f"a{i + 1}"] for i in range(5000)]})
+    lb = pd.DataFrame({"l": [[f"b{i}", f"b{i + 1}"] for i in range(5000)]})
+    e = tp.drift(tp.profile(la), tp.profile(lb)).columns["l"]
+    assert e["status"] == "unchecked" and "elements" in e["reason"]

@@ -17,6 +17,9 @@ Metrics (each compared with its threshold; a column drifts when any metric excee
 * ``inf_rate``: the absolute change of the share of +-inf among the rows (numeric columns; the
   bins above see finite values only, so values that became +-inf are caught here).
 * ``list_length_psi``: PSI of the list lengths (list columns).
+* unchecked: where the reference's frequent-value list is incomplete and no vocabulary gives
+  ``oov_rate``, values new in the current cannot be told from two profiles: the column's status
+  is ``unchecked`` (not ``ok``, not a drift) with the ``reason``.
 * empty: a side with no rows (``empty`` in drift.json names it) gives every column the status
   ``empty``, a drift: nothing compared is never reported as "no drift".
 * schema: a column missing from the current data or with another type is a drift; a new column
@@ -221,7 +224,9 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
             metrics["js"] = js_divergence(p, q)
             metrics["psi"] = psi(p, q)
             out["bins"] = {"edges": edges, "reference": p.tolist(), "current": q.tolist()}
-    fr, fc = _freqs(ref), _freqs(cur)
+    # a list column's value frequencies: those of its elements
+    vr, vc = (ref.get("values") or {}, cur.get("values") or {}) if ref.get("kind") == "list" else (ref, cur)
+    fr, fc = _freqs(vr), _freqs(vc)
     if fr is not None and fc is not None:
         metrics["linf"] = linf_distance(fr, fc)
     if "oov_rate" in cur and (oov_known or "oov_rate" in ref):  # (a column with a vocabulary)
@@ -235,6 +240,14 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
                 metrics["list_length_psi"] = psi(p, q)
         metrics["list_length_mean_change"] = (cur["list_length"].get("mean") or 0.0) - (ref["list_length"].get("mean") or 0.0)
     exceeded = [k for k, v in metrics.items() if k in th and v > th[k]]
+    if fr is not None and fc is not None and "oov_rate" not in metrics and not _complete(vr):
+        # linf over the frequent values cannot see a replaced vocabulary of many rare values (5,000
+        # values each once: every share 1/5000); with the reference's complete list oov_rate does
+        what = "elements" if vr is not ref else "values"
+        out["unchecked"] = ["new_values"]
+        out["reason"] = (f"new values unchecked: the reference's frequent-value list holds {len(vr.get('frequent', []))} "
+                         f"of ~{vr.get('distinct', '?')} distinct {what}, so {what} the reference never saw cannot be "
+                         f"told from two profiles; drift against the fitted workflow (its Categorify vocabulary: oov_rate)")
     retyped = cur.get("dtype") != "unknown" and ref.get("dtype") != cur.get("dtype") and not _same_kind(ref, cur)
     if retyped:
         out["status"] = "retyped"
@@ -243,7 +256,14 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
                 "score": math.inf if retyped else max((metrics[k] / th[k] for k in metrics if th.get(k)), default=0.0)})
     if exceeded and out["status"] == "ok":
         out["status"] = "drift"
+    if out["status"] == "ok" and out.get("unchecked"):
+        out["status"] = "unchecked"   # (not "ok": a check could not be made; not a drift either)
     return out
+
+
+def _complete(col: Dict[str, Any]) -> bool:
+    """Whether a column entry's frequent-value list holds every distinct value with exact counts."""
+    return bool(col.get("frequent_exact")) and len(col.get("frequent", [])) == col.get("distinct")
 
 
 def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
@@ -306,6 +326,7 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
            # a side with no rows: every column's status is "empty", a drift (never "no drift")
            "empty": [side for side, p in (("reference", ref), ("current", cur)) if not p.rows],
            "drift": any(e["drift"] for e in entries.values()) or not ref.rows or not cur.rows, "drifted": [c for c in order if entries[c]["drift"]],
+           "unchecked": [c for c in order if entries[c].get("unchecked")],
            "columns": {c: _json_safe(entries[c]) for c in order}}
     return DriftReport(doc, ref, cur)
 
