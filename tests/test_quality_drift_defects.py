@@ -125,3 +125,15 @@ def test_a_replaced_vocabulary_is_flagged_or_reported_unchecked():
     lb = pd.DataFrame({"l": [[f"b{i}", f"b{i + 1}"] for i in range(5000)]})
     e = tp.drift(tp.profile(la), tp.profile(lb)).columns["l"]
     assert e["status"] == "unchecked" and "elements" in e["reason"]
+
+
+def test_datetime_and_duration_type_changes_are_retyped():
+    t = pd.Series(pd.date_range("2024-01-01", periods=100, freq="h"))
+    ref = tp.profile(pd.DataFrame({"t": t}))
+    for cur in [t - t.iloc[0],                 # timestamp -> duration
+                t.dt.tz_localize("UTC"),       # naive -> tz-aware
+                t.astype("datetime64[s]")]:    # us/ns -> s unit
+        e = tp.drift(ref, tp.profile(pd.DataFrame({"t": cur}))).columns["t"]
+        assert e["status"] == "retyped" and e["drift"], (cur.dtype, e)
+    assert tp.drift(ref, tp.profile(pd.DataFrame({"t": t.copy()}))).columns["t"]["status"] == "ok"
+

@@ -267,8 +267,10 @@ def _complete(col: Dict[str, Any]) -> bool:
 
 
 def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
-    # int64 vs int32, or large_string vs string: the same values
-    return ref.get("kind") == cur.get("kind") and ref.get("kind") != "list"
+    # int64 vs int32, or large_string vs string: the same values; kind "other" (timestamps,
+    # durations, dates...) lumps types whose values differ (timestamp -> duration, naive -> tz-aware,
+    # a unit change): only the same dtype
+    return ref.get("kind") == cur.get("kind") and ref.get("kind") not in ("list", "other")
 
 
 def _brief(col: Optional[Dict[str, Any]]) -> Dict[str, Any]:
