@@ -137,3 +137,8 @@ def test_datetime_and_duration_type_changes_are_retyped():
         assert e["status"] == "retyped" and e["drift"], (cur.dtype, e)
     assert tp.drift(ref, tp.profile(pd.DataFrame({"t": t.copy()}))).columns["t"]["status"] == "ok"
 
+
+def test_unknown_columns_are_named():
+    p = tp.profile(_df())
+    with pytest.raises(KeyError, match=r"'A'.*\['x', 's'\]"):
+        tp.drift(p, p, columns=["A"])

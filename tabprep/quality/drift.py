@@ -317,6 +317,9 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     if unknown:   # (a typo's thresholds were never used, silently)
         raise KeyError(f"thresholds for columns {unknown}, which neither profile has; the columns are {names}")
     if columns is not None:
+        unknown = [c for c in columns if c not in names]
+        if unknown:   # (a typo gave an empty report: no drift)
+            raise KeyError(f"drift(columns=...): {unknown} in neither profile; the columns are {names}")
         names = [c for c in names if c in set(columns)]
     entries = {c: compare_column(ref.columns.get(c), cur.columns.get(c), thresholds_for(c, thresholds),
                                  oov_known=c in vocabs and oov_known)
