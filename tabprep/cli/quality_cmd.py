@@ -135,8 +135,11 @@ def drift_cmd(ref: str, data: Tuple[str, ...], out: str, threshold: Tuple[str, .
     report = drift(ref, current, thresholds=th)
     html = report.save(out)
     if not quiet:
-        verdict = f"drift in {len(report.drifted)} of {len(report.columns)} columns: {', '.join(report.drifted)}" \
+        verdict = f"no data: the {' and the '.join(report.doc['empty'])} has 0 rows (a drift)" \
+            if report.doc.get("empty") else f"drift in {len(report.drifted)} of {len(report.columns)} columns: {', '.join(report.drifted)}" \
             if report.drift else f"no drift in {len(report.columns)} columns"
+        if report.doc.get("unchecked"):
+            verdict += f"; new values unchecked in {', '.join(report.doc['unchecked'])} (see drift.json's reason)"
         click.echo(f"{verdict} -> {os.path.join(out, 'drift.json')}, {html}", err=True)
     if fail_on_drift and report.drift:
         raise click.exceptions.Exit(1)

@@ -4,8 +4,9 @@ profiles, with thresholds and a verdict per column (``drift.json`` + ``index.htm
 Metrics (each compared with its threshold; a column drifts when any metric exceeds it):
 
 * ``js``: Jensen-Shannon divergence (base 2, in [0, 1]) of a numeric column's mass on the
-  reference's bins: ``BINS`` quantile bins of the reference (its KLL sketch) plus the two
-  outer bins below / above them; both sides' masses come from their KLL sketches' CDFs.
+  reference's bins: ``BINS`` quantile bins of the reference (edges its quantiles 0, 1/BINS, ...,
+  1 from its KLL sketch, the exact min and max outermost; equal edges merged) plus the two outer
+  bins below its min and above its max (22 bins); both sides' masses from their KLL sketches' CDFs.
 * ``psi``: population stability index on the same bins (empty bins count as 1e-4).
 * ``linf``: L-infinity distance of the value frequencies (TFDV's drift metric): the largest
   ``|p_ref(v) - p_cur(v)|`` over the values of both sides' frequent-value lists (non-null values).
@@ -13,7 +14,14 @@ Metrics (each compared with its threshold; a column drifts when any metric excee
   workflow's Categorify) or the reference's complete value list, minus the share a fresh sample
   of the reference distribution is expected to show (Good-Turing: values seen once / values).
 * ``null_rate``: the absolute change of the null share.
+* ``inf_rate``: the absolute change of the share of +-inf among the rows (numeric columns; the
+  bins above see finite values only, so values that became +-inf are caught here).
 * ``list_length_psi``: PSI of the list lengths (list columns).
+* unchecked: where the reference's frequent-value list is incomplete and no vocabulary gives
+  ``oov_rate``, values new in the current cannot be told from two profiles: the column's status
+  is ``unchecked`` (not ``ok``, not a drift) with the ``reason``.
+* empty: a side with no rows (``empty`` in drift.json names it) gives every column the status
+  ``empty``, a drift: nothing compared is never reported as "no drift".
 * schema: a column missing from the current data or with another type is a drift; a new column
   is reported (status ``new``) but is not one.
 """
@@ -35,7 +43,7 @@ DRIFT_VERSION = 1
 BINS = 20
 #: default thresholds (a metric above its threshold is a drift); documented in docs/guide/data-quality.md
 DEFAULT_THRESHOLDS: Dict[str, float] = {"js": 0.05, "psi": 0.2, "linf": 0.1, "oov_rate": 0.05, "null_rate": 0.05,
-                                        "list_length_psi": 0.2}
+                                        "inf_rate": 0.05, "list_length_psi": 0.2}
 #: what an empty bin counts as in PSI (log of zero otherwise)
 PSI_EPS = 1e-4
 
@@ -72,7 +80,8 @@ def linf_distance(ref: Dict[Any, float], cur: Dict[Any, float]) -> float:
 
 
 def reference_edges(col: Dict[str, Any], bins: int = BINS) -> Optional[List[float]]:
-    """The inner bin edges of a numeric column: its reference quantiles ``i / bins`` (distinct)."""
+    """The bin edges of a numeric column: its reference quantiles ``0, 1 / bins, ..., 1`` (the
+    exact min and max outermost; equal edges merged)."""
     from ..stats.sketches import kll_load
 
     if not col.get("kll"):
@@ -80,12 +89,17 @@ def reference_edges(col: Dict[str, Any], bins: int = BINS) -> Optional[List[floa
     sk = kll_load(_b64(col["kll"]))
     if sk.is_empty():
         return None
-    qs = sorted({float(v) for v in sk.get_quantiles([i / bins for i in range(1, bins)])})
-    return qs
+    qs = [float(v) for v in sk.get_quantiles([i / bins for i in range(bins + 1)])]
+    # the profile's min / max saw every row (the sketch may have seen a sample)
+    lo = col.get("min") if is_number(col.get("min")) else qs[0]
+    hi = col.get("max") if is_number(col.get("max")) else qs[-1]
+    return sorted({float(lo), float(hi)} | {q for q in qs[1:-1] if lo < q < hi})
 
 
 def bin_masses(col: Dict[str, Any], edges: List[float]) -> Optional[np.ndarray]:
-    """The mass of a numeric column in the bins ``(-inf, e0], (e0, e1], ..., (ek, inf)``."""
+    """The mass of a numeric column in the bins ``(-inf, e0)`` (below the reference's min),
+    ``[e0, e1], (e1, e2], ..., (e(k-1), ek]`` and ``(ek, inf)`` (above its max): ``len(edges) + 1``
+    bins (3 for a single edge)."""
     from ..stats.sketches import kll_load
 
     if not col.get("kll"):
@@ -93,8 +107,9 @@ def bin_masses(col: Dict[str, Any], edges: List[float]) -> Optional[np.ndarray]:
     sk = kll_load(_b64(col["kll"]))
     if sk.is_empty():
         return None
-    cdf = np.asarray(sk.get_cdf(list(edges), True), dtype=np.float64)  # P(X <= e) ..., then 1
-    return np.diff(np.concatenate([[0.0], cdf]))
+    below = float(sk.get_cdf([edges[0]], False)[0])  # P(X < e0)
+    upto = np.asarray(sk.get_cdf(list(edges[1:] if len(edges) > 1 else edges), True), dtype=np.float64)  # P(X <= e) ..., 1
+    return np.maximum(np.diff(np.concatenate([[0.0, below], upto])), 0.0)
 
 
 def _b64(s: str) -> bytes:
@@ -191,10 +206,17 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     if cur is None:
         return {"status": "missing", "drift": True, "metrics": {}, "thresholds": th, "exceeded": ["schema"],
                 "score": math.inf, "reference": _brief(ref)}
+    empty = [side for side, col in (("reference", ref), ("current", cur)) if not col.get("count", 0)]
+    if empty:  # nothing to compare is not "no drift": its own status, counted as a drift
+        return {"status": "empty", "drift": True, "metrics": {}, "thresholds": th, "exceeded": ["empty"],
+                "score": math.inf, "reason": f"no data: the {' and the '.join(empty)} has 0 rows",
+                "reference": _brief(ref), "current": _brief(cur)}
     metrics: Dict[str, Any] = {}
     out: Dict[str, Any] = {"status": "ok", "reference": _brief(ref), "current": _brief(cur)}
-    if cur.get("count", 0) and ref.get("count", 0):
-        metrics["null_rate"] = abs(cur["null_rate"] - ref["null_rate"])
+    metrics["null_rate"] = abs(cur["null_rate"] - ref["null_rate"])
+    if ref.get("kind") in ("int", "float") or cur.get("kind") in ("int", "float"):
+        # +-inf stay out of the KLL sketches (finite values only): their share is its own metric
+        metrics["inf_rate"] = abs(cur.get("inf", 0) / cur["count"] - ref.get("inf", 0) / ref["count"])
     edges = reference_edges(ref) if cur.get("kll") else None
     if edges is not None:
         p, q = bin_masses(ref, edges), bin_masses(cur, edges)
@@ -202,7 +224,9 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
             metrics["js"] = js_divergence(p, q)
             metrics["psi"] = psi(p, q)
             out["bins"] = {"edges": edges, "reference": p.tolist(), "current": q.tolist()}
-    fr, fc = _freqs(ref), _freqs(cur)
+    # a list column's value frequencies: those of its elements
+    vr, vc = (ref.get("values") or {}, cur.get("values") or {}) if ref.get("kind") == "list" else (ref, cur)
+    fr, fc = _freqs(vr), _freqs(vc)
     if fr is not None and fc is not None:
         metrics["linf"] = linf_distance(fr, fc)
     if "oov_rate" in cur and (oov_known or "oov_rate" in ref):  # (a column with a vocabulary)
@@ -216,6 +240,14 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
                 metrics["list_length_psi"] = psi(p, q)
         metrics["list_length_mean_change"] = (cur["list_length"].get("mean") or 0.0) - (ref["list_length"].get("mean") or 0.0)
     exceeded = [k for k, v in metrics.items() if k in th and v > th[k]]
+    if fr is not None and fc is not None and "oov_rate" not in metrics and not _complete(vr):
+        # linf over the frequent values cannot see a replaced vocabulary of many rare values (5,000
+        # values each once: every share 1/5000); with the reference's complete list oov_rate does
+        what = "elements" if vr is not ref else "values"
+        out["unchecked"] = ["new_values"]
+        out["reason"] = (f"new values unchecked: the reference's frequent-value list holds {len(vr.get('frequent', []))} "
+                         f"of ~{vr.get('distinct', '?')} distinct {what}, so {what} the reference never saw cannot be "
+                         f"told from two profiles; drift against the fitted workflow (its Categorify vocabulary: oov_rate)")
     retyped = cur.get("dtype") != "unknown" and ref.get("dtype") != cur.get("dtype") and not _same_kind(ref, cur)
     if retyped:
         out["status"] = "retyped"
@@ -224,12 +256,21 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
                 "score": math.inf if retyped else max((metrics[k] / th[k] for k in metrics if th.get(k)), default=0.0)})
     if exceeded and out["status"] == "ok":
         out["status"] = "drift"
+    if out["status"] == "ok" and out.get("unchecked"):
+        out["status"] = "unchecked"   # (not "ok": a check could not be made; not a drift either)
     return out
 
 
+def _complete(col: Dict[str, Any]) -> bool:
+    """Whether a column entry's frequent-value list holds every distinct value with exact counts."""
+    return bool(col.get("frequent_exact")) and len(col.get("frequent", [])) == col.get("distinct")
+
+
 def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
-    # int64 vs int32, or large_string vs string: the same values
-    return ref.get("kind") == cur.get("kind") and ref.get("kind") != "list"
+    # int64 vs int32, or large_string vs string: the same values; kind "other" (timestamps,
+    # durations, dates...) lumps types whose values differ (timestamp -> duration, naive -> tz-aware,
+    # a unit change): only the same dtype
+    return ref.get("kind") == cur.get("kind") and ref.get("kind") not in ("list", "other")
 
 
 def _brief(col: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -276,6 +317,9 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     if unknown:   # (a typo's thresholds were never used, silently)
         raise KeyError(f"thresholds for columns {unknown}, which neither profile has; the columns are {names}")
     if columns is not None:
+        unknown = [c for c in columns if c not in names]
+        if unknown:   # (a typo gave an empty report: no drift)
+            raise KeyError(f"drift(columns=...): {unknown} in neither profile; the columns are {names}")
         names = [c for c in names if c in set(columns)]
     entries = {c: compare_column(ref.columns.get(c), cur.columns.get(c), thresholds_for(c, thresholds),
                                  oov_known=c in vocabs and oov_known)
@@ -284,7 +328,10 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     doc = {"format": "tabprep-drift", "version": DRIFT_VERSION, "reference": ref.source, "current": cur.source,
            "rows": {"reference": ref.rows, "current": cur.rows},
            "thresholds": {k: v for k, v in {**DEFAULT_THRESHOLDS, **(thresholds or {})}.items() if k != "columns"},
-           "drift": any(e["drift"] for e in entries.values()), "drifted": [c for c in order if entries[c]["drift"]],
+           # a side with no rows: every column's status is "empty", a drift (never "no drift")
+           "empty": [side for side, p in (("reference", ref), ("current", cur)) if not p.rows],
+           "drift": any(e["drift"] for e in entries.values()) or not ref.rows or not cur.rows, "drifted": [c for c in order if entries[c]["drift"]],
+           "unchecked": [c for c in order if entries[c].get("unchecked")],
            "columns": {c: _json_safe(entries[c]) for c in order}}
     return DriftReport(doc, ref, cur)
 

@@ -224,12 +224,17 @@ def drift_html(report: Any, fragment: bool = False) -> str:
         rows.append(f'<tr class="{"drift" if e["drift"] else ""}"><td>{_e(name)}</td><td>{status}</td>{"".join(cells)}</tr>')
         ref, cur = e.get("reference") or {}, e.get("current") or {}
         charts = _column_charts(ref, cur, e.get("bins")) if ref and cur else ""
-        why = ", ".join(f"{m} {_fmt(e['metrics'].get(m))} > {_fmt(e['thresholds'].get(m))}" if m != "schema" else "schema"
-                        for m in e["exceeded"])
+        why = ", ".join(f"{m} {_fmt(e['metrics'].get(m))} > {_fmt(e['thresholds'].get(m))}" if m not in ("schema", "empty") \
+                        else e.get("reason", m)
+                        for m in e["exceeded"]) or (e.get("reason") or "")
         cards.append(f'<div class="card{" drift" if e["drift"] else ""}"><h2>{_e(name)} {status}'
                      f'{" <small>" + _e(why) + "</small>" if why else ""}</h2><div class="charts">{charts}</div></div>')
-    verdict = (f'<span class="bad">drift in {len(doc["drifted"])} column(s): {_e(", ".join(doc["drifted"]))}</span>'
+    verdict = (f'<span class="bad">no data: the {_e(" and the ".join(doc["empty"]))} has 0 rows '
+               f'(every column counts as drifted)</span>' if doc.get("empty") else
+               f'<span class="bad">drift in {len(doc["drifted"])} column(s): {_e(", ".join(doc["drifted"]))}</span>'
                if doc["drift"] else '<span class="ok">no drift</span>')
+    if doc.get("unchecked"):
+        verdict += f'<br><span class="bad">new values unchecked in: {_e(", ".join(doc["unchecked"]))}</span>'
     body = (f"<h1>Drift report</h1><div class=\"meta\">reference: {_e(doc.get('reference'))} "
             f"({doc['rows']['reference']:,} rows); current: {_e(doc.get('current'))} ({doc['rows']['current']:,} rows)"
             f"<br>{verdict}</div><table class=\"summary\">{''.join(rows)}</table>{_legend(True)}"

@@ -41,6 +41,19 @@ def _json_value(v: Any) -> Any:
     return repr(v)
 
 
+def histogram_edges(lo: float, hi: float, bins: int = HIST_BINS) -> np.ndarray:
+    """``bins`` equal-width edges from ``lo`` to ``hi``, strictly increasing: fewer where ``lo`` and
+    ``hi`` are a few ULP apart (``[0.1 + 0.2, 0.3]``, ints beyond 2**53, subnormals), where
+    ``np.linspace`` repeats edges; ``lo * (1 - t) + hi * t`` cannot overflow where ``hi - lo`` does."""
+    if not hi > lo:
+        return np.array([lo, hi])
+    t = np.linspace(0.0, 1.0, bins + 1)
+    with np.errstate(over="ignore", under="ignore"):
+        e = lo * (1.0 - t) + hi * t
+    e = e[np.isfinite(e) & (e > lo) & (e < hi)]
+    return np.unique(np.concatenate([[lo], e, [hi]]))
+
+
 def finalize_column(p: Any) -> Dict[str, Any]:
     """The JSON-able summary of a column's merged partial (see ``docs/guide/data-quality.md``)."""
     import base64
@@ -64,7 +77,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
             lo, hi = out["min"], out["max"]
             # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
             out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
-            edges = np.linspace(lo, hi, HIST_BINS + 1) if hi > lo else np.array([lo, hi])
+            edges = histogram_edges(lo, hi)
             cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
             mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
             out["histogram"] = {"edges": [float(e) for e in edges],
