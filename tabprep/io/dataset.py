@@ -162,7 +162,7 @@ class Dataset(DatasetCompat):
         else:
             self.cpu = backend.resolve_cpu(cpu)
             self.files, self._expected_rows = _expand(src, self.storage_options, engine)
-            self.engine = engine or _infer_engine(self.files)
+            self.engine = engine or _infer_engine(self.files, self.storage_options)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
         self.row_groups_per_part, self.read_kwargs = split_read_kwargs(self.engine, read_kwargs, self.describe())
