@@ -277,13 +277,17 @@ def type_kind(t: pa.DataType) -> str:
     return str(t)
 
 
-def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema]) -> None:
+def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema], what: str = "parquet file",
+                       numbers_agree: bool = False, hint: str = "",
+                       kind_fix: str = "Cast it to one type in every file and write them again.") -> None:
     """Refuse files that disagree with the first file, naming the file and the column.
 
     Every file must have the same column names (a missing column would silently read as nulls
     or fail deep inside a task) and each column the same :func:`type_kind`. A column holding only
     nulls in a file (Arrow type ``null``, what pandas writes for an all-None object column)
-    agrees with any kind.
+    agrees with any kind. ``what``: the files' kind in the messages (``"csv file"``);
+    ``numbers_agree``: int and float agree (csv, where a null makes a column float); ``hint``:
+    added to the messages of missing and extra columns; ``kind_fix``: the fix of a kind clash.
     """
     if not files:
         return
@@ -295,20 +299,33 @@ def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema]) -> No
         names = set(schema.names)
         missing = [n for n in ref.names if n not in names]
         if missing:
-            raise ValueError(f"the parquet file {path} has no column {', '.join(repr(m) for m in missing[:5])}"
+            raise ValueError(f"the {what} {path} has no column {', '.join(repr(m) for m in missing[:5])}"
                              f"{' ...' if len(missing) > 5 else ''}, which {first} has: every file of a dataset "
-                             f"needs the same columns. Write {path} again with them, or leave it out of the data.")
+                             f"needs the same columns. Write {path} again with them, or leave it out of the data."
+                             f"{hint}")
         extra = [n for n in schema.names if n not in ref_types]
         if extra:
-            raise ValueError(f"the parquet file {path} has column(s) {', '.join(repr(e) for e in extra[:5])}"
+            raise ValueError(f"the {what} {path} has column(s) {', '.join(repr(e) for e in extra[:5])}"
                              f"{' ...' if len(extra) > 5 else ''} that {first} does not have: every file of a "
-                             f"dataset needs the same columns. Drop them from {path}, or leave it out of the data.")
+                             f"dataset needs the same columns. Drop them from {path}, or leave it out of the data."
+                             f"{hint}")
         for field in schema:
-            a, b = type_kind(ref_types[field.name]), type_kind(field.type)
-            if a != b and "null" not in (a, b):
-                raise ValueError(f"column {field.name!r} is {field.type} ({b}) in the parquet file {path} but "
-                                 f"{ref_types[field.name]} ({a}) in {first}: every file must give a column the same "
-                                 f"kind of values. Cast it to one type in every file and write them again.")
+            problem = _clash(ref_types[field.name], field.type, numbers_agree)
+            if problem:
+                raise ValueError(f"column {field.name!r} is {field.type} in the {what} {path} but "
+                                 f"{ref_types[field.name]} in {first}: {problem} {kind_fix}")
+
+
+def _clash(a: pa.DataType, b: pa.DataType, numbers_agree: bool) -> str:
+    """Why one column's types ``a`` and ``b`` (of two files) cannot be read as one column, or ""."""
+    ka, kb = type_kind(a), type_kind(b)
+    if "null" in (ka, kb):
+        return ""
+    if ka != kb:
+        if numbers_agree and {ka, kb} <= {"int", "float"}:
+            return ""
+        return f"every file must give a column the same kind of values ({ka} and {kb})."
+    return ""
 
 
 #: the old private name (tests and callers of ``tabprep.io.dataset`` used it)
