@@ -98,3 +98,47 @@ def test_csv_convert_refuses_disagreeing_files(tmp_path):
     r = CliRunner().invoke(cli, ["convert", str(d), "-o", str(tmp_path / "out")])
     assert r.exit_code != 0 and "b.csv" in r.output and "'y'" in r.output
     assert not (tmp_path / "out").exists()
+
+
+# -- 3. int64 and uint64 -------------------------------------------------------------------------
+def test_int64_and_uint64_files_are_refused_naming_column_and_files(tmp_path):
+    big = 2**53
+    _write(tmp_path / "a.parquet", x=pa.array([big, big + 1, big + 2], pa.int64()))
+    _write(tmp_path / "b.parquet", x=pa.array([big, big + 1, big + 2], pa.uint64()))
+    with pytest.raises(ValueError) as err:
+        tp.Dataset(str(tmp_path), cpu=True).compute()   # was float64: 2**53 + 1 became 2**53
+    msg = str(err.value)
+    assert "'x'" in msg and "a.parquet" in msg and "b.parquet" in msg and "uint64" in msg and "Cast" in msg
+
+
+def test_narrow_unsigned_with_int64_is_read_exactly(tmp_path):
+    _write(tmp_path / "a.parquet", x=pa.array([2**53 + 1], pa.int64()))
+    _write(tmp_path / "b.parquet", x=pa.array([7], pa.uint32()))
+    assert tp.Dataset(str(tmp_path), cpu=True).compute()["x"].tolist() == [2**53 + 1, 7]
+
+
+# -- 4. naive and zoned times --------------------------------------------------------------------
+@pytest.mark.parametrize("tz_b", [None, "Europe/Paris"])
+def test_files_disagreeing_on_a_time_zone_are_refused(tmp_path, tz_b):
+    t = pd.Series(pd.to_datetime(["2024-01-01 10:00"])).astype("datetime64[us]")
+    _write(tmp_path / "a.parquet", t=pa.array(t.dt.tz_localize("UTC")))
+    _write(tmp_path / "b.parquet", t=pa.array(t if tz_b is None else t.dt.tz_localize(tz_b)))
+    with pytest.raises(ValueError) as err:
+        tp.Dataset(str(tmp_path), cpu=True).compute()
+    msg = str(err.value)
+    assert "'t'" in msg and "a.parquet" in msg and "b.parquet" in msg and "tz_" in msg
+
+
+def test_convert_refuses_naive_and_zoned_times(tmp_path):
+    from click.testing import CliRunner
+
+    from tabprep.cli.main import cli
+
+    d = tmp_path / "in"
+    d.mkdir()
+    t = pd.Series(pd.to_datetime(["2024-01-01 10:00"])).astype("datetime64[us]")
+    _write(d / "a.parquet", t=pa.array(t.dt.tz_localize("UTC")))
+    _write(d / "b.parquet", t=pa.array(t))
+    r = CliRunner().invoke(cli, ["convert", str(d), "-o", str(tmp_path / "out")])
+    assert r.exit_code != 0 and "b.parquet" in r.output and "'t'" in r.output
+    assert not (tmp_path / "out").exists()

@@ -325,7 +325,27 @@ def _clash(a: pa.DataType, b: pa.DataType, numbers_agree: bool) -> str:
         if numbers_agree and {ka, kb} <= {"int", "float"}:
             return ""
         return f"every file must give a column the same kind of values ({ka} and {kb})."
+    a, b = _value_type(a), _value_type(b)
+    if pa.types.is_integer(a) and pa.types.is_integer(b) and pa.types.is_signed_integer(a) != pa.types.is_signed_integer(b):
+        unsigned = a if not pa.types.is_signed_integer(a) else b
+        if unsigned.bit_width == 64:
+            # pandas / dask concatenate int64 and uint64 as float64: 2**53 + 1 becomes 2**53
+            return ("no integer type holds both int64 and uint64 values: read together they would become float64, "
+                    "whose 53-bit mantissa rounds large values.")
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz != b.tz:
+        if a.tz is None or b.tz is None:
+            return ("one holds naive (wall-clock) times and the other instants with a time zone; they are never "
+                    "converted into each other (series.dt.tz_localize(...) makes wall-clock times instants).")
+        return (f"the files store the time zones {a.tz} and {b.tz}; convert one (series.dt.tz_convert(...)) "
+                f"so that every file gives the column one time zone.")
     return ""
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    while pa.types.is_dictionary(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or \
+            pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
 
 
 #: the old private name (tests and callers of ``tabprep.io.dataset`` used it)
