@@ -142,3 +142,24 @@ def test_convert_refuses_naive_and_zoned_times(tmp_path):
     r = CliRunner().invoke(cli, ["convert", str(d), "-o", str(tmp_path / "out")])
     assert r.exit_code != 0 and "b.parquet" in r.output and "'t'" in r.output
     assert not (tmp_path / "out").exists()
+
+
+# -- 5. hive key=value folders -------------------------------------------------------------------
+def test_hive_key_folders_are_named_in_a_warning(tmp_path, caplog):
+    for v in (0, 1):
+        (tmp_path / f"label={v}").mkdir()
+        _write(tmp_path / f"label={v}" / "part-0.parquet", x=[1, 2])
+    with caplog.at_level(logging.WARNING, logger="tabprep"):
+        ds = tp.Dataset(str(tmp_path), cpu=True)
+    assert len(ds.compute()) == 4
+    assert "label=0" in caplog.text and "'label'" in caplog.text and "not read as a column" in caplog.text
+
+
+# -- 6. inputs named twice ---------------------------------------------------------------------
+@pytest.mark.parametrize("twice", [["d", "d"], ["d/a.parquet", "d/./a.parquet"], ["d", "d/*.parquet"]])
+def test_a_file_named_twice_is_refused(tmp_path, twice):
+    (tmp_path / "d").mkdir()
+    _write(tmp_path / "d" / "a.parquet", x=[1, 2, 3])
+    with pytest.raises(ValueError) as err:
+        tp.Dataset([str(tmp_path / p) for p in twice], cpu=True)
+    assert "a.parquet" in str(err.value) and "twice" in str(err.value)

@@ -119,6 +119,13 @@ def _walk_data_files(fs: Any, folder: str) -> List[str]:
             found.append(f)
         else:
             skipped.append(f)
+    keys = sorted({part for f in found for part in f[len(folder):].split("/")[:-1] if "=" in part})
+    if keys:
+        names = sorted({k.split("=", 1)[0] for k in keys})
+        log.warning("the folders %s under %s look like Hive partitions (key=value): their key(s) %s are not read "
+                    "as a column; only the files' own columns are. Write the key into the files as a column if "
+                    "you need it.", ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else ""), folder,
+                    ", ".join(repr(n) for n in names))
     if skipped and found:
         log.warning("%d file(s) in %s are not read: %s%s. They are neither parquet (by their first bytes) nor named "
                     ".csv / .tsv. Move them out of the folder, or name the data files to read.", len(skipped), folder,
@@ -149,6 +156,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
     files = _ordered(found, engine)
+    _refuse_twice(files, items)
     expected: Dict[str, int] = {}
     folders = {}
     for f in files:
@@ -158,6 +166,18 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
         with fsmod.remote_errors(folder, "read"):
             expected.update(_output_rows(folder, folders[folder]))
     return files, expected
+
+
+def _refuse_twice(files: List[str], items: List[Any]) -> None:
+    """A file reached through two of the paths given (the same path twice, a folder and a glob in
+    it, ``d/./a.parquet``) would be read twice: twice its rows, silently. ``ValueError`` naming it."""
+    seen: Dict[str, str] = {}
+    for f in files:
+        key = f if fsmod.is_remote(f) else os.path.realpath(f)
+        if key in seen:
+            raise ValueError(f"the data names {f!r} twice (through {', '.join(repr(os.fspath(p)) for p in items)}): "
+                             f"each mention is read, so its rows would count twice; name each file once")
+        seen[key] = f
 
 
 def _expand_item(fs: Any, item: str) -> List[str]:
