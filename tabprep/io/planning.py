@@ -312,8 +312,9 @@ def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema], what:
         for field in schema:
             problem = _clash(ref_types[field.name], field.type, numbers_agree)
             if problem:
-                raise ValueError(f"column {field.name!r} is {field.type} in the {what} {path} but "
-                                 f"{ref_types[field.name]} in {first}: {problem} {kind_fix}")
+                ka, kb = type_kind(ref_types[field.name]), type_kind(field.type)
+                raise ValueError(f"column {field.name!r} is {field.type} ({kb}) in the {what} {path} but "
+                                 f"{ref_types[field.name]} ({ka}) in {first}: {problem} {kind_fix}")
 
 
 def _clash(a: pa.DataType, b: pa.DataType, numbers_agree: bool) -> str:
@@ -324,7 +325,7 @@ def _clash(a: pa.DataType, b: pa.DataType, numbers_agree: bool) -> str:
     if ka != kb:
         if numbers_agree and {ka, kb} <= {"int", "float"}:
             return ""
-        return f"every file must give a column the same kind of values ({ka} and {kb})."
+        return "every file must give a column the same kind of values."
     a, b = _value_type(a), _value_type(b)
     if pa.types.is_integer(a) and pa.types.is_integer(b) and pa.types.is_signed_integer(a) != pa.types.is_signed_integer(b):
         unsigned = a if not pa.types.is_signed_integer(a) else b
