@@ -163,3 +163,17 @@ def test_a_file_named_twice_is_refused(tmp_path, twice):
     with pytest.raises(ValueError) as err:
         tp.Dataset([str(tmp_path / p) for p in twice], cpu=True)
     assert "a.parquet" in str(err.value) and "twice" in str(err.value)
+
+
+# -- 7. errors that name the path and the fix ----------------------------------------------------
+def test_no_paths_is_a_clear_error():
+    with pytest.raises(ValueError, match="no paths"):
+        tp.Dataset([])
+
+
+def test_parquet_read_as_csv_names_the_file(tmp_path):
+    _write(tmp_path / "a.parquet", x=[1, 2])
+    _write(tmp_path / "b.parquet", x=[1, 2])
+    with pytest.raises(ValueError) as err:
+        tp.Dataset(str(tmp_path), engine="csv", cpu=True).compute()
+    assert "a.parquet" in str(err.value) and "engine='parquet'" in str(err.value)

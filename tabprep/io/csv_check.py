@@ -32,14 +32,14 @@ def csv_read_options(files: Sequence[str], read_kwargs: Dict[str, Any],
     naming the file and the column otherwise)."""
     import pandas as pd   # (pandas is imported with the reader; io imports no pandas at module level)
 
-    if len(files) < 2:
-        return dict(read_kwargs)
     kw = {k: v for k, v in read_kwargs.items() if k not in _DASK_CSV and k not in ("nrows", "skipfooter")}
     given = kw.get("dtype")
     schemas: List[pa.Schema] = []
     for f in files:
         opts = {"storage_options": storage_options} if storage_options and fsmod.is_remote(f) else {}
         try:
+            if _is_parquet(f, storage_options):
+                raise ValueError("it is a parquet file; read it with engine='parquet'")
             head = pd.read_csv(f, nrows=SAMPLE_ROWS, **kw, **opts)
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read the csv file {f}: {exc}. Is it csv (engine='csv')? Fix the file, pass "
@@ -56,6 +56,14 @@ def csv_read_options(files: Sequence[str], read_kwargs: Dict[str, Any],
         if floats:
             out["dtype"] = {c: "float64" for c in floats}
     return out
+
+
+def _is_parquet(path: str, storage_options: Optional[Dict[str, Any]]) -> bool:
+    try:
+        with fsmod.fs_of(path, storage_options).open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except (OSError, ValueError):
+        return False
 
 
 def _kind_type(series: Any) -> pa.DataType:

@@ -146,6 +146,8 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
     (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    if not items:
+        raise ValueError("no paths given: pass parquet / csv files, folders or globs (or a frame)")
     if len(items) > 1:
         from dask.utils import natural_sort_key
 
