@@ -349,17 +349,9 @@ def resolve_inputs(paths: Sequence[str], storage_options: Optional[Dict[str, Any
         files = expand_paths(list(paths), storage_options)
     except FileNotFoundError as exc:
         raise UsageProblem(str(exc)) from None
-    except ValueError as exc:  # an incomplete tabprep output
-        raise UsageProblem(str(exc)) from None
-    from ..io.fs import is_remote
-
-    seen: Dict[str, str] = {}
-    for f in files:   # a folder and a glob inside it read every file twice: twice the rows and counts
-        key = f if is_remote(f) else os.path.realpath(f)
-        if key in seen:
-            raise UsageProblem(f"DATA names {f!r} twice (through {', '.join(repr(p) for p in paths)}): each mention "
-                               f"is read, so its rows would count twice; name each file once")
-        seen[key] = f
+    except ValueError as exc:  # an incomplete tabprep output, or a file named twice (io's check)
+        msg = str(exc)
+        raise UsageProblem("DATA" + msg[len("the data"):] if msg.startswith("the data names") else msg) from None
     return files
 
 

@@ -40,6 +40,7 @@ from ..schema_merlin import merlin_json_columns
 from .commit import INCOMPLETE_MARKER, METADATA_FILE, SCHEMA_FILE, SUCCESS_FILE, Transaction  # noqa: F401
 from . import fs as fsmod
 from .dataset_compat import DatasetCompat, Shuffle, prepare_output  # noqa: F401 - Shuffle: tp.io.Shuffle
+from .csv_check import csv_read_options
 from .dataset_options import part_size_of_fraction, split_read_kwargs
 from .planning import Piece, arrow_schema_of, check_file_schemas, plan_pieces, read_footer  # noqa: F401
 from .planning import row_group_memory as _row_group_memory  # noqa: F401 - re-exported
@@ -137,6 +138,7 @@ class Dataset(DatasetCompat):
         self._footers: Optional[Dict[str, Any]] = None
         self._nulls: Optional[set] = None
         self._tables: Optional[Tuple[Any, ...]] = None
+        self._csv_kwargs: Optional[Dict[str, Any]] = None
         src = path_or_source
         if isinstance(src, Dataset):
             self.__dict__.update(src.__dict__)
@@ -162,7 +164,7 @@ class Dataset(DatasetCompat):
         else:
             self.cpu = backend.resolve_cpu(cpu)
             self.files, self._expected_rows = _expand(src, self.storage_options, engine)
-            self.engine = engine or _infer_engine(self.files)
+            self.engine = engine or _infer_engine(self.files, self.storage_options)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
         self.row_groups_per_part, self.read_kwargs = split_read_kwargs(self.engine, read_kwargs, self.describe())
@@ -196,6 +198,7 @@ class Dataset(DatasetCompat):
         ds._footers = None
         ds._nulls = None
         ds._tables = tables
+        ds._csv_kwargs = None
         ds.cpu = cpu
         return ds
 
@@ -336,7 +339,9 @@ class Dataset(DatasetCompat):
                                label="tabprep-read-parquet", enforce_metadata=False, **extra)
         # csv
         blocksize = self._csv_block_size()
-        kwargs = dict(self.read_kwargs)
+        if getattr(self, "_csv_kwargs", None) is None:   # the files' heads agree (once)
+            self._csv_kwargs = csv_read_options(self.files, self.read_kwargs, self.storage_options)
+        kwargs = dict(self._csv_kwargs)
         if self.storage_options and any(fsmod.is_remote(f) for f in self.files):
             kwargs["storage_options"] = self.storage_options  # dask's csv reader opens URLs with fsspec
         ddf = backend.read_csv(self.files, blocksize, self.cpu, **kwargs)

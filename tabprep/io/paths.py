@@ -27,14 +27,44 @@ def expand_paths(src: Any, storage_options: Optional[Dict[str, Any]] = None, eng
     return _expand(src, storage_options, engine)[0]
 
 
-def infer_engine(files: List[str]) -> str:
-    """``"parquet"`` or ``"csv"`` from the files' extensions (``ValueError`` when they tell neither)."""
-    exts = {os.path.splitext(f[:-3] if f.endswith(".gz") else f)[1].lower() for f in files}
-    if exts <= {".parquet", ".pq", ""}:
+#: extensions (lower case, a trailing ``.gz`` left out) that name parquet and csv files
+_PARQUET_EXTS = {".parquet", ".pq", ".parq", ""}
+_CSV_EXTS = {".csv", ".txt", ".tsv"}
+#: the first bytes of every parquet file
+PARQUET_MAGIC = b"PAR1"
+
+
+def _ext(path: str) -> str:
+    low = path.lower()
+    return os.path.splitext(low[:-3] if low.endswith(".gz") else low)[1]
+
+
+def infer_engine(files: List[str], storage_options: Optional[Dict[str, Any]] = None) -> str:
+    """``"parquet"`` or ``"csv"`` from the files' extensions, a file of another extension counting
+    as parquet when its first bytes say so (Hive / Spark names such as ``part-0.c000``);
+    ``ValueError`` naming the files when they tell neither, or tell both."""
+    kinds: Dict[str, List[str]] = {}
+    for f in files:
+        ext = _ext(f)
+        kind = ("parquet" if ext in _PARQUET_EXTS or is_parquet_file(f, storage_options) else
+                "csv" if ext in _CSV_EXTS else "other")
+        kinds.setdefault(kind, []).append(f)
+    if set(kinds) == {"parquet"}:
         return "parquet"
-    if exts <= {".csv", ".txt", ".tsv"}:
+    if set(kinds) == {"csv"}:
         return "csv"
-    raise ValueError(f"cannot tell the file format from extensions {sorted(exts)}; pass engine='parquet' or 'csv'")
+    named = "; ".join(f"{k}: {', '.join(v[:2])}{' ...' if len(v) > 2 else ''}" for k, v in sorted(kinds.items()))
+    raise ValueError(f"cannot tell one file format for the data ({named}); a dataset is all parquet or all csv: "
+                     f"move the other files out, or pass engine='parquet' or 'csv'")
+
+
+def is_parquet_file(path: str, storage_options: Optional[Dict[str, Any]] = None) -> bool:
+    """Whether ``path`` starts with the parquet magic bytes (False for a file that cannot be read)."""
+    try:
+        fs = fsmod.fs_of(path, storage_options)
+    except (OSError, ValueError):
+        return False
+    return _is_parquet_in(fs, path)
 
 
 def _ordered(found: List[List[str]], engine: Optional[str]) -> List[str]:
@@ -58,27 +88,57 @@ def _quiet_engine(files: List[str]) -> Optional[str]:
         return None
 
 
-_DATA_EXTS = (".parquet", ".csv", ".pq", ".csv.gz")
+_DATA_EXTS = (".parquet", ".pq", ".parq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 def _walk_data_files(fs: Any, folder: str) -> List[str]:
-    """The data files under ``folder``, skipping names (of files and folders) that start with
-    ``.`` or ``_``; in ``os.walk`` order (a folder's files, then its sub-folders, by name)."""
+    """The data files under ``folder``, in ``os.walk`` order (a folder's files, then its
+    sub-folders, by name): files named as parquet or csv (any case), and every other file that is
+    parquet by its first bytes (what Hive, Spark and Athena write: ``000000_0``,
+    ``part-00000-<uuid>.c000``). Names (of files and folders) starting with ``.`` or ``_`` are side
+    files (``_SUCCESS``, ``_metadata`` / ``_common_metadata``: a copy of the footers, no rows of their
+    own; ``.crc`` checksums) and are skipped, as pyarrow, dask and Spark skip them; any other file
+    left out is named in a warning."""
     if not fs.remote:
-        found = []
+        listed = []
         for root, dirs, names in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-            found += [os.path.join(root, n) for n in sorted(names)
-                      if not n.startswith((".", "_")) and n.endswith(_DATA_EXTS)]
-        return found
-    prefix = folder.rstrip("/") + "/"
-    keyed = []
-    for f in fs.find(folder):  # one listing of every key under the prefix
-        parts = f[len(prefix):].split("/")
-        if any(p.startswith((".", "_")) for p in parts) or not parts[-1].endswith(_DATA_EXTS):
-            continue
-        keyed.append(((tuple(parts[:-1]), parts[-1]), f))
-    return [f for _, f in sorted(keyed)]
+            listed += [os.path.join(root, n) for n in sorted(names) if not n.startswith((".", "_"))]
+    else:
+        prefix = folder.rstrip("/") + "/"
+        keyed = []
+        for f in fs.find(folder):  # one listing of every key under the prefix
+            parts = f[len(prefix):].split("/")
+            if any(p.startswith((".", "_")) for p in parts):
+                continue
+            keyed.append(((tuple(parts[:-1]), parts[-1]), f))
+        listed = [f for _, f in sorted(keyed)]
+    found, skipped = [], []
+    for f in listed:
+        if f.lower().endswith(_DATA_EXTS) or _is_parquet_in(fs, f):
+            found.append(f)
+        else:
+            skipped.append(f)
+    keys = sorted({part for f in found for part in f[len(folder):].split("/")[:-1] if "=" in part})
+    if keys:
+        names = sorted({k.split("=", 1)[0] for k in keys})
+        log.warning("the folders %s under %s look like Hive partitions (key=value): their key(s) %s are not read "
+                    "as a column; only the files' own columns are. Write the key into the files as a column if "
+                    "you need it.", ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else ""), folder,
+                    ", ".join(repr(n) for n in names))
+    if skipped and found:
+        log.warning("%d file(s) in %s are not read: %s%s. They are neither parquet (by their first bytes) nor named "
+                    ".csv / .tsv. Move them out of the folder, or name the data files to read.", len(skipped), folder,
+                    ", ".join(skipped[:5]), " ..." if len(skipped) > 5 else "")
+    return found
+
+
+def _is_parquet_in(fs: Any, path: str) -> bool:
+    try:
+        with fs.open(path, "rb") as fh:
+            return fh.read(4) == PARQUET_MAGIC
+    except (OSError, ValueError):
+        return False
 
 
 def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
@@ -86,6 +146,8 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
     (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    if not items:
+        raise ValueError("no paths given: pass parquet / csv files, folders or globs (or a frame)")
     if len(items) > 1:
         from dask.utils import natural_sort_key
 
@@ -96,6 +158,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
     files = _ordered(found, engine)
+    _refuse_twice(files, items)
     expected: Dict[str, int] = {}
     folders = {}
     for f in files:
@@ -107,6 +170,18 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     return files, expected
 
 
+def _refuse_twice(files: List[str], items: List[Any]) -> None:
+    """A file reached through two of the paths given (the same path twice, a folder and a glob in
+    it, ``d/./a.parquet``) would be read twice: twice its rows, silently. ``ValueError`` naming it."""
+    seen: Dict[str, str] = {}
+    for f in files:
+        key = f if fsmod.is_remote(f) else os.path.realpath(f)
+        if key in seen:
+            raise ValueError(f"the data names {f!r} twice (through {', '.join(repr(os.fspath(p)) for p in items)}): "
+                             f"each mention is read, so its rows would count twice; name each file once")
+        seen[key] = f
+
+
 def _expand_item(fs: Any, item: str) -> List[str]:
     """The files of one path, glob or folder (see :func:`expand_paths`)."""
     if not fs.remote and not os.path.exists(item) and not any(ch in item for ch in "*?["):
@@ -115,7 +190,7 @@ def _expand_item(fs: Any, item: str) -> List[str]:
         found = _walk_data_files(fs, item)
         _check_output_listing(item, found, fs)
         if not found:
-            raise FileNotFoundError(f"folder {item!r} holds no .parquet or .csv files")
+            raise FileNotFoundError(f"folder {item!r} holds no parquet or .csv files")
         return found
     if any(ch in item for ch in "*?["):
         matches = fs.glob(item)

@@ -277,13 +277,17 @@ def type_kind(t: pa.DataType) -> str:
     return str(t)
 
 
-def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema]) -> None:
+def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema], what: str = "parquet file",
+                       numbers_agree: bool = False, hint: str = "",
+                       kind_fix: str = "Cast it to one type in every file and write them again.") -> None:
     """Refuse files that disagree with the first file, naming the file and the column.
 
     Every file must have the same column names (a missing column would silently read as nulls
     or fail deep inside a task) and each column the same :func:`type_kind`. A column holding only
     nulls in a file (Arrow type ``null``, what pandas writes for an all-None object column)
-    agrees with any kind.
+    agrees with any kind. ``what``: the files' kind in the messages (``"csv file"``);
+    ``numbers_agree``: int and float agree (csv, where a null makes a column float); ``hint``:
+    added to the messages of missing and extra columns; ``kind_fix``: the fix of a kind clash.
     """
     if not files:
         return
@@ -295,20 +299,54 @@ def check_file_schemas(files: Sequence[str], schemas: Sequence[pa.Schema]) -> No
         names = set(schema.names)
         missing = [n for n in ref.names if n not in names]
         if missing:
-            raise ValueError(f"the parquet file {path} has no column {', '.join(repr(m) for m in missing[:5])}"
+            raise ValueError(f"the {what} {path} has no column {', '.join(repr(m) for m in missing[:5])}"
                              f"{' ...' if len(missing) > 5 else ''}, which {first} has: every file of a dataset "
-                             f"needs the same columns. Write {path} again with them, or leave it out of the data.")
+                             f"needs the same columns. Write {path} again with them, or leave it out of the data."
+                             f"{hint}")
         extra = [n for n in schema.names if n not in ref_types]
         if extra:
-            raise ValueError(f"the parquet file {path} has column(s) {', '.join(repr(e) for e in extra[:5])}"
+            raise ValueError(f"the {what} {path} has column(s) {', '.join(repr(e) for e in extra[:5])}"
                              f"{' ...' if len(extra) > 5 else ''} that {first} does not have: every file of a "
-                             f"dataset needs the same columns. Drop them from {path}, or leave it out of the data.")
+                             f"dataset needs the same columns. Drop them from {path}, or leave it out of the data."
+                             f"{hint}")
         for field in schema:
-            a, b = type_kind(ref_types[field.name]), type_kind(field.type)
-            if a != b and "null" not in (a, b):
-                raise ValueError(f"column {field.name!r} is {field.type} ({b}) in the parquet file {path} but "
-                                 f"{ref_types[field.name]} ({a}) in {first}: every file must give a column the same "
-                                 f"kind of values. Cast it to one type in every file and write them again.")
+            problem = _clash(ref_types[field.name], field.type, numbers_agree)
+            if problem:
+                ka, kb = type_kind(ref_types[field.name]), type_kind(field.type)
+                raise ValueError(f"column {field.name!r} is {field.type} ({kb}) in the {what} {path} but "
+                                 f"{ref_types[field.name]} ({ka}) in {first}: {problem} {kind_fix}")
+
+
+def _clash(a: pa.DataType, b: pa.DataType, numbers_agree: bool) -> str:
+    """Why one column's types ``a`` and ``b`` (of two files) cannot be read as one column, or ""."""
+    ka, kb = type_kind(a), type_kind(b)
+    if "null" in (ka, kb):
+        return ""
+    if ka != kb:
+        if numbers_agree and {ka, kb} <= {"int", "float"}:
+            return ""
+        return "every file must give a column the same kind of values."
+    a, b = _value_type(a), _value_type(b)
+    if pa.types.is_integer(a) and pa.types.is_integer(b) and pa.types.is_signed_integer(a) != pa.types.is_signed_integer(b):
+        unsigned = a if not pa.types.is_signed_integer(a) else b
+        if unsigned.bit_width == 64:
+            # pandas / dask concatenate int64 and uint64 as float64: 2**53 + 1 becomes 2**53
+            return ("no integer type holds both int64 and uint64 values: read together they would become float64, "
+                    "whose 53-bit mantissa rounds large values.")
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.tz != b.tz:
+        if a.tz is None or b.tz is None:
+            return ("one holds naive (wall-clock) times and the other instants with a time zone; they are never "
+                    "converted into each other (series.dt.tz_localize(...) makes wall-clock times instants).")
+        return (f"the files store the time zones {a.tz} and {b.tz}; convert one (series.dt.tz_convert(...)) "
+                f"so that every file gives the column one time zone.")
+    return ""
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    while pa.types.is_dictionary(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or \
+            pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
 
 
 #: the old private name (tests and callers of ``tabprep.io.dataset`` used it)
