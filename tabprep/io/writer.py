@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._version import __version__
-from .._util import whole
+from .._util import flag, whole
 from .._warn import reemit_from_cluster
 from ..schema import Schema
 from . import commit
@@ -276,6 +276,9 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     if output_files is not None and out_files_per_proc is not None:
         raise ValueError("give output_files or out_files_per_proc, not both")
     options = dict(format_options or {})
+    overwrite = flag("overwrite", overwrite)
+    if options.get("drop_last") is not None:
+        options["drop_last"] = flag("drop_last", options["drop_last"])
     for name, val in (("output_files", output_files), ("out_files_per_proc", out_files_per_proc),
                       ("split_per_worker", split_per_worker), ("row_group_size", options.get("row_group_size"))):
         if val is not None:   # (2.5 raised Python's own TypeError, or was truncated)
