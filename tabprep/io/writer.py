@@ -212,10 +212,12 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
         try:
             for t in chunks:
                 sink.write(t)
-        except BaseException:
+            info = sink.close()
+        except BaseException as exc:
             sink.abort()  # a remote file is thrown away, not uploaded half-written
+            if isinstance(exc, ValueError):  # a value TFRecord cannot hold: name the file too
+                raise ValueError(f"writing {of.relpath!r} of the TFRecord output: {exc}") from exc
             raise
-        info = sink.close()
         info["file"] = of.relpath
     if fs.remote:
         objectstore.confirm_written(root, [path], storage_options)
