@@ -75,6 +75,14 @@ def whole(name: str, value: Any, minimum: int) -> int:
     return out
 
 
+def flag(name: str, value: Any) -> bool:
+    """``value`` when it is a bool (Python's or numpy's), else a ``TypeError`` naming ``name``: a
+    truthy string such as ``"no"`` would otherwise count as True."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
 def check_limits(owner: str, limits: Dict[str, Any]) -> None:
     """Refuse negative limits (``{"freq_threshold": 5, "max_size": {"c": -1}}``): ``ValueError``
     naming ``owner``, the parameter, the key and the value (issue #30: they were ignored)."""

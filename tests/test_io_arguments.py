@@ -48,3 +48,30 @@ def test_part_size(frame, tmp_path, bad):
     frame.to_parquet(tmp_path / "d.parquet")
     with pytest.raises(ValueError, match=r"part_size"):
         tp.Dataset(str(tmp_path / "d.parquet"), part_size=bad)
+
+
+@pytest.mark.parametrize("write,name,bad", [("parquet", "overwrite", "no"), ("parquet", "overwrite", 1),
+                                            ("parquet", "overwrite", None), ("tfrecord", "overwrite", "False"),
+                                            ("tfrecord", "drop_last", "no")])
+def test_flags_are_bools(frame, tmp_path, write, name, bad):
+    """``overwrite="no"`` replaced an existing output (a truthy string counted as True)."""
+    out = tmp_path / "out"
+    tp.Dataset(frame).to_parquet(str(out))
+    before = sorted(os.listdir(out)), (out / "_metadata.json").read_bytes()
+    with pytest.raises(TypeError, match=rf"{name} must be True or False, got {bad!r} \({type(bad).__name__}\)"):
+        getattr(tp.Dataset(frame), f"to_{write}")(str(out), **{name: bad})
+    assert (sorted(os.listdir(out)), (out / "_metadata.json").read_bytes()) == before   # untouched
+
+
+def test_numpy_bools_are_bools(frame, tmp_path):
+    out = tmp_path / "out"
+    tp.Dataset(frame).to_parquet(str(out), overwrite=np.bool_(False))
+    tp.Dataset(frame).to_parquet(str(out), overwrite=np.bool_(True))
+    assert len(tp.Dataset(str(out)).compute()) == 100
+
+
+def test_workflow_save_allow_pickle_is_a_bool(frame, tmp_path):
+    wf = tp.Workflow(["x"] >> tp.ops.Normalize()).fit(tp.Dataset(frame))
+    with pytest.raises(TypeError, match=r"allow_pickle must be True or False, got 'no' \(str\)"):
+        wf.save(str(tmp_path / "wf"), allow_pickle="no")
+    assert not (tmp_path / "wf").exists()

@@ -215,46 +215,37 @@ def writer_kwargs(to: str, output_files: Optional[int], split_per_worker: Option
 
 
 def _where(path: str, storage_options: Optional[Dict[str, Any]] = None) -> Tuple[str, str]:
-    """``(canonical path, separator)``: the real path of a local one, the normalized URL of a remote one."""
-    from ..io.fs import get_fs
+    """``(canonical path, separator)`` (:func:`tabprep.io.fs.canonical`)."""
+    from ..io.fs import canonical
 
-    fs, p = get_fs(path, storage_options)
-    return (fs.norm(p), "/") if fs.remote else (os.path.realpath(p), os.sep)
+    return canonical(path, storage_options)
 
 
 def _inside(child: str, parent: str, sep: str) -> bool:
-    """Whether the canonical path ``child`` lies inside the folder ``parent`` (see :func:`_where`)."""
-    return child.startswith(parent.rstrip(sep) + sep)
+    """Whether the canonical path ``child`` lies inside the folder ``parent`` (:func:`tabprep.io.fs.inside`)."""
+    from ..io.fs import inside
+
+    return inside(child, parent, sep)
 
 
 def check_not_overlapping(data: Sequence[str], files: Sequence[str], out: str, option: str,
                           storage_options: Optional[Dict[str, Any]] = None,
                           inputs: Sequence[Tuple[str, str]] = ()) -> None:
-    """Refuse an output path that is an input, lies inside an input folder or holds an input file.
+    """Refuse an output path that is an input, lies inside an input folder or holds an input file
+    (:func:`tabprep.io.fs.overlap`, which ``Dataset.to_parquet`` / ``to_tfrecord`` use too).
 
     ``data`` are the DATA arguments (their folders are inputs as a whole: an output inside one
     would be read back as data next time), ``files`` the input files they resolved to, ``inputs``
     the command's other inputs as ``(argument, path)`` (``WF_DIR``, ``SPEC``). Writing over an
     input would delete what is being read. Usage error (exit code 2) naming both paths.
     """
-    from ..io.fs import fs_of, protocol_of
+    from ..io.fs import fs_of, overlap
 
-    o, sep = _where(out, storage_options)
     named = [("DATA", d) for d in data if fs_of(d, storage_options).isdir(_where(d, storage_options)[0])]
     named += [("DATA", f) for f in files] + [(arg, p) for arg, p in inputs if p is not None]
-    for arg, inp in named:
-        i = _where(inp, storage_options)[0]
-        if protocol_of(i) != protocol_of(o):
-            continue  # another file system
-        if o == i:
-            why = f"is the input {inp!r} ({arg}): it holds the input, which writing there would delete"
-        elif _inside(o, i, sep):
-            why = (f"is inside the input folder {inp!r} ({arg}): it would be read back as input, and replacing it "
-                   f"could delete input files")
-        elif _inside(i, o, sep):
-            why = f"holds the input {inp!r} ({arg}), which writing there would delete"
-        else:
-            continue
+    found = overlap(out, [(arg, p, storage_options) for arg, p in named], storage_options)
+    if found is not None:
+        arg, why = found
         raise UsageProblem(f"{option} {out!r} {why}. Write to a folder outside the inputs ({arg})")
 
 

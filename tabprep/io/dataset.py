@@ -212,6 +212,29 @@ class Dataset(DatasetCompat):
     def __repr__(self) -> str:
         return f"Dataset({self.describe()}, cpu={self.cpu})"
 
+    def input_paths(self) -> List[Tuple[str, Any]]:
+        """``(path, storage options)`` of what this dataset reads: the folders it was given and the
+        files they resolved to; a transformed dataset's are its source's (``Workflow.transform``)."""
+        found = list(self._tables[0].input_paths()) if self._tables else []
+        if self.files:  # read from paths (not a frame, nor a transform)
+            so = self.storage_options
+            for item in self.source if isinstance(self.source, (list, tuple)) else [self.source]:
+                if isinstance(item, (str, os.PathLike)) and not any(c in str(item) for c in "*?["):
+                    fs, where = fsmod.get_fs(str(item), so)
+                    if fs.isdir(where):
+                        found.append((str(item), so))
+            found += [(f, so) for f in self.files]
+        return found
+
+    def _refuse_own_input(self, path: Any, storage_options: Optional[Dict[str, Any]]) -> None:
+        """``ValueError`` if ``path`` is, holds or lies inside one of :meth:`input_paths` (writing
+        there would delete or replace the data being read; the CLI refuses the same)."""
+        inputs = self.input_paths()
+        found = fsmod.overlap(path, [("read by the dataset", p, so) for p, so in inputs],
+                              storage_options) if inputs else None
+        if found is not None:
+            raise ValueError(f"output path {str(path)!r} {found[1]}. Write to a folder outside the dataset's inputs")
+
     # -- schema and size -----------------------------------------------------------------
     @property
     def schema(self) -> Schema:
@@ -446,6 +469,7 @@ class Dataset(DatasetCompat):
         ``_metadata.json`` with ``_file_list.txt`` (as NVTabular writes them for HugeCTR); ``shuffle``
         also takes ``tp.io.Shuffle.PER_PARTITION`` (NVTabular's enum)."""
         path = _output_path(path, output_path)
+        self._refuse_own_input(path, storage_options)
         src, roles = prepare_output(self, dtypes, cats, conts, labels)
         return write_dataset(src, path, fmt="parquet", roles=roles, output_files=output_files,
                              out_files_per_proc=out_files_per_proc, shuffle=shuffle,
@@ -463,6 +487,7 @@ class Dataset(DatasetCompat):
         """Write TFRecords (one Example per row, or prebatched with ``batch_size``); see :mod:`tabprep.io.tfrecord`.
         ``output_path=`` is accepted for ``path`` (NVTabular's name); ``storage_options`` as in :meth:`to_parquet`."""
         path = _output_path(path, output_path)
+        self._refuse_own_input(path, storage_options)
         return write_dataset(self, path, fmt="tfrecord", output_files=output_files, shuffle=shuffle,
                              split_per_worker=split_per_worker, overwrite=overwrite, seed=seed,
                              format_options={"batch_size": batch_size, "compression": compression,

@@ -363,11 +363,42 @@ def remote_errors(url: Any, action: str) -> Iterator[None]:
         raise OSError(f"cannot {action} {url!r}: {type(exc).__name__}: {exc}. {CREDENTIALS_HINT}") from exc
 
 
+def canonical(path: Any, storage_options: StorageOptions = None) -> Tuple[str, str]:
+    """``(canonical path, separator)``: the real path of a local one, the normalized URL of a remote one."""
+    fs, p = get_fs(path, storage_options)
+    return (fs.norm(p), "/") if fs.remote else (os.path.realpath(p), os.sep)
+
+
+def inside(child: str, parent: str, sep: str) -> bool:
+    """Whether the canonical path ``child`` lies inside the folder ``parent`` (see :func:`canonical`)."""
+    return child.startswith(parent.rstrip(sep) + sep)
+
+
+def overlap(out: Any, inputs: Any, storage_options: StorageOptions = None) -> Optional[Tuple[str, str]]:
+    """``(label, why)`` if writing the folder ``out`` would touch one of ``inputs`` (``(label, path,
+    storage options)``: input folders and files): ``out`` is an input, lies inside an input folder or
+    holds an input; else None. ``why`` names the input and its label; callers prefix the output and
+    add the fix."""
+    o, sep = canonical(out, storage_options)
+    for label, inp, options in inputs:
+        i = canonical(inp, options)[0]
+        if protocol_of(i) != protocol_of(o):
+            continue  # another file system
+        if o == i:
+            return label, f"is the input {inp!r} ({label}): it holds the input, which writing there would delete"
+        if inside(o, i, sep):
+            return label, (f"is inside the input folder {inp!r} ({label}): it would be read back as input, and replacing "
+                    f"it could delete input files")
+        if inside(i, o, sep):
+            return label, f"holds the input {inp!r} ({label}), which writing there would delete"
+    return None
+
+
 def read_bytes(path: Any, storage_options: StorageOptions = None) -> bytes:
     fs, p = get_fs(path, storage_options)
     with fs.open(p, "rb") as fh:
         return fh.read()
 
 
-__all__ = ["LOCAL", "LocalFS", "RemoteFS", "arrow_path", "fs_of", "get_fs", "is_remote", "local_path",
-           "protocol_of", "read_bytes", "remote_errors", "remote_fs"]
+__all__ = ["LOCAL", "LocalFS", "RemoteFS", "arrow_path", "canonical", "fs_of", "get_fs", "inside", "is_remote",
+           "local_path", "overlap", "protocol_of", "read_bytes", "remote_errors", "remote_fs"]

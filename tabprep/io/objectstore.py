@@ -5,8 +5,9 @@ a hidden sibling, rename it into place) does not apply. A folder at a URL is wri
 
 1. the target is checked like a local one (:func:`check_target`): it must be empty, or, with
    ``overwrite``, hold the markers of its kind (tabprep wrote it) or tabprep's
-   :data:`~tabprep.io.commit.INCOMPLETE_MARKER` (an interrupted tabprep write). Anything else is
-   refused and nothing is deleted;
+   :data:`~tabprep.io.commit.INCOMPLETE_MARKER` (an interrupted tabprep write), and no file tabprep
+   did not write (:func:`~tabprep.io.layout.foreign_names`: the same rule and message as on a
+   local disk). Anything else is refused and nothing is deleted;
 2. :data:`~tabprep.io.commit.INCOMPLETE_MARKER` is written into the folder first, then what the
    previous version left there is deleted (so at every moment the folder carries a tabprep marker,
    and a crash leaves a folder that ``overwrite`` may replace);
@@ -41,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, List, Optional, Set
 
-from .layout import INCOMPLETE_MARKER, SUCCESS_FILE, FolderKind
+from .layout import INCOMPLETE_MARKER, METADATA_FILE, SUCCESS_FILE, FolderKind, foreign_names, refuse_foreign
 from .fs import RemoteFS, StorageOptions, get_fs, remote_errors
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,22 @@ def check_target(path: str, kind: FolderKind, overwrite: bool, storage_options: 
             f"refusing to replace {path!r}: tabprep did not write it (a tabprep {kind.what} holds "
             f"{' and '.join(kind.markers)}), and replacing it would delete its {len(files)} object(s). Choose "
             f"another path, or remove those objects yourself")
+    refuse_foreign(path, _foreign(fs, path, files))
     return files
+
+
+def _foreign(fs: RemoteFS, url: str, files: List[str]) -> List[str]:
+    """The objects under the tabprep folder ``url`` that tabprep did not write (relative to it)."""
+    prefix = url.rstrip("/") + "/"
+    rel = [f[len(prefix):] for f in files if f.startswith(prefix) and f != prefix]
+    metadata = None
+    if METADATA_FILE in rel:
+        with remote_errors(url, "read"):
+            try:
+                metadata = fs.read_bytes(fs.join(url, METADATA_FILE))
+            except FileNotFoundError:
+                pass
+    return foreign_names(rel, metadata, remote=True)
 
 
 class RemoteStage:

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 
 from .. import backend
 from .._version import __version__
-from .._util import whole
+from .._util import flag, whole
 from .._warn import reemit_from_cluster
 from ..schema import Schema
 from . import commit
@@ -212,10 +212,12 @@ def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema:
         try:
             for t in chunks:
                 sink.write(t)
-        except BaseException:
+            info = sink.close()
+        except BaseException as exc:
             sink.abort()  # a remote file is thrown away, not uploaded half-written
+            if isinstance(exc, ValueError):  # a value TFRecord cannot hold: name the file too
+                raise ValueError(f"writing {of.relpath!r} of the TFRecord output: {exc}") from exc
             raise
-        info = sink.close()
         info["file"] = of.relpath
     if fs.remote:
         objectstore.confirm_written(root, [path], storage_options)
@@ -276,6 +278,9 @@ def write_dataset(ds: Any, path: str, fmt: str = "parquet", output_files: Option
     if output_files is not None and out_files_per_proc is not None:
         raise ValueError("give output_files or out_files_per_proc, not both")
     options = dict(format_options or {})
+    overwrite = flag("overwrite", overwrite)
+    if options.get("drop_last") is not None:
+        options["drop_last"] = flag("drop_last", options["drop_last"])
     for name, val in (("output_files", output_files), ("out_files_per_proc", out_files_per_proc),
                       ("split_per_worker", split_per_worker), ("row_group_size", options.get("row_group_size"))):
         if val is not None:   # (2.5 raised Python's own TypeError, or was truncated)

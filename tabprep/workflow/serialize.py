@@ -37,6 +37,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set
 
 import numpy as np
 
+from .._util import flag
 from .._version import __version__
 from .._warn import rebuilding
 from ..io import commit
@@ -73,6 +74,7 @@ def save_workflow(wf: Workflow, path: str, allow_pickle: bool = False,
     (``s3://...``, with ``storage_options``) is written through fsspec and committed with
     ``_SUCCESS`` last (the previous version is deleted when the upload starts).
     """
+    allow_pickle = flag("allow_pickle", allow_pickle)
     wf._require_fitted()
     if wf.input_schema is None:
         raise RuntimeError("fit the workflow (or transform a dataset with it) before saving")

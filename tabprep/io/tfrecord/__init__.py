@@ -15,7 +15,8 @@ Two layouts are supported:
 
 Type mapping (schema dtype -> feature list): integers and bool -> ``int64_list``
 (bool as 0/1; ``uint64`` values >= 2**63 are rejected), floats -> ``float_list``
-(float32: float64 values are rounded to float32), ``str``/binary -> ``bytes_list``
+(float32: float64 values are rounded to float32; finite ones beyond float32's range, which would
+become inf, are rejected naming the column and file), ``str``/binary -> ``bytes_list``
 (UTF-8 bytes). Readers return ``tf.int64``, ``tf.float32`` and ``tf.string``.
 
 Nulls: a ``tf.train.Example`` cannot express a missing value that

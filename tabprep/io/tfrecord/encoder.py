@@ -464,7 +464,18 @@ def _to_flat(arr: pa.Array, kind: str, name: str) -> _Flat:
         return _Flat(kind, values=values.astype(np.int64, copy=False))
     if not (pa.types.is_floating(typ) or pa.types.is_integer(typ)):
         raise TypeError(f"column {name!r}: schema says a float type but the data is {typ}")
-    return _Flat(kind, values=arr.to_numpy().astype(np.float32, copy=False))
+    values = arr.to_numpy()
+    with np.errstate(over="ignore"):  # overflow is reported below, naming the column
+        out = values.astype(np.float32, copy=False)
+    if values.dtype.itemsize > 4 and values.dtype.kind == "f":
+        big = np.isinf(out) & np.isfinite(values)
+        if big.any():
+            raise ValueError(
+                f"column {name!r}: {int(big.sum())} finite value(s) such as {float(values[big][0])!r} are beyond "
+                f"float32's range (about ±3.4e38), which TFRecord's float_list holds: they would become inf. "
+                f"Bring them into range before writing: Clip(min_value=..., max_value=...) them, or transform "
+                f"them with a LambdaOp (rescale, log, or cast to another type)")
+    return _Flat(kind, values=out)
 
 
 def _to_column(chunked: Union[pa.ChunkedArray, pa.Array], col: ColumnSchema, kind: str) -> _Column:
