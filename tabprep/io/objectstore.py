@@ -38,9 +38,10 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Set
+from typing import Any, Dict, Iterator, List, Optional, Set
 
 from .layout import INCOMPLETE_MARKER, METADATA_FILE, SUCCESS_FILE, FolderKind, foreign_names, refuse_foreign
 from .fs import RemoteFS, StorageOptions, get_fs, remote_errors
@@ -102,6 +103,42 @@ def _foreign(fs: RemoteFS, url: str, files: List[str]) -> List[str]:
             except FileNotFoundError:
                 pass
     return foreign_names(rel, metadata, remote=True)
+
+
+#: seconds an abort waits for this process's writes in flight to the folder to end (a task that
+#: never ends must not hang the abort, and a process's exit after SIGTERM, forever)
+ABORT_WAIT_S = 30.0
+#: folder URL -> tasks of this process writing into it now (:func:`writing`)
+_IN_FLIGHT: Dict[str, int] = {}
+_IN_FLIGHT_CHANGED = threading.Condition()
+
+
+@contextlib.contextmanager
+def writing(root: str, storage_options: StorageOptions = None) -> Iterator[None]:
+    """Around a task's write of files into the folder ``root`` being written in place, and its
+    :func:`confirm_written`: :meth:`RemoteStage.abort` waits for the block to end. An upload that
+    finished after the abort listed the folder, in a process that exited right after the abort
+    (SIGTERM), was left behind: about 5 in 65 SIGTERMs, once as the folder's only object."""
+    _, url = get_fs(root, storage_options)
+    with _IN_FLIGHT_CHANGED:
+        _IN_FLIGHT[url] = _IN_FLIGHT.get(url, 0) + 1
+    try:
+        yield
+    finally:
+        with _IN_FLIGHT_CHANGED:
+            _IN_FLIGHT[url] -= 1
+            if not _IN_FLIGHT[url]:
+                del _IN_FLIGHT[url]
+            _IN_FLIGHT_CHANGED.notify_all()
+
+
+def _wait_for_writes(url: str) -> None:
+    """Until no task of this process writes into ``url`` (at most :data:`ABORT_WAIT_S`)."""
+    with _IN_FLIGHT_CHANGED:
+        if not _IN_FLIGHT_CHANGED.wait_for(lambda: not _IN_FLIGHT.get(url), timeout=ABORT_WAIT_S):
+            log.warning("aborting the write to %s: %d task(s) still writing after %.0f s; a file they finish "
+                        "later is deleted by the task itself, or left under the folder's marker", url,
+                        _IN_FLIGHT.get(url, 0), ABORT_WAIT_S)
 
 
 class RemoteStage:
@@ -167,6 +204,9 @@ class RemoteStage:
             # from here on a task that writes a file deletes it itself (confirm_written); one that
             # wrote before this is in the listing below
             self.fs.write_bytes(marker, json.dumps({"txid": self.txid, "aborted": True}).encode())
+            # the tasks of this process still writing see the mark when they end and delete their
+            # files; wait for them, then list (a process exiting after SIGTERM kills its threads)
+            _wait_for_writes(self.final)
             self.fs.rm([f for f in self.fs.find(self.final) if f != marker])
             self.fs.rm([marker])
         except Exception:  # noqa: BLE001 - the marker keeps the folder refused; log, keep the first error
@@ -248,4 +288,4 @@ def downloaded(path: str, kind: FolderKind, storage_options: StorageOptions = No
         shutil.rmtree(local, ignore_errors=True)
 
 
-__all__ = ["RemoteStage", "check_target", "confirm_written", "downloaded", "half_written", "owned", "stage"]
+__all__ = ["RemoteStage", "check_target", "confirm_written", "downloaded", "half_written", "owned", "stage", "writing"]

@@ -27,6 +27,7 @@ How rows reach files:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -133,11 +134,13 @@ def _write_part(df: Any, path: str, shuffle: Optional[str], seed: int, row_group
     # full shuffle: the rows are in random order now, so each output file can take a contiguous
     # slice of this part (sizes planned in _plan_full_shuffle so that files and workers balance).
     # pandas goes through Arrow (PART_ROW_GROUP rows per group); cuDF encodes on the device.
-    with fsmod.fs_of(path, storage_options).output(path) as target:  # locally the path itself
-        out["rows"] = backend.write_parquet_part(df, target, row_group_size, compression,
-                                                 default_row_group=PART_ROW_GROUP, int_encoding=int_encoding)
-    if remote_root is not None:
-        objectstore.confirm_written(remote_root, [path], storage_options)
+    # in flight until confirmed: an abort of the folder's write waits for it (objectstore.writing)
+    with objectstore.writing(remote_root, storage_options) if remote_root is not None else contextlib.nullcontext():
+        with fsmod.fs_of(path, storage_options).output(path) as target:  # locally the path itself
+            out["rows"] = backend.write_parquet_part(df, target, row_group_size, compression,
+                                                     default_row_group=PART_ROW_GROUP, int_encoding=int_encoding)
+        if remote_root is not None:
+            objectstore.confirm_written(remote_root, [path], storage_options)
     return out
 
 
@@ -172,7 +175,16 @@ def _iter_slices(parts: List[str], of: OutputFile, columns: Optional[List[str]] 
 def _write_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema: Schema,
                   options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema,
                   storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Phase 2: write one output file from slices of part files (``root`` may be a URL)."""
+    """Phase 2: write one output file from slices of part files (``root`` may be a URL; there the
+    write is in flight until confirmed: an abort of the folder's write waits for it)."""
+    remote = fsmod.fs_of(root, storage_options).remote
+    with objectstore.writing(root, storage_options) if remote else contextlib.nullcontext():
+        return _write_one_output(parts, of, root, fmt, schema, options, shuffle_seed, arrow_schema, storage_options)
+
+
+def _write_one_output(parts: List[str], of: OutputFile, root: str, fmt: str, schema: Schema,
+                      options: Dict[str, Any], shuffle_seed: Optional[int], arrow_schema: pa.Schema,
+                      storage_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     fs = fsmod.fs_of(root, storage_options)
     path = fs.join(root, of.relpath)
     folder = fs.dirname(path)
