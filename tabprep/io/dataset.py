@@ -163,7 +163,7 @@ class Dataset(DatasetCompat):
             self.engine = "memory"
         else:
             self.cpu = backend.resolve_cpu(cpu)
-            self.files, self._expected_rows = _expand(src, self.storage_options, engine)
+            self.files, self._expected_rows, (self._hive, self._hive_types) = _expand(src, self.storage_options, engine)
             self.engine = engine or _infer_engine(self.files, self.storage_options)
             if self.engine not in ("parquet", "csv"):
                 raise ValueError(f"engine must be 'parquet' or 'csv', got {self.engine!r}")
@@ -266,6 +266,12 @@ class Dataset(DatasetCompat):
                 footers = {f: read_footer(f, so) for f in self.files}
             schemas = [arrow_schema_of(f, footers[f]) for f in self.files]
             check_file_schemas(self.files, schemas)
+            clash = [k for k in self.hive_keys if k in schemas[0].names]
+            if clash:
+                folder = next(f"{clash[0]}={v}" for v in [self._hive[self.files[0]][clash[0]]])
+                raise ValueError(f"the hive key {clash[0]!r} (folder {folder} of {self.files[0]}) is also a column of the "
+                                 f"files: the data names {clash[0]!r} twice (pyarrow refuses it too). Rename the key "
+                                 f"folders or the column.")
             for f, md in footers.items():
                 want = self._expected_rows.get(fsmod.fs_of(f, so).norm(f))
                 if want is not None and md.num_rows != want:
@@ -275,11 +281,24 @@ class Dataset(DatasetCompat):
             self._footers = footers
         return self._footers
 
+    @property
+    def hive_keys(self) -> Dict[str, str]:
+        """The hive keys read as columns (``key=value`` folders): name -> ``"int64"`` / ``"string"``."""
+        return dict(getattr(self, "_hive_types", None) or {})
+
+    def _arrow_schema(self) -> pa.Schema:
+        """The first file's Arrow schema, the hive keys after its columns."""
+        first = self.files[0]
+        schema = arrow_schema_of(first, self.file_metadata[first])
+        for k, t in self.hive_keys.items():
+            schema = schema.append(pa.field(k, pa.int64() if t == "int64" else pa.string()))
+        return schema
+
     def _infer_schema(self) -> Schema:
         if self.engine == "parquet":
             first = self.files[0]
             try:
-                base = Schema.from_arrow(arrow_schema_of(first, self.file_metadata[first]))
+                base = Schema.from_arrow(self._arrow_schema())
             except ValueError as exc:
                 if ".parquet" in first or ".pq" in first:
                     raise
@@ -321,6 +340,8 @@ class Dataset(DatasetCompat):
             dev = backend.compute_device(self.cpu)
             self._pieces = plan_pieces(self.files, parse_size(self.part_size) or dev.default_part_size(),
                                        span_files=dev.pieces_span_files, footers=self.file_metadata,
+                                       keys={f: tuple((k, t, self._hive[f][k]) for k, t in self.hive_keys.items())
+                                             for f in self.files} if self.hive_keys else None,
                                        row_groups_per_part=getattr(self, "row_groups_per_part", None))
         return self._pieces
 
@@ -383,9 +404,10 @@ class Dataset(DatasetCompat):
         key = (tuple(columns), self.cpu)
         if key not in memo:
             footers = self.file_metadata
-            arrow_schema = arrow_schema_of(self.files[0], footers[self.files[0]])
+            arrow_schema = self._arrow_schema()
             if self._nulls is None:
                 self._nulls = set().union(*(_footer_null_columns(md) for md in footers.values()))
+                self._nulls |= {k for k in self.hive_keys if any(self._hive[f][k] is None for f in self.files)}
             meta = _meta_from_schema(arrow_schema, columns, self.cpu, self._nulls)
             memo[key] = (meta, backend.nullable_int_dtypes(meta))
         meta, nullable = memo[key]

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import os
 import time
+from dataclasses import replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -23,6 +24,12 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
                 storage_options: Optional[Dict[str, Any]] = None, arrow: bool = False) -> Any:
     """One partition as a frame; ``arrow`` (CPU): as the Arrow table it is read as (an empty piece
     still gives the empty frame)."""
+    if piece.keys:
+        names = {k for k, _, _ in piece.keys}
+        file_cols = [c for c in columns if c not in names] if columns is not None else None
+        frame = _read_piece(replace(piece, keys=()), file_cols, cpu, {}, storage_options, arrow)
+        return nullable_frame(with_keys(frame, piece, columns, cpu), nullable) if not isinstance(frame, pa.Table) \
+            else with_keys(frame, piece, columns, cpu)
     if not piece.row_groups:
         return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
     # a URL: the file system's own path and the (fsspec) file system, built here on the worker
@@ -37,6 +44,32 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         else:
             frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
     return nullable_frame(frame, nullable)
+
+
+def key_array(typ: str, value: Any, n: int) -> pa.Array:
+    """``n`` rows of one hive key value (None: nulls) as an Arrow array of ``typ``."""
+    return pa.array([value] * n, type=pa.int64() if typ == "int64" else pa.string())
+
+
+def with_keys(frame: Any, piece: Piece, columns: Optional[List[str]], cpu: bool) -> Any:
+    """``frame`` (an Arrow table, a pandas or cuDF frame of the piece's file columns) with the piece's
+    hive keys among ``columns`` (None: all, after the file's columns) as constant columns, in the
+    order of ``columns``. Backend-generic: the constants are built in Arrow and converted by the
+    backend's own :func:`~tabprep.backend.arrow_to_frame`."""
+    n = frame.num_rows if isinstance(frame, pa.Table) else len(frame)
+    for name, typ, value in piece.keys:
+        if columns is not None and name not in columns:
+            continue
+        arr = key_array(typ, value, n)
+        if isinstance(frame, pa.Table):
+            frame = frame.append_column(name, arr)
+        else:
+            col = backend.arrow_to_frame(pa.table({name: arr}), cpu=cpu)[name]
+            col.index = frame.index
+            frame[name] = col
+    if columns is not None:
+        frame = frame.select(list(columns)) if isinstance(frame, pa.Table) else frame[list(columns)]
+    return frame
 
 
 def _piece_where(piece: Piece) -> str:
@@ -81,6 +114,7 @@ def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tupl
     if filesystem is not None:
         return None
     known = set(kw["columns"])
+    keys = {k: (t, v) for k, t, v in piece.keys}
 
     def columns(names: Sequence[str]) -> Iterator[Tuple[str, Any]]:
         unknown = [c for c in names if c not in known]
@@ -88,7 +122,10 @@ def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tupl
             raise KeyError(f"columns {unknown} are not read by this partition's reader (it reads {sorted(known)})")
         # (the consumer's own errors never pass through here: it holds no column between reads)
         with corrupt_named(_piece_where(piece), piece.row_groups):
-            yield from backend.read_parquet_columns(path, piece.row_groups, list(names))
+            stream = backend.read_parquet_columns(path, piece.row_groups, [c for c in names if c not in keys])
+            for name in names:   # hive keys: constant columns of the piece's rows
+                yield (name, pa.chunked_array([key_array(*keys[name], piece.num_rows)])) if name in keys \
+                    else next(stream)
     return columns
 
 

@@ -119,18 +119,84 @@ def _walk_data_files(fs: Any, folder: str) -> List[str]:
             found.append(f)
         else:
             skipped.append(f)
-    keys = sorted({part for f in found for part in f[len(folder):].split("/")[:-1] if "=" in part})
-    if keys:
-        names = sorted({k.split("=", 1)[0] for k in keys})
-        log.warning("the folders %s under %s look like Hive partitions (key=value): their key(s) %s are not read "
-                    "as a column; only the files' own columns are. Write the key into the files as a column if "
-                    "you need it.", ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else ""), folder,
-                    ", ".join(repr(n) for n in names))
+    if _hive_of(folder, found) is None:
+        _warn_hive(folder, found)
     if skipped and found:
         log.warning("%d file(s) in %s are not read: %s%s. They are neither parquet (by their first bytes) nor named "
                     ".csv / .tsv. Move them out of the folder, or name the data files to read.", len(skipped), folder,
                     ", ".join(skipped[:5]), " ..." if len(skipped) > 5 else "")
     return found
+
+
+#: the value Hive, Spark and pyarrow write for a null key
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _key_parts(folder: str, f: str) -> List[str]:
+    return f[len(folder.rstrip("/")) + 1:].split("/")[:-1]
+
+
+def _warn_hive(folder: str, found: List[str]) -> None:
+    keys = sorted({part for f in found for part in _key_parts(folder, f) if "=" in part})
+    if keys:
+        names = sorted({k.split("=", 1)[0] for k in keys})
+        log.warning("the folders %s under %s look like Hive partitions (key=value) but not every data file lies "
+                    "under the same key names at the same depths: their key(s) %s are not read as a column; only "
+                    "the files' own columns are. Give every file the same key folders, or write the key into the "
+                    "files as a column.", ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else ""), folder,
+                    ", ".join(repr(n) for n in names))
+
+
+def _hive_of(folder: str, found: List[str]) -> Optional[Dict[str, Dict[str, Optional[str]]]]:
+    """``file -> {key: value as written (None for a null)}`` when every file of ``folder`` lies under
+    ``key=value`` folders of the same key names at the same depths (and every folder level is one);
+    ``{}`` when no file lies under such a folder; None for mixed layouts (warned by the caller)."""
+    from urllib.parse import unquote
+
+    out: Dict[str, Dict[str, Optional[str]]] = {}
+    names = None
+    for f in found:
+        parts = _key_parts(folder, f)
+        if not any("=" in p for p in parts):
+            if names:
+                return None
+            names = ()
+            out[f] = {}
+            continue
+        if not all("=" in p and p.split("=", 1)[0] for p in parts):
+            return None
+        pairs = [p.split("=", 1) for p in parts]
+        these = tuple(unquote(k) for k, _ in pairs)
+        if names is None:
+            names = these
+        if these != names or len(set(these)) != len(these):
+            return None
+        out[f] = {unquote(k): (None if v == HIVE_NULL else unquote(v)) for k, v in pairs}
+    return out if names else {}
+
+
+def hive_partitions(files: List[str], folders: Dict[str, Dict[str, Dict[str, Optional[str]]]]
+                    ) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, str]]:
+    """The hive keys of ``files`` (``folders``: each folder given's :func:`_hive_of`):
+    ``(file -> {key: typed value}, key -> "int64" / "string")``; empty unless every file comes from
+    a folder with the same key names. A key whose every (non-null) value is a decimal integer is
+    int64 (pyarrow's discovery says int32; int64 is what tabprep's int columns are), else string."""
+    per: Dict[str, Dict[str, Optional[str]]] = {}
+    for keys in folders.values():
+        per.update(keys)
+    if not per or any(f not in per for f in files):
+        return {}, {}
+    names = {tuple(per[f]) for f in files}
+    if len(names) != 1 or not next(iter(names)):
+        return {}, {}
+    types = {}
+    for k in next(iter(names)):
+        vals = [per[f][k] for f in files if per[f][k] is not None]
+        ints = all(v.lstrip("-").isdigit() and v.isascii() and -2**63 <= int(v) < 2**63 for v in vals)
+        types[k] = "int64" if ints and vals else "string"
+    typed = {f: {k: (None if v is None else int(v) if types[k] == "int64" else v) for k, v in per[f].items()}
+             for f in files}
+    return typed, types
 
 
 def _is_parquet_in(fs: Any, path: str) -> bool:
@@ -142,9 +208,10 @@ def _is_parquet_in(fs: Any, path: str) -> bool:
 
 
 def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
-            engine: Optional[str] = None) -> Tuple[List[str], Dict[str, int]]:
+            engine: Optional[str] = None) -> Tuple[List[str], Dict[str, int], Tuple[Dict[str, Any], Dict[str, str]]]:
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
-    (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers."""
+    (absolute path or URL -> rows), which :attr:`Dataset.file_metadata` checks against the footers,
+    and the hive keys (:func:`hive_partitions`)."""
     items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
     if not items:
         raise ValueError("no paths given: pass parquet / csv files, folders or globs (or a frame)")
@@ -153,10 +220,13 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
 
         items = sorted(items, key=lambda p: natural_sort_key(os.fspath(p)))   # as merlin.io.Dataset
     found: List[List[str]] = []
+    hive: Dict[str, Any] = {}
     for item in items:
         fs, item = fsmod.get_fs(os.fspath(item), storage_options)
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
+            if fs.isdir(item):
+                hive[item] = _hive_of(item, found[-1]) or {}
     files = _ordered(found, engine)
     _refuse_twice(files, items)
     expected: Dict[str, int] = {}
@@ -167,7 +237,7 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     for folder in sorted(folders):
         with fsmod.remote_errors(folder, "read"):
             expected.update(_output_rows(folder, folders[folder]))
-    return files, expected
+    return files, expected, hive_partitions(files, hive)
 
 
 def _refuse_twice(files: List[str], items: List[Any]) -> None:

@@ -19,7 +19,7 @@ another kind in one file) cost nothing extra and fail naming the file and the co
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -108,10 +108,14 @@ class Piece:
     row_groups: Tuple[int, ...]
     num_rows: int
     more: Tuple[Tuple[str, Tuple[int, ...]], ...] = ()
+    #: hive keys of the piece's file(s): ``(name, "int64" / "string", value or None)``, added as
+    #: constant columns after the read (pieces of files of other key values are never merged)
+    keys: Tuple[Tuple[str, str, Any], ...] = ()
 
 
 def plan_pieces(files: List[str], part_size: int, span_files: bool = False,
-                footers: Optional[Dict[str, Any]] = None, row_groups_per_part: Optional[int] = None) -> List[Piece]:
+                footers: Optional[Dict[str, Any]] = None, row_groups_per_part: Optional[int] = None,
+                keys: Optional[Dict[str, Tuple[Tuple[str, str, Any], ...]]] = None) -> List[Piece]:
     """Group consecutive row groups of each file into pieces of about ``part_size`` bytes in memory.
 
     The in-memory size of a row group is estimated from its row count and the schema (8 bytes
@@ -129,11 +133,17 @@ def plan_pieces(files: List[str], part_size: int, span_files: bool = False,
     ``row_groups_per_part`` (NVTabular's ``Dataset`` keyword): instead of ``part_size``, each
     piece is that many consecutive row groups of one file (a file's last piece may have fewer),
     on CPU and GPU alike.
+
+    ``keys``: each file's hive keys (see :attr:`Piece.keys`).
     """
     if row_groups_per_part is not None:
-        return _fixed_row_group_pieces(files, int(row_groups_per_part), footers)
-    pieces = _plan_file_pieces(files, part_size, footers)
-    return _merge_across_files(pieces, part_size) if span_files else [p for p, _, _ in pieces]
+        out = _fixed_row_group_pieces(files, int(row_groups_per_part), footers)
+    else:
+        pieces = _plan_file_pieces(files, part_size, footers)
+        if keys:   # files of other key values never share a piece
+            pieces = [(replace(p, keys=keys.get(p.path, ())), size, schema) for p, size, schema in pieces]
+        out = _merge_across_files(pieces, part_size) if span_files else [p for p, _, _ in pieces]
+    return [replace(p, keys=keys.get(p.path, ())) for p in out] if keys else out
 
 
 def _fixed_row_group_pieces(files: List[str], n: int, footers: Optional[Dict[str, Any]]) -> List[Piece]:
@@ -155,7 +165,8 @@ def _merge_across_files(pieces: List[Tuple[Piece, int, Any]], part_size: int) ->
     # next row group, which starts the second, did not fit
     keys: List[int] = []
     for i, (piece, _, schema) in enumerate(pieces):
-        same = i > 0 and piece.row_groups and pieces[i - 1][0].row_groups and schema.equals(pieces[i - 1][2])
+        same = (i > 0 and piece.row_groups and pieces[i - 1][0].row_groups and schema.equals(pieces[i - 1][2])
+                and piece.keys == pieces[i - 1][0].keys)
         keys.append(keys[-1] if same else i)
     out: List[Piece] = []
     for a, b in group_runs([size for _, size, _ in pieces], part_size, keys):

@@ -319,7 +319,8 @@ def _make_source(data: Any, cpu: Optional[bool], engine: Optional[str], reader_k
         return _FrameSource(frame, schema or schema_of_frame(frame))
     else:
         ds = Dataset(data, engine=engine, cpu=cpu, **(reader_kwargs or {}))
-    if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None:
+    # (hive keys: read through the Dataset's partitions, which add them as columns)
+    if ds.engine == "parquet" and ds.files and getattr(ds, "_ddf", None) is None and not ds.hive_keys:
         use_cpu = ds.cpu if cpu is None else backend.resolve_cpu(cpu)
         return _ParquetSource(ds.files, use_cpu, schema or ds.schema, footers=ds.file_metadata,
                               storage_options=getattr(ds, "storage_options", None))
