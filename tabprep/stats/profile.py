@@ -348,12 +348,27 @@ def _scaled(f: Frequent, every: int) -> Frequent:
     return Frequent(f.keys, f.counts * every, f.n * every, f.error * every)
 
 
+def _null_typed(p: ColumnPartial) -> bool:
+    """Whether ``p`` is the partial of a column of Arrow's ``null`` type (every value null)."""
+    return p.dtype == "null" and p.nulls == p.rows
+
+
 def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
     """The partial of the union of the rows of ``parts`` (associative, order-free up to the
     sketches' own merge)."""
     first = parts[0]
     if len(parts) == 1:
         return first
+    typed = [p for p in parts if not _null_typed(p)]
+    if typed and len(typed) < len(parts):
+        # a partition whose column is all null (Arrow ``null`` type: a file of Nones) holds nulls of
+        # the other partitions' type: its rows count as nulls of that column, nothing else
+        like = typed[0]
+        parts = [p if not _null_typed(p) else
+                 ColumnPartial(like.dtype, like.kind, p.rows, p.rows, 0, 0, None, None, None, _NO_HLL, None,
+                               None if p.oov is None else 0, p.sample_every, kll_every=like.kll_every)
+                 for p in parts]
+        first = parts[0]
     kinds = {p.kind for p in parts}
     if len(kinds) > 1:
         dtypes = sorted({p.dtype for p in parts})
