@@ -151,7 +151,8 @@ def describe_profile(profile: Optional[Dict[str, Any]]) -> Optional[Dict[str, An
         return None
     cols = {}
     for name, c in profile.get("columns", {}).items():
-        cols[name] = {k: c[k] for k in ("dtype", "kind", "null_rate", "distinct", "min", "mean", "max", "top_share")
+        cols[name] = {k: c[k] for k in ("dtype", "kind", "null_rate", "distinct", "min", "mean", "max", "time_unit", "min_time",
+                                                 "max_time", "top_share")
                       if k in c}
     return {"rows": profile.get("rows"), "columns": cols}
 

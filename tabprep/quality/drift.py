@@ -276,7 +276,7 @@ def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
 def _brief(col: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     if col is None:
         return {}
-    keys = ("dtype", "kind", "count", "nulls", "null_rate", "min", "max", "mean", "std", "distinct", "oov_rate", "oov_rate_expected",
+    keys = ("dtype", "kind", "count", "nulls", "null_rate", "min", "max", "mean", "std", "time_unit", "min_time", "max_time", "distinct", "oov_rate", "oov_rate_expected",
             "out_of_range_rate", "top", "histogram", "top_share")
     out = {k: col[k] for k in keys if k in col}
     if "frequent" in col:

@@ -151,6 +151,16 @@ def _legend(two: bool) -> str:
     return out + "</span>"
 
 
+def _shown(c: Dict[str, Any], key: str) -> str:
+    """A profile entry's min / mean / max: an ISO time for a timestamp column, microseconds
+    (unit stated) for a duration column, else the number."""
+    if c.get(key + "_time"):
+        return _e(c[key + "_time"])
+    if c.get("time_unit") and c.get(key) is not None:
+        return f"{_fmt(c[key])} {_e(c['time_unit'])}"
+    return _fmt(c.get(key))
+
+
 def _page(title: str, body: str, fragment: bool) -> str:
     inner = f"<style>{_CSS}</style><div class=\"tabprep-report\">{body}</div>"
     if fragment:
@@ -166,8 +176,8 @@ def profile_html(prof: Any, fragment: bool = False) -> str:
             "<th>max</th><th>top share</th></tr>"]
     for name, c in cols.items():
         rows.append(f"<tr><td>{_e(name)}</td><td>{_e(c['dtype'])}</td><td>{c['null_rate']:.2%}</td>"
-                    f"<td>{_fmt(c.get('distinct'))}</td><td>{_fmt(c.get('min'))}</td><td>{_fmt(c.get('mean'))}</td>"
-                    f"<td>{_fmt(c.get('max'))}</td><td>{_fmt(c.get('top_share'))}</td></tr>")
+                    f"<td>{_fmt(c.get('distinct'))}</td><td>{_shown(c, 'min')}</td><td>{_shown(c, 'mean')}</td>"
+                    f"<td>{_shown(c, 'max')}</td><td>{_fmt(c.get('top_share'))}</td></tr>")
     cards = []
     for name, c in cols.items():
         charts = _column_charts(c, None)

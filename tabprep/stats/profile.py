@@ -111,6 +111,9 @@ class ColumnPartial:
     #: (:func:`~tabprep.stats.sketches.thinning_slack` each) and the values those chunks held
     kll_slack: int = 0
     kll_values: int = 0
+    #: a timestamp / duration column's numeric summary: the partial of its values as int64
+    #: microseconds (since 1970-01-01 UTC for timestamps; :func:`time_us`)
+    numeric: Optional["ColumnPartial"] = None
 
 
 def counted_partial(t: pa.DataType, rows: int, nulls: int) -> ColumnPartial:
@@ -195,6 +198,10 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
         # (thinned: the values sorted first, as the numeric path's are; a copy, Arrow's may be read-only)
         kll = kll_of(v) if kll_every == 1 else kll_of_sorted(np.sort(v), kll_every)
         slack, nvals = (thinning_slack(kll_every) if v.size else 0), int(v.size)
+    numeric = None
+    if kind == "other" and is_time(t):  # (quantiles, histogram, moments of its microseconds)
+        numeric = column_partial(time_us(col), sample_every, sample=None if sample is col else time_us(sample),
+                                 exact=exact, kll_every=kll_every)
     if kind == "other":
         valid = pa.array([repr(v) for v in valid.to_pylist()], type=pa.string())
     # distinct values (with their counts, but for floats) from Arrow's hash kernels; the HLL hashes
@@ -216,7 +223,22 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
             oov = int(np.count_nonzero(vocab.get_indexer(valid.to_numpy(zero_copy_only=False)) < 0))
         oov *= sample_every
     return ColumnPartial(str(t), kind, rows, nulls, nan, inf, moments, minmax, kll, hll, freq, oov, sample_every,
-                         kll_every=kll_every, kll_slack=slack, kll_values=nvals)
+                         kll_every=kll_every, kll_slack=slack, kll_values=nvals, numeric=numeric)
+
+
+def is_time(t: pa.DataType) -> bool:
+    """Whether ``t`` is a timestamp (naive or tz-aware, any unit) or a duration type."""
+    return pa.types.is_timestamp(t) or pa.types.is_duration(t)
+
+
+def time_us(col: Any) -> Any:
+    """A timestamp / duration Arrow array's values as int64 microseconds (since 1970-01-01 UTC for
+    a timestamp, tz-aware or not; nanoseconds truncated), nulls (NaT) kept."""
+    t = col.type
+    us = pa.timestamp("us", t.tz) if pa.types.is_timestamp(t) else pa.duration("us")
+    if t.unit != "us":
+        col = pc.cast(col, us, safe=False)
+    return pc.cast(col, pa.int64())
 
 
 def _check_every(value: Any, name: str = "kll_every", one: str = "no thinning of the KLL sketches") -> int:
@@ -348,12 +370,27 @@ def _scaled(f: Frequent, every: int) -> Frequent:
     return Frequent(f.keys, f.counts * every, f.n * every, f.error * every)
 
 
+def _null_typed(p: ColumnPartial) -> bool:
+    """Whether ``p`` is the partial of a column of Arrow's ``null`` type (every value null)."""
+    return p.dtype == "null" and p.nulls == p.rows
+
+
 def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
     """The partial of the union of the rows of ``parts`` (associative, order-free up to the
     sketches' own merge)."""
     first = parts[0]
     if len(parts) == 1:
         return first
+    typed = [p for p in parts if not _null_typed(p)]
+    if typed and len(typed) < len(parts):
+        # a partition whose column is all null (Arrow ``null`` type: a file of Nones) holds nulls of
+        # the other partitions' type: its rows count as nulls of that column, nothing else
+        like = typed[0]
+        parts = [p if not _null_typed(p) else
+                 ColumnPartial(like.dtype, like.kind, p.rows, p.rows, 0, 0, None, None, None, _NO_HLL, None,
+                               None if p.oov is None else 0, p.sample_every, kll_every=like.kll_every)
+                 for p in parts]
+        first = parts[0]
     kinds = {p.kind for p in parts}
     if len(kinds) > 1:
         dtypes = sorted({p.dtype for p in parts})
@@ -391,6 +428,7 @@ def combine_columns(parts: Sequence[ColumnPartial]) -> ColumnPartial:
         opt([p.kll for p in parts], kll_merge), hll, opt([p.freq for p in parts], Frequent.merge),
         opt([p.oov for p in parts], sum), first.sample_every,
         lengths=opt([p.lengths for p in parts], combine_columns), values=opt([p.values for p in parts], combine_columns),
+        numeric=opt([p.numeric for p in parts], combine_columns),
         counted=any(p.counted for p in parts),  # (the fit's counts cover every partition: any sketch is moot)
         pending=pending if isinstance(pending, np.ndarray) else None,
         kll_every=factors.pop() if factors else first.kll_every,
@@ -475,7 +513,8 @@ def partial_with_exact(df: Any, columns: Sequence[str], exact: Dict[str, Any], s
             rows, nulls, nan, inf, mom, mm = exact[c]
             p = sampled[c]
             numeric = p.kind in ("int", "float")
-            if numeric and (mom is None or mm is None):
+            if (numeric and (mom is None or mm is None)) or p.numeric is not None:
+                # (a time column's microseconds: their moments and extrema from the whole column here)
                 lacking.append(c)  # (no exact moments for a column that has them: the whole column's)
                 continue
             parts[c] = replace(
@@ -498,9 +537,10 @@ def finalize_profile(combined: Dict[str, ColumnPartial], columns: Sequence[str],
 def _flushed(p: ColumnPartial) -> ColumnPartial:
     """:func:`_flush` of ``p`` and of its list lengths' and elements' partials."""
     p = _flush(p)
-    if p.lengths is not None or p.values is not None:
+    if p.lengths is not None or p.values is not None or p.numeric is not None:
         p = replace(p, lengths=None if p.lengths is None else _flushed(p.lengths),
-                    values=None if p.values is None else _flushed(p.values))
+                    values=None if p.values is None else _flushed(p.values),
+                    numeric=None if p.numeric is None else _flushed(p.numeric))
     return p
 
 

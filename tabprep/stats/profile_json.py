@@ -98,11 +98,37 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         n = p.values.rows - p.values.nulls if p.values is not None else nonnull
         out["oov"] = p.oov
         out["oov_rate"] = p.oov / n if n else 0.0
+    if p.numeric is not None:  # a timestamp / duration column: the summary of its microseconds
+        num = finalize_column(p.numeric)
+        out.update({k: num[k] for k in TIME_NUMERIC if k in num})
+        out["time_unit"] = "us"
+        if p.dtype.startswith("timestamp"):  # readable: ISO 8601 times (UTC where the column has a zone)
+            for k in ("min", "max", "mean"):
+                if out.get(k) is not None:
+                    out[k + "_time"] = _iso(out[k], p.dtype)
+            if "quantiles" in out:
+                out["quantiles_time"] = {q: _iso(v, p.dtype) for q, v in out["quantiles"].items()}
     if p.lengths is not None:
         out["list_length"] = finalize_column(p.lengths)
     if p.values is not None:
         out["values"] = finalize_column(p.values)
     return out
+
+
+#: the numeric fields a timestamp / duration column's entry takes from its microseconds' summary
+TIME_NUMERIC = ("numeric_count", "min", "max", "mean", "std", "kll", "kll_every", "quantile_thinning_error",
+                "quantiles", "histogram")
+
+
+def _iso(us: Any, dtype: str) -> Any:
+    """Microseconds since 1970-01-01 UTC as an ISO 8601 time (with ``+00:00`` for a zoned column)."""
+    import datetime
+
+    try:
+        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(round(float(us))))
+    except (OverflowError, ValueError):
+        return None
+    return t.isoformat() + ("+00:00" if "tz=" in dtype else "")
 
 
 def frequent_fields(f: Any, exact: bool) -> Dict[str, Any]:
