@@ -10,7 +10,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 import pandas as pd
 
 from ..io.dataset import Dataset
-from ..stats.profile import ProfileStat, finalize_profile, kll_every_for, partial_table
+from ..stats.profile import finalize_profile, kll_every_for, partial_table
+from ..stats.profile_stat import ProfileStat
 from ..workflow.workflow import Workflow
 
 log = logging.getLogger(__name__)

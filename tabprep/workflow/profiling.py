@@ -6,7 +6,8 @@ import logging
 from typing import Any, Dict, List, Optional, Sequence
 
 from .._util import whole_number
-from ..stats.profile import ProfileStat, kll_every_for
+from ..stats.profile import kll_every_for
+from ..stats.profile_stat import ProfileStat
 
 log = logging.getLogger(__name__)
 
