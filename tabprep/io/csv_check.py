@@ -72,5 +72,5 @@ def _kind_type(series: Any) -> pa.DataType:
         return pa.null()
     try:
         return pa.Array.from_pandas(series).type
-    except (pa.ArrowException, TypeError, ValueError):
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):   # (an int beyond int64: an object column)
         return pa.string()
