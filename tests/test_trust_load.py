@@ -389,3 +389,24 @@ def test_fuzz_state_paths_read_nothing_outside(tmp_path, op, value):
     # loaded: it can only have read its own recorded files (never the planted/outside values)
     out = wf.transform(pd.DataFrame({"a": [1, 2], "b": ["x", "EVIL"], "label": [0, 1]}))
     assert out["b"].tolist()[1] == 2 and -1.0 not in out["price"].tolist()
+
+
+def test_a_workflow_json_linked_to_a_file_outside_the_folder_is_refused(tmp_path):
+    # the statistics files and stats/ may not be links out of the folder; workflow.json, which says
+    # what runs, was followed. A folder that is itself a link stays fine (its files are inside it)
+    import pandas as pd
+
+    import tabprep as tp
+    from tabprep import ops
+
+    tp.Workflow(["x"] >> ops.Normalize()).fit(pd.DataFrame({"x": [1.0, 2.0]})).save(str(tmp_path / "wf"))
+    outside = tmp_path / "elsewhere.json"
+    (tmp_path / "wf" / "workflow.json").rename(outside)
+    (tmp_path / "wf" / "workflow.json").symlink_to(outside)
+    with pytest.raises(ValueError, match=r"workflow\.json.*symbolic link.*outside"):
+        tp.Workflow.load(str(tmp_path / "wf"))
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    wf = tp.Workflow(["x"] >> ops.Normalize()).fit(pd.DataFrame({"x": [1.0, 2.0]}))
+    wf.save(str(tmp_path / "real"))
+    new = pd.DataFrame({"x": [3.0]})
+    assert tp.Workflow.load(str(tmp_path / "link")).transform(new)["x"].tolist() == wf.transform(new)["x"].tolist()

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Iterator, List, Optional, Set
 
@@ -199,6 +200,12 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
     if not spec_path.exists():
         raise FileNotFoundError(f"{str(root)!r} is not a saved tabprep workflow (no {SPEC_FILE}); "
                                 f"save one with workflow.save(path) or `tabprep fit`")
+    real_root = os.path.realpath(root)
+    if os.path.dirname(os.path.realpath(spec_path)) != real_root:
+        # as the statistics files (verify_stats): what the folder says runs is a plain file in it
+        raise ValueError(f"{spec_path} is a symbolic link to {os.path.realpath(spec_path)}, outside the workflow folder: "
+                         f"a saved workflow's {SPEC_FILE} is a plain file in its folder. Copy the file in, or save "
+                         f"the workflow again")
     spec = _read_spec(spec_path)
     if not isinstance(spec, dict) or not isinstance(spec.get("nodes"), list):
         raise ValueError(f"{spec_path} is not a saved tabprep workflow (no list of nodes); it was edited or damaged")
