@@ -178,3 +178,18 @@ def test_parquet_read_as_csv_names_the_file(tmp_path):
     with pytest.raises(ValueError) as err:
         tp.Dataset(str(tmp_path), engine="csv", cpu=True).compute()
     assert "a.parquet" in str(err.value) and "engine='parquet'" in str(err.value)
+
+
+def test_relative_input_paths_do_not_depend_on_the_readers_working_directory(tmp_path, monkeypatch):
+    # a dask worker resolves a relative path against its own working directory: one started
+    # elsewhere read other data under the same relative name, and the job wrote mixed output,
+    # exit 0 (found by the distributed review). The dataset holds absolute paths, resolved once
+    (tmp_path / "a" / "d").mkdir(parents=True)
+    (tmp_path / "b" / "d").mkdir(parents=True)
+    pd.DataFrame({"x": [1, 2, 3]}).to_parquet(tmp_path / "a" / "d" / "p.parquet")
+    pd.DataFrame({"x": [7, 8]}).to_parquet(tmp_path / "b" / "d" / "p.parquet")
+    monkeypatch.chdir(tmp_path / "a")
+    ds = tp.Dataset("d", cpu=True)
+    assert ds.files == [str(tmp_path / "a" / "d" / "p.parquet")]
+    monkeypatch.chdir(tmp_path / "b")   # a reader elsewhere (a worker started in another folder)
+    assert ds.compute()["x"].tolist() == [1, 2, 3]

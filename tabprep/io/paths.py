@@ -222,7 +222,12 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     found: List[List[str]] = []
     hive: Dict[str, Any] = {}
     for item in items:
-        fs, item = fsmod.get_fs(os.fspath(item), storage_options)
+        path = os.fspath(item)
+        if not fsmod.is_remote(path):
+            # resolved once, here: a dask worker resolves a relative path against its own working
+            # directory, and one started elsewhere read other data under the same name, silently
+            path = os.path.abspath(path)
+        fs, item = fsmod.get_fs(path, storage_options)
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
             if fs.isdir(item):
