@@ -63,7 +63,10 @@ def fingerprint(row: Any, hashed: Any, y: Any, xp: Any) -> Optional[Fingerprint]
 
 
 def as_table(prints: List[Fingerprint]) -> Dict[str, np.ndarray]:
-    """The fitted partitions' fingerprints as columns (the op's ``partitions_``)."""
+    """The fitted partitions' fingerprints as columns (the op's ``partitions_``), sorted: the
+    partials come in another order on threads and on dask workers, and the saved file (and its
+    checksum in workflow.json) must not depend on the number of workers."""
+    prints = sorted(prints)
     arr = np.array([p[:3] for p in prints], dtype="int64").reshape(len(prints), 3)
     return {"rows": arr[:, 0].copy(), "first_row": arr[:, 1].copy(), "last_row": arr[:, 2].copy(),
             "digest": np.array([p[3] for p in prints], dtype="uint64")}
