@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import fs as fsmod
@@ -207,6 +208,10 @@ def _is_parquet_in(fs: Any, path: str) -> bool:
         return False
 
 
+#: a URL's scheme (``file:``, ``local://``): such a path is not relative to the working directory
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
             engine: Optional[str] = None) -> Tuple[List[str], Dict[str, int], Tuple[Dict[str, Any], Dict[str, str]]]:
     """:func:`expand_paths`, plus the row counts the tabprep outputs among them record per file
@@ -222,12 +227,11 @@ def _expand(src: Any, storage_options: Optional[Dict[str, Any]] = None,
     found: List[List[str]] = []
     hive: Dict[str, Any] = {}
     for item in items:
-        path = os.fspath(item)
-        if not fsmod.is_remote(path):
+        fs, item = fsmod.get_fs(os.fspath(item), storage_options)
+        if not fs.remote and not os.path.isabs(item) and not _URL_SCHEME.match(item):   # (not file:/...)
             # resolved once, here: a dask worker resolves a relative path against its own working
             # directory, and one started elsewhere read other data under the same name, silently
-            path = os.path.abspath(path)
-        fs, item = fsmod.get_fs(path, storage_options)
+            item = os.path.abspath(item)
         with fsmod.remote_errors(item, "read"):
             found.append(_expand_item(fs, item))
             if fs.isdir(item):
