@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from . import fs as fsmod
 from .dataset_options import _DASK_CSV
+from .paths import is_parquet_file
 from .planning import check_file_schemas
 
 #: rows of each file's head read to tell its column kinds
@@ -38,7 +39,7 @@ def csv_read_options(files: Sequence[str], read_kwargs: Dict[str, Any],
     for f in files:
         opts = {"storage_options": storage_options} if storage_options and fsmod.is_remote(f) else {}
         try:
-            if _is_parquet(f, storage_options):
+            if is_parquet_file(f, storage_options):
                 raise ValueError("it is a parquet file; read it with engine='parquet'")
             head = pd.read_csv(f, nrows=SAMPLE_ROWS, **kw, **opts)
         except (ValueError, OSError, UnicodeDecodeError) as exc:
@@ -56,14 +57,6 @@ def csv_read_options(files: Sequence[str], read_kwargs: Dict[str, Any],
         if floats:
             out["dtype"] = {c: "float64" for c in floats}
     return out
-
-
-def _is_parquet(path: str, storage_options: Optional[Dict[str, Any]]) -> bool:
-    try:
-        with fsmod.fs_of(path, storage_options).open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except (OSError, ValueError):
-        return False
 
 
 def _kind_type(series: Any) -> pa.DataType:
