@@ -105,14 +105,6 @@ class _Clip(Kernel):
         return clip
 
 
-def _log32(values: np.ndarray) -> np.ndarray:
-    """LogOp of a numeric numpy array: ints through :func:`int_log1p32`'s table (the offline CPU's own
-    function), floats by :func:`log_plus_one32` (``float32(log(float64(float32(x) + 1)))``)."""
-    if values.dtype.kind in "iub":
-        return int_log1p32(values.astype(np.int64, copy=False))
-    return log_plus_one32(values)
-
-
 #: LogOp of the small ints counts mostly are (the offline CPU's table), one value at a time
 _LOG1P_ITEM = _log1p_table().item
 
@@ -136,7 +128,7 @@ class _LogOp(Kernel):
     def batch(self, cols: Dict[str, Col]) -> Dict[str, Col]:
         out = {}
         for names, x in _blocks(cols, self.columns):
-            y = _log32(x) if self.kinds[names[0]] in "ib" else log_plus_one32(x)
+            y = int_log1p32(x.astype(np.int64, copy=False)) if self.kinds[names[0]] in "ib" else log_plus_one32(x)
             for c, v in zip(names, y):
                 col = cols[c]
                 if col.mask is not None:
