@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from .._util import is_number
-from .profile import Profile, as_profile, profile, reference_of
+from .profile import Profile, as_profile, complete_values, profile, reference_of
 
 #: version of the drift.json layout
 DRIFT_VERSION = 1
@@ -240,7 +240,7 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
                 metrics["list_length_psi"] = psi(p, q)
         metrics["list_length_mean_change"] = (cur["list_length"].get("mean") or 0.0) - (ref["list_length"].get("mean") or 0.0)
     exceeded = [k for k, v in metrics.items() if k in th and v > th[k]]
-    if fr is not None and fc is not None and "oov_rate" not in metrics and not _complete(vr):
+    if fr is not None and fc is not None and "oov_rate" not in metrics and not complete_values(vr):
         # linf over the frequent values cannot see a replaced vocabulary of many rare values (5,000
         # values each once: every share 1/5000); with the reference's complete list oov_rate does
         what = "elements" if vr is not ref else "values"
@@ -259,11 +259,6 @@ def compare_column(ref: Optional[Dict[str, Any]], cur: Optional[Dict[str, Any]],
     if out["status"] == "ok" and out.get("unchecked"):
         out["status"] = "unchecked"   # (not "ok": a check could not be made; not a drift either)
     return out
-
-
-def _complete(col: Dict[str, Any]) -> bool:
-    """Whether a column entry's frequent-value list holds every distinct value with exact counts."""
-    return bool(col.get("frequent_exact")) and len(col.get("frequent", [])) == col.get("distinct")
 
 
 def _same_kind(ref: Dict[str, Any], cur: Dict[str, Any]) -> bool:
@@ -306,8 +301,7 @@ def drift(reference: Any, current: Any, thresholds: Optional[Dict[str, Any]] = N
     if not oov_known:  # a current profile with complete value lists: its OOV share from them
         for c, v in vocabs.items():
             col = cur.columns.get(c)
-            if col is not None and col.get("frequent_exact") and "oov_rate" not in col and col.get("frequent_n") \
-                    and len(col.get("frequent", [])) == col.get("distinct"):
+            if col is not None and complete_values(col) and "oov_rate" not in col and col.get("frequent_n"):
                 known = {_key(x) for x in v}
                 col["oov"] = sum(n for x, n in col["frequent"] if _key(x) not in known)
                 col["oov_rate"] = col["oov"] / col["frequent_n"]

@@ -230,11 +230,16 @@ def reference_of(obj: Any) -> "tuple[Profile, Dict[str, Any]]":
     prof = Profile(json.loads(json.dumps(as_profile(obj).doc)), as_profile(obj).source)
     vocabs = {}
     for c, s in prof.columns.items():
-        if s.get("frequent_exact") and s.get("kind") in ("category", "string", "bool") \
-                and len(s.get("frequent", [])) == s.get("distinct") and s.get("frequent_n"):
+        if complete_values(s) and s.get("kind") in ("category", "string", "bool") and s.get("frequent_n"):
             vocabs[c] = [v for v, _ in s["frequent"]]
             s["oov_rate_expected"] = sum(1 for _, n in s["frequent"] if n == 1) / s["frequent_n"]
     return prof, vocabs
+
+
+def complete_values(col: Dict[str, Any]) -> bool:
+    """Whether a profile column's frequent-value list holds every distinct value with exact counts
+    (its values are then a vocabulary: OOV shares can be computed from it)."""
+    return bool(col.get("frequent_exact")) and len(col.get("frequent", [])) == col.get("distinct")
 
 
 def _vocab_counts(wf: Workflow) -> Dict[str, Any]:
