@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from .. import backend
 from .core import DataLoader, RaggedBatch
+from .ragged import _RaggedCut
 from .arguments import whole_rows
 from .blocks import spanned_blocks
 
@@ -324,6 +325,9 @@ class FrameworkLoader(LoaderViews):
                                  sparse_max=sparse_max if self.sparse_as_dense else None,
                                  sparse_as_dense=self.sparse_as_dense, schema=schema, seed=seed, prefetch=prefetch,
                                  threads=threads, storage_options=storage_options)
+        # the ragged columns' offsets of every batch made once per chunk on the preparing threads,
+        # handed over as views (_list_column); "nnzs" hands the lengths over as they are
+        self.loader.batch_starts = sparse_format == "offsets"
         if workflow is not None:
             self.map(workflow)
 
@@ -398,6 +402,8 @@ class FrameworkLoader(LoaderViews):
         if isinstance(value, NestedBatch):  # offsets per level, outermost first (each without its end)
             return self._array(value.values), tuple(self._array(lengths_to_offsets(lengths, xp))
                                                     for lengths in value.nested_row_lengths)
+        if isinstance(value, _RaggedCut):   # a batch of its chunk: offsets made per chunk (ragged.add_batch_starts)
+            return self._array(value.values), self._array(value.starts)
         return self._array(value.values), self._array(lengths_to_offsets(value.lengths, xp))
 
     def _convert_batch(self, batch: Dict[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from ..backend.batch_arrays import BufferPool, block_buffers
 from .blocks import StreamedBlocks, build_blocks
 from .nested import check_fixed, is_nested_series, leaves_are_integers, nested_column, pad_chunk_column
 from .planning import _EpochPlan, permutation_job
-from .ragged import _Chunk, _RaggedColumn, _xp
+from .ragged import _Chunk, _RaggedColumn, _xp, add_batch_starts
 from .sources import _Piece
 
 log = logging.getLogger("tabprep.loader.core")
@@ -85,6 +85,9 @@ class _ChunkPreparation:
     _exact: bool
     shuffle: bool
     batch_size: int
+    #: make list columns' per-batch offsets once per chunk (set by the framework adapters that hand
+    #: offsets over: :class:`tabprep.loader._adapter.FrameworkLoader`)
+    batch_starts: bool = False
     sparse_as_dense: bool
     _label_names: List[str]
     _cat_names: List[str]
@@ -122,7 +125,7 @@ class _ChunkPreparation:
         stream = self._source.column_stream(pieces, order) if self._transform is None else None
         if stream is not None:
             chunk = self._streamed_chunk(stream, order, plan, k, expected, perm_job, buffers)
-            self._finish_chunk(chunk)
+            self._finish_chunk(chunk, self._first_full_batch_row(plan, k))
             chunk.ready = self._device.mark_ready(keep=None)   # host arrays: nothing to wait for
             return chunk
         ahead = getattr(self.workflow, "build_lookups_ahead", None)   # a Workflow: its vocabularies'
@@ -155,7 +158,7 @@ class _ChunkPreparation:
                 columns[name] = pad_chunk_column(columns[name], m, name)
         with block_buffers(buffers):
             chunk = build_blocks(columns, self._label_names, perm, first, n)
-        self._finish_chunk(chunk)
+        self._finish_chunk(chunk, first)
         # the chunk's device work is marked done by an event the consumer waits on when it takes the
         # chunk (_ChunkStream.get): its arrays are complete before the consumer's thread hands them
         # on, and this thread goes on to its next chunk without waiting for the GPU (a wait here, on
@@ -199,12 +202,16 @@ class _ChunkPreparation:
                 blocks.add(name, col, name in labels)
             return blocks.finish(order, self._label_names)
 
-    def _finish_chunk(self, chunk: _Chunk) -> None:
-        """The host offsets of a prepared chunk's list columns."""
+    def _finish_chunk(self, chunk: _Chunk, first: int) -> None:
+        """The host offsets of a prepared chunk's list columns, and their rows' starts within their
+        batches when a framework adapter asked for them (``batch_starts``: :func:`add_batch_starts`;
+        ``first``: the chunk's first full batch row)."""
         for c in chunk.columns.values():
             if isinstance(c, _RaggedColumn):
                 c.row_lengths = c.offsets[1:] - c.offsets[:-1]
                 c.host_offsets = backend.to_numpy(c.offsets)
+                if self.batch_starts and getattr(c, "levels", None) is None:
+                    add_batch_starts(c, first, self.batch_size)
 
     def _permutation(self, plan: _EpochPlan, k: int, n: int) -> Optional[np.ndarray]:
         return self._device.row_order(n, plan.chunk_seed(k)) if self.shuffle else None

@@ -26,6 +26,17 @@ class RaggedBatch(NamedTuple):
     lengths: Any
 
 
+class _RaggedCut(RaggedBatch):
+    """A :class:`RaggedBatch` cut at a batch boundary of its chunk, with ``starts``: each row's
+    first position in ``values`` (int64, one per row, no end entry), a view of the chunk's
+    :attr:`_RaggedColumn.batch_starts`. The framework adapters hand ``starts`` over as the
+    batch's offsets, where they made them per batch (a zeroed array and a cumsum of the lengths:
+    0.1-0.2 ms a batch on an H200, docs/benchmarks.md, twenty-third session)."""
+
+    # a namedtuple subclass without __slots__: instances carry ``starts`` in their __dict__
+    starts: Any
+
+
 @dataclass
 class _RaggedColumn:
     """A list column of one chunk: flat values and ``offsets`` (int64, rows + 1)."""
@@ -34,6 +45,10 @@ class _RaggedColumn:
     offsets: Any
     host_offsets: Optional[np.ndarray] = None  # numpy copy of offsets (GPU), so slicing needs no sync
     row_lengths: Any = None                    # offsets' differences, computed once per chunk
+    batch_starts: Any = None                   # rows' starts within their batch (add_batch_starts)
+    batch_first: int = 0                       # first row of the chunk's first full batch
+    batch_size: int = 0
+    batch_pad: int = 0                         # leading entries of batch_starts (view alignment)
 
     @property
     def lengths(self) -> Any:
@@ -127,6 +142,39 @@ ALIGN = backend.ALIGN
 _take_aligned = backend.take_aligned
 
 
+def add_batch_starts(col: _RaggedColumn, first: int, batch_size: int) -> None:
+    """Each row's start relative to the first value of its batch, for the whole chunk at once
+    (``col.batch_starts``; on the preparing thread), where batches start at row 0 and at rows
+    ``first + k * batch_size`` of the chunk. A batch cut at those rows (:func:`_slice`) then
+    carries its offsets as a view (:class:`_RaggedCut`). A leading entry is added when that makes
+    the batches' views start 16-byte aligned (XLA's GPU buffers must be; an unaligned view is
+    copied by the JAX adapter)."""
+    xp = _xp(col.offsets)
+    n = len(col.offsets) - 1
+    if n <= 0 or batch_size <= 0:
+        return
+    first = min(first, n)
+    pad = first % 2 if batch_size % 2 == 0 else 0
+    out = xp.empty(n + pad, dtype=xp.int64)
+    if xp is np:
+        # each batch's first offset repeated over its rows: two passes (250k rows, 0.8 against 3.6 ms
+        # for the arithmetic below on the 2-core machine: cupy's repeat takes its counts from the host)
+        starts = np.unique(np.concatenate([[0], np.arange(first, n, batch_size)]))
+        counts = np.diff(np.append(starts, n))
+        np.subtract(col.offsets[:-1], np.repeat(col.offsets[starts], counts), out=out[pad:])
+    else:
+        rows = xp.arange(n, dtype=xp.int64)
+        # the first row of each row's batch: 0 before ``first`` ((r - first) // B is -1 there)
+        base = xp.maximum(first + (rows - first) // batch_size * batch_size, 0)
+        xp.subtract(col.offsets[:-1], col.offsets[base], out=out[pad:])
+    col.batch_starts, col.batch_first, col.batch_size, col.batch_pad = out, first, batch_size, pad
+
+
+def _batch_row(col: _RaggedColumn, r: int) -> int:
+    """The first row of row ``r``'s batch, as :func:`add_batch_starts` laid them out."""
+    return 0 if r < col.batch_first else col.batch_first + (r - col.batch_first) // col.batch_size * col.batch_size
+
+
 def _slice(col: Any, a: int, b: int) -> Any:
     """Rows ``[a, b)`` of a chunk column (views)."""
     if isinstance(col, _RaggedColumn):
@@ -136,7 +184,12 @@ def _slice(col: Any, a: int, b: int) -> Any:
             return slice_nested(col, a, b)
         host = col.host_offsets if col.host_offsets is not None else col.offsets
         lo, hi = int(host[a]), int(host[b])
-        return RaggedBatch(col.values[lo:hi], col.lengths[a:b])
+        values, lengths = col.values[lo:hi], col.lengths[a:b]
+        if col.batch_starts is not None and b > a and _batch_row(col, a) == a == _batch_row(col, b - 1):
+            out = _RaggedCut(values, lengths)   # rows of one batch of add_batch_starts: its starts are a view
+            out.starts = col.batch_starts[col.batch_pad + a:col.batch_pad + b]
+            return out
+        return RaggedBatch(values, lengths)
     return col[a:b]
 
 
