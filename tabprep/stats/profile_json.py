@@ -29,6 +29,15 @@ def _num(v: Any) -> Any:
     return v if np.isfinite(v) else None
 
 
+def _extreme(v: Any) -> Any:
+    """A min / max as a JSON number: an int stays an int (exact beyond 2**53: int64 / uint64 ids,
+    microsecond times), a float is :func:`_num` (None for NaN / inf / missing)."""
+    from .profile_numeric import extreme
+
+    v = extreme(v)
+    return v if isinstance(v, int) else _num(v)
+
+
 def _json_value(v: Any) -> Any:
     if isinstance(v, np.generic):
         v = v.item()
@@ -64,7 +73,8 @@ def finalize_column(p: Any) -> Dict[str, Any]:
                            "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
     nonnull = p.rows - p.nulls
     if p.moments is not None:
-        out.update({"numeric_count": p.moments.count, "min": _num(p.minmax.min), "max": _num(p.minmax.max),
+        # an int column's min and max stay JSON ints (exact beyond 2**53, as Python's json reads them)
+        out.update({"numeric_count": p.moments.count, "min": _extreme(p.minmax.min), "max": _extreme(p.minmax.max),
                     "mean": _num(p.moments.mean) if p.moments.count else None,
                     "std": _num(p.moments.std) if p.moments.count else None})
     if p.kll is not None:
@@ -77,7 +87,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
             lo, hi = out["min"], out["max"]
             # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
             out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
-            edges = histogram_edges(lo, hi)
+            edges = histogram_edges(float(lo), float(hi))
             cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
             mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
             out["histogram"] = {"edges": [float(e) for e in edges],
@@ -124,8 +134,9 @@ def _iso(us: Any, dtype: str) -> Any:
     """Microseconds since 1970-01-01 UTC as an ISO 8601 time (with ``+00:00`` for a zoned column)."""
     import datetime
 
-    try:
-        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(round(float(us))))
+    try:  # (an int exactly: a float64 of microseconds beyond 2**53 would be rounded)
+        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(
+            microseconds=us if isinstance(us, int) else int(round(float(us))))
     except (OverflowError, ValueError):
         return None
     return t.isoformat() + ("+00:00" if "tz=" in dtype else "")
