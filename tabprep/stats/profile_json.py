@@ -108,16 +108,18 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         n = p.values.rows - p.values.nulls if p.values is not None else nonnull
         out["oov"] = p.oov
         out["oov_rate"] = p.oov / n if n else 0.0
-    if p.numeric is not None:  # a timestamp / duration column: the summary of its microseconds
+    if p.numeric is not None:  # a timestamp / duration / date column: the summary of its microseconds / days
         num = finalize_column(p.numeric)
         out.update({k: num[k] for k in TIME_NUMERIC if k in num})
-        out["time_unit"] = "us"
-        if p.dtype.startswith("timestamp"):  # readable: ISO 8601 times (UTC where the column has a zone)
+        date = p.dtype.startswith("date")
+        out["time_unit"] = "D" if date else "us"
+        if date or p.dtype.startswith("timestamp"):  # readable: ISO 8601 (UTC where the column has a zone)
+            iso = _iso_date if date else _iso
             for k in ("min", "max", "mean"):
                 if out.get(k) is not None:
-                    out[k + "_time"] = _iso(out[k], p.dtype)
+                    out[k + "_time"] = iso(out[k], p.dtype)
             if "quantiles" in out:
-                out["quantiles_time"] = {q: _iso(v, p.dtype) for q, v in out["quantiles"].items()}
+                out["quantiles_time"] = {q: iso(v, p.dtype) for q, v in out["quantiles"].items()}
     if p.lengths is not None:
         out["list_length"] = finalize_column(p.lengths)
     if p.values is not None:
@@ -125,7 +127,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
     return out
 
 
-#: the numeric fields a timestamp / duration column's entry takes from its microseconds' summary
+#: the numeric fields a timestamp / duration / date column's entry takes from its microseconds' (days') summary
 TIME_NUMERIC = ("numeric_count", "min", "max", "mean", "std", "kll", "kll_every", "quantile_thinning_error",
                 "quantiles", "histogram")
 
@@ -140,6 +142,19 @@ def _iso(us: Any, dtype: str) -> Any:
     except (OverflowError, ValueError):
         return None
     return t.isoformat() + ("+00:00" if "tz=" in dtype else "")
+
+
+def _iso_date(days: Any, dtype: str = "date32[day]") -> Any:
+    """Days since 1970-01-01 as an ISO 8601 date (``2020-01-31``); a fractional day (a mean) as
+    an ISO 8601 time (``2020-01-31T12:00:00``)."""
+    import datetime
+
+    try:
+        if float(days).is_integer():
+            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(days))).isoformat()
+        return (datetime.datetime(1970, 1, 1) + datetime.timedelta(days=float(days))).isoformat()
+    except (OverflowError, ValueError):
+        return None
 
 
 def frequent_fields(f: Any, exact: bool) -> Dict[str, Any]:
