@@ -17,7 +17,7 @@ from ..workflow.workflow import Workflow
 log = logging.getLogger(__name__)
 
 PROFILE_FILE = "profile.json"
-HTML_FILE = "index.html"
+HTML_FILE = "index.html"  # (the page; html.check_page says when it may be written)
 
 
 class Profile:
@@ -66,13 +66,16 @@ class Profile:
 
     def save(self, folder: str) -> str:
         """Write ``profile.json`` and ``index.html`` into ``folder`` (created); returns the
-        HTML file's path."""
-        from .html import profile_html
+        HTML file's path. A ``FileExistsError`` (nothing written) when ``folder`` holds an
+        ``index.html`` that is not a profile's page (a drift report's, or a file tabprep did not
+        write): it is never replaced."""
+        from .html import check_page, profile_html
 
+        folder = os.fspath(folder)
+        html = check_page(folder, "profile")
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, PROFILE_FILE), "w") as fh:
             json.dump(self.doc, fh)
-        html = os.path.join(folder, HTML_FILE)
         with open(html, "w", encoding="utf-8") as fh:
             fh.write(profile_html(self))
         return html
