@@ -209,6 +209,8 @@ def test_profile_accepts_a_pyarrow_table_like_its_pandas_frame():
     assert (tp.profile(t2)["n"]["min"], tp.profile(t2)["n"]["max"]) == (2**62 + 1, 2**62 + 3)
     with pytest.raises(KeyError, match="nope"):
         tp.profile(table, columns=["nope"])
+    # drift takes a Table as its current data too
+    assert not tp.drift(want, table).drift
 
 
 # -- 5. NUL (and other control characters) in the HTML report ---------------------------------

@@ -355,9 +355,11 @@ def _current(current: Any, ref: Profile, vocabs: Dict[str, Any]) -> Tuple[Profil
     if isinstance(current, (Profile, dict)):
         return as_profile(current), False
     from ..io.dataset import Dataset
+    from .profile import arrow_table
 
-    ds = current if isinstance(current, Dataset) else Dataset(current)
-    have = set(ds.schema.column_names)
+    table = arrow_table(current)
+    ds = table if table is not None else current if isinstance(current, Dataset) else Dataset(current)
+    have = set(table.column_names if table is not None else ds.schema.column_names)
     cats = [c for c, s in ref.columns.items() if s.get("kind") == "category" and c in have]
     return profile(ds, categorical=cats, vocabs={c: v for c, v in vocabs.items() if c in have},
                    sample_every=None), True
