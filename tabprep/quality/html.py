@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
 REF_COLOR = "#3b6fb6"
@@ -28,8 +29,23 @@ svg.chart{background:#fafafa;border:1px solid #eee}
 """
 
 
+#: characters a page's text may not hold (the HTML standard's parse errors, which browsers drop
+#: or replace, and lone surrogates, which UTF-8 cannot encode): NUL, the C0 controls but ASCII
+#: whitespace, DEL, the C1 controls, surrogates and the noncharacters
+_NOT_IN_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef"
+                          + "".join(f"{chr(p + 0xfffe)}{chr(p + 0xffff)}" for p in range(0, 0x110000, 0x10000)) + "]")
+
+
+def _char_escape(c: str) -> str:
+    """Python's escape of one character (``\\x00``, ``\\ud800``, ``\\U0001fffe``)."""
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
 def _e(v: Any) -> str:
-    return html.escape(str(v))
+    """``v`` as page text: HTML-escaped, the characters a page may not hold (NUL...) shown as
+    Python's escapes (``a\\x00b`` for ``"a\\x00b"``; the JSON next to the page keeps the value)."""
+    return html.escape(_NOT_IN_HTML.sub(lambda m: _char_escape(m.group()), str(v)))
 
 
 def _fmt(v: Any) -> str:
