@@ -235,17 +235,13 @@ def is_time(t: pa.DataType) -> bool:
 
 def time_numbers(col: Any) -> Any:
     """A time column's values as the int64 numbers its profile summarizes, nulls kept: a date
-    column's days since 1970-01-01 (:data:`DATE_UNIT`: date32's own numbers; a date64's
+    column's days since 1970-01-01 (``profile_json.DATE_UNIT``: date32's own numbers; a date64's
     milliseconds as pyarrow casts them to date32, whole days), else :func:`time_us`."""
     if pa.types.is_date(col.type):
         days = col if pa.types.is_date32(col.type) else pc.cast(col, pa.date32(), safe=False)
         return pc.cast(pc.cast(days, pa.int32()), pa.int64())
     return time_us(col)
 
-
-#: the unit of a date column's numeric profile (days since 1970-01-01; numpy's spelling, as
-#: ``"us"`` is for the other time columns)
-DATE_UNIT = "D"
 
 
 def time_us(col: Any) -> Any:

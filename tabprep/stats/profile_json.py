@@ -112,7 +112,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         num = finalize_column(p.numeric)
         out.update({k: num[k] for k in TIME_NUMERIC if k in num})
         date = p.dtype.startswith("date")
-        out["time_unit"] = "D" if date else "us"
+        out["time_unit"] = DATE_UNIT if date else "us"
         if date or p.dtype.startswith("timestamp"):  # readable: ISO 8601 (UTC where the column has a zone)
             iso = _iso_date if date else _iso
             for k in ("min", "max", "mean"):
@@ -126,6 +126,10 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         out["values"] = finalize_column(p.values)
     return out
 
+
+#: the ``time_unit`` of a date column's numeric fields (days since 1970-01-01; numpy's spelling,
+#: as ``"us"`` is the other time columns')
+DATE_UNIT = "D"
 
 #: the numeric fields a timestamp / duration / date column's entry takes from its microseconds' (days') summary
 TIME_NUMERIC = ("numeric_count", "min", "max", "mean", "std", "kll", "kll_every", "quantile_thinning_error",
