@@ -325,8 +325,10 @@ def _profile_exact(df: Any, columns: Sequence[str], numeric: Sequence[str]):
         nan = int(nan.to_py() or 0) if nan is not None else 0
         moments, minmax = (0, 0.0, 0.0), (None, None)
         if stats is not None:
-            mean, m2, lo, hi = (float(x.to_py()) for x in stats)
-            moments, minmax = (n, mean, m2), (lo, hi)
+            mean, m2, lo, hi = (x.to_py() for x in stats)
+            # (an int column's extrema stay Python ints: exact beyond 2**53, as the host's)
+            lo, hi = (v if isinstance(v, int) and not isinstance(v, bool) else float(v) for v in (lo, hi))
+            moments, minmax = (n, float(mean), float(m2)), (lo, hi)
         out[c] = (rows, nulls + nan, nan, missing - nulls - nan, moments, minmax)
     return out
 

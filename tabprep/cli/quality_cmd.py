@@ -52,8 +52,10 @@ def profile_cmd(data: Tuple[str, ...], out: str, columns: Optional[str], categor
     import time
 
     from ..quality import profile
+    from ..quality.html import check_page
 
     setup_logging(verbose, quiet)
+    check_page(out, "profile", "pass another --out folder")  # (before the pass: its page is never replaced)
     start = time.perf_counter()
     prof = profile(_dataset(data, cpu), columns=_split(columns), categorical=_split(categorical) or (),
                    sample_every=sample_every, kll_every=kll_every)
@@ -124,8 +126,10 @@ def drift_cmd(ref: str, data: Tuple[str, ...], out: str, threshold: Tuple[str, .
       tabprep drift wf/ new_data/ --out drift/ --threshold psi=0.3 --fail-on-drift
     """
     from ..quality import drift
+    from ..quality.html import check_page
 
     setup_logging(verbose, quiet)
+    check_page(out, "drift", "pass another --out folder")  # (before the pass: a profile's page is never replaced)
     th = parse_thresholds(threshold, thresholds_file)
     current: Any
     if len(data) == 1 and (data[0].endswith(".json") or os.path.isfile(os.path.join(data[0], "profile.json"))):

@@ -155,13 +155,17 @@ class DriftReport:
         return f"DriftReport({len(self.drifted)} of {len(self.columns)} columns drifted: {self.drifted})"
 
     def save(self, folder: str) -> str:
-        """Write ``drift.json`` and ``index.html`` into ``folder``; returns the HTML path."""
-        from .html import drift_html
+        """Write ``drift.json`` and ``index.html`` into ``folder``; returns the HTML path. A
+        ``FileExistsError`` (nothing written) when ``folder`` holds an ``index.html`` that is not a
+        drift report's page (a profile folder's, or a file tabprep did not write): it is never
+        replaced."""
+        from .html import check_page, drift_html
 
+        folder = os.fspath(folder)
+        html = check_page(folder, "drift")
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "drift.json"), "w") as fh:
             json.dump(self.doc, fh, indent=1)
-        html = os.path.join(folder, "index.html")
         with open(html, "w", encoding="utf-8") as fh:
             fh.write(drift_html(self))
         return html
@@ -351,9 +355,11 @@ def _current(current: Any, ref: Profile, vocabs: Dict[str, Any]) -> Tuple[Profil
     if isinstance(current, (Profile, dict)):
         return as_profile(current), False
     from ..io.dataset import Dataset
+    from .profile import arrow_table
 
-    ds = current if isinstance(current, Dataset) else Dataset(current)
-    have = set(ds.schema.column_names)
+    table = arrow_table(current)
+    ds = table if table is not None else current if isinstance(current, Dataset) else Dataset(current)
+    have = set(table.column_names if table is not None else ds.schema.column_names)
     cats = [c for c, s in ref.columns.items() if s.get("kind") == "category" and c in have]
     return profile(ds, categorical=cats, vocabs={c: v for c, v in vocabs.items() if c in have},
                    sample_every=None), True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 import math
+import os
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
 REF_COLOR = "#3b6fb6"
@@ -27,8 +29,23 @@ svg.chart{background:#fafafa;border:1px solid #eee}
 """
 
 
+#: characters a page's text may not hold (the HTML standard's parse errors, which browsers drop
+#: or replace, and lone surrogates, which UTF-8 cannot encode): NUL, the C0 controls but ASCII
+#: whitespace, DEL, the C1 controls, surrogates and the noncharacters
+_NOT_IN_HTML = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef"
+                          + "".join(f"{chr(p + 0xfffe)}{chr(p + 0xffff)}" for p in range(0, 0x110000, 0x10000)) + "]")
+
+
+def _char_escape(c: str) -> str:
+    """Python's escape of one character (``\\x00``, ``\\ud800``, ``\\U0001fffe``)."""
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
 def _e(v: Any) -> str:
-    return html.escape(str(v))
+    """``v`` as page text: HTML-escaped, the characters a page may not hold (NUL...) shown as
+    Python's escapes (``a\\x00b`` for ``"a\\x00b"``; the JSON next to the page keeps the value)."""
+    return html.escape(_NOT_IN_HTML.sub(lambda m: _char_escape(m.group()), str(v)))
 
 
 def _fmt(v: Any) -> str:
@@ -161,6 +178,35 @@ def _shown(c: Dict[str, Any], key: str) -> str:
     return _fmt(c.get(key))
 
 
+#: the ``<title>`` of each kind of page (:func:`_page`), which tells whose an ``index.html`` is
+PAGE_TITLES = {"profile": "tabprep profile", "drift": "tabprep drift"}
+HTML_FILE = "index.html"
+
+
+def check_page(folder: str, kind: str, fix: str = "save it into another folder") -> str:
+    """The path of the ``index.html`` a report of ``kind`` (``"profile"`` or ``"drift"``) writes in
+    ``folder``, after checking that writing it replaces no page but one of the same kind (a
+    re-run): a profile folder's page is never replaced by a drift report (nor the reverse), and a
+    page tabprep did not write is never replaced. Raises ``FileExistsError`` naming the file and
+    ``fix`` (the caller's way out: the CLI's ``--out``). Reads the first 4 KB of an existing page."""
+    path = os.path.join(folder, HTML_FILE)
+    if not os.path.lexists(path):
+        return path
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        head = b""
+    owner = next((k for k, t in PAGE_TITLES.items() if f"<title>{t}</title>".encode() in head), None)
+    if owner == kind:
+        return path
+    what = {"profile": "the page of a tabprep profile (profile.json)",
+            "drift": "the page of a tabprep drift report (drift.json)"}.get(owner or "", "a file tabprep did not write")
+    report = "drift report" if kind == "drift" else "profile"
+    raise FileExistsError(f"{path} is {what}: writing the {report} into {folder} would replace it; {fix} "
+                          f"(or remove {path} first)")
+
+
 def _page(title: str, body: str, fragment: bool) -> str:
     inner = f"<style>{_CSS}</style><div class=\"tabprep-report\">{body}</div>"
     if fragment:
@@ -187,7 +233,7 @@ def profile_html(prof: Any, fragment: bool = False) -> str:
             f"{' - ' + _e(prof.source) if prof.source else ''}"
             f"{'; quantiles from every ' + str(prof.doc.get('sample_every')) + 'th value' if prof.doc.get('sample_every', 1) > 1 else ''}"
             f"</div><table class=\"summary\">{''.join(rows)}</table>{_legend(False)}<div class=\"cards\">{''.join(cards)}</div>")
-    return _page("tabprep profile", body, fragment)
+    return _page(PAGE_TITLES["profile"], body, fragment)
 
 
 def _column_charts(ref: Dict[str, Any], cur: Optional[Dict[str, Any]], bins: Optional[Dict[str, Any]] = None) -> str:
@@ -249,4 +295,4 @@ def drift_html(report: Any, fragment: bool = False) -> str:
             f"({doc['rows']['reference']:,} rows); current: {_e(doc.get('current'))} ({doc['rows']['current']:,} rows)"
             f"<br>{verdict}</div><table class=\"summary\">{''.join(rows)}</table>{_legend(True)}"
             f"<div class=\"cards\">{''.join(cards)}</div>")
-    return _page("tabprep drift", body, fragment)
+    return _page(PAGE_TITLES["drift"], body, fragment)

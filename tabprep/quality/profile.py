@@ -17,7 +17,7 @@ from ..workflow.workflow import Workflow
 log = logging.getLogger(__name__)
 
 PROFILE_FILE = "profile.json"
-HTML_FILE = "index.html"
+HTML_FILE = "index.html"  # (the page; html.check_page says when it may be written)
 
 
 class Profile:
@@ -66,13 +66,16 @@ class Profile:
 
     def save(self, folder: str) -> str:
         """Write ``profile.json`` and ``index.html`` into ``folder`` (created); returns the
-        HTML file's path."""
-        from .html import profile_html
+        HTML file's path. A ``FileExistsError`` (nothing written) when ``folder`` holds an
+        ``index.html`` that is not a profile's page (a drift report's, or a file tabprep did not
+        write): it is never replaced."""
+        from .html import check_page, profile_html
 
+        folder = os.fspath(folder)
+        html = check_page(folder, "profile")
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, PROFILE_FILE), "w") as fh:
             json.dump(self.doc, fh)
-        html = os.path.join(folder, HTML_FILE)
         with open(html, "w", encoding="utf-8") as fh:
             fh.write(profile_html(self))
         return html
@@ -88,7 +91,10 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
             kll_every: Optional[int] = None) -> Profile:
     """The profile of ``data`` (a :class:`tabprep.Dataset` or anything it accepts: parquet paths,
     pandas/cuDF/dask frames), computed in one dask pass: a partial per partition (on the workers
-    with a dask.distributed client), merged in the fit's reduction tree, finalized once.
+    with a dask.distributed client), merged in the fit's reduction tree, finalized once. A
+    pyarrow ``Table`` (or ``RecordBatch``) is profiled as it is, in this process, as one
+    partition (its Arrow types kept: an int column with nulls stays ints, a date a date), with
+    the defaults of a frame (``sample_every`` 1, ``kll_every`` 1).
 
     Args:
         columns: the columns to profile (default all).
@@ -110,16 +116,25 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
     Memory is bounded per column (sketches: KLL ~ a few KB, HLL 4 KB, 1,024 frequent-value
     counters), whatever the number of rows or distinct values.
     """
-    ds = data if isinstance(data, Dataset) else Dataset(data)
-    names = ds.schema.column_names
+    table = arrow_table(data)
+    ds = None if table is not None else data if isinstance(data, Dataset) else Dataset(data)
+    names = table.column_names if table is not None else ds.schema.column_names
+    where = f"the pyarrow Table ({table.num_rows:,} rows)" if table is not None else ds.describe()
     cols = list(columns) if columns is not None else list(names)
     missing = [c for c in cols if c not in names]
     if missing:
-        raise KeyError(f"columns {missing} are not in {ds.describe()}; its columns are {names}")
+        raise KeyError(f"columns {missing} are not in {where}; its columns are {names}")
+    categorical = list(categorical)
     unknown = [c for c in categorical if c not in names]
     if unknown:
-        raise KeyError(f"categorical columns {unknown} are not in {ds.describe()}; its columns are {names}")
+        raise KeyError(f"categorical columns {unknown} are not in {where}; its columns are {names}")
     idx = {c: pd.Index(v) for c, v in (vocabs or {}).items() if c in cols}
+    if table is not None:  # (in memory already: one partition, no pass to schedule)
+        stat = ProfileStat(cols, 1 if sample_every is None else sample_every, idx,
+                           categorical=[c for c in categorical if c in cols], kll_every=1 if kll_every is None else kll_every)
+        doc = finalize_profile(partial_table(table.select(cols), stat.sample_every, idx, stat.categorical,
+                                             kll_every=stat.kll_every), cols, stat.sample_every, stat.kll_every)
+        return Profile(doc, where)
     if sample_every is None:
         from ..workflow.workflow import PROFILE_SAMPLE_ROWS
 
@@ -136,6 +151,15 @@ def profile(data: Any, columns: Optional[Sequence[str]] = None, categorical: Ite
     wf = Workflow(cols)
     wf.fit(ds, profile=stat)
     return Profile(wf.profile_, ds.describe())
+
+
+def arrow_table(data: Any) -> Any:
+    """``data`` as a pyarrow Table when it is one (or a ``RecordBatch``), else None."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    return data if isinstance(data, pa.Table) else None
 
 
 def _is_empty(ds: Dataset) -> bool:

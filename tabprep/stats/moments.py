@@ -121,7 +121,8 @@ def _chan(parts: List[Moments]) -> Moments:
 @dataclass
 class MinMax:
     """Extrema of the non-null finite values: floats, or Python ints for :func:`partial_minmax` of an
-    integer or datetime / timedelta column (exact beyond 2**53); None when there are none."""
+    integer or datetime / timedelta column and for a data profile's partial of an int column
+    (exact beyond 2**53); None when there are none."""
 
     min: Optional[Any]
     max: Optional[Any]

@@ -111,8 +111,9 @@ class ColumnPartial:
     #: (:func:`~tabprep.stats.sketches.thinning_slack` each) and the values those chunks held
     kll_slack: int = 0
     kll_values: int = 0
-    #: a timestamp / duration column's numeric summary: the partial of its values as int64
-    #: microseconds (since 1970-01-01 UTC for timestamps; :func:`time_us`)
+    #: a timestamp / duration / date column's numeric summary: the partial of its values as int64
+    #: microseconds (since 1970-01-01 UTC for timestamps; :func:`time_us`), days for dates
+    #: (since 1970-01-01; :func:`time_numbers`)
     numeric: Optional["ColumnPartial"] = None
 
 
@@ -199,9 +200,9 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
         kll = kll_of(v) if kll_every == 1 else kll_of_sorted(np.sort(v), kll_every)
         slack, nvals = (thinning_slack(kll_every) if v.size else 0), int(v.size)
     numeric = None
-    if kind == "other" and is_time(t):  # (quantiles, histogram, moments of its microseconds)
-        numeric = column_partial(time_us(col), sample_every, sample=None if sample is col else time_us(sample),
-                                 exact=exact, kll_every=kll_every)
+    if kind == "other" and is_time(t):  # (quantiles, histogram, moments of its microseconds / days)
+        numeric = column_partial(time_numbers(col), sample_every,
+                                 sample=None if sample is col else time_numbers(sample), exact=exact, kll_every=kll_every)
     if kind == "other":
         valid = pa.array([repr(v) for v in valid.to_pylist()], type=pa.string())
     # distinct values (with their counts, but for floats) from Arrow's hash kernels; the HLL hashes
@@ -227,8 +228,20 @@ def column_partial(col: Any, sample_every: int = 1, vocab: Any = None, categoric
 
 
 def is_time(t: pa.DataType) -> bool:
-    """Whether ``t`` is a timestamp (naive or tz-aware, any unit) or a duration type."""
-    return pa.types.is_timestamp(t) or pa.types.is_duration(t)
+    """Whether ``t`` is a timestamp (naive or tz-aware, any unit), a duration or a date (date32,
+    date64) type: the types whose profile gets a numeric summary (:func:`time_numbers`)."""
+    return pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date(t)
+
+
+def time_numbers(col: Any) -> Any:
+    """A time column's values as the int64 numbers its profile summarizes, nulls kept: a date
+    column's days since 1970-01-01 (``profile_json.DATE_UNIT``: date32's own numbers; a date64's
+    milliseconds as pyarrow casts them to date32, whole days), else :func:`time_us`."""
+    if pa.types.is_date(col.type):
+        days = col if pa.types.is_date32(col.type) else pc.cast(col, pa.date32(), safe=False)
+        return pc.cast(pc.cast(days, pa.int32()), pa.int64())
+    return time_us(col)
+
 
 
 def time_us(col: Any) -> Any:

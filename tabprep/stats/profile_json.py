@@ -29,6 +29,15 @@ def _num(v: Any) -> Any:
     return v if np.isfinite(v) else None
 
 
+def _extreme(v: Any) -> Any:
+    """A min / max as a JSON number: an int stays an int (exact beyond 2**53: int64 / uint64 ids,
+    microsecond times), a float is :func:`_num` (None for NaN / inf / missing)."""
+    from .profile_numeric import extreme
+
+    v = extreme(v)
+    return v if isinstance(v, int) else _num(v)
+
+
 def _json_value(v: Any) -> Any:
     if isinstance(v, np.generic):
         v = v.item()
@@ -64,7 +73,8 @@ def finalize_column(p: Any) -> Dict[str, Any]:
                            "null_rate": p.nulls / p.rows if p.rows else 0.0, "nan": p.nan, "inf": p.inf}
     nonnull = p.rows - p.nulls
     if p.moments is not None:
-        out.update({"numeric_count": p.moments.count, "min": _num(p.minmax.min), "max": _num(p.minmax.max),
+        # an int column's min and max stay JSON ints (exact beyond 2**53, as Python's json reads them)
+        out.update({"numeric_count": p.moments.count, "min": _extreme(p.minmax.min), "max": _extreme(p.minmax.max),
                     "mean": _num(p.moments.mean) if p.moments.count else None,
                     "std": _num(p.moments.std) if p.moments.count else None})
     if p.kll is not None:
@@ -77,7 +87,7 @@ def finalize_column(p: Any) -> Dict[str, Any]:
             lo, hi = out["min"], out["max"]
             # the sketch keeps a sample of the extremes: the exact ones replace its 0 and 1 quantiles
             out["quantiles"] = {str(q): lo if q == 0 else hi if q == 1 else float(sk.get_quantile(q)) for q in QUANTILES}
-            edges = histogram_edges(lo, hi)
+            edges = histogram_edges(float(lo), float(hi))
             cdf = np.asarray(sk.get_cdf(list(edges[1:-1]), True)[:-1]) if edges.size > 2 else np.array([])
             mass = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
             out["histogram"] = {"edges": [float(e) for e in edges],
@@ -98,16 +108,18 @@ def finalize_column(p: Any) -> Dict[str, Any]:
         n = p.values.rows - p.values.nulls if p.values is not None else nonnull
         out["oov"] = p.oov
         out["oov_rate"] = p.oov / n if n else 0.0
-    if p.numeric is not None:  # a timestamp / duration column: the summary of its microseconds
+    if p.numeric is not None:  # a timestamp / duration / date column: the summary of its microseconds / days
         num = finalize_column(p.numeric)
         out.update({k: num[k] for k in TIME_NUMERIC if k in num})
-        out["time_unit"] = "us"
-        if p.dtype.startswith("timestamp"):  # readable: ISO 8601 times (UTC where the column has a zone)
+        date = p.dtype.startswith("date")
+        out["time_unit"] = DATE_UNIT if date else "us"
+        if date or p.dtype.startswith("timestamp"):  # readable: ISO 8601 (UTC where the column has a zone)
+            iso = _iso_date if date else _iso
             for k in ("min", "max", "mean"):
                 if out.get(k) is not None:
-                    out[k + "_time"] = _iso(out[k], p.dtype)
+                    out[k + "_time"] = iso(out[k], p.dtype)
             if "quantiles" in out:
-                out["quantiles_time"] = {q: _iso(v, p.dtype) for q, v in out["quantiles"].items()}
+                out["quantiles_time"] = {q: iso(v, p.dtype) for q, v in out["quantiles"].items()}
     if p.lengths is not None:
         out["list_length"] = finalize_column(p.lengths)
     if p.values is not None:
@@ -115,7 +127,11 @@ def finalize_column(p: Any) -> Dict[str, Any]:
     return out
 
 
-#: the numeric fields a timestamp / duration column's entry takes from its microseconds' summary
+#: the ``time_unit`` of a date column's numeric fields (days since 1970-01-01; numpy's spelling,
+#: as ``"us"`` is the other time columns')
+DATE_UNIT = "D"
+
+#: the numeric fields a timestamp / duration / date column's entry takes from its microseconds' (days') summary
 TIME_NUMERIC = ("numeric_count", "min", "max", "mean", "std", "kll", "kll_every", "quantile_thinning_error",
                 "quantiles", "histogram")
 
@@ -124,11 +140,25 @@ def _iso(us: Any, dtype: str) -> Any:
     """Microseconds since 1970-01-01 UTC as an ISO 8601 time (with ``+00:00`` for a zoned column)."""
     import datetime
 
-    try:
-        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=int(round(float(us))))
+    try:  # (an int exactly: a float64 of microseconds beyond 2**53 would be rounded)
+        t = datetime.datetime(1970, 1, 1) + datetime.timedelta(
+            microseconds=us if isinstance(us, int) else int(round(float(us))))
     except (OverflowError, ValueError):
         return None
     return t.isoformat() + ("+00:00" if "tz=" in dtype else "")
+
+
+def _iso_date(days: Any, dtype: str = "date32[day]") -> Any:
+    """Days since 1970-01-01 as an ISO 8601 date (``2020-01-31``); a fractional day (a mean) as
+    an ISO 8601 time (``2020-01-31T12:00:00``)."""
+    import datetime
+
+    try:
+        if float(days).is_integer():
+            return (datetime.date(1970, 1, 1) + datetime.timedelta(days=int(days))).isoformat()
+        return (datetime.datetime(1970, 1, 1) + datetime.timedelta(days=float(days))).isoformat()
+    except (OverflowError, ValueError):
+        return None
 
 
 def frequent_fields(f: Any, exact: bool) -> Dict[str, Any]:

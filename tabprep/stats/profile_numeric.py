@@ -1,7 +1,8 @@
 """The exact part of a data profile's partial of a primitive numeric column, with numpy on views
 of Arrow's buffers (:mod:`tabprep.stats.profile` builds the partial): the chunks' values and
 null masks, the strided sample, and the exact count, mean, M2, min and max (the sample's sorted
-runs: ``tabprep.backend.sorted_sample``)."""
+runs: ``tabprep.backend.sorted_sample``). The min and max of an int column are Python ints
+(exact beyond 2**53), of a float column floats."""
 from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
@@ -132,7 +133,7 @@ def _host_moments(col: Any, non_finite: int, chunks: Optional[List[Chunk]] = Non
                 b = part[i:i + block]
                 s1 += sign * int(b.sum())
                 s2 += sign * int(np.einsum("i,i->", b, b))
-    return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(float(lo), float(hi))
+    return Moments(n, s1 / n, (n * s2 - s1 * s1) / n), MinMax(int(lo), int(hi))  # (exact ints: beyond 2**53 too)
 
 
 def _null_slots(v: np.ndarray, mask: Optional[np.ndarray]) -> "tuple[Optional[np.ndarray], Optional[tuple[int, int]]]":
@@ -196,4 +197,15 @@ def _exact_moments(col: Any) -> "tuple[Moments, MinMax]":
     mm = pc.min_max(col)
     mean = float(pc.mean(col).as_py())
     var = float(pc.variance(col, ddof=0).as_py())
-    return Moments(n, mean, var * n), MinMax(float(mm["min"].as_py()), float(mm["max"].as_py()))
+    return Moments(n, mean, var * n), MinMax(extreme(mm["min"].as_py()), extreme(mm["max"].as_py()))
+
+
+def extreme(v: Any) -> Any:
+    """A column's min or max as the profile keeps it: a Python int for an int value (exact
+    beyond 2**53: int64 / uint64 ids, microsecond times), a float otherwise (floats, decimals);
+    None stays None."""
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    return float(v)
