@@ -148,3 +148,20 @@ def test_nested_value_counts_and_continuous_columns_load(tmp_path):
     back = tp.Workflow.load(str(tmp_path / "wf"))
     assert back.output_schema == wf.output_schema
     pd.testing.assert_frame_equal(back.transform(df), wf.transform(df))
+
+
+@pytest.mark.parametrize("edit", ["a level more", "a level less"])
+def test_value_count_levels_other_than_the_columns_depth_are_refused(tmp_path, edit):
+    """A nested column's saved bounds hold one entry per list level; another count gave the output
+    schema (value_counts, read by the loaders) a wrong shape, silently."""
+    nested = pd.Series([[[1, 2], [3]], [[4], None], None, [[]]],
+                       dtype=pd.ArrowDtype(pa.list_(pa.list_(pa.int64()))))
+    df = pd.DataFrame({"n": nested})
+    tp.Workflow(["n"] >> ops.ValueCount()).fit(df).save(str(tmp_path / "wf"))
+
+    def fn(stats):
+        levels = stats["n"]["levels"]
+        assert len(levels) == 2   # the fit's: the outer lists and the inner ones
+        stats["n"]["levels"] = levels + [{"min": 2, "max": 2}] if edit == "a level more" else levels[:1]
+    _edit(tmp_path / "wf" / "workflow.json", fn)
+    assert "ValueCount" in _refused(tmp_path, "n", "levels")

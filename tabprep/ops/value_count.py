@@ -32,6 +32,8 @@ class ValueCount(StatOperator):
 
     def __init__(self) -> None:
         self.stats_: Optional[Dict[str, Any]] = None
+        #: the list depth of each nested column whose bounds the schema holds (compute_output_schema)
+        self._depths: Dict[str, int] = {}
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Optional[List[int]]]:
         out: Dict[str, Optional[List[int]]] = {}
@@ -92,6 +94,16 @@ class ValueCount(StatOperator):
     def state_columns(self, columns: List[str]) -> List[str]:
         return list(columns)
 
+    def check_bound_state(self) -> None:
+        """``TypeError`` unless each nested column's saved ``levels`` has one entry per list level of
+        the column (known once the workflow is bound; ``Workflow.load`` calls it): another count
+        gave the schema (and the loaders) a wrong shape, silently."""
+        for c, depth in getattr(self, "_depths", {}).items():
+            levels = ((self.stats_ or {}).get(c) or {}).get("levels")
+            if levels and len(levels) != depth:
+                raise TypeError(f"{self.label}: the saved 'levels' of column {c!r} hold {len(levels)} levels of list "
+                                f"lengths, where the column nests {depth} deep")
+
     def transform(self, columns: List[str], df: Any) -> Any:
         return df[list(columns)]
 
@@ -103,7 +115,8 @@ class ValueCount(StatOperator):
             if col.is_list and vc is not None:
                 col = col.with_(value_count={"min": int(vc["min"]), "max": int(vc["max"])},
                                 is_ragged=vc["min"] != vc["max"])
-                if vc.get("levels"):   # nested: every level's bounds; ragged when any level varies
+                if vc.get("levels"):
+                    self.__dict__.setdefault("_depths", {})[c] = 1 + col.dtype.count("list<")   # check_bound_state   # nested: every level's bounds; ragged when any level varies
                     col = col.with_(value_counts=vc["levels"], is_ragged=col.with_(
                         value_counts=vc["levels"]).fixed_shape is None)
             out.append(col)

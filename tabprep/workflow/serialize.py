@@ -262,6 +262,11 @@ def _check_state_columns(wf: Workflow, spec_path: Path) -> None:
         if missing:
             raise ValueError(f"{spec_path}: {op.label} has no saved statistics for column(s) {missing} it transforms; "
                              f"the file was edited or damaged: fit the workflow and save it again")
+        try:   # statistics checked against the bound schema (ValueCount's levels: one per list level)
+            getattr(op, "check_bound_state", lambda: None)()
+        except TypeError as exc:
+            raise ValueError(f"{spec_path}: {exc}; the file was edited or damaged: restore the folder from a copy, "
+                             f"or fit the workflow and save it again") from None
 
 
 def _read_spec(spec_path: Path) -> Any:
