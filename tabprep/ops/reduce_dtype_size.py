@@ -141,7 +141,7 @@ class ReduceDtypeSize(StatOperator):
                 continue
             try:
                 kind = np.dtype(dtype).kind if isinstance(dtype, str) else None
-            except TypeError:
+            except (TypeError, ValueError):   # not a dtype name numpy knows
                 kind = None
             if kind not in ("i", "u", "f"):
                 raise TypeError(f"{self.label}: the saved 'dtype' of column {c!r} must be None or an int / uint / "

@@ -517,7 +517,8 @@ def _check_totals(label: str, totals: Any, targets: List[str], kfold: int) -> No
     every encoding) checked: a string there was a bare ``TypeError`` at transform, a list of another
     length a wrong prior per fold."""
     if not isinstance(totals, dict):
-        raise TypeError(f"{label}: the saved 'totals' must map each target to its sums and counts, got {totals!r}"[:300])
+        raise TypeError(f"{label}: the saved 'totals' must map each target to its sums and counts, "
+                        f"got {totals!r}"[:300])
     for t in targets:
         tot = totals.get(t)
         if not isinstance(tot, dict):

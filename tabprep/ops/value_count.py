@@ -115,8 +115,9 @@ class ValueCount(StatOperator):
             if col.is_list and vc is not None:
                 col = col.with_(value_count={"min": int(vc["min"]), "max": int(vc["max"])},
                                 is_ragged=vc["min"] != vc["max"])
-                if vc.get("levels"):
-                    self.__dict__.setdefault("_depths", {})[c] = 1 + col.dtype.count("list<")   # check_bound_state   # nested: every level's bounds; ragged when any level varies
+                if vc.get("levels"):   # nested: every level's bounds; ragged when any level varies
+                    # (the column's list depth, for check_bound_state)
+                    self.__dict__.setdefault("_depths", {})[c] = 1 + col.dtype.count("list<")
                     col = col.with_(value_counts=vc["levels"], is_ragged=col.with_(
                         value_counts=vc["levels"]).fixed_shape is None)
             out.append(col)
