@@ -50,7 +50,8 @@ class Groupby(Operator):
       NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
       non-null values; of a string, datetime or timedelta column they are a ``TypeError``
       naming the column (NVTabular 23.08 raises too). pandas' ``sum`` of strings concatenates
-      them (in row order, nulls skipped, ``""`` for an all-null group), but NVTabular 23.08 casts
+      them (in row order, nulls skipped; an all-null group gives ``""`` with pandas' string dtype,
+      ``0`` with object), but NVTabular 23.08 casts
       it to float32, which raises (digit strings become a number): for the concatenation,
       aggregate ``list`` and join each list with a :class:`LambdaOp` (docs/migration.md);
     * ``nunique``: number of distinct non-null values (int64).
