@@ -58,6 +58,7 @@ def test_a_damaged_statistic_is_refused_at_load_naming_column_and_field(tmp_path
         tp.Workflow.load(str(tmp_path / "wf"))
     msg = str(err.value)
     assert "workflow.json" in msg and name in msg and "'x'" in msg and "edited or damaged" in msg
+    assert "fit the workflow and save it again" in msg   # the fix
     if damage != "column not a mapping":
         assert repr(field) in msg
 

@@ -412,16 +412,22 @@ class StatOperator(Operator):
     def save_state(self, path: Path) -> Dict[str, Any]:
         return {"stats": _json_params(self.stats_, self.label)}
 
-    #: the fields of each column's entry in a JSON ``stats_`` ({column: {field: number}}) that a
-    #: loaded workflow must hold (:mod:`._saved_state`); empty: not checked
+    #: fields each column's entry in a JSON ``stats_`` must hold when loaded ({column: {field: number}})
     state_fields: Tuple[str, ...] = ()
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
         self.stats_ = meta.get("stats")
-        if self.state_fields:
-            from ._saved_state import check_state_fields
+        self.check_state()
 
-            check_state_fields(self.label, self.stats_, self.state_fields)
+    def check_state(self) -> None:
+        """``TypeError`` naming the op, the column and the field unless the loaded JSON ``stats_`` is
+        one a fit can write (:mod:`._saved_state`); default: the ``state_fields``."""
+        from ._saved_state import check_state_fields
+        check_state_fields(self.label, self.stats_, self.state_fields)
+
+    def state_columns(self, columns: List[str]) -> List[str]:
+        """Those of the transformed ``columns`` a loaded ``stats_`` must hold (checked ops: all)."""
+        return list(columns) if self.state_fields else []
 
 
 def _json_params(params: Any, label: str) -> Any:

@@ -20,6 +20,7 @@ from ._categorify_notes import (NULL_ELEMENT_ID, check_singled, note_category_ti
 from ._categorify_vocabs import NULL_ID, _given_vocabs, given_values, refuse_mixed_signedness
 from ._combo import COMBO_KEY_FORMAT, _combo_series, combo_key, part_kind  # noqa: F401 (re-exported)
 from ._lookups import build_once
+from ._saved_state import check_vocabularies
 from .base import StatOperator, bucket_counts, check_nvt_args, group_keys, singled_in_groups, state_file
 from .embeddings import embedding_sizes_property
 
@@ -546,7 +547,7 @@ class Categorify(StatOperator):
         return {"vocabularies": meta, "input_groups": self.input_groups, "combo_key_format": self._combo_format}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
-        stats = {}
+        combo_format, stats = check_vocabularies(self.label, meta), {}
         for key, m in meta["vocabularies"].items():
             files = m.get("files") or [m["file"]]
             table = pa.concat_tables([pq.read_table(state_file(self, path, f)) for f in files])
@@ -560,7 +561,7 @@ class Categorify(StatOperator):
             if unsigned:
                 stats[key]["unsigned"] = True
         self.stats_ = stats
-        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
+        self._combo_format = combo_format  # 1 saved before format 2: keep its ids
         self._index_cache = {}
 
     def __getstate__(self):

@@ -12,6 +12,7 @@ from .. import backend
 from ..dtypes import normalize_dtype
 from ..schema import ColumnSchema
 from ..stats.profile import KLL_EVERY_MAX, ColumnPartial, as_table, combine_columns, finalize_profile, partial_frame
+from ._saved_state import check_number, check_order, column_entries
 from .base import StatOperator, infinite_note
 
 #: one column's partial: (dtype name, the column's profile partial, the partial of the numbers its
@@ -117,6 +118,27 @@ class DataStats(StatOperator):
             stats[c] = entry
         self.stats_ = stats
         self.fit_notes_ = [infinite_note("DataStats", infinite, "min, max, mean and std")] if infinite else []
+
+    def check_state(self) -> None:
+        """A loaded ``{column: statistics}`` is one a fit writes (``TypeError``, see the base class):
+        ``dtype`` a string; ``min`` <= ``max``, ``mean``, ``std`` >= 0 finite numbers or None;
+        ``per_nan`` in [0, 100] or None; ``cardinality`` an integer >= 0, required unless the dtype
+        is a float one. Edited values were handed out by :attr:`output` as the fit's, silently."""
+        fields = ("dtype", "min", "max", "mean", "std", "per_nan")
+        for c, entry in column_entries(self.label, self.stats_, fields).items():
+            if not isinstance(entry["dtype"], str):
+                raise TypeError(f"{self.label}: the saved 'dtype' of column {c!r} must be a dtype name, "
+                                f"got {entry['dtype']!r}"[:300])
+            for field in ("min", "max", "mean"):
+                check_number(self.label, c, field, entry[field])
+            check_number(self.label, c, "std", entry["std"], low=0)
+            check_number(self.label, c, "per_nan", entry["per_nan"], low=0, high=100)
+            check_order(self.label, c, entry)
+            if "cardinality" in entry or not entry["dtype"].startswith("float"):
+                check_number(self.label, c, "cardinality", entry.get("cardinality"), none=False, integer=True, low=0)
+
+    def state_columns(self, columns: List[str]) -> List[str]:
+        return list(columns)
 
     # -- transform ---------------------------------------------------------------------
     def transform(self, columns: List[str], df: Any) -> Any:

@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional
 from .. import backend
 from .._warn import first_time, warn_difference
 from ..schema import Schema, Tags
+from ._saved_state import check_number
 from .base import StatOperator
 
 
@@ -95,6 +96,21 @@ class DropLowCardinality(StatOperator):
 
     def fit_finalize(self, columns: List[str], combined: Dict[str, List[Any]]) -> None:
         self.stats_ = {c: len(v) for c, v in combined.items()}
+
+    def check_state(self) -> None:
+        """A loaded ``{column: count}`` holds integers >= 0 (``TypeError``, see the base class): a
+        string failed at the comparison, a fraction or a negative count silently dropped a column."""
+        if self.stats_ is None:
+            return
+        if not isinstance(self.stats_, dict):
+            raise TypeError(f"{self.label}: the saved statistics must map columns to their distinct-value counts, "
+                            f"got {self.stats_!r}"[:300])
+        for c, count in self.stats_.items():
+            check_number(self.label, c, None, count, none=False, integer=True, low=0)
+
+    def state_columns(self, columns: List[str]) -> List[str]:
+        # continuous columns are never counted (nor dropped)
+        return [c for c in columns if c not in self._continuous]
 
     # -- which columns stay ------------------------------------------------------------------
     def cardinality(self, column: str) -> Optional[int]:

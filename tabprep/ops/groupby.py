@@ -49,7 +49,11 @@ class Groupby(Operator):
       ``median``, ``std`` and ``var`` (sample, ddof=1, as pandas and
       NVTabular; float64; null when all null, ``std``/``var`` also for one value) over the
       non-null values; of a string, datetime or timedelta column they are a ``TypeError``
-      naming the column (NVTabular 23.08 raises too);
+      naming the column (NVTabular 23.08 raises too). pandas' ``sum`` of strings concatenates
+      them (in row order, nulls skipped; an all-null group gives ``""`` with pandas' string dtype,
+      ``0`` with object), but NVTabular 23.08 casts
+      it to float32, which raises (digit strings become a number): for the concatenation,
+      aggregate ``list`` and join each list with a :class:`LambdaOp` (docs/migration.md);
     * ``nunique``: number of distinct non-null values (int64).
 
     Output dtypes differ from NVTabular 23.08 on purpose (it casts count/nunique to int32 and
@@ -168,9 +172,13 @@ class Groupby(Operator):
             kind = _kind(input_schema[c].dtype) if c in input_schema else "?"
             if a in _NUMERIC_AGGS and kind in "sMm":
                 what = {"s": "strings", "M": "datetimes", "m": "timedeltas"}[kind]
+                # pandas' sum of strings concatenates them; NVTabular 23.08 casts it to float32, which
+                # raises (or makes "1" + "2" the number 12.0): no result to copy, so a recipe instead
+                concat = (" For pandas' concatenation of a group's strings (its groupby sum), aggregate 'list' and "
+                          "join each list with a LambdaOp (docs/migration.md, Groupby)") if kind == "s" else ""
                 raise TypeError(f"Groupby: column {c!r} holds {what} ({input_schema[c].dtype}), which have no {a!r} "
                                 f"(NVTabular 23.08 raises too); aggregate it with min, max, first, last, list, count "
-                                f"or nunique, or convert it to numbers first")
+                                f"or nunique, or convert it to numbers first.{concat}")
         ignored = self._ignored_aggs(columns)
         if ignored:
             # NVTabular drops them without a word; a dropped request deserves one (once per keys)
@@ -309,7 +317,14 @@ def _kind(dtype: str) -> str:
     """The input contract's kind of a schema dtype ("i", "b", "f", "s", "M", "m" or "?"), a
     time-zone-aware datetime's "M" too (dtype_kind leaves those "?", as numpy knows no tz)."""
     parts = time_parts(dtype)
-    return parts[0] if parts else dtype_kind(dtype)
+    if parts:
+        return parts[0]
+    if dtype.startswith("dictionary<values="):
+        # a pandas ArrowDtype dictionary column in memory is named as Arrow names it: its values' kind
+        # (a parquet one is read as its values); "?" let a string sum reach the transform's int cast
+        values = dtype[len("dictionary<values="):].split(",")[0]
+        return "s" if values in ("string", "large_string", "utf8", "large_utf8") else dtype_kind(values)
+    return dtype_kind(dtype)
 
 
 def _check_ascending(ascending: Any, sorts: List[str]) -> None:

@@ -14,6 +14,7 @@ from ..schema import ColumnSchema, Schema, Tags, normalize_dtype
 from ..stats import grouped as G
 from ..stats import vocab as V
 from ._lookups import build_once
+from ._saved_state import check_size, combo_key_format
 from .base import StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, state_file
 from .categorify import COMBO_KEY_FORMAT, _combo_series
 
@@ -398,11 +399,12 @@ class JoinGroupby(StatOperator):
         return {"files": files, "input_groups": self.input_groups, "combo_key_format": self._combo_format}
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
-        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
+        self._combo_format = combo_key_format(self.label, meta)  # 1 saved before format 2: keep its ids
         stats = {}
         for key, m in meta["files"].items():
             table = pq.read_table(state_file(self, path, m["file"]))
-            n = m["size"]
+            # n categories, then the null group and the unseen row: a smaller size cut the lookup silently
+            n = check_size(self.label, key, m.get("size"), table.num_rows - 2)
             col = table.column("value").slice(0, n)
             if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
                 values = np.asarray(col.to_pylist(), dtype=object)

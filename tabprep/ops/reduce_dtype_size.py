@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..schema import ColumnSchema, Schema
+from ._saved_state import check_number, check_order, column_entries
 from .base import StatOperator
 
 DEFAULT_INT_DTYPES = ("int8", "int16", "int32", "int64")
@@ -122,6 +123,39 @@ class ReduceDtypeSize(StatOperator):
             if info.min <= lo and hi <= info.max:
                 return np.dtype(d).name
         return None
+
+    def check_state(self) -> None:
+        """A loaded ``{column: {"min", "max", "dtype"}}`` is one a fit writes: min / max both finite
+        numbers (ints for an int dtype) with min <= max, or both None; dtype None or an int / uint /
+        float dtype name that holds [min, max]. An edited dtype that does not (``int8`` for 300) wrapped
+        the values silently, an unknown name failed at transform (``TypeError``, see the base class)."""
+        for c, st in column_entries(self.label, self.stats_, ("min", "max", "dtype")).items():
+            for field in ("min", "max"):
+                check_number(self.label, c, field, st[field])
+            if (st["min"] is None) != (st["max"] is None):
+                raise TypeError(f"{self.label}: the saved 'min' and 'max' of column {c!r} must both be numbers or "
+                                f"both None, got {st['min']!r} and {st['max']!r}")
+            check_order(self.label, c, st)
+            dtype = st["dtype"]
+            if dtype is None:
+                continue
+            try:
+                kind = np.dtype(dtype).kind if isinstance(dtype, str) else None
+            except (TypeError, ValueError):   # not a dtype name numpy knows
+                kind = None
+            if kind not in ("i", "u", "f"):
+                raise TypeError(f"{self.label}: the saved 'dtype' of column {c!r} must be None or an int / uint / "
+                                f"float dtype name, got {dtype!r}")
+            if st["min"] is None and kind == "f":
+                continue   # a float column with no finite value
+            info = np.finfo(dtype) if kind == "f" else np.iinfo(dtype)
+            if st["min"] is None or (kind != "f" and not all(isinstance(st[k], int) for k in ("min", "max"))) \
+                    or not info.min <= st["min"] <= st["max"] <= info.max:
+                raise TypeError(f"{self.label}: the saved 'dtype' of column {c!r}, {dtype!r}, does not hold its saved "
+                                f"range [{st['min']!r}, {st['max']!r}]")
+
+    def state_columns(self, columns: List[str]) -> List[str]:
+        return list(columns)
 
     def target_dtype(self, column: str) -> Optional[str]:
         """The dtype ``column`` is cast to (None: unchanged, or not fitted yet)."""

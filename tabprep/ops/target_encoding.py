@@ -17,6 +17,7 @@ from ..stats import grouped as G
 from ..stats import vocab as V
 from . import _fold_partitions as FP
 from ._lookups import build_once
+from ._saved_state import check_number, check_numbers, combo_key_format
 from .base import (StatOperator, check_nvt_args, column_names_arg, group_keys, infinite_note, out_of_fold_mode,
                    state_file)
 from .categorify import COMBO_KEY_FORMAT, _combo_series
@@ -437,9 +438,11 @@ class TargetEncoding(StatOperator):
         return meta
 
     def load_state(self, path: Path, meta: Dict[str, Any]) -> None:
-        self._combo_format = int(meta.get("combo_key_format", 1))  # saved before format 2: keep its ids
+        self._combo_format = combo_key_format(self.label, meta)  # 1 saved before format 2: keep its ids
         if meta.get("fold_seed_used") is not None:
-            self._seed = int(meta["fold_seed_used"])
+            check_number(self.label, None, "fold_seed_used", meta["fold_seed_used"], integer=True, low=0)
+            self._seed = meta["fold_seed_used"]
+        _check_totals(self.label, meta.get("totals"), self.targets, self.kfold)
         k = self.kfold
         keys = {}
         for key, fname in meta["files"].items():
@@ -507,3 +510,21 @@ def _splitmix64(x: Any, seed: int, xp: Any) -> Any:
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def _check_totals(label: str, totals: Any, targets: List[str], kfold: int) -> None:
+    """The saved ``totals`` (``{target: {"sum": [per fold], "count": [per fold]}}``, the prior of
+    every encoding) checked: a string there was a bare ``TypeError`` at transform, a list of another
+    length a wrong prior per fold."""
+    if not isinstance(totals, dict):
+        raise TypeError(f"{label}: the saved 'totals' must map each target to its sums and counts, "
+                        f"got {totals!r}"[:300])
+    for t in targets:
+        tot = totals.get(t)
+        if not isinstance(tot, dict):
+            raise TypeError(f"{label}: the saved 'totals' of target {t!r} must be a mapping of 'sum' and 'count', "
+                            f"got {tot!r}"[:300])
+        check_numbers(label, f"the saved 'totals' of target {t!r}: 'sum'", tot.get("sum"), kfold)
+        check_numbers(label, f"the saved 'totals' of target {t!r}: 'count'", tot.get("count"), kfold, integer=True)
+        if sum(tot["count"]) == 0:
+            raise TypeError(f"{label}: the saved 'totals' of target {t!r} count no row; a fit has at least one")

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional
 
 from .. import backend
 from ..schema import ColumnSchema, Schema
+from ._saved_state import check_number, check_order, column_entries
 from .base import StatOperator
 
 
@@ -31,6 +32,8 @@ class ValueCount(StatOperator):
 
     def __init__(self) -> None:
         self.stats_: Optional[Dict[str, Any]] = None
+        #: the list depth of each nested column whose bounds the schema holds (compute_output_schema)
+        self._depths: Dict[str, int] = {}
 
     def fit_partial(self, columns: List[str], df: Any) -> Dict[str, Optional[List[int]]]:
         out: Dict[str, Optional[List[int]]] = {}
@@ -63,6 +66,44 @@ class ValueCount(StatOperator):
             else:
                 self.stats_[c] = None if v is None else {"min": v[0], "max": v[1]}
 
+    def check_state(self) -> None:
+        """A loaded ``{column: None or {"min", "max"[, "levels"]}}`` is one a fit writes: min / max
+        integers >= 0 with min <= max; ``levels`` (nested lists) a list of such bounds or None per
+        level, the first the column's own (``TypeError``, see the base class). A string bound made
+        ``is_ragged`` True (``"3" != 3``), a fraction was rounded down: both silently."""
+        for c, vc in column_entries(self.label, self.stats_, ("min", "max"), optional=True).items():
+            if vc is None:
+                continue
+            _check_bounds(self.label, c, vc)
+            levels = vc.get("levels")
+            if levels is None:
+                continue
+            if not isinstance(levels, list) or not levels or not all(isinstance(b, dict) or b is None for b in levels):
+                raise TypeError(f"{self.label}: the saved 'levels' of column {c!r} must be a list of "
+                                f"{{'min', 'max'}} bounds (None for a level without lists), got {levels!r}"[:300])
+            for i, bounds in enumerate(levels):
+                try:
+                    if bounds is not None:
+                        _check_bounds(self.label, c, bounds)
+                except TypeError as exc:
+                    raise TypeError(f"{exc} (in its 'levels', level {i}: the lists nested {i} deep)") from None
+            if levels[0] != {"min": vc["min"], "max": vc["max"]}:
+                raise TypeError(f"{self.label}: the saved 'levels' of column {c!r} must begin with its own bounds "
+                                f"{{'min': {vc['min']!r}, 'max': {vc['max']!r}}}, got {levels[0]!r}")
+
+    def state_columns(self, columns: List[str]) -> List[str]:
+        return list(columns)
+
+    def check_bound_state(self) -> None:
+        """``TypeError`` unless each nested column's saved ``levels`` has one entry per list level of
+        the column (known once the workflow is bound; ``Workflow.load`` calls it): another count
+        gave the schema (and the loaders) a wrong shape, silently."""
+        for c, depth in getattr(self, "_depths", {}).items():
+            levels = ((self.stats_ or {}).get(c) or {}).get("levels")
+            if levels and len(levels) != depth:
+                raise TypeError(f"{self.label}: the saved 'levels' of column {c!r} hold {len(levels)} levels of list "
+                                f"lengths, where the column nests {depth} deep")
+
     def transform(self, columns: List[str], df: Any) -> Any:
         return df[list(columns)]
 
@@ -75,10 +116,22 @@ class ValueCount(StatOperator):
                 col = col.with_(value_count={"min": int(vc["min"]), "max": int(vc["max"])},
                                 is_ragged=vc["min"] != vc["max"])
                 if vc.get("levels"):   # nested: every level's bounds; ragged when any level varies
+                    # (the column's list depth, for check_bound_state)
+                    self.__dict__.setdefault("_depths", {})[c] = 1 + col.dtype.count("list<")
                     col = col.with_(value_counts=vc["levels"], is_ragged=col.with_(
                         value_counts=vc["levels"]).fixed_shape is None)
             out.append(col)
         return Schema(out)
+
+
+def _check_bounds(label: str, column: str, bounds: Dict[str, Any]) -> None:
+    """``TypeError`` unless ``bounds`` is ``{"min": int >= 0, "max": int >= min}``."""
+    if not isinstance(bounds, dict) or "min" not in bounds or "max" not in bounds:
+        raise TypeError(f"{label}: the saved 'min' and 'max' of column {column!r} must both be given, "
+                        f"got {bounds!r}"[:300])
+    for field in ("min", "max"):
+        check_number(label, column, field, bounds[field], none=False, integer=True, low=0)
+    check_order(label, column, bounds)
 
 
 def _length_bounds(s: Any) -> Optional[List[int]]:

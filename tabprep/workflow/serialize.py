@@ -225,7 +225,8 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
             except (KeyError, TypeError, AttributeError, IndexError) as exc:
                 nid = entry.get("id") if isinstance(entry, dict) else None
                 raise ValueError(f"{spec_path}: node {nid!r} cannot be rebuilt ({type(exc).__name__}: {exc}); "
-                                 f"the file was edited or damaged") from exc
+                                 f"the file was edited or damaged: restore the folder from a copy, or fit the "
+                                 f"workflow and save it again") from exc
             built[nid] = node
         out = spec.get("output")
         if not isinstance(out, str) or out not in built:
@@ -250,16 +251,22 @@ def _load_local(path: str, allow_pickle: bool, trusted: bool, display: Optional[
 
 
 def _check_state_columns(wf: Workflow, spec_path: Path) -> None:
-    """Every column a fitted op with checked statistics (``state_fields``) transforms has its entry
-    in them: a column deleted from ``workflow.json`` was a bare ``KeyError`` at transform."""
+    """Every column a fitted op with checked statistics (``StatOperator.state_columns``) transforms
+    has its entry in them: a column deleted from ``workflow.json`` was a bare ``KeyError`` at
+    transform, or silently no dtype (ReduceDtypeSize), schema (ValueCount) or drop (DropLowCardinality)."""
     for n in wf.nodes:
         op = getattr(n, "op", None)
-        if not getattr(op, "state_fields", None) or getattr(op, "stats_", None) is None:
+        if not isinstance(op, StatOperator) or getattr(op, "stats_", None) is None:
             continue
-        missing = missing_columns(op.stats_, n.input_columns)
+        missing = missing_columns(op.stats_, op.state_columns(list(n.input_columns)))
         if missing:
             raise ValueError(f"{spec_path}: {op.label} has no saved statistics for column(s) {missing} it transforms; "
                              f"the file was edited or damaged: fit the workflow and save it again")
+        try:   # statistics checked against the bound schema (ValueCount's levels: one per list level)
+            getattr(op, "check_bound_state", lambda: None)()
+        except TypeError as exc:
+            raise ValueError(f"{spec_path}: {exc}; the file was edited or damaged: restore the folder from a copy, "
+                             f"or fit the workflow and save it again") from None
 
 
 def _read_spec(spec_path: Path) -> Any:
