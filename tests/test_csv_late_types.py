@@ -110,3 +110,19 @@ def test_files_without_a_header_and_a_bool_column(tmp_path):
     ref = pd.read_csv(path, names=["i", "flag"], header=None, dtype={"flag": "boolean"})
     assert out["flag"].isna().sum() == 1 and out["flag"].fillna(False).tolist() == ref["flag"].fillna(False).tolist()
     assert out["i"].tolist() == list(range(ROWS))
+
+
+def test_a_cluster_worker_names_the_file_too(tmp_path):
+    # the readers travel to worker processes in the task graph (pickled)
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    a = _csv(tmp_path / "a.csv", "7")
+    b = _csv(tmp_path / "b.csv", "2.5")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster):
+        with pytest.raises(ValueError) as err:
+            tp.Dataset([a, b], cpu=True, part_size="20kB").compute()
+        out = tp.Dataset([a, b], cpu=True, part_size="20kB", dtype={"x": "float64"}).compute()
+    _clear(str(err.value), b, "'2.5'", "a decimal number", "dtype={'x': 'float64'}")
+    assert len(out) == 2 * ROWS and out["x"].tolist()[ROWS + AT] == 2.5
