@@ -364,12 +364,14 @@ def lists_to_arrow(frame: pd.DataFrame) -> pd.DataFrame:
     return _with_columns(frame, converted)
 
 
-def read_csv(files: Sequence[str], blocksize: int, cpu: bool, **kwargs: Any) -> Any:
-    """A dask (``cpu``) or dask-cuDF DataFrame of csv ``files``."""
+def read_csv(files: Sequence[str], blocksize: int, cpu: bool, cpu_read: Any = None, **kwargs: Any) -> Any:
+    """A dask (``cpu``) or dask-cuDF DataFrame of csv ``files``; ``cpu_read(files, blocksize, **kwargs)``:
+    the CPU's read in place of ``dd.read_csv`` (:func:`tabprep.io.csv_check.read_csv_named`)."""
     if not cpu:
         return _gpu().read_csv(files, blocksize, **kwargs)
+    if cpu_read is not None:
+        return cpu_read(files, blocksize, **kwargs)
     import dask.dataframe as dd
-
     return dd.read_csv(files, blocksize=blocksize, **kwargs)
 
 

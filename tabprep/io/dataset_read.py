@@ -31,19 +31,24 @@ def _read_piece(piece: Piece, columns: Optional[List[str]], cpu: bool, nullable:
         return nullable_frame(with_keys(frame, piece, columns, cpu), nullable) if not isinstance(frame, pa.Table) \
             else with_keys(frame, piece, columns, cpu)
     if not piece.row_groups:
-        return _meta_from_file(piece.path, columns, cpu, storage_options=storage_options)
+        # the footer is read for the empty frame's schema anyway: its row count is checked for free
+        md = read_footer(piece.path, storage_options)
+        check_rows(piece, md.num_rows)
+        return _meta_from_schema(md.schema.to_arrow_schema(), columns, cpu)
     # a URL: the file system's own path and the (fsspec) file system, built here on the worker
     path, filesystem = fsmod.arrow_path(piece.path, storage_options)
-    with corrupt_named(_piece_where(piece), piece.row_groups):
+    with piece_read(piece, storage_options):
         if arrow and not piece.more:
-            return backend.read_parquet_table(path, piece.row_groups, columns, filesystem=filesystem)
-        if piece.more:
+            frame = backend.read_parquet_table(path, piece.row_groups, columns, filesystem=filesystem)
+        elif piece.more:
             paths = [path] + [fsmod.arrow_path(p, storage_options)[0] for p, _ in piece.more]
             groups = [piece.row_groups] + [g for _, g in piece.more]
             frame = backend.read_parquet_pieces(paths, groups, columns, cpu, filesystem=filesystem)
         else:
             frame = backend.read_parquet_piece(path, piece.row_groups, columns, cpu, filesystem=filesystem)
-    return nullable_frame(frame, nullable)
+    # len() of an Arrow table, a pandas or a cuDF frame: one check for every backend
+    check_rows(piece, len(frame))
+    return frame if isinstance(frame, pa.Table) else nullable_frame(frame, nullable)
 
 
 def key_array(typ: str, value: Any, n: int) -> pa.Array:
@@ -74,6 +79,76 @@ def with_keys(frame: Any, piece: Piece, columns: Optional[List[str]], cpu: bool)
 
 def _piece_where(piece: Piece) -> str:
     return piece.path if not piece.more else f"{piece.path} (or the next {len(piece.more)} files)"
+
+
+#: the cause and the fix of a file that is not the file the reads were planned from
+CHANGED_FIX = ("The file changed after the job planned its reads, or this worker sees another file at the same "
+               "path: put the data where every worker sees the same files (one shared file system or object "
+               "store), and open the data again after changing a file.")
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def changed_error(where: str, row_groups: Sequence[Any], planned: str, found: str) -> ValueError:
+    """The error for a parquet file that is not the file a job planned its reads from (its footer,
+    read when the job planned the pieces, promised other rows): names the file, the row groups, the
+    planned and found rows (``planned`` / ``found``: e.g. ``"10 rows"``) and :data:`CHANGED_FIX`."""
+    return ValueError(f"the parquet file {where} is not the file the job planned its reads from: row groups "
+                      f"{list(row_groups)}: planned {planned}, found {found}. {CHANGED_FIX}")
+
+
+def check_rows(piece: Piece, found: int) -> None:
+    """``ValueError`` (:func:`changed_error`) unless ``found``, the rows a read of ``piece`` gave,
+    are the rows planned from the footers (``piece.num_rows``). A dask worker that sees another file
+    at the path, or a file replaced since the plan, otherwise gave rows missing or extra without a
+    word. Compares two counts the read has already: free."""
+    if found != piece.num_rows:
+        raise changed_error(_piece_where(piece), piece.row_groups, _planned(piece), _rows(found))
+
+
+def _planned(piece: Piece) -> str:
+    return _rows(piece.num_rows) + (f" in {1 + len(piece.more)} files" if piece.more else "")
+
+
+@contextlib.contextmanager
+def piece_read(piece: Piece, storage_options: Optional[Dict[str, Any]] = None) -> Iterator[None]:
+    """The read of ``piece`` in the block: a failure whose file now lacks a planned row group, or
+    whose planned row groups now hold other rows, raises :func:`changed_error` (the reader's error
+    is chained; cuDF's and pyarrow's differ, so any error is looked at); otherwise a reader's
+    ``OSError`` / Arrow error raises :func:`corrupt_error`, other errors pass. The footers are read
+    again only once a read has failed."""
+    try:
+        yield
+    except Exception as exc:
+        changed = _changed_since_plan(piece, storage_options)
+        if changed is not None:
+            raise changed from exc
+        if isinstance(exc, (OSError, pa.ArrowException)):
+            raise corrupt_error(_piece_where(piece), piece.row_groups, exc) from exc
+        raise
+
+
+def _changed_since_plan(piece: Piece, storage_options: Optional[Dict[str, Any]]) -> Optional[ValueError]:
+    """:func:`changed_error` when a file of ``piece`` (read again) lacks a planned row group, or
+    when its planned row groups hold other rows than planned; None when they are as planned or the
+    footer cannot be read (the read's own error then says what is wrong)."""
+    parts = [(piece.path, piece.row_groups)] + list(piece.more)
+    found = 0
+    for path, groups in parts:
+        try:
+            md = read_footer(path, storage_options)
+        except Exception:   # gone, or no footer: corrupt_error tells
+            return None
+        if any(g >= md.num_row_groups for g in groups):
+            return changed_error(path, groups, _planned(piece),
+                                 f"a file of {md.num_row_groups} row group{'' if md.num_row_groups == 1 else 's'} "
+                                 f"and {_rows(md.num_rows)}")
+        found += sum(md.row_group(g).num_rows for g in groups)
+    if found != piece.num_rows:
+        return changed_error(_piece_where(piece), piece.row_groups, _planned(piece), _rows(found))
+    return None
 
 
 @contextlib.contextmanager
@@ -121,11 +196,16 @@ def piece_columns(read: Any) -> Optional[Callable[[Sequence[str]], Iterator[Tupl
         if unknown:
             raise KeyError(f"columns {unknown} are not read by this partition's reader (it reads {sorted(known)})")
         # (the consumer's own errors never pass through here: it holds no column between reads)
-        with corrupt_named(_piece_where(piece), piece.row_groups):
+        with piece_read(piece):
             stream = backend.read_parquet_columns(path, piece.row_groups, [c for c in names if c not in keys])
-            for name in names:   # hive keys: constant columns of the piece's rows
-                yield (name, pa.chunked_array([key_array(*keys[name], piece.num_rows)])) if name in keys \
-                    else next(stream)
+        for name in names:   # hive keys: constant columns of the piece's rows
+            if name in keys:
+                yield name, pa.chunked_array([key_array(*keys[name], piece.num_rows)])
+                continue
+            with piece_read(piece):
+                item = next(stream)
+            check_rows(piece, len(item[1]))
+            yield item
     return columns
 
 

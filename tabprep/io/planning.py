@@ -102,7 +102,10 @@ def shard_rows(num_rows: int, global_size: int, global_rank: int, drop_last: boo
 @dataclass(frozen=True)
 class Piece:
     """Some row groups of one parquet file (then, on the GPU, possibly of the next files too,
-    in ``more``: ``(path, row_groups)`` pairs): the unit a partition is read from."""
+    in ``more``: ``(path, row_groups)`` pairs): the unit a partition is read from. ``num_rows``:
+    the rows of those row groups in the footers read at planning; every read of the piece checks
+    it (:func:`tabprep.io.dataset_read.check_rows`: a file changed since, or another file at the
+    path on a worker, is refused)."""
 
     path: str
     row_groups: Tuple[int, ...]
