@@ -206,6 +206,9 @@ def _numpy_exact(df: pd.DataFrame, numeric) -> dict:
         fin = v[np.isfinite(v)]
         mom = (fin.size, float(fin.mean()), float(((fin - fin.mean()) ** 2).sum())) if fin.size else (0, 0.0, 0.0)
         mm = (float(fin.min()), float(fin.max())) if fin.size else (None, None)
+        if pa.types.is_integer(df[c].array._pa_array.type) and fin.size:
+            ints = [x for x in items if x is not None]   # an int column's extrema: exact Python ints
+            mm = (min(ints), max(ints))
         out[c] = (len(items), int(isnull.sum()) + nan, nan, int(np.isinf(v).sum()), mom, mm)
     return out
 
