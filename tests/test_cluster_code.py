@@ -277,3 +277,26 @@ def test_scatter_to_a_stuck_worker_fails_after_the_timeout(cluster, data, tmp_pa
     monkeypatch.setenv("TABPREP_SCATTER_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="TABPREP_SCATTER_TIMEOUT='soon'"):
         cluster_check.scatter_timeout()
+
+
+def test_cli_job_on_a_cluster_with_other_code_is_one_error_line(cluster, tmp_path):
+    # as an operator sees it: `tabprep fit --scheduler ADDRESS` on a cluster one of whose workers runs
+    # a modified tabprep fails with exit code 1, one line naming that worker, and writes nothing
+    from click.testing import CliRunner
+
+    from tabprep.cli.main import cli
+    from test_cli import SPEC, write_data
+
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    write_data(tmp_path / "data", files=2, rows=200)
+    copy = _copy_package(tmp_path / "changed", change=True)
+    with distributed.Client(cluster) as client:
+        with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
+            r = _within(180, lambda: CliRunner().invoke(cli, ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"),
+                                                              "--out", str(tmp_path / "wf"), "-q",
+                                                              "--scheduler", cluster.scheduler_address]))
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert odd in lines[0] and str(copy / "tabprep") in lines[0] and "install the same tabprep" in lines[0], lines
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "wf").exists()
