@@ -300,3 +300,22 @@ def test_cli_job_on_a_cluster_with_other_code_is_one_error_line(cluster, tmp_pat
     assert odd in lines[0] and str(copy / "tabprep") in lines[0] and "install the same tabprep" in lines[0], lines
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "wf").exists()
+
+
+def test_a_stopped_worker_fails_the_code_check_within_its_bound(cluster, data, tmp_path, monkeypatch):
+    # a worker process stopped (SIGSTOP: alive, connected, never answering) would hold the check's
+    # client.run forever; it is bounded and says what to look at
+    root, _ = data
+    monkeypatch.setattr(cluster_check, "PROBE_TIMEOUT_S", 3.0)
+    with distributed.Client(cluster) as client:
+        with _worker(client, cluster.scheduler_address, os.environ.get("PYTHONPATH", ""), tmp_path) as (stopped, proc):
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                start = time.monotonic()
+                with pytest.raises(cluster_check.ScatterFailed) as err:
+                    _within(60, lambda: _workflow().fit(tp.Dataset(str(root))))
+                assert time.monotonic() - start < 30
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+    msg = str(err.value)
+    assert "did not all answer within 3 s" in msg and stopped in msg and "stuck or stopped" in msg, msg

@@ -43,6 +43,9 @@ SCATTER_TIMEOUT_S = 600.0
 #: (``Scheduler.replicate``) keeps trying to copy to the worker it was given, forever; a scatter
 #: that was about to finish finishes within this
 WORKER_LOST_GRACE_S = 10.0
+#: seconds every worker has to say which tabprep it runs (it hashes 2 MB of sources: milliseconds;
+#: generous for workers busy with another job's tasks, which share their event loop)
+PROBE_TIMEOUT_S = 60.0
 #: seconds between two looks at the cluster's workers during a scatter
 _POLL_S = 0.5
 
@@ -52,7 +55,8 @@ class WorkerCodeMismatch(RuntimeError):
 
 
 class ScatterFailed(RuntimeError):
-    """The workflow could not be sent to every worker (a worker left during it, or the bound passed)."""
+    """The workflow could not be sent to every worker (a worker left during it, or the bound passed,
+    or the workers did not answer the code check)."""
 
 
 def distributed_client() -> Any:
@@ -130,7 +134,14 @@ def check_worker_code(client: Any, workers: Optional[List[str]] = None) -> None:
     if not addresses:
         return
     mine = code_fingerprint()
-    answers = client.run(_worker_fingerprint, workers=addresses, on_error="return")
+    try:   # (callback_timeout: Client.sync's bound; a stopped worker process never answers)
+        answers = client.run(_worker_fingerprint, workers=addresses, on_error="return",
+                             callback_timeout=PROBE_TIMEOUT_S)
+    except TimeoutError:
+        raise ScatterFailed(f"the {len(addresses)} dask workers of the cluster did not all answer within "
+                            f"{PROBE_TIMEOUT_S:g} s when asked which tabprep they run (hashing its sources takes "
+                            f"milliseconds): is one stuck or stopped? Check the workers ({', '.join(addresses)}), "
+                            f"restart the stuck one, and run the job again") from None
     bad: Dict[Tuple[str, ...], List[str]] = {}
     unknown = False
     for address, answer in sorted(answers.items()):
