@@ -52,8 +52,9 @@ def _within(seconds, fn):
 
 @pytest.fixture(scope="module")
 def cluster():
+    # (the scheduler's HTTP server on any free port: dask warned when 8787 was taken)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.ERROR) as c:
+                                  scheduler_kwargs={"dashboard_address": ":0"}, silence_logs=logging.ERROR) as c:
         yield c
 
 
@@ -292,9 +293,9 @@ def test_cli_job_on_a_cluster_with_other_code_is_one_error_line(cluster, tmp_pat
     copy = _copy_package(tmp_path / "changed", change=True)
     with distributed.Client(cluster) as client:
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
-            r = _within(180, lambda: CliRunner().invoke(cli, ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"),
-                                                              "--out", str(tmp_path / "wf"), "-q",
-                                                              "--scheduler", cluster.scheduler_address]))
+            args = ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"), "--out", str(tmp_path / "wf"), "-q",
+                    "--scheduler", cluster.scheduler_address]
+            r = _within(180, lambda: CliRunner().invoke(cli, args))
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     assert odd in lines[0] and str(copy / "tabprep") in lines[0] and "install the same tabprep" in lines[0], lines

@@ -46,8 +46,9 @@ WORKER_LOST_GRACE_S = 10.0
 #: seconds every worker has to say which tabprep it runs (it hashes 2 MB of sources: milliseconds;
 #: generous for workers busy with another job's tasks, which share their event loop)
 PROBE_TIMEOUT_S = 60.0
-#: seconds between two looks at the cluster's workers during a scatter
+#: seconds between two looks at the cluster's workers during a scatter, and the bound of one look
 _POLL_S = 0.5
+_ASK_S = 10.0
 
 
 class WorkerCodeMismatch(RuntimeError):
@@ -211,7 +212,9 @@ def scatter_workflow(client: Any, workflow: Any) -> Any:
     limit = scatter_timeout()
 
     async def watched() -> Any:
-        scatter = asyncio.ensure_future(client._scatter({key: workflow}, broadcast=True, hash=False))
+        # (asynchronous=True: the public API's coroutine, run on the client's event loop like this one)
+        scatter = asyncio.ensure_future(
+            client.scatter({key: workflow}, broadcast=True, hash=False, asynchronous=True))
         start = time.monotonic()
         lost_since: Optional[float] = None
         gone: List[str] = []
@@ -227,7 +230,7 @@ def scatter_workflow(client: Any, workflow: Any) -> Any:
                     f"{limit:g} s; is a worker stuck (or the network slow)? Check the workers, and run the job "
                     f"again; {SCATTER_TIMEOUT_ENV}=SECONDS allows longer (0: no bound)")
             try:
-                current = set(await client.scheduler.ncores())
+                current = set(await asyncio.wait_for(client.nthreads(asynchronous=True), _ASK_S))
             except Exception:  # noqa: BLE001 - the scheduler's answer is late: look again next time
                 continue
             gone = [w for w in before if w not in current]
