@@ -320,3 +320,18 @@ def test_a_stopped_worker_fails_the_code_check_within_its_bound(cluster, data, t
                 os.kill(proc.pid, signal.SIGCONT)
     msg = str(err.value)
     assert "did not all answer within 3 s" in msg and stopped in msg and "stuck or stopped" in msg, msg
+
+
+def test_worker_with_a_tabprep_before_the_check_is_refused(cluster, data, tmp_path):
+    # a worker whose tabprep has no code_fingerprint (a release from before this check): its version
+    # and folder are still named
+    root, _ = data
+    copy = _copy_package(tmp_path / "older", change=False)
+    module = copy / "tabprep" / "workflow" / "cluster_check.py"
+    module.write_text(module.read_text().replace("def code_fingerprint(", "def _not_there_yet("))
+    with distributed.Client(cluster) as client:
+        with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
+            with pytest.raises(cluster_check.WorkerCodeMismatch) as err:
+                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+    msg = str(err.value)
+    assert f"{odd} runs tabprep {tp.__version__} from {copy / 'tabprep'}, which predates this check" in msg, msg
