@@ -323,6 +323,21 @@ def test_address_of_something_else_fails_within_the_timeout(not_a_scheduler, tmp
     assert not (tmp_path / "wf").exists()
 
 
+def test_refused_scheduler_address_is_one_line_naming_it_and_the_fix(tmp_path, monkeypatch):
+    # nothing listening at the address (no scheduler started, a wrong port): dask retries the
+    # refused connection until its timeout, after which the job said the server "did not answer as
+    # a dask scheduler within 20 s", as if something else listened there; now: refused, and the fix
+    monkeypatch.setattr(cli_cluster, "CONNECT_TIMEOUT_S", 2)
+    start = time.monotonic()
+    r = CliRunner().invoke(cli, _fit_args(tmp_path) + ["--scheduler", "tcp://127.0.0.1:1"])
+    line = _one_error_line(r)
+    assert time.monotonic() - start < 15, line
+    assert r.exit_code == 1 and "'tcp://127.0.0.1:1'" in line and "connection refused" in line, line
+    assert "did not answer" not in line and "start the scheduler (`dask scheduler" in line, line
+    assert "--scheduler" in line and "8786" in line, line   # or correct the address (the usual port)
+    assert not (tmp_path / "wf").exists()
+
+
 def test_scheduler_without_workers_waits_then_fails(tmp_path, monkeypatch):
     # a scheduler whose workers are not (yet) there: a bounded, announced wait
     # (TABPREP_WAIT_FOR_WORKERS seconds), then a clear error; a worker that joins in time runs the job

@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from concurrent.futures import CancelledError
 
@@ -205,28 +205,54 @@ def _probe(address: str, where: str, timeout: float) -> None:
     connection_args = Security().get_connection_args("client") if address.startswith("tls://") else {}
 
     async def ask() -> Any:
-        comm = await connect(address, timeout=timeout, **connection_args)
         try:
-            await comm.write({"op": "identity", "n_workers": 0, "reply": True})
-            return await comm.read()
+            comm = await connect(address, timeout=timeout, **connection_args)
+        except OSError as exc:  # dask retried until ``timeout``: refused, unreachable, unknown host
+            return exc
+        try:   # connected: the answer within ``timeout`` too (a server that never answers)
+            await asyncio.wait_for(comm.write({"op": "identity", "n_workers": 0, "reply": True}), timeout)
+            return await asyncio.wait_for(comm.read(), timeout)
         finally:
             comm.abort()
 
     hint = "is it the scheduler's address (port 8786 unless it was started with another)?"
     try:
-        reply = asyncio.run(asyncio.wait_for(ask(), timeout))
+        # (the connect and the answer are bounded each; this bounds anything else, e.g. a TLS handshake)
+        reply = asyncio.run(asyncio.wait_for(ask(), 2 * timeout + 1))
     except (asyncio.TimeoutError, TimeoutError):
         raise JobFailed(f"the server {where} did not answer as a dask scheduler within {timeout:g} s: {hint}") from None
-    except OSError as exc:  # refused, unreachable, unknown host
+    except OSError as exc:  # the connection lost while asking
         raise JobFailed(f"cannot connect to the dask scheduler {where}: {one_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - whatever a server that is not a scheduler says back
         # (a MemoryError: an HTTP answer read as the length of a dask message)
         detail = "" if isinstance(exc, MemoryError) else f" ({one_line(exc)})"
         raise JobFailed(f"the server {where} did not answer as a dask scheduler{detail}: {hint}") from None
+    if isinstance(reply, OSError):
+        raise JobFailed(_unreachable(reply, where, timeout)) from None
     kind = reply.get("type") if isinstance(reply, dict) else None
     if kind != "Scheduler":
         raise JobFailed(f"the server {where} did not answer as a dask scheduler (it is {kind or 'something else'}): "
                         f"{hint}")
+
+
+def _unreachable(exc: OSError, where: str, timeout: float) -> str:
+    """The error of a scheduler address dask could not connect to within ``timeout`` seconds. dask
+    says only "Timed out trying to connect"; the cause it retried on is in the exception's chain."""
+    chain: List[BaseException] = []
+    cause: Optional[BaseException] = exc
+    while cause is not None and len(chain) < 10:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    # the innermost socket error (refused, unknown host), not a cancellation of dask's retries
+    causes = [c for c in chain[1:] if isinstance(c, OSError) and not isinstance(c, TimeoutError)]
+    root = causes[-1] if causes else exc
+    fix = ("start the scheduler (`dask scheduler`; port 8786 unless started with another) or correct the "
+           "address given to --scheduler / --scheduler-file")
+    if isinstance(root, ConnectionRefusedError):
+        return f"nothing accepts connections {where} (connection refused for {timeout:g} s): {fix}"
+    detail = f" ({one_line(root)})" if root is not exc else ""   # (dask's own text repeats the timeout)
+    return (f"cannot connect to the dask scheduler {where} within {timeout:g} s{detail}: is the host "
+            f"reachable from here? {fix}")
 
 
 def _wait_seconds() -> float:

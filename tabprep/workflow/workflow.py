@@ -19,6 +19,7 @@ from ..ops.base import _OUT_OF_FOLD, Operator, StatOperator
 from ..ops._lookups import start_builds
 from ..schema import (Schema, check_input_dtypes, drift_message, kind_mismatch_message, nest_like, normalize_dtype,
                       unit_drift)
+from .cluster_check import distributed_client as _distributed_client, scatter_workflow
 from .compat import WorkflowCompat
 from .contract import WorkflowContract, _shown_dtype  # noqa: F401 - _shown_dtype: kept importable here
 from .contract import check_declared_ints, conform_output as _conform
@@ -433,7 +434,8 @@ class Workflow(WorkflowContract, WorkflowCompat):
             return dask.delayed(self, pure=True)
         copy = for_workers(self)
         copy._warn_job = new_job()  # its tasks' warnings are sent back to this process (tabprep._warn)
-        return client.scatter(copy, broadcast=True, hash=False)
+        # (after checking that every worker runs this tabprep; bounded when a worker dies during it)
+        return scatter_workflow(client, copy)
 
     def _require_fitted(self) -> None:
         missing = [n.op.label for n in self.stat_nodes if not n.op.fitted]
@@ -549,20 +551,6 @@ class Workflow(WorkflowContract, WorkflowCompat):
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _distributed_client() -> Any:
-    """The active dask.distributed client, or None (local schedulers, or distributed not installed)."""
-    if dask.config.get("scheduler", None) not in (None, "dask.distributed", "distributed"):
-        return None  # the user chose a local scheduler explicitly (dask.config.set(scheduler="sync"))
-    try:
-        from distributed import default_client
-    except ImportError:
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
 #: the old name of :meth:`Schema.from_frame` (ops/join_external.py and loader/core.py still use it)
 schema_of_frame = Schema.from_frame
 
