@@ -338,6 +338,15 @@ def test_refused_scheduler_address_is_one_line_naming_it_and_the_fix(tmp_path, m
     assert not (tmp_path / "wf").exists()
 
 
+def test_refused_address_reads_as_refused_when_dask_lost_the_refusal():
+    # on a busy machine dask's last connect retry is cancelled by its own timeout, so its error's
+    # chain holds no ConnectionRefusedError (seen under CI's load: "is the host reachable?");
+    # the address itself still refuses a plain connect, and the error says so
+    timed_out = OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 2 s")
+    line = cli_cluster._unreachable(timed_out, "at 'tcp://127.0.0.1:1'", 2)
+    assert "connection refused" in line and "reachable" not in line, line
+
+
 def test_scheduler_without_workers_waits_then_fails(tmp_path, monkeypatch):
     # a scheduler whose workers are not (yet) there: a bounded, announced wait
     # (TABPREP_WAIT_FOR_WORKERS seconds), then a clear error; a worker that joins in time runs the job
@@ -486,8 +495,8 @@ def test_worker_killed_mid_job_output_complete_and_identical(dask_processes, tmp
         if killed is None and len(workers) >= 6:  # mid-job: fit partials done or under way, transform to come
             killed, at = workers[-1], len(calls)
             os.kill(killed, signal.SIGKILL)
-        if out.exists():
-            seen.add(tuple(sorted(p.name for p in out.iterdir())))
+        if out.exists():   # (the commit's journal is in the folder for an instant after its rename)
+            seen.add(tuple(sorted(p.name for p in out.iterdir() if p.name != ".tabprep-commit.json")))
         time.sleep(0.05)
     stdout, stderr = proc.communicate(timeout=60)
     assert killed is not None and proc.returncode == 0, (killed, proc.returncode, stderr)

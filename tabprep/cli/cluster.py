@@ -246,6 +246,8 @@ def _unreachable(exc: OSError, where: str, timeout: float) -> str:
     # the innermost socket error (refused, unknown host), not a cancellation of dask's retries
     causes = [c for c in chain[1:] if isinstance(c, OSError) and not isinstance(c, TimeoutError)]
     root = causes[-1] if causes else exc
+    if not isinstance(root, ConnectionRefusedError) and _refused(where):
+        root = ConnectionRefusedError("connection refused")
     fix = ("start the scheduler (`dask scheduler`; port 8786 unless started with another) or correct the "
            "address given to --scheduler / --scheduler-file")
     if isinstance(root, ConnectionRefusedError):
@@ -253,6 +255,26 @@ def _unreachable(exc: OSError, where: str, timeout: float) -> str:
     detail = f" ({one_line(root)})" if root is not exc else ""   # (dask's own text repeats the timeout)
     return (f"cannot connect to the dask scheduler {where} within {timeout:g} s{detail}: is the host "
             f"reachable from here? {fix}")
+
+
+def _refused(where: str) -> bool:
+    """Whether a plain TCP connect to the ``tcp://host:port`` in ``where`` is refused now (one try,
+    1 s). dask's chain holds the refusal only when its last retry was refused; on a busy machine
+    that retry was often cancelled by dask's own timeout instead, and a refused address read as
+    unreachable."""
+    import re
+    import socket
+
+    m = re.search(r"tcp://\[?([^\]'/]+?)\]?:(\d+)", where)
+    if m is None:
+        return False
+    try:
+        socket.create_connection((m.group(1), int(m.group(2))), timeout=1.0).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _wait_seconds() -> float:
