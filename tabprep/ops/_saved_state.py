@@ -18,17 +18,10 @@ def check_state_fields(label: str, stats: Any, fields: Sequence[str]) -> None:
     """``TypeError`` unless ``stats`` is None (not fitted) or ``{column: {field: number or None}}``
     holding every one of ``fields`` for every column (a bool or a string is not a number); no
     ``fields``: nothing checked."""
-    if stats is None or not fields:
+    if not fields:
         return
-    if not isinstance(stats, dict):
-        raise TypeError(f"{label}: the saved statistics must map columns to their values, got {_short(stats)}")
-    for column, entry in stats.items():
-        if not isinstance(entry, dict):
-            raise TypeError(f"{label}: the saved statistics of column {column!r} must be a mapping of "
-                            f"{list(fields)}, got {_short(entry)}")
+    for column, entry in column_entries(label, stats, fields).items():
         for field in fields:
-            if field not in entry:
-                raise TypeError(f"{label}: the saved statistics of column {column!r} lack {field!r}")
             value = entry[field]
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
                 raise TypeError(f"{label}: the saved {field!r} of column {column!r} must be a number, got {_short(value)}")
