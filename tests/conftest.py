@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -255,6 +255,45 @@ def to_pandas(obj: Any) -> pd.DataFrame:
 def fit_transform(wf: tp.Workflow, ds: tp.Dataset) -> pd.DataFrame:
     wf.fit(ds)
     return to_pandas(wf.transform(ds))
+
+
+def within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """``fn()``'s result (or its exception, raised here), run in a thread given ``seconds``: a
+    fit or compute that hangs fails the test instead of hanging CI (the thread is left behind)."""
+    import threading
+
+    box: Dict[str, Any] = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"did not end within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def saved_workflow(folder: Any, graph: Any, df: pd.DataFrame) -> Tuple[tp.Workflow, Any]:
+    """A workflow of ``graph`` fitted on ``df`` and saved to ``folder/wf``: (it, its workflow.json)."""
+    wf = tp.Workflow(graph).fit(df)
+    wf.save(str(folder / "wf"))
+    return wf, folder / "wf" / "workflow.json"
+
+
+def edit_op_state(spec: Any, fn: Callable[[Dict[str, Any]], None]) -> None:
+    """Edit a saved workflow.json by hand, as a user could: ``fn`` changes the first op node's
+    ``state`` in place (json writes NaN as NaN, which json.loads reads back)."""
+    import json
+
+    doc = json.loads(spec.read_text())
+    fn(next(n for n in doc["nodes"] if n.get("kind") == "op")["state"])
+    spec.write_text(json.dumps(doc))
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from tabprep.cli import cluster as cli_cluster
 from tabprep.cli import runtime
 from tabprep.cli.main import cli
 
-from conftest import GPU_SKIP
+from conftest import GPU_SKIP, within
 from test_cli import SPEC, write_data
 from test_cli_subprocess import sh
 
@@ -677,29 +677,6 @@ def _kill_mid_compute(sfile, start_worker=None, after_s=1.5):
     return thread
 
 
-def _within(seconds, fn):
-    """``fn()``'s result (or its exception, raised here), run in a thread given ``seconds``: a
-    compute that hangs fails the test instead of hanging CI (the thread is left behind; the
-    fixture's scheduler is killed at the end of the test, which ends its client)."""
-    import threading
-
-    box = {}
-
-    def run():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"the compute did not end within {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
-
-
 def _scheduler_tasks(sfile):
     with distributed.Client(scheduler_file=str(sfile), timeout="30s") as client:
         return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
@@ -729,7 +706,7 @@ def test_no_workers_for_the_wait_fails_the_compute(lone_worker_cluster, monkeypa
             return dask.compute(*[dask.delayed(lone_fns.slow_square)(i) for i in range(20)])
 
     with pytest.raises(runtime.JobFailed) as err:
-        _within(60, job)
+        within(60, job)
     killer.join(timeout=5)
     assert 3 <= time.monotonic() - start < 30
     msg = str(err.value)
@@ -757,7 +734,7 @@ def test_workers_back_within_the_wait_finish_the_compute(lone_worker_cluster, mo
         with cli_cluster.dask_cluster(None, None, None, True, True, scheduler_file=str(sfile)):
             return dask.compute(*[dask.delayed(lone_fns.slow_square)(i) for i in range(20)])
 
-    got = _within(90, job)
+    got = within(90, job)
     killer.join(timeout=5)
     assert not killer.is_alive()
     calls = (sfile.parent / "pids.txt").read_text().split()

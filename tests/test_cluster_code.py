@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,28 +25,10 @@ import tabprep as tp
 from tabprep import ops
 from tabprep.workflow import cluster_check
 
+from conftest import within
+
 distributed = pytest.importorskip("distributed")
 PACKAGE = Path(tp.__file__).resolve().parent
-
-
-def _within(seconds, fn):
-    """``fn()``'s result (or its exception, raised here), run in a thread given ``seconds``: a
-    fit that hangs fails the test instead of hanging CI."""
-    box = {}
-
-    def run():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not end within {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +111,7 @@ def test_worker_with_a_modified_tabprep_is_refused_naming_it(cluster, data, tmp_
         good = list(client.nthreads())
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
             with pytest.raises(cluster_check.WorkerCodeMismatch) as err:
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
             msg = str(err.value)
             assert odd in msg and not any(g in msg for g in good), msg
             assert str(copy / "tabprep") in msg and str(PACKAGE) in msg, msg
@@ -138,10 +119,10 @@ def test_worker_with_a_modified_tabprep_is_refused_naming_it(cluster, data, tmp_
             assert "TABPREP_CHECK_WORKER_CODE=0" in msg
             # refused again on the next try (a failed check is not remembered as passed)
             with pytest.raises(cluster_check.WorkerCodeMismatch, match="install the same tabprep"):
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
         # (the odd worker gone) the same client fits on the good workers
-        wf = _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
-    got = _within(60, lambda: wf.transform(raw[["cat", "x"]]))
+        wf = within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+    got = within(60, lambda: wf.transform(raw[["cat", "x"]]))
     expect = _reference(raw)
     np.testing.assert_array_equal(got["cat"].to_numpy(), expect["cat"].to_numpy())
     np.testing.assert_allclose(got["x"].to_numpy(dtype="float64"), expect["x"].to_numpy(), rtol=1e-5, atol=1e-6)
@@ -154,7 +135,7 @@ def test_transform_on_a_worker_with_other_code_is_refused(cluster, data, tmp_pat
     with distributed.Client(cluster) as client:
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
             with pytest.raises(cluster_check.WorkerCodeMismatch, match=odd.replace(".", r"\.")):
-                _within(120, lambda: wf.transform(tp.Dataset(str(root))).to_parquet(str(tmp_path / "out")))
+                within(120, lambda: wf.transform(tp.Dataset(str(root))).to_parquet(str(tmp_path / "out")))
     assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 
@@ -163,7 +144,7 @@ def test_worker_without_tabprep_is_refused_naming_it(cluster, data, tmp_path):
     with distributed.Client(cluster) as client:
         with _worker(client, cluster.scheduler_address, "", tmp_path, hide_tabprep=True) as (odd, _):
             with pytest.raises(cluster_check.WorkerCodeMismatch) as err:
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
     msg = str(err.value)
     assert odd in msg and "cannot import tabprep" in msg and "install the same tabprep" in msg, msg
     assert "TABPREP_CHECK_WORKER_CODE" not in msg, msg   # skipping the check would not help there
@@ -184,8 +165,8 @@ def test_identical_code_in_another_folder_fits_and_is_checked_once(cluster, data
             monkeypatch.setattr(client, "run", counting)
             wf = _workflow()
             with distributed.get_task_stream(client) as ts:
-                _within(120, lambda: wf.fit(tp.Dataset(str(root), part_size="8kB")))
-                out = _within(120, lambda: wf.transform(tp.Dataset(str(root), part_size="8kB")).compute())
+                within(120, lambda: wf.fit(tp.Dataset(str(root), part_size="8kB")))
+                out = within(120, lambda: wf.transform(tp.Dataset(str(root), part_size="8kB")).compute())
             # both workers ran tasks (the copy's worker computed with identical code)
             assert other in {t["worker"] for t in ts.data}
             # one probe for the client and its two workers, not one per pass / transform
@@ -202,7 +183,7 @@ def test_the_check_can_be_switched_off(cluster, data, tmp_path, monkeypatch):
     monkeypatch.setenv("TABPREP_CHECK_WORKER_CODE", "0")
     with distributed.Client(cluster) as client:
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path):
-            wf = _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+            wf = within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
     assert wf.fitted
 
 
@@ -210,6 +191,15 @@ def test_code_fingerprint_covers_every_source_file(tmp_path):
     version, digest, folder = cluster_check.code_fingerprint()
     assert version == tp.__version__ and folder == str(PACKAGE) and len(digest) == 64
     assert cluster_check.code_fingerprint() is cluster_check.code_fingerprint()   # computed once
+
+
+def _first_copy_on(worker, workers):
+    """dask's broadcast scatter puts its first copy on worker (counter % n) of the sorted addresses
+    (a dask internal: ``utils_comm._round_robin_counter``, a list of one count): on ``worker``, so
+    the others are asked for a copy from it in the broadcast that follows."""
+    from distributed import utils_comm
+
+    utils_comm._round_robin_counter[0] = sorted(workers).index(worker)
 
 
 #: run in a worker before it starts: it dies (as if killed) when asked to fetch a copy of data from
@@ -223,28 +213,23 @@ DIE_ON_COPY = ("import os, distributed.worker\n"
 def test_worker_dying_while_the_workflow_is_scattered_fails_within_a_bound(cluster, data, tmp_path, monkeypatch):
     # dask's broadcast (Scheduler.replicate) retries the copy to a worker it started with, gone or
     # not, forever: a worker killed while a fit or transform scattered the workflow hung the job
-    from distributed import utils_comm
-
     root, raw = data
     monkeypatch.setattr(cluster_check, "WORKER_LOST_GRACE_S", 3.0)
     with distributed.Client(cluster) as client:
         good = list(client.nthreads())
         with _worker(client, cluster.scheduler_address, os.environ.get("PYTHONPATH", ""), tmp_path,
                      preamble=DIE_ON_COPY) as (victim, proc):
-            # dask puts the first copy on worker (counter % n) of the sorted addresses: the good one,
-            # so that the victim is asked for a copy (and dies) in the broadcast that follows
-            order = sorted([*good, victim])
-            utils_comm._round_robin_counter[0] = order.index(good[0])   # (a list of one count)
+            _first_copy_on(good[0], [*good, victim])   # the victim is asked for a copy (and dies)
             start = time.monotonic()
             with pytest.raises(cluster_check.ScatterFailed) as err:
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
             assert proc.poll() is not None, "the worker did not die in the broadcast"
             assert time.monotonic() - start < 60
         msg = str(err.value)
         assert victim in msg and "left the cluster" in msg and "run the job again" in msg, msg
         # the same client goes on with the workers it has (the abandoned copy was released)
-        wf = _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
-        got = _within(120, lambda: wf.transform(tp.Dataset(str(root))).compute()).reset_index(drop=True)
+        wf = within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+        got = within(120, lambda: wf.transform(tp.Dataset(str(root))).compute()).reset_index(drop=True)
     expect = _reference(raw)
     np.testing.assert_array_equal(got["cat"].to_numpy(), expect["cat"].to_numpy())
     np.testing.assert_allclose(got["x"].to_numpy(dtype="float64"), expect["x"].to_numpy(), rtol=1e-5, atol=1e-6)
@@ -259,19 +244,16 @@ STUCK_ON_COPY = ("import asyncio, distributed.worker\n"
 
 
 def test_scatter_to_a_stuck_worker_fails_after_the_timeout(cluster, data, tmp_path, monkeypatch):
-    from distributed import utils_comm
-
     root, _ = data
     monkeypatch.setenv("TABPREP_SCATTER_TIMEOUT", "4")
     with distributed.Client(cluster) as client:
         good = list(client.nthreads())
         with _worker(client, cluster.scheduler_address, os.environ.get("PYTHONPATH", ""), tmp_path,
                      preamble=STUCK_ON_COPY) as (stuck, _):
-            order = sorted([*good, stuck])
-            utils_comm._round_robin_counter[0] = order.index(good[0])   # the first copy: on the good worker
+            _first_copy_on(good[0], [*good, stuck])
             start = time.monotonic()
             with pytest.raises(cluster_check.ScatterFailed) as err:
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
             assert time.monotonic() - start < 30
     msg = str(err.value)
     assert "did not finish within 4 s" in msg and "TABPREP_SCATTER_TIMEOUT=SECONDS" in msg, msg
@@ -295,7 +277,7 @@ def test_cli_job_on_a_cluster_with_other_code_is_one_error_line(cluster, tmp_pat
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
             args = ["fit", str(tmp_path / "spec.yaml"), str(tmp_path / "data"), "--out", str(tmp_path / "wf"), "-q",
                     "--scheduler", cluster.scheduler_address]
-            r = _within(180, lambda: CliRunner().invoke(cli, args))
+            r = within(180, lambda: CliRunner().invoke(cli, args))
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     assert odd in lines[0] and str(copy / "tabprep") in lines[0] and "install the same tabprep" in lines[0], lines
@@ -314,7 +296,7 @@ def test_a_stopped_worker_fails_the_code_check_within_its_bound(cluster, data, t
             try:
                 start = time.monotonic()
                 with pytest.raises(cluster_check.ScatterFailed) as err:
-                    _within(60, lambda: _workflow().fit(tp.Dataset(str(root))))
+                    within(60, lambda: _workflow().fit(tp.Dataset(str(root))))
                 assert time.monotonic() - start < 30
             finally:
                 os.kill(proc.pid, signal.SIGCONT)
@@ -332,6 +314,6 @@ def test_worker_with_a_tabprep_before_the_check_is_refused(cluster, data, tmp_pa
     with distributed.Client(cluster) as client:
         with _worker(client, cluster.scheduler_address, str(copy), tmp_path) as (odd, _):
             with pytest.raises(cluster_check.WorkerCodeMismatch) as err:
-                _within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
+                within(120, lambda: _workflow().fit(tp.Dataset(str(root))))
     msg = str(err.value)
     assert f"{odd} runs tabprep {tp.__version__} from {copy / 'tabprep'}, which predates this check" in msg, msg

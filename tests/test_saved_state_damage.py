@@ -3,7 +3,6 @@ an error naming the file, the op, the column and the field, where transform rais
 ('mean') or computed with a string."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -12,6 +11,8 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
+from conftest import edit_op_state, saved_workflow
+
 DF = pd.DataFrame({"x": [1.0, 2.0, 4.0, np.nan], "y": [3, 1, 2, 7]})
 OPS = {"Normalize": (ops.Normalize, "mean"), "NormalizeMinMax": (ops.NormalizeMinMax, "min"),
        "FillMedian": (ops.FillMedian, "median")}
@@ -19,16 +20,11 @@ OPS = {"Normalize": (ops.Normalize, "mean"), "NormalizeMinMax": (ops.NormalizeMi
 
 def _saved(tmp_path, name):
     cls, _ = OPS[name]
-    wf = tp.Workflow(["x", "y"] >> cls()).fit(DF)
-    wf.save(str(tmp_path / "wf"))
-    return wf, tmp_path / "wf" / "workflow.json"
+    return saved_workflow(tmp_path, ["x", "y"] >> cls(), DF)
 
 
 def _edit(spec, fn):
-    doc = json.loads(spec.read_text())
-    node = next(n for n in doc["nodes"] if n.get("kind") == "op")
-    fn(node["state"]["stats"])
-    spec.write_text(json.dumps(doc))
+    edit_op_state(spec, lambda state: fn(state["stats"]))
 
 
 @pytest.mark.parametrize("name", list(OPS))

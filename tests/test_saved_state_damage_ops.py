@@ -15,6 +15,8 @@ import pytest
 import tabprep as tp
 from tabprep import ops
 
+from conftest import edit_op_state, saved_workflow
+
 DF = pd.DataFrame({"x": [1.5, 2.0, 4.0, np.nan], "y": [3, -5, 300, 7], "s": ["a", "bb", None, "a"],
                    "l": pd.Series([[1, 2], [3], None, [4, 5, 6]], dtype=pd.ArrowDtype(pa.list_(pa.int64())))})
 #: op name -> (op, the columns it is given)
@@ -25,16 +27,11 @@ FIX = "fit the workflow and save it again"
 
 def _saved(tmp_path, name):
     cls, cols = OPS[name]
-    wf = tp.Workflow(cols >> cls()).fit(DF)
-    wf.save(str(tmp_path / "wf"))
-    return wf, tmp_path / "wf" / "workflow.json"
+    return saved_workflow(tmp_path, cols >> cls(), DF)
 
 
 def _edit(spec, fn):
-    doc = json.loads(spec.read_text())
-    node = next(n for n in doc["nodes"] if n.get("kind") == "op")
-    fn(node["state"]["stats"])
-    spec.write_text(json.dumps(doc))   # (json writes NaN as NaN, which json.loads reads back)
+    edit_op_state(spec, lambda state: fn(state["stats"]))
 
 
 def _refused(tmp_path, column, field=None):

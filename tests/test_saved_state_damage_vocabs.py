@@ -5,14 +5,14 @@ field and the fix, where a load gave a bare ``ValueError: invalid literal for in
 ``TypeError`` at transform, or a silently wrong output (JoinGroupby with a smaller ``size``)."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import tabprep as tp
 from tabprep import ops
+
+from conftest import edit_op_state, saved_workflow
 
 DF = pd.DataFrame({"a": ["x", "y", "x", None, "z", "y"], "b": [1, 1, 2, 2, 3, 3],
                    "t": [1.0, 0.0, 1.0, 0.0, 1.0, 1.0], "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
@@ -24,15 +24,10 @@ OPS = {"Categorify": lambda: ["a"] >> ops.Categorify(),
 
 
 def _saved(tmp_path, name):
-    wf = tp.Workflow(OPS[name]()).fit(DF)
-    wf.save(str(tmp_path / "wf"))
-    return wf, tmp_path / "wf" / "workflow.json"
+    return saved_workflow(tmp_path, OPS[name](), DF)
 
 
-def _edit(spec, fn):
-    doc = json.loads(spec.read_text())
-    fn(next(n for n in doc["nodes"] if n.get("kind") == "op")["state"])
-    spec.write_text(json.dumps(doc))
+_edit = edit_op_state
 
 
 def _refused(tmp_path, op, field):
